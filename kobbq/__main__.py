@@ -1,0 +1,3 @@
+from kobbq.cli import main
+
+raise SystemExit(main())

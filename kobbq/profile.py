@@ -1,0 +1,154 @@
+"""Culture profiles: everything culture-specific, loaded from a TOML file into typed models.
+
+A new culture is a new profile file, not new code. Unknown keys are rejected so that a typo
+in a profile fails at load time with its name, instead of silently using a default.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from fractions import Fraction
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from kobbq.errors import UserError
+
+PROFILE_DIR = Path(__file__).parent / "profiles"
+
+
+def _to_fraction(value: object) -> Fraction:
+    """Thresholds such as 2/3 must compare exactly; a float 0.6667 would misjudge 200/300."""
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, (int, str)):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(value).limit_denominator(10_000)
+    raise ValueError(f"expected a number or a fraction such as '2/3', got {value!r}")
+
+
+ExactNumber = Annotated[Fraction, BeforeValidator(_to_fraction)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class PaperCounts(Strict):
+    """One category's row of the paper's Table 1, used only for side-by-side reports."""
+
+    sr: int
+    tm: int
+    st: int
+    nc: int
+    templates_before: int
+    templates_after: int
+    samples: int
+
+
+class Category(Strict):
+    name: str  # as written in the template files' Category column
+    sample_prefix: str  # first part of a sample_id
+    display: str  # human-readable name for reports
+    bbq_categories: list[str] = Field(default_factory=list)  # English BBQ files that feed it
+    paper: PaperCounts | None = None
+
+
+class TemplateFormat(Strict):
+    """How versions map to context polarity in this culture's template files."""
+
+    versions: list[str] = ["a", "b", "c", "d"]
+    counter_biased_versions: list[str] = ["a", "c"]  # disambiguating context goes against the stereotype
+    # Versions that swap the two people; slot order for the fill number is then [N2, N1, ...].
+    swapped_versions: list[str] = ["b", "d"]
+    # Lexical slots attached to person 1 / person 2 that swap together with the people.
+    person_word_slots: list[str] = ["X1", "X2"]
+
+
+class Release(Strict):
+    name: str  # used as the file prefix, e.g. KoBBQ_all_samples.tsv
+    unknown_expression: str  # the "cannot be determined" choice written into the release
+    # Other phrasings that mean "unknown", accepted when scoring model outputs.
+    unknown_expressions: list[str] = Field(default_factory=list)
+    seed: int = 42
+    paper_total_samples: int | None = None
+    paper_reference: str = ""
+
+
+class SurveyThresholds(Strict):
+    """The paper's survey filters; each is a cut-off compared exactly (fractions, not floats)."""
+
+    target_ratio: ExactNumber = Fraction(2)  # type 1: target when votes >= ratio x equal share
+    non_target_ratio: ExactNumber = Fraction(1, 2)  # type 1: non-target when votes <= ratio x equal share
+    type2_agreement: ExactNumber = Fraction(2, 3)  # type 2: keep when target share of stereotype votes > this
+    no_stereotype_max: ExactNumber = Fraction(1, 2)  # drop when "no stereotype" share > this
+    reading_min_correct: ExactNumber = Fraction(1, 2)  # drop a template when correct rate < this
+    respondents_per_question: int = 100
+
+
+class Particles(Strict):
+    """Particle pairs chosen by whether the preceding word ends in a final consonant (batchim)."""
+
+    enabled: bool = False
+    # [form after a final consonant, form after a vowel], e.g. ["은", "는"].
+    pairs: list[tuple[str, str]] = Field(default_factory=list)
+
+
+class Profile(Strict):
+    name: str
+    language: str  # BCP-47 code of the target language
+    description: str = ""
+    source_language: str = "en"
+    release: Release
+    templates: TemplateFormat = TemplateFormat()
+    survey: SurveyThresholds = SurveyThresholds()
+    particles: Particles = Particles()
+    categories: list[Category]
+    path: Path | None = None
+
+    @model_validator(mode="after")
+    def _unique_categories(self) -> "Profile":
+        names = [c.name for c in self.categories]
+        if len(set(names)) != len(names):
+            raise ValueError("category names must be unique")
+        return self
+
+    def category(self, name: str) -> Category | None:
+        return {c.name: c for c in self.categories}.get(name)
+
+    @property
+    def category_names(self) -> list[str]:
+        return [c.name for c in self.categories]
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
+
+
+def load_profile(name_or_path: str | Path) -> Profile:
+    """Load a shipped profile by name (``ko``) or any profile file by path."""
+    candidate = Path(name_or_path)
+    if candidate.suffix == ".toml" or candidate.exists():
+        path = candidate
+    else:
+        path = PROFILE_DIR / f"{name_or_path}.toml"
+        if not path.exists():
+            raise UserError(
+                f"unknown profile {str(name_or_path)!r}; shipped profiles: {', '.join(available_profiles())}, "
+                "or give the path of a .toml profile file"
+            )
+    if not path.exists():
+        raise UserError("profile file does not exist", path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"not valid TOML: {exc}", path) from None
+    try:
+        return Profile.model_validate({**data, "path": path})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise UserError(f"invalid profile: {problems}", path) from None

@@ -1,0 +1,134 @@
+"""Slot syntax of culturally adapted templates, and the text normalisation applied to them.
+
+In the KoBBQ format a slot is written inline where it is used, with its fillers already
+inflected for the particle that follows: ``[N1: 손자와, 손녀와]``. The declared fillers live in
+``Names`` (``N1: [손자, 손녀]; N2: [...]``) and ``Lexical_diversity`` (``W1: [...]; X2: [...]``).
+A bare ``[N1]`` (no list) is legal in the English ``_translated`` columns and in post-edits.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+SLOT_NAME = r"[A-Z]+[0-9]*"
+PERSON_SLOTS = ("N1", "N2")
+
+# An inline slot: [N1: a, b, c] or a bare [N1]. Items cannot contain brackets.
+INLINE_SLOT = re.compile(r"\[(" + SLOT_NAME + r")(?::([^\[\]]*))?\]")
+_DECLARATION = re.compile(r"^\s*(" + SLOT_NAME + r")\s*:\s*\[([^\[\]]*)\]\s*$")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SPACES = re.compile(r"\s+")
+
+
+class SlotSyntaxError(ValueError):
+    """A slot declaration or inline list that cannot be parsed; the message says what was expected."""
+
+
+def split_items(body: str) -> tuple[str, ...]:
+    """Split ``a, b, c`` into its items; empty items are kept so that validation can report them."""
+    return tuple(item.strip() for item in body.split(","))
+
+
+def parse_declarations(text: str) -> dict[str, tuple[str, ...]]:
+    """Parse ``N1: [a, b]; N2: [c]`` into ``{"N1": ("a", "b"), "N2": ("c",)}``."""
+    slots: dict[str, tuple[str, ...]] = {}
+    if not text.strip():
+        return slots
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        match = _DECLARATION.match(part)
+        if match is None:
+            raise SlotSyntaxError(f"cannot read slot declaration {part.strip()!r}; expected 'NAME: [item, item]'")
+        name, body = match.groups()
+        if name in slots:
+            raise SlotSyntaxError(f"slot {name} is declared twice")
+        slots[name] = split_items(body)
+    return slots
+
+
+def format_declarations(slots: dict[str, tuple[str, ...]]) -> str:
+    return "; ".join(f"{name}: [{', '.join(items)}]" for name, items in slots.items())
+
+
+@dataclass(frozen=True)
+class InlineSlot:
+    name: str
+    items: tuple[str, ...] | None  # None for a bare [N1]
+    start: int
+    end: int
+
+
+def find_inline_slots(text: str) -> list[InlineSlot]:
+    return [
+        InlineSlot(m.group(1), None if m.group(2) is None else split_items(m.group(2)), m.start(), m.end())
+        for m in INLINE_SLOT.finditer(text)
+    ]
+
+
+@dataclass(frozen=True)
+class ParsedText:
+    """A text split at its inline slots: ``pieces[i]`` is the literal text before ``slots[i]``."""
+
+    pieces: tuple[str, ...]  # len(slots) + 1
+    slots: tuple[InlineSlot, ...]
+
+
+def parse_text(text: str) -> ParsedText:
+    slots = find_inline_slots(text)
+    bounds = [0, *(b for slot in slots for b in (slot.start, slot.end)), len(text)]
+    return ParsedText(tuple(text[bounds[i]:bounds[i + 1]] for i in range(0, len(bounds), 2)), tuple(slots))
+
+
+def bracket_problems(text: str) -> list[str]:
+    """Brackets that do not pair up, or nest; either makes the slot syntax ambiguous."""
+    problems = []
+    depth = 0
+    for position, char in enumerate(text):
+        if char == "[":
+            if depth:
+                problems.append(f"'[' at character {position + 1} opens inside another bracket")
+            depth += 1
+        elif char == "]":
+            if not depth:
+                problems.append(f"']' at character {position + 1} closes nothing")
+                continue
+            depth -= 1
+    if depth:
+        problems.append("a '[' is never closed")
+    # Anything bracketed that is not slot syntax, e.g. '[n1: a]' or '[N1 a, b]'.
+    stripped = INLINE_SLOT.sub("", text)
+    for match in re.finditer(r"\[[^\[\]]*\]", stripped):
+        problems.append(f"{match.group(0)[:40]!r} is bracketed but is not slot syntax '[NAME: item, item]'")
+    return problems
+
+
+@dataclass(frozen=True)
+class Normalisation:
+    """What normalising one text changed, for the build's normalisation report."""
+
+    control_characters: int
+    nfc_changed: bool
+    whitespace_changed: bool
+
+
+def normalise_text(text: str) -> tuple[str, Normalisation]:
+    """NFC, control characters to spaces, runs of whitespace collapsed, ends stripped.
+
+    Control characters (U+0008 in ten KoBBQ rows) sit where a space belongs, e.g.
+    ``손자는]\\x08적극적으로``, so they become a space rather than disappearing and gluing words.
+    """
+    nfc = unicodedata.normalize("NFC", text)
+    controls = len(_CONTROL.findall(nfc))
+    cleaned = _CONTROL.sub(" ", nfc) if controls else nfc
+    collapsed = _SPACES.sub(" ", cleaned).strip()
+    return collapsed, Normalisation(controls, nfc != text, collapsed != cleaned)
+
+
+def collapse_spaces(text: str) -> str:
+    """Whitespace collapse for filled text, where an empty or padded filler can leave double spaces."""
+    if "  " in text or text[:1].isspace() or text[-1:].isspace():
+        return _SPACES.sub(" ", text).strip()
+    return text

@@ -1,0 +1,187 @@
+"""The culturally adapted template (KoBBQ format): its model and its TSV loader.
+
+A template row is one version (a/b/c/d) of one template ID. Its text fields carry inline slot
+lists; its ``Names`` and ``Lexical_diversity`` declare the fillers. Loading never raises on a
+bad row: it returns findings, so that ``kobbq validate`` can list every problem at once and
+``kobbq build`` can refuse to publish while naming them all.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kobbq.errors import Location, UserError
+from tasks.corrections import AppliedCorrection, Correction, apply_corrections
+from tasks.findings import Finding
+from tasks.slots import ParsedText, SlotSyntaxError, normalise_text, parse_declarations, parse_text
+
+LABELS = ("ST", "TM", "NC")  # SR templates never reach a template file: they are excluded at labelling
+
+# Model field -> column of the KoBBQ TSV, for the six fields that expansion fills.
+TEXT_COLUMNS = {
+    "ambiguous_context": "Ambiguous_context",
+    "disambiguating_context": "Disambiguating_context",
+    "biased_question": "Biased_question",
+    "counter_biased_question": "Counter-biased_question",
+    "biased_answer": "Biased_question_answer",
+    "counter_biased_answer": "Counter-biased_question_answer",
+}
+REQUIRED_COLUMNS = ["Category", "ID", "version", "Label_annotation", "Stereotype", "Names", "Lexical_diversity",
+                    *TEXT_COLUMNS.values()]
+REQUIRED_CELLS = [c for c in REQUIRED_COLUMNS if c != "Lexical_diversity"]
+NOT_APPLICABLE = "N/A"  # how the KoBBQ file marks a newly-created template's missing BBQ link
+
+
+@dataclass(frozen=True)
+class Template:
+    source: str
+    row: int  # line of the file (the header is line 1)
+    category: str
+    template_id: int
+    version: str
+    label: str
+    stereotype: str
+    texts: dict[str, str]  # TEXT_COLUMNS keys -> text with inline slot lists
+    names: dict[str, tuple[str, ...]]  # N1, N2
+    lexical: dict[str, tuple[str, ...]]  # W1, X2, ...
+    target_group: str = ""
+    bbq_id: str = ""
+    bbq_category: str = ""
+    columns: dict[str, str] = field(default_factory=dict, repr=False)  # every column, corrected and normalised
+    parsed: dict[str, ParsedText] = field(default_factory=dict, repr=False)  # texts split at their inline slots
+
+    @property
+    def key(self) -> str:
+        return f"{self.category}|{self.template_id}|{self.version}"
+
+    @property
+    def template_key(self) -> tuple[str, int]:
+        return (self.category, self.template_id)
+
+    @property
+    def slots(self) -> dict[str, tuple[str, ...]]:
+        return {**self.names, **self.lexical}
+
+    def where(self, column: str | None = None) -> Location:
+        return Location(self.source, self.row, column)
+
+
+@dataclass(frozen=True)
+class NormalisationRecord:
+    row: int
+    row_key: str
+    column: str
+    what: str  # "control character", "NFC", "whitespace"
+
+
+@dataclass
+class LoadedTemplates:
+    path: Path
+    templates: list[Template]
+    findings: list[Finding]
+    corrections: list[AppliedCorrection]
+    normalisations: list[NormalisationRecord]
+    columns: list[str]
+
+
+def read_tsv(path: Path) -> tuple[list[str], list[dict[str, str]], list[int]]:
+    """Read a tab-separated file without quote handling (template text contains quotes)."""
+    if not path.exists():
+        raise UserError("file does not exist", path)
+    if path.is_dir():
+        raise UserError("is a folder; expected a template file", path)
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            lines = list(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start})", path) from None
+    if not lines or not any(lines[0]):
+        raise UserError("empty file; expected a header row", path)
+    header = [h.strip() for h in lines[0]]
+    rows, numbers = [], []
+    for number, values in enumerate(lines[1:], start=2):
+        if not any(v.strip() for v in values):
+            continue
+        if len(values) != len(header):
+            raise UserError(f"has {len(values)} tab-separated cells but the header has {len(header)}",
+                            Location(str(path), number))
+        rows.append(dict(zip(header, values)))
+        numbers.append(number)
+    return header, rows, numbers
+
+
+def _row_key(row: dict[str, str]) -> str:
+    return f"{row.get('Category', '').strip()}|{row.get('ID', '').strip()}|{row.get('version', '').strip()}"
+
+
+def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None) -> LoadedTemplates:
+    """Load a KoBBQ-format TSV: corrections first, then normalisation, then parsing.
+
+    Missing columns are fatal (nothing else can be checked); every other problem is a finding.
+    """
+    header, rows, numbers = read_tsv(path)
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise UserError(f"missing required column(s): {', '.join(missing)}; "
+                        f"a KoBBQ template file needs {', '.join(REQUIRED_COLUMNS)}", path)
+    applied = apply_corrections(rows, numbers, [_row_key(r) for r in rows], path, corrections or [])
+    findings: list[Finding] = []
+    normalisations: list[NormalisationRecord] = []
+    templates = []
+    for row, number in zip(rows, numbers):
+        row_key = _row_key(row)
+        for column, value in row.items():
+            text, change = normalise_text(value)
+            if change.control_characters:
+                normalisations.append(NormalisationRecord(number, row_key, column, "control character"))
+            if change.nfc_changed:
+                normalisations.append(NormalisationRecord(number, row_key, column, "NFC"))
+            if change.whitespace_changed:
+                normalisations.append(NormalisationRecord(number, row_key, column, "whitespace"))
+            row[column] = text
+        template = _build_template(path, number, row, findings)
+        if template is not None:
+            templates.append(template)
+    return LoadedTemplates(path, templates, findings, applied, normalisations, header)
+
+
+def _build_template(path: Path, number: int, row: dict[str, str], findings: list[Finding]) -> Template | None:
+    def problem(column: str, code: str, message: str) -> None:
+        findings.append(Finding("error", Location(str(path), number, column), code, message))
+
+    empty = [c for c in REQUIRED_CELLS if not row[c]]
+    for column in empty:
+        problem(column, "empty-cell", "required cell is empty")
+    template_id = None
+    if row["ID"]:
+        try:
+            template_id = int(row["ID"])
+        except ValueError:
+            problem("ID", "bad-id", f"template ID {row['ID']!r} is not a whole number")
+    declared: dict[str, dict[str, tuple[str, ...]]] = {}
+    for column in ("Names", "Lexical_diversity"):
+        try:
+            declared[column] = parse_declarations(row[column])
+        except SlotSyntaxError as exc:
+            problem(column, "bad-declaration", str(exc))
+            declared[column] = {}
+    if empty or template_id is None:
+        return None
+    return Template(
+        source=str(path), row=number, category=row["Category"], template_id=template_id,
+        version=row["version"], label=row["Label_annotation"], stereotype=row["Stereotype"],
+        texts={name: row[column] for name, column in TEXT_COLUMNS.items()},
+        names=declared["Names"], lexical=declared["Lexical_diversity"],
+        target_group=row.get("Target_group", ""),
+        bbq_id="" if row.get("BBQ_id", "") == NOT_APPLICABLE else row.get("BBQ_id", ""),
+        bbq_category="" if row.get("BBQ_category", "") == NOT_APPLICABLE else row.get("BBQ_category", ""),
+        columns=dict(row),
+        parsed={name: parse_text(row[column]) for name, column in TEXT_COLUMNS.items()},
+    )
+
+
+def count_by(templates: list[Template], *attributes: str) -> Counter:
+    return Counter(tuple(getattr(t, a) for a in attributes) for t in templates)
