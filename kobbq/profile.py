@@ -77,8 +77,11 @@ class Release(Strict):
     paper_reference: str = ""
 
 
-class SurveyThresholds(Strict):
-    """The paper's survey filters; each is a cut-off compared exactly (fractions, not floats)."""
+class SurveyProfile(Strict):
+    """The survey stage: the paper's filters (cut-offs compared exactly, as fractions) and wording.
+
+    Owned by the survey stage (tasks/survey); add survey settings here, not elsewhere.
+    """
 
     target_ratio: ExactNumber = Fraction(2)  # type 1: target when votes >= ratio x equal share
     non_target_ratio: ExactNumber = Fraction(1, 2)  # type 1: non-target when votes <= ratio x equal share
@@ -86,6 +89,18 @@ class SurveyThresholds(Strict):
     no_stereotype_max: ExactNumber = Fraction(1, 2)  # drop when "no stereotype" share > this
     reading_min_correct: ExactNumber = Fraction(1, 2)  # drop a template when correct rate < this
     respondents_per_question: int = 100
+
+
+class TranslationProfile(Strict):
+    """Machine pre-translation and post-edit settings. Owned by the translation stage (tasks/translation)."""
+
+    deepl_target_lang: str = ""  # e.g. "KO"; empty means the profile's language upper-cased
+
+
+class LabelsProfile(Strict):
+    """Categorization labelling settings. Owned by the labelling stage (tasks/labels)."""
+
+    require_rationale: bool = True
 
 
 class Particles(Strict):
@@ -103,7 +118,9 @@ class Profile(Strict):
     source_language: str = "en"
     release: Release
     templates: TemplateFormat = TemplateFormat()
-    survey: SurveyThresholds = SurveyThresholds()
+    survey: SurveyProfile = SurveyProfile()
+    translation: TranslationProfile = TranslationProfile()
+    labels: LabelsProfile = LabelsProfile()
     particles: Particles = Particles()
     categories: list[Category]
     path: Path | None = None

@@ -16,7 +16,6 @@ from pathlib import Path
 from kobbq.errors import Location, UserError
 
 COLUMNS = ["file", "row_key", "column", "old_value", "new_value", "reason"]
-DEFAULT_CORRECTIONS = Path(__file__).resolve().parent.parent / "templates_raw" / "corrections.csv"
 
 
 @dataclass(frozen=True)

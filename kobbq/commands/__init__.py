@@ -1,0 +1,1 @@
+"""Subcommands of ``kobbq``; every module with a ``register(subparsers)`` function is one."""

@@ -1,0 +1,13 @@
+"""Where the project's own files are: the embedded example, the default build folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES_RAW = PROJECT_ROOT / "templates_raw"
+EXAMPLE_DIR = TEMPLATES_RAW / "example"
+EXAMPLE_TEMPLATES = EXAMPLE_DIR / "kobbq_example_templates.tsv"
+SURVEY_DIR = PROJECT_ROOT / "survey"
+DEFAULT_CORRECTIONS = TEMPLATES_RAW / "corrections.csv"
+DEFAULT_BUILD_DIR = Path("build")

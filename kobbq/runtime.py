@@ -1,0 +1,24 @@
+"""Process settings that must be in place before Prefect or Great Expectations is imported.
+
+Defaults only (``setdefault``): a user's own environment always wins.
+"""
+
+from __future__ import annotations
+
+import os
+
+QUIET_OFFLINE = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",  # hides harmless CancelledError tracebacks at shutdown
+    "PREFECT_LOGGING_TO_API_ENABLED": "false",
+    # A first run on a fresh machine creates the database; the default 20 s can be too short.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+    "GX_ANALYTICS_ENABLED": "false",
+}
+
+
+def configure_environment() -> None:
+    for name, value in QUIET_OFFLINE.items():
+        os.environ.setdefault(name, value)

@@ -1,0 +1,89 @@
+"""The decision log: one row per (subject, rule), with the numbers that decided it.
+
+Every stage that decides something (a label, a translation accepted, a stereotype kept or
+dropped, a target group chosen, a template filtered) appends ``Decision`` rows. The log is
+written to the release folder as CSV and Parquet, and ``kobbq why`` reads it back, so
+"why was this template dropped?" is answered from data the pipeline already has.
+
+Subject identifiers (``subject`` column), one convention for every stage:
+- BBQ template:        ``bbq:<BBQ category>:<Q_id>``            e.g. ``bbq:Religion:18``
+- adapted template:    ``<Category>|<ID>``                       e.g. ``Religion|18``
+- adapted template row ``<Category>|<ID>|<version>``             e.g. ``Religion|18|a``
+- stereotype:          ``stereotype:<Category>:<stereotype text>``
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+DECISION_COLUMNS = ["stage", "subject_type", "subject", "rule", "outcome", "reason", "numbers", "override", "source"]
+OUTCOME_KEEP, OUTCOME_DROP = "keep", "drop"
+
+
+@dataclass(frozen=True)
+class Decision:
+    stage: str  # labelling | translation | postedit | survey | reading | build
+    subject_type: str  # bbq_template | template | template_row | stereotype
+    subject: str  # see the module docstring
+    rule: str  # short stable rule name, e.g. "type2-two-thirds"
+    outcome: str  # keep | drop | a value such as "ST" or "target:노인"
+    reason: str  # one sentence a reviewer can read, with the numbers in it
+    numbers: dict[str, object] = field(default_factory=dict)  # the inputs and the cut-off, machine-readable
+    override: bool = False  # True when a curated override replaced the rule's outcome
+    source: str = ""  # the input file (and row) the decision came from
+
+    def as_row(self) -> dict[str, str]:
+        row = asdict(self)
+        row["numbers"] = json.dumps(self.numbers, ensure_ascii=False, sort_keys=True, default=str)
+        row["override"] = "true" if self.override else "false"
+        return row
+
+
+def bbq_subject(bbq_category: str, q_id: int | str) -> str:
+    return f"bbq:{bbq_category}:{q_id}"
+
+
+def template_subject(category: str, template_id: int | str) -> str:
+    return f"{category}|{template_id}"
+
+
+def stereotype_subject(category: str, stereotype: str) -> str:
+    return f"stereotype:{category}:{stereotype}"
+
+
+def sort_decisions(decisions: Iterable[Decision]) -> list[Decision]:
+    """A stable order, so the same inputs write the same log byte for byte."""
+    return sorted(decisions, key=lambda d: (d.stage, d.subject_type, d.subject, d.rule, d.outcome))
+
+
+def write_decisions_csv(decisions: Iterable[Decision], path: Path) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=DECISION_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for decision in sort_decisions(decisions):
+            writer.writerow(decision.as_row())
+
+
+def write_decisions_parquet(decisions: Iterable[Decision], path: Path) -> None:
+    import pandas as pd
+
+    rows = [d.as_row() for d in sort_decisions(decisions)]
+    frame = pd.DataFrame(rows, columns=DECISION_COLUMNS).astype("string")
+    frame.to_parquet(path, index=False)
+
+
+def read_decisions(path: Path) -> list[Decision]:
+    """Read a log written by ``write_decisions_csv``."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        return [
+            Decision(
+                stage=row["stage"], subject_type=row["subject_type"], subject=row["subject"], rule=row["rule"],
+                outcome=row["outcome"], reason=row["reason"], numbers=json.loads(row["numbers"] or "{}"),
+                override=row["override"] == "true", source=row["source"],
+            )
+            for row in csv.DictReader(handle)
+        ]
