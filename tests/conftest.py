@@ -1,0 +1,50 @@
+"""Shared fixtures: the real data beside the checkout (``../shared/data``) and the project's example."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kobbq.runtime import configure_environment
+
+configure_environment()
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = Path(os.environ.get("KOBBQ_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real BBQ/KoBBQ files; tests that need them are skipped on a machine without them."""
+    if not (SHARED_DATA / "kobbq" / "KoBBQ_templates.tsv").exists():
+        pytest.skip(f"real data not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def kobbq_templates_tsv(shared_data: Path) -> Path:
+    return shared_data / "kobbq" / "KoBBQ_templates.tsv"
+
+
+@pytest.fixture(scope="session")
+def kobbq_templates_first_tsv(shared_data: Path) -> Path:
+    return shared_data / "kobbq" / "KoBBQ_templates.2024-02-12.tsv"
+
+
+@pytest.fixture(scope="session")
+def survey_result_json(shared_data: Path) -> Path:
+    return shared_data / "kobbq" / "KoBBQ_survey_result.json"
+
+
+@pytest.fixture(scope="session")
+def bbq_templates_dir(shared_data: Path) -> Path:
+    return shared_data / "bbq" / "templates"
+
+
+@pytest.fixture(scope="session")
+def ko_profile():
+    from kobbq.profile import load_profile
+
+    return load_profile("ko")
