@@ -48,3 +48,15 @@ def ko_profile():
     from kobbq.profile import load_profile
 
     return load_profile("ko")
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect API for the whole test session (it costs ~15 s to start).
+
+    Flow tests take this fixture; task bodies are tested through ``task.fn(...)`` without it.
+    """
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
