@@ -89,6 +89,16 @@ class SurveyProfile(Strict):
     no_stereotype_max: ExactNumber = Fraction(1, 2)  # drop when "no stereotype" share > this
     reading_min_correct: ExactNumber = Fraction(1, 2)  # drop a template when correct rate < this
     respondents_per_question: int = 100
+    # ST/NC templates of these categories get a type-1 question (all groups listed) unless the
+    # template marks that its reference names the non-target group; TM templates always do.
+    type1_categories: list[str] = Field(default_factory=list)
+    # Type 1's equal share counts the "no stereotype" option too (the release's race targets
+    # with exactly 10 of 100 votes are reproduced only with 19 counted groups + 1 = 20 options).
+    count_no_stereotype_option: bool = True
+    # Respondent quota per question (paper: balanced by gender and age); empty = not checked.
+    quota_genders: list[str] = Field(default_factory=list)
+    quota_age_bands: list[str] = Field(default_factory=list)
+    seed: int = 42  # type-2 option order in the questionnaire
 
 
 class TranslationProfile(Strict):
@@ -111,6 +121,20 @@ class Particles(Strict):
     pairs: list[tuple[str, str]] = Field(default_factory=list)
 
 
+class Table1Note(Strict):
+    """A curated explanation of one difference from the paper's Table 1, shown only when it applies.
+
+    ``ours`` is the value the note explains: if a later input changes the count, the note no
+    longer matches and the difference shows as unexplained again, instead of a stale excuse.
+    """
+
+    category: str
+    column: str  # tm | st | nc | templates_after | samples
+    ours: int
+    explained: bool  # False: the difference is known but the public inputs do not explain it
+    note: str
+
+
 class Profile(Strict):
     name: str
     language: str  # BCP-47 code of the target language
@@ -123,6 +147,7 @@ class Profile(Strict):
     labels: LabelsProfile = LabelsProfile()
     particles: Particles = Particles()
     categories: list[Category]
+    table1_notes: list[Table1Note] = Field(default_factory=list)
     path: Path | None = None
 
     @model_validator(mode="after")

@@ -1,0 +1,56 @@
+"""``kobbq validate PATH``: every problem of a template file, with file, row and column."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kobbq.commands.build import resolve_corrections
+from kobbq.errors import UserError
+from tasks.findings import Finding
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate", help="check a template file (KoBBQ TSV, or English BBQ CSV / folder)",
+        description="Report every problem of a template file. Exit code 1 on any error; warnings "
+                    "(legal but suspicious) keep exit code 0. A .csv file or a folder is read as English "
+                    "BBQ templates; anything else as a KoBBQ-format TSV.")
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    parser.add_argument("--corrections", type=Path, default=None,
+                        help="corrections CSV applied before validation (default: templates_raw/corrections.csv)")
+    parser.add_argument("--no-corrections", action="store_true", help="validate the file exactly as it is")
+    parser.add_argument("--errors-only", action="store_true", help="do not list warnings")
+    parser.set_defaults(handler=run)
+
+
+def findings_for(args: argparse.Namespace) -> tuple[list[Finding], str]:
+    from kobbq.profile import load_profile
+    from tasks.bbq import load_bbq_templates
+    from tasks.corrections import load_corrections
+    from tasks.templates import load_kobbq_templates
+    from tasks.validate import validate_loaded
+
+    path: Path = args.path
+    if not path.exists():
+        raise UserError("path does not exist", path)
+    if path.is_dir() or path.suffix.lower() == ".csv":
+        templates, findings = load_bbq_templates(path)
+        return findings, f"{len(templates)} English BBQ template rows"
+    corrections_path = resolve_corrections(args)
+    corrections = load_corrections(corrections_path) if corrections_path else []
+    loaded = load_kobbq_templates(path, corrections)
+    findings = validate_loaded(loaded, load_profile(args.profile))
+    applied = f", {len(loaded.corrections)} correction(s) applied" if loaded.corrections else ""
+    return findings, f"{len(loaded.templates)} template rows{applied}"
+
+
+def run(args: argparse.Namespace) -> int:
+    findings, what = findings_for(args)
+    errors = [f for f in findings if f.severity == "error"]
+    warnings = [f for f in findings if f.severity == "warning"]
+    for finding in errors if args.errors_only else findings:
+        print(finding.render())
+    print(f"{args.path}: {what}; {len(errors)} error(s), {len(warnings)} warning(s)")
+    return 1 if errors else 0

@@ -1,0 +1,216 @@
+"""Assembling a release folder: the pure steps the build flow runs, in order.
+
+``load_checked`` refuses a template file with errors (listing all of them), ``expand_release``
+turns templates into the sample sets, and ``write_release_folder`` writes every file of the
+release into a (staging) folder and returns the manifest. The build flow wraps each step in a
+Prefect task; tests and benchmarks call them directly.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import kobbq
+from kobbq.errors import UserError
+from kobbq.paths import PROJECT_ROOT
+from kobbq.profile import Profile
+from tasks.corrections import load_corrections
+from tasks.decisions import Decision, template_subject, write_decisions_csv, write_decisions_parquet
+from tasks.expand import Expansion, evaluation_fills, evaluation_indices, expand_templates
+from tasks.findings import Finding, errors
+from tasks.release import (all_samples_name, sample_counts, samples_frame, sha256_file, test_samples_name,
+                           write_json, write_samples)
+from tasks.table1 import build_table1, render_csv, render_markdown
+from tasks.templates import LoadedTemplates, Template, load_kobbq_templates
+from tasks.validate import validate_loaded
+
+MAX_LISTED_ERRORS = 30
+CODE_PACKAGES = ("kobbq", "tasks", "flows")
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """Everything a release depends on; its fingerprint decides whether a rebuild can be skipped."""
+
+    profile: Profile
+    templates: Path
+    corrections: Path | None
+    seed: int
+    extra: dict[str, Path] = field(default_factory=dict)  # role -> file (survey results, overrides, ...)
+
+    def files(self) -> dict[str, Path]:
+        files = {"templates": self.templates, **self.extra}
+        if self.corrections is not None:
+            files["corrections"] = self.corrections
+        if self.profile.path is not None:
+            files["profile"] = self.profile.path
+        return dict(sorted(files.items()))
+
+    def fingerprint(self) -> str:
+        """Hash of the inputs' contents, the seed, and the project's own code."""
+        digest = hashlib.sha256(f"seed={self.seed}|version={kobbq.__version__}".encode())
+        for role, path in self.files().items():
+            digest.update(f"|{role}={sha256_file(path)}".encode())
+        digest.update(code_hash().encode())
+        return digest.hexdigest()
+
+
+def code_hash() -> str:
+    """Hash of the project's modules loaded in this process: changed build code invalidates a release.
+
+    Only loaded modules count, so editing an unrelated stage does not force a rebuild.
+    """
+    digest = hashlib.sha256()
+    files = sorted({Path(module.__file__).resolve() for name, module in list(sys.modules.items())
+                    if name.split(".")[0] in CODE_PACKAGES and getattr(module, "__file__", None)})
+    for path in files:
+        digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def describe_errors(found: list[Finding], path: Path) -> str:
+    listed = [f"  {f.render()}" for f in found[:MAX_LISTED_ERRORS]]
+    more = len(found) - len(listed)
+    tail = [f"  ... and {more} more (run `kobbq validate {path}` for all)"] if more else []
+    return "\n".join([f"{len(found)} error(s) in the template file; nothing was built:", *listed, *tail])
+
+
+def load_checked(path: Path, corrections_path: Path | None, profile: Profile) -> tuple[LoadedTemplates, list[Finding]]:
+    """Load and validate a template file; any error stops the build with every error listed."""
+    corrections = load_corrections(corrections_path) if corrections_path else []
+    loaded = load_kobbq_templates(path, corrections)
+    findings = validate_loaded(loaded, profile)
+    found = errors(findings)
+    if found:
+        raise UserError(describe_errors(found, path))
+    return loaded, findings
+
+
+@dataclass
+class ExpandedRelease:
+    templates: list[Template]
+    expansion: Expansion
+    test_fills: list[int]
+    test_indices: list[int]
+
+
+def expand_release(templates: list[Template], profile: Profile, seed: int) -> ExpandedRelease:
+    expansion = expand_templates(templates, profile)
+    test_fills = evaluation_fills(templates, expansion.row_fills, profile, seed)
+    return ExpandedRelease(templates, expansion, test_fills, evaluation_indices(expansion, test_fills))
+
+
+def expansion_decisions(release: ExpandedRelease) -> list[Decision]:
+    """One decision per template row: it is in the release, with its fills and its test fill."""
+    decisions = []
+    for template, fills, test_fill in zip(release.templates, release.expansion.row_fills, release.test_fills):
+        decisions.append(Decision(
+            stage="build", subject_type="template_row", subject=template.key, rule="expanded", outcome="keep",
+            reason=f"in the release: {fills} fill(s) x 4 = {4 * fills} samples; evaluation split uses fill {test_fill}",
+            numbers={"fills": fills, "samples": 4 * fills, "test_fill": test_fill,
+                     "template": template_subject(template.category, template.template_id)},
+            source=f"{Path(template.source).name} row {template.row}",
+        ))
+    return decisions
+
+
+def correction_decisions(loaded: LoadedTemplates) -> list[Decision]:
+    return [Decision(stage="corrections", subject_type="template_row", subject=c.row_key, rule="corrections-file",
+                     outcome=f"{c.column}={c.new_value}", reason=c.reason,
+                     numbers={"column": c.column, "old_value": c.old_value, "new_value": c.new_value},
+                     source=f"{c.file} row {c.row}")
+            for c in loaded.corrections]
+
+
+def _write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Finding]) -> None:
+    """What the build changed or noticed in its input: corrections, normalisations, warnings."""
+    _write_rows(folder / "corrections_applied.csv", ["file", "row", "row_key", "column", "old_value", "new_value",
+                                                     "reason"],
+                [[c.file, c.row, c.row_key, c.column, c.old_value, c.new_value, c.reason] for c in loaded.corrections])
+    _write_rows(folder / "normalisations.csv", ["file", "row", "row_key", "column", "what"],
+                [[loaded.path.name, n.row, n.row_key, n.column, n.what] for n in loaded.normalisations])
+    (folder / "input_warnings.txt").write_text(
+        "".join(f.render().replace(str(loaded.path), loaded.path.name) + "\n" for f in findings), encoding="utf-8")
+
+
+def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
+                         release: ExpandedRelease, decisions: list[Decision],
+                         reports: dict[str, str] | None = None) -> dict[str, object]:
+    """Write every release file into ``folder`` and return the manifest (also written there)."""
+    profile = inputs.profile
+    name = profile.release.name
+    all_frame = samples_frame(release.expansion)
+    test_frame = samples_frame(release.expansion, release.test_indices)
+    outputs = write_samples(all_frame, folder, all_samples_name(name))
+    outputs += write_samples(test_frame, folder, test_samples_name(name))
+    table = build_table1(release.templates, samples_by_category(release), profile)
+    (folder / "table1.md").write_text(render_markdown(table, name), encoding="utf-8")
+    (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
+    write_input_reports(folder, loaded, findings)
+    all_decisions = [*correction_decisions(loaded), *decisions, *expansion_decisions(release)]
+    write_decisions_csv(all_decisions, folder / "decisions.csv")
+    write_decisions_parquet(all_decisions, folder / "decisions.parquet")
+    for report_name, text in sorted((reports or {}).items()):
+        (folder / report_name).write_text(text, encoding="utf-8")
+    manifest = build_manifest(folder, inputs, release, all_frame, test_frame, table)
+    write_json(manifest, folder / "manifest.json")
+    return manifest
+
+
+def samples_by_category(release: ExpandedRelease) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for template, fills in zip(release.templates, release.expansion.row_fills):
+        counts[template.category] += 4 * fills
+    return dict(counts)
+
+
+def build_manifest(folder: Path, inputs: BuildInputs, release: ExpandedRelease, all_frame, test_frame,
+                   table) -> dict[str, object]:
+    profile = inputs.profile
+    by_category = {}
+    test_by_category = Counter()
+    for template, fills in zip(release.templates, release.expansion.row_fills):
+        entry = by_category.setdefault(template.category, {"samples": 0, "test_samples": 0, "template_rows": 0,
+                                                           "template_ids": set(), "labels": Counter()})
+        entry["samples"] += 4 * fills
+        entry["template_rows"] += 1
+        entry["template_ids"].add(template.template_id)
+        test_by_category[template.category] += 4
+    for template in {(t.category, t.template_id): t for t in release.templates}.values():
+        by_category[template.category]["labels"][template.label] += 1
+    categories = {
+        category: {"samples": entry["samples"], "test_samples": test_by_category[category],
+                   "template_rows": entry["template_rows"], "template_ids": len(entry["template_ids"]),
+                   "template_ids_by_label": dict(sorted(entry["labels"].items()))}
+        for category, entry in sorted(by_category.items())}
+    return {
+        "release": profile.release.name,
+        "profile": profile.name,
+        "project_version": kobbq.__version__,
+        "seed": inputs.seed,
+        "build_fingerprint": inputs.fingerprint(),
+        "samples": len(all_frame),
+        "test_samples": len(test_frame),
+        "template_rows": len(release.templates),
+        "template_ids": len({(t.category, t.template_id) for t in release.templates}),
+        "samples_by_label": sample_counts(all_frame, "label_annotation"),
+        "categories": categories,
+        "paper_total_samples": profile.release.paper_total_samples,
+        "table1_differences": [{"category": d.category, "column": d.column, "ours": d.ours, "paper": d.paper,
+                                "explained": d.explained} for d in table.differences],
+        "inputs": {role: {"file": path.name, "sha256": sha256_file(path)} for role, path in inputs.files().items()},
+        "outputs": {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()},
+    }

@@ -1,0 +1,129 @@
+"""The release: sample files (TSV, JSONL, Parquet), the manifest, and their atomic publication.
+
+The TSV files have exactly the public release's columns; ``choices`` is written as the
+Python-list literal the public files use, while JSONL and Parquet carry it as a real list.
+Everything is deterministic (no timestamps, sorted keys), so two builds of the same inputs
+are byte-identical and the manifest's hashes can be compared across machines.
+
+Publication is atomic: the whole release is written into a staging folder beside the
+target, and only a complete, validated staging folder replaces the previous release.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tasks.expand import SAMPLE_COLUMNS, Expansion
+
+STAGING_PREFIX = ".staging-"
+RETIRED_PREFIX = ".retired-"
+
+
+def all_samples_name(release_name: str) -> str:
+    return f"{release_name}_all_samples.tsv"
+
+
+def test_samples_name(release_name: str) -> str:
+    return f"{release_name}_test_samples.tsv"
+
+
+def samples_frame(expansion: Expansion, indices: list[int] | None = None) -> pd.DataFrame:
+    columns = expansion.columns if indices is None else {
+        name: values[np.asarray(indices, dtype=np.int64)] for name, values in expansion.columns.items()}
+    return pd.DataFrame({name: pd.array(columns[name], dtype="string") for name in SAMPLE_COLUMNS})
+
+
+def write_tsv(frame: pd.DataFrame, path: Path) -> None:
+    frame.to_csv(path, sep="\t", index=False, lineterminator="\n", encoding="utf-8")
+
+
+def _choice_lists(frame: pd.DataFrame) -> list[list[str]]:
+    """The list literal of every row, parsed once per distinct value (there are few)."""
+    parsed = {value: list(ast.literal_eval(value)) for value in frame["choices"].unique()}
+    return [parsed[value] for value in frame["choices"]]
+
+
+def write_jsonl(frame: pd.DataFrame, path: Path) -> None:
+    choices = _choice_lists(frame)
+    columns = [frame[name].tolist() for name in SAMPLE_COLUMNS]
+    with path.open("w", encoding="utf-8", newline="\n") as handle:
+        for record_choices, values in zip(choices, zip(*columns)):
+            record = dict(zip(SAMPLE_COLUMNS, values))
+            record["choices"] = record_choices
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    table = frame.copy()
+    table["choices"] = _choice_lists(frame)
+    table.to_parquet(path, index=False, compression="zstd")
+
+
+def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str) -> list[str]:
+    """One sample set in all three formats; returns the file names written."""
+    names = [tsv_name, tsv_name.removesuffix(".tsv") + ".jsonl", tsv_name.removesuffix(".tsv") + ".parquet"]
+    write_tsv(frame, folder / names[0])
+    write_jsonl(frame, folder / names[1])
+    write_parquet(frame, folder / names[2])
+    return names
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_json(data: object, path: Path) -> None:
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def sample_counts(frame: pd.DataFrame, by: str) -> dict[str, int]:
+    return dict(sorted(Counter(frame[by].tolist()).items()))
+
+
+# --- atomic publication ---------------------------------------------------------------------
+
+def staging_folder(target: Path) -> Path:
+    return target.parent / f"{STAGING_PREFIX}{target.name}-{os.getpid()}"
+
+
+@contextmanager
+def staged_release(target: Path) -> Iterator[Path]:
+    """Yield an empty staging folder; on error it is removed and ``target`` is left as it was.
+
+    The caller writes everything into the staging folder and then calls ``publish``.
+    Leftover staging folders of crashed runs (same target, other processes) are cleared first.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f"{STAGING_PREFIX}{target.name}-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    staging = staging_folder(target)
+    staging.mkdir()
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def publish(staging: Path, target: Path) -> None:
+    """Replace ``target`` by ``staging`` with two renames; the old release is removed only after."""
+    retired = target.parent / f"{RETIRED_PREFIX}{target.name}-{os.getpid()}"
+    if target.exists():
+        os.replace(target, retired)
+    os.replace(staging, target)
+    shutil.rmtree(retired, ignore_errors=True)

@@ -1,0 +1,169 @@
+"""The Table 1 report: the build's templates and samples per category beside the paper's Table 1.
+
+Every difference is marked. A difference is *explained* when the inputs explain it: either
+the build sees it itself (two template IDs sharing one BBQ link count twice as IDs but once
+as links), or the profile carries a curated note for exactly the value observed. Anything
+else is flagged as unexplained, so a changed input never hides behind an old excuse.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from kobbq.profile import Profile
+from tasks.templates import Template
+
+COMPARED = ("tm", "st", "nc", "templates_after", "samples")
+LABEL_COLUMN = {"TM": "tm", "ST": "st", "NC": "nc"}
+
+
+@dataclass(frozen=True)
+class Difference:
+    category: str
+    column: str
+    ours: int
+    paper: int
+    explained: bool
+    note: str
+
+
+@dataclass(frozen=True)
+class CategoryRow:
+    category: str
+    display: str
+    ours: dict[str, int]  # COMPARED columns
+    paper: dict[str, int] | None  # COMPARED columns plus sr and templates_before
+    bbq_links: dict[str, int]  # distinct BBQ templates linked, per label (ST/TM)
+
+
+@dataclass(frozen=True)
+class Table1:
+    rows: list[CategoryRow]
+    differences: list[Difference]
+    paper_total_samples: int | None
+
+
+def category_counts(templates: list[Template], samples_by_category: dict[str, int]) -> dict[str, dict[str, int]]:
+    """Template IDs per label and in all (after the survey), and samples, per category."""
+    ids: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+    for template in templates:
+        ids[template.category][template.label].add(template.template_id)
+    counts = {}
+    for category in set(ids) | set(samples_by_category):
+        by_label = ids.get(category, {})
+        row = {column: len(by_label.get(label, ())) for label, column in LABEL_COLUMN.items()}
+        row["templates_after"] = len(set().union(*by_label.values())) if by_label else 0
+        row["samples"] = samples_by_category.get(category, 0)
+        counts[category] = row
+    return counts
+
+
+def shared_links(templates: list[Template]) -> dict[str, dict[tuple[str, str], list[int]]]:
+    """Per category, the BBQ links that more than one template ID uses (label ST/TM only)."""
+    users: dict[str, dict[tuple[str, str], set[int]]] = defaultdict(lambda: defaultdict(set))
+    for template in templates:
+        if template.bbq_id:
+            users[template.category][(template.bbq_category, template.bbq_id)].add(template.template_id)
+    return {category: {link: sorted(ids) for link, ids in links.items() if len(ids) > 1}
+            for category, links in users.items()}
+
+
+def link_counts(templates: list[Template]) -> dict[str, dict[str, int]]:
+    links: dict[str, dict[str, set[tuple[str, str]]]] = defaultdict(lambda: defaultdict(set))
+    for template in templates:
+        if template.bbq_id:
+            links[template.category][template.label].add((template.bbq_category, template.bbq_id))
+    return {category: {label: len(v) for label, v in by_label.items()} for category, by_label in links.items()}
+
+
+def explain(category: str, column: str, ours: int, paper: int, links: dict[str, int],
+            shared: dict[tuple[str, str], list[int]], profile: Profile) -> tuple[bool, str]:
+    for note in profile.table1_notes:
+        if (note.category, note.column, note.ours) == (category, column, ours):
+            return note.explained, note.note
+    label = {v: k for k, v in LABEL_COLUMN.items()}.get(column)
+    extra_ids = sum(len(ids) - 1 for ids in shared.values())
+    if shared and ((label and links.get(label, 0) == paper) or (column == "templates_after" and ours - extra_ids == paper)):
+        pairs = "; ".join(f"template IDs {', '.join(map(str, ids))} all link to BBQ {cat} {qid}"
+                          for (cat, qid), ids in sorted(shared.items()))
+        return True, (f"{pairs}: the paper counts BBQ-linked templates once per BBQ template, which gives "
+                      f"{paper}, as in the paper.")
+    return False, "not explained by the inputs"
+
+
+def build_table1(templates: list[Template], samples_by_category: dict[str, int], profile: Profile) -> Table1:
+    counts = category_counts(templates, samples_by_category)
+    links, shared = link_counts(templates), shared_links(templates)
+    rows, differences = [], []
+    for category in profile.categories:
+        ours = counts.get(category.name, {column: 0 for column in COMPARED})
+        paper = category.paper.model_dump() if category.paper else None
+        rows.append(CategoryRow(category.name, category.display, ours, paper, links.get(category.name, {})))
+        if paper is None or not ours["templates_after"]:
+            continue  # a build that leaves a category out (the example) is not compared on it
+        for column in COMPARED:
+            if ours[column] != paper[column]:
+                explained, note = explain(category.name, column, ours[column], paper[column],
+                                          links.get(category.name, {}), shared.get(category.name, {}), profile)
+                differences.append(Difference(category.name, column, ours[column], paper[column], explained, note))
+    return Table1(rows, differences, profile.release.paper_total_samples)
+
+
+HEADERS = ["Category", "SR (paper)", "TM", "ST", "NC", "Templates", "Templates before survey (paper)", "Samples"]
+
+
+def _cell(row: CategoryRow, column: str, marks: dict[tuple[str, str], Difference]) -> str:
+    ours = row.ours[column]
+    difference = marks.get((row.category, column))
+    if difference is None:
+        return f"{ours:,}"
+    return f"**{ours:,}** (paper {difference.paper:,}) {'†' if difference.explained else '‼'}"
+
+
+def render_markdown(table: Table1, release_name: str) -> str:
+    marks = {(d.category, d.column): d for d in table.differences}
+    lines = [f"# {release_name}: Table 1 comparison", "",
+             "Templates after the survey by label, template IDs in all, and samples, per category. "
+             "A value that differs from the paper is bold with the paper's value; † explained (see the notes), "
+             "‼ not explained by the inputs.", "",
+             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    totals = Counter()
+    for row in table.rows:
+        paper = row.paper or {}
+        display = row.display if row.ours["templates_after"] else f"{row.display} (not in this build)"
+        cells = [display, str(paper.get("sr", "")),
+                 *(_cell(row, column, marks) for column in COMPARED[:4]),
+                 str(paper.get("templates_before", "")), _cell(row, "samples", marks)]
+        lines.append("| " + " | ".join(cells) + " |")
+        totals.update(row.ours)
+        totals.update({f"paper_{k}": v for k, v in paper.items()})
+    lines.append("| **Total** | {} | {} | {} | {} | {} | {} | {} |".format(
+        totals["paper_sr"], *(f"{totals[c]:,} (paper {totals['paper_' + c]:,})" for c in COMPARED[:4]),
+        totals["paper_templates_before"], f"{totals['samples']:,} (paper {table.paper_total_samples or 0:,})"))
+    lines += ["", "## Differences", ""]
+    if not table.differences:
+        lines.append("None: every compared count equals the paper.")
+    for d in table.differences:
+        status = "explained" if d.explained else "NOT EXPLAINED"
+        lines.append(f"- {d.category} / {d.column}: {d.ours:,} vs paper {d.paper:,} "
+                     f"({d.ours - d.paper:+,}); {status}: {d.note}")
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(table: Table1) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["category", "column", "ours", "paper", "difference", "explained", "note"])
+    marks = {(d.category, d.column): d for d in table.differences}
+    for row in table.rows:
+        for column in COMPARED:
+            paper = (row.paper or {}).get(column)
+            difference = marks.get((row.category, column))
+            writer.writerow([row.category, column, row.ours[column], "" if paper is None else paper,
+                             "" if paper is None else row.ours[column] - paper,
+                             "" if difference is None else str(difference.explained).lower(),
+                             "" if difference is None else difference.note])
+    return buffer.getvalue()
