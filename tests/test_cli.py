@@ -1,0 +1,73 @@
+"""The command line: user errors are one paragraph and exit code 1, never a traceback; nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kobbq.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
+
+
+def kobbq(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kobbq", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ")
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+def test_unknown_profile(tmp_path):
+    result = kobbq("build", "--profile", "klingon", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert_user_error(result, "unknown profile 'klingon'", "ko")
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_template_file(tmp_path):
+    result = kobbq("build", "--templates", "nope.tsv", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert_user_error(result, "nope.tsv", "does not exist")
+    assert not (tmp_path / "out").exists()
+
+
+def test_malformed_template_file_lists_every_error_and_builds_nothing(tmp_path):
+    lines = EXAMPLE_TEMPLATES.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].replace("\ta\t", "\tq\t", 1)
+    lines[3] = lines[3].replace("[N1: 20대 직장인과, 30대 직장인과]", "[N1: 20대 직장인과]", 1)
+    broken = tmp_path / "broken.tsv"
+    broken.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = kobbq("build", "--templates", str(broken), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert_user_error(result, "nothing was built", "row 2, column version", "row 4, column Ambiguous_context")
+    assert not (tmp_path / "out").exists()
+
+
+def test_validate_exit_codes(tmp_path):
+    ok = kobbq("validate", str(EXAMPLE_TEMPLATES), cwd=tmp_path)
+    assert ok.returncode == 0 and "0 error(s)" in ok.stdout
+    text = EXAMPLE_TEMPLATES.read_text(encoding="utf-8").replace("\tb\t", "\tbiased\t", 1)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text(text, encoding="utf-8")
+    result = kobbq("validate", str(bad), "--no-corrections", cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"error: {bad}, row 3, column version: version 'biased' is not one of a, b, c, d" in result.stdout
+
+
+def test_missing_column_names_the_file(tmp_path):
+    bad = tmp_path / "cols.tsv"
+    bad.write_text("Category\tID\nAge\t1\n", encoding="utf-8")
+    result = kobbq("validate", str(bad), cwd=tmp_path)
+    assert_user_error(result, str(bad), "missing required column(s)")
+
+
+def test_help_lists_the_commands():
+    result = subprocess.run([sys.executable, "-m", "kobbq", "--help"], capture_output=True, text=True,
+                            cwd=PROJECT_ROOT)
+    assert result.returncode == 0
+    for command in ("build", "validate"):
+        assert command in result.stdout

@@ -1,0 +1,102 @@
+"""Release files: byte-identical rebuilds, public column layout, manifest hashes, atomic publication."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tasks.release as release_module
+from kobbq.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
+from tasks.assemble import BuildInputs, expand_release, load_checked, write_release_folder
+from tasks.release import publish, sha256_file, staged_release
+
+PUBLIC_COLUMNS = ["sample_id", "label_annotation", "context", "question", "choices", "biased_answer", "answer",
+                  "bbq_id", "bbq_category", "prediction"]
+
+
+def build_into(target: Path, templates: Path, profile, seed: int = 42) -> dict:
+    inputs = BuildInputs(profile, templates, DEFAULT_CORRECTIONS, seed)
+    loaded, findings = load_checked(templates, DEFAULT_CORRECTIONS, profile)
+    expanded = expand_release(loaded.templates, profile, seed)
+    with staged_release(target) as staging:
+        manifest = write_release_folder(staging, inputs, loaded, findings, expanded, decisions=[])
+        publish(staging, target)
+    return manifest
+
+
+@pytest.fixture(scope="module")
+def real_releases(tmp_path_factory, kobbq_templates_tsv, ko_profile):
+    root = tmp_path_factory.mktemp("real")
+    return [root / "one", root / "two"], [build_into(root / name, kobbq_templates_tsv, ko_profile)
+                                          for name in ("one", "two")]
+
+
+@pytest.mark.realdata
+def test_two_builds_of_the_real_release_are_byte_identical(real_releases):
+    (one, two), _ = real_releases
+    names = sorted(p.name for p in one.iterdir())
+    assert names == sorted(p.name for p in two.iterdir())
+    assert len(names) >= 14
+    for name in names:
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+
+
+@pytest.mark.realdata
+def test_real_release_files_have_the_public_layout(real_releases):
+    (one, _), (manifest, _) = real_releases
+    with (one / "KoBBQ_all_samples.tsv").open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle, delimiter="\t")
+        assert next(reader) == PUBLIC_COLUMNS
+    frame = pd.read_csv(one / "KoBBQ_all_samples.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert len(frame) == 76_568 == manifest["samples"]
+    assert (frame["prediction"] == "").all()
+    assert frame["choices"].str.match(r"^\[.*, '알 수 없음'\]$").all()
+    test = pd.read_csv(one / "KoBBQ_test_samples.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert len(test) == 2_280 and set(test["sample_id"]) <= set(frame["sample_id"])
+    jsonl = [json.loads(line) for line in (one / "KoBBQ_test_samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["sample_id"] for r in jsonl] == test["sample_id"].tolist()
+    assert all(isinstance(r["choices"], list) and len(r["choices"]) == 3 for r in jsonl)
+    parquet = pd.read_parquet(one / "KoBBQ_all_samples.parquet")
+    assert parquet["sample_id"].tolist() == frame["sample_id"].tolist()
+
+
+@pytest.mark.realdata
+def test_manifest_counts_and_hashes(real_releases):
+    (one, _), (manifest, _) = real_releases
+    assert manifest["categories"]["Race_ethnicity_nationality"]["samples"] == 52_352
+    assert manifest["categories"]["Religion"]["template_ids"] == 20
+    assert sum(c["test_samples"] for c in manifest["categories"].values()) == 2_280
+    assert manifest["template_ids"] == 269 and manifest["seed"] == 42
+    assert set(manifest["samples_by_label"]) == {"ST", "TM", "NC"}
+    assert sum(manifest["samples_by_label"].values()) == 76_568
+    for name, digest in manifest["outputs"].items():
+        assert sha256_file(one / name) == digest
+    assert manifest["inputs"]["templates"]["file"] == "KoBBQ_templates.tsv"
+    table1 = (one / "table1.md").read_text(encoding="utf-8")
+    assert "52,352" in table1 and "NOT EXPLAINED" in table1 and "+496" in table1
+
+
+def test_a_failed_write_leaves_the_previous_release_untouched(tmp_path, ko_profile, monkeypatch):
+    target = tmp_path / "KoBBQ"
+    build_into(target, EXAMPLE_TEMPLATES, ko_profile)
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(release_module, "write_parquet", crash)
+    with pytest.raises(OSError, match="disk full"):
+        build_into(target, EXAMPLE_TEMPLATES, ko_profile, seed=7)
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["KoBBQ"]  # no staging folder left behind
+
+
+def test_the_seed_changes_only_the_test_split(tmp_path, ko_profile):
+    first = build_into(tmp_path / "a", EXAMPLE_TEMPLATES, ko_profile, seed=1)
+    second = build_into(tmp_path / "b", EXAMPLE_TEMPLATES, ko_profile, seed=2)
+    assert first["outputs"]["KoBBQ_all_samples.tsv"] == second["outputs"]["KoBBQ_all_samples.tsv"]
+    assert first["outputs"]["KoBBQ_test_samples.tsv"] != second["outputs"]["KoBBQ_test_samples.tsv"]
