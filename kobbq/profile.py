@@ -99,6 +99,8 @@ class SurveyProfile(Strict):
     quota_genders: list[str] = Field(default_factory=list)
     quota_age_bands: list[str] = Field(default_factory=list)
     seed: int = 42  # type-2 option order in the questionnaire
+    # The paper's reported effect of each rule (rule name -> text), shown beside ours in funnel.md.
+    paper_effects: dict[str, str] = Field(default_factory=dict)
 
 
 class TranslationProfile(Strict):

@@ -1,0 +1,224 @@
+"""``survey_agreement.md``: the rules run on released survey results beside the released templates.
+
+The released templates are the survivors of the paper's process, so every template the rules
+drop, and every group the rules would choose differently, is a difference between our reading
+of the paper and the release. All differences are listed with their numbers; none is forced
+to agree. Where the released template file carries its own per-template survey numbers
+(``Survey_stats``), they are shown beside the results file's numbers and judged by the same rule.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from tasks.survey.funnel import pct, table
+from tasks.survey.groups import group_key, norm
+from tasks.survey.results import NO_STEREO, SurveyResult
+from tasks.survey.rules import RULE_TYPE1, type2_rule
+from tasks.survey.stereotypes import RELEASED_STATS_COLUMN
+from tasks.templates import Template
+
+if TYPE_CHECKING:
+    from tasks.survey.filter import StereotypeEvaluation, SurveyOutcome
+
+
+def _released_stats(row: Template) -> dict[str, int] | None:
+    text = row.columns.get(RELEASED_STATS_COLUMN, "").strip()
+    if not text:
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return {norm(k): v for k, v in value.items()} if isinstance(value, dict) else None
+
+
+def _stats_text(stats: dict[str, int]) -> str:
+    return ", ".join(f"{'no stereotype' if g == NO_STEREO else g} {v}" for g, v in stats.items())
+
+
+def _names(labels: set[str]) -> str:
+    return ", ".join(sorted(labels)) or "-"
+
+
+def _release_groups(rows: list[Template]) -> tuple[set[str], set[str]]:
+    targets: set[str] = set()
+    non_targets: set[str] = set()
+    for row in rows:
+        used = set(group_key(row.target_group))
+        targets |= used
+        for column in ("N1_info", "N2_info"):
+            non_targets |= set(group_key(row.columns.get(column, ""))) - used
+    return targets, non_targets
+
+
+def _more_voted_rule(entry: SurveyResult, outcome: SurveyOutcome):
+    (a, va), (b, vb) = entry.votes.items()
+    target, other = (a, b) if va >= vb else (b, a)
+    return type2_rule(target, entry.votes[target], other, entry.votes[other], outcome.profile.survey)
+
+
+def _type2_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
+    lines = ["## Type 2 (two groups compared)", ""]
+    entries = [e for e in outcome.results.entries if e.survey_type == 2]
+    texts = {(t.category, norm(t.stereotype)) for t in outcome.input_templates}
+    with_template = [e for e in entries if (e.category, e.stereotype) in texts]
+    asked = {e.stereotype.key: e for e in outcome.stereotypes if e.stereotype.survey_type == 2}
+    kept, dropped = [], []
+    for entry in with_template:
+        evaluation = asked.get(entry.key)
+        if evaluation is not None:
+            keep = evaluation.keep()
+            how = "intended target of the template asking this question"
+            rule = evaluation.rules.get("type2-two-thirds")
+            ns = evaluation.rules.get("no-stereotype-majority")
+            reason = "; ".join(r.reason for r in (ns, rule) if r is not None and not r.keep)
+        else:
+            rule = _more_voted_rule(entry, outcome)
+            ns_ok = entry.no_stereotype * outcome.profile.survey.no_stereotype_max.denominator <= \
+                entry.respondents * outcome.profile.survey.no_stereotype_max.numerator
+            keep = rule.keep and ns_ok
+            how = "more-voted group (no released template asks exactly these two groups)"
+            reason = rule.reason if not rule.keep else f"'no stereotype' {entry.no_stereotype} of {entry.respondents}"
+        (kept if keep else dropped).append((entry, how, reason))
+    lines.append(f"- Type-2 results: {len(entries)}; with a released template of the same stereotype text: "
+                 f"**{len(with_template)}**.")
+    lines.append(f"- Kept by the rules: **{len(kept)} of {len(with_template)}** (intended target: the target of the "
+                 "released template asking the same two groups, else the more-voted group).")
+    if dropped:
+        lines += ["", "Results of surviving stereotypes that the rules would drop:", ""]
+        lines += table(["Category", "Stereotype", "Numbers", "Target taken from", "Why"],
+                       [[e.category, e.stereotype, e.as_stats(), how, reason] for e, how, reason in dropped])
+    lines.append("")
+
+    questions = [e for e in outcome.stereotypes if e.stereotype.survey_type == 2]
+    with_result = [e for e in questions if e.result is not None]
+    lines.append(f"- Type-2 questions asked by the released templates: {len(questions)}; with a result of the same "
+                 f"two groups: {len(with_result)}; kept: {sum(e.keep() for e in with_result)}.")
+    missing = [e for e in questions if e.result is None]
+    if missing:
+        lines += ["", "Questions of released templates with no result for the same two groups. The released "
+                  f"template file's own `{RELEASED_STATS_COLUMN}` numbers for them, judged by the same rule:", ""]
+        rows = []
+        for evaluation in missing:
+            s = evaluation.stereotype
+            ids = ", ".join(f"{c}|{i}" for c, i in s.templates)
+            own = _released_stats(rows_of[s.templates[0]][0])
+            verdict = "-"
+            if own and len(own) == 3:
+                target = s.targets[s.templates[0]]
+                names = {group_key(g): g for g in own if g != NO_STEREO}
+                if group_key(target) in names:
+                    t = names[group_key(target)]
+                    other = next(g for g in names.values() if g != t)
+                    r = type2_rule(t, own[t], other, own[other], outcome.profile.survey)
+                    verdict = f"{r.outcome}: {r.reason}"
+            near = "; ".join(n.as_stats() for n in evaluation.near) or "none"
+            rows.append([ids, s.label, near, _stats_text(own) if own else "-", verdict])
+        lines += table(["Templates", "Question", "Results file, same text", f"Release {RELEASED_STATS_COLUMN}",
+                        "Type-2 rule on the release's numbers"], rows)
+    lines.append("")
+    return lines
+
+
+def _type1_row(evaluation: StereotypeEvaluation, rows_of: dict) -> tuple[list[object], bool, bool, bool]:
+    rows = [r for key in evaluation.stereotype.templates for r in rows_of[key]]
+    used_t, used_n = _release_groups(rows)
+    rule_t, rule_n = set(evaluation.targets), set(evaluation.non_targets)
+    differences = []
+    if used_t - rule_t:
+        differences.append(f"release targets not among the rule's targets: {_names(used_t - rule_t)}")
+    if rule_t - used_t:
+        differences.append(f"rule targets the release does not use: {_names(rule_t - used_t)}")
+    if used_n - rule_n:
+        differences.append(f"release non-targets not among the rule's non-targets: {_names(used_n - rule_n)}")
+    if rule_n - used_n:
+        differences.append(f"rule non-targets the release does not use: {len(rule_n - used_n)}")
+    rule = evaluation.rules.get(RULE_TYPE1)
+    outcome = "no result" if rule is None else rule.outcome
+    ids = ", ".join(str(i) for _, i in evaluation.stereotype.templates)
+    row = [evaluation.stereotype.category, ids, evaluation.stereotype.text, outcome, _names(rule_t), _names(used_t),
+           _names(rule_n), _names(used_n), "; ".join(differences) or "none"]
+    return row, used_t == rule_t, used_t <= rule_t, used_n <= rule_n
+
+
+def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
+    lines = ["## Type 1 (all groups listed)", ""]
+    evaluations = [e for e in outcome.stereotypes if e.stereotype.survey_type == 1]
+    judged = [e for e in evaluations if e.result is not None]
+    rows, equal, subset_t, subset_n = [], 0, 0, 0
+    for evaluation in judged:
+        row, same, sub_t, sub_n = _type1_row(evaluation, rows_of)
+        rows.append(row)
+        equal += same
+        subset_t += sub_t
+        subset_n += sub_n
+    kept = sum(e.keep() for e in judged)
+    lines.append(f"- Type-1 questions asked by the released templates: {len(evaluations)}; with a result: "
+                 f"{len(judged)}; kept by the rules: **{kept} of {len(judged)}**.")
+    lines.append(f"- Released target groups equal to the rule's targets: {equal} of {len(judged)}; within the rule's "
+                 f"targets: {subset_t}; released non-targets within the rule's non-targets: {subset_n} of {len(judged)}.")
+    lines.append("- Target / non-target groups below are per stereotype, over all rows (versions) of its templates.")
+    lines.append("")
+    lines += table(["Category", "IDs", "Stereotype", "Rule", "Rule targets", "Release targets", "Rule non-targets",
+                    "Release non-targets", "Differences"], rows)
+    lines.append("")
+    return lines
+
+
+def render_agreement(outcome: SurveyOutcome) -> str:
+    rows_of: dict[tuple[str, int], list[Template]] = {}
+    for template in outcome.input_templates:
+        rows_of.setdefault(template.template_key, []).append(template)
+    total = len(outcome.templates)
+    kept = sum(t.keep for t in outcome.templates)
+    lines = [f"# Survey rules against the released templates ({outcome.profile.name})", "",
+             f"Results: `{outcome.results.source}`. Templates: {total} template IDs "
+             f"({len(outcome.input_templates)} rows), all survivors of the paper's process.", "",
+             f"- Template IDs the rules keep: **{kept} of {total}** ({pct(kept, total)}).", ""]
+    dropped = [t for t in outcome.templates if not t.keep]
+    if dropped:
+        lines += ["Released templates the rules drop:", ""]
+        reasons = {}
+        for decision in outcome.decisions:
+            if decision.subject_type == "template" and decision.outcome == "drop":
+                reasons.setdefault(decision.subject, decision.reason)
+        lines += table(["Template", "Label", "Dropped by", "Reason"],
+                       [[f"{t.key[0]}|{t.key[1]}", t.label, t.survey_failure or "reading-comprehension",
+                         reasons.get(f"{t.key[0]}|{t.key[1]}", "")] for t in dropped])
+        lines.append("")
+    lines += _type2_section(outcome, rows_of)
+    lines += _type1_section(outcome, rows_of)
+
+    differing = []
+    for evaluation in outcome.stereotypes:
+        if evaluation.result is None:
+            continue
+        for key in evaluation.stereotype.templates:
+            for row in rows_of[key]:
+                own = _released_stats(row)
+                if own is None:
+                    continue
+                file_stats = {**evaluation.result.votes, NO_STEREO: evaluation.result.no_stereotype}
+                if own != file_stats:
+                    differing.append(f"{row.category}|{row.template_id}|{row.version}")
+    lines += [f"## The release's own `{RELEASED_STATS_COLUMN}` column", "",
+              f"Template rows whose `{RELEASED_STATS_COLUMN}` differs from the matched result: {len(differing)}"
+              + (f" ({', '.join(differing)})." if differing else "."), ""]
+
+    lines += ["## Results that match no released template's question", ""]
+    if outcome.unmatched:
+        lines.append(f"{len(outcome.unmatched)} results (type 1: "
+                     f"{sum(e.survey_type == 1 for e in outcome.unmatched)}, type 2: "
+                     f"{sum(e.survey_type == 2 for e in outcome.unmatched)}); for a release these are the "
+                     "stereotypes of templates that did not survive, or questions the release asked differently:")
+        lines.append("")
+        lines += table(["Category", "Stereotype", "Type", "Numbers"],
+                       [[e.category, e.stereotype, e.survey_type, e.as_stats()] for e in outcome.unmatched])
+    else:
+        lines.append("None.")
+    lines.append("")
+    if outcome.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in outcome.notes] + [""]
+    return "\n".join(lines)

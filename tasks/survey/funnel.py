@@ -1,0 +1,142 @@
+"""``funnel.md``: stereotypes and templates before / after each rule, per survey type and category,
+beside the paper's reported effects. A view of the decisions already taken; deterministic text."""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_READING, RULE_RESULT_PRESENT, RULE_TYPE1, RULE_TYPE2
+
+if TYPE_CHECKING:
+    from tasks.survey.filter import SurveyOutcome, TemplateEvaluation
+
+
+def pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def table(headers: list[str], rows: list[list[object]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return lines
+
+
+def template_type(outcome: SurveyOutcome, template: TemplateEvaluation) -> int | None:
+    kinds = [outcome.stereotypes[i].stereotype.survey_type for i, _ in template.stereotypes]
+    return min(kinds) if kinds else None
+
+
+def mean_no_stereotype_share(outcome: SurveyOutcome) -> Fraction | None:
+    entries = outcome.results.entries
+    if not entries:
+        return None
+    return sum((Fraction(e.no_stereotype, e.respondents) for e in entries), Fraction(0)) / len(entries)
+
+
+def render_funnel(outcome: SurveyOutcome) -> str:
+    profile = outcome.profile
+    paper = profile.survey.paper_effects
+    entries = outcome.results.entries
+    kinds = Counter(e.survey_type for e in entries)
+    mean = mean_no_stereotype_share(outcome)
+    lines = [f"# Survey funnel ({profile.name})", ""]
+    lines.append(f"Survey results: `{outcome.results.source}`: {len(entries)} questions "
+                 f"({kinds[1]} type 1, {kinds[2]} type 2); mean 'no stereotype' share "
+                 f"{'-' if mean is None else f'{float(mean) * 100:.2f}%'} "
+                 f"(paper: {paper.get(RULE_NO_STEREOTYPE, '-')}).")
+    lines.append(f"Results that match no template's question: {len(outcome.unmatched)}. "
+                 f"Reading comprehension: {'`' + outcome.reading.source + '`' if outcome.reading else 'not given'}.")
+    lines.append("")
+
+    # Stereotypes, sequentially through the rules.
+    lines += ["## Stereotypes (unique survey questions), rule by rule", ""]
+    rows = []
+    for label, kind in (("type 1", 1), ("type 2", 2), ("all", None)):
+        group = [e for e in outcome.stereotypes if kind is None or e.stereotype.survey_type == kind]
+        present = [e for e in group if e.passes(RULE_RESULT_PRESENT)]
+        after_ns = [e for e in present if e.passes(RULE_NO_STEREOTYPE)]
+        after_type = [e for e in after_ns if e.keep()]
+        rows.append([label, len(group), len(present), len(after_ns), len(after_type)])
+    lines += table(["Survey type", "Before", "With a survey result", "After no-stereotype rule",
+                    "After type-1 / type-2 rule"], rows)
+    lines.append("")
+
+    # Each rule's own effect.
+    lines += ["## Each rule's own effect", "",
+              "Stereotypes: those the rule drops among the stereotypes it could judge (with a result), "
+              "evaluated independently of the other rules. Templates: those whose first failing rule it is.", ""]
+    first_failures = Counter()
+    template_counts = Counter()
+    for template in outcome.templates:
+        kind = template_type(outcome, template)
+        template_counts[kind] += 1
+        template_counts["all"] += 1
+        if not template.survey_keep and template.survey_failure:
+            first_failures[(template.survey_failure, kind)] += 1
+            first_failures[(template.survey_failure, "all")] += 1
+    rows = []
+    for rule, kind in ((RULE_TYPE1, 1), (RULE_TYPE2, 2), (RULE_NO_STEREOTYPE, None), (RULE_RESULT_PRESENT, None)):
+        judged = [e for e in outcome.stereotypes
+                  if (kind is None or e.stereotype.survey_type == kind)
+                  and (rule == RULE_RESULT_PRESENT or e.result is not None)]
+        dropped = [e for e in judged if not e.passes(rule)]
+        scope = "all" if kind is None else kind
+        rows.append([rule, f"{len(dropped)} of {len(judged)} ({pct(len(dropped), len(judged))})",
+                     f"{first_failures[(rule, scope)]} of {template_counts[scope]} "
+                     f"({pct(first_failures[(rule, scope)], template_counts[scope])})",
+                     paper.get(rule, "-")])
+    survivors = [t for t in outcome.templates if t.survey_keep]
+    if outcome.reading is not None:
+        failed = [t for t in survivors if t.reading is not None and not t.keep]
+        rows.append([RULE_READING, "-", f"{len(failed)} of {len(survivors)} ({pct(len(failed), len(survivors))})",
+                     paper.get(RULE_READING, "-")])
+    else:
+        rows.append([RULE_READING, "-", "not applied (no results given)", paper.get(RULE_READING, "-")])
+    lines += table(["Rule", "Stereotypes dropped", "Templates dropped", "Paper"], rows)
+    lines.append("")
+
+    # Templates per type.
+    lines += ["## Templates (template IDs)", ""]
+    rows = []
+    for label, kind in (("type 1", 1), ("type 2", 2), ("none (no question)", None), ("all", "all")):
+        group = [t for t in outcome.templates if kind == "all" or template_type(outcome, t) == kind]
+        if kind is None and not group:
+            continue
+        rows.append([label, len(group), sum(t.survey_keep for t in group), sum(t.keep for t in group)])
+    lines += table(["Survey type", "Before", "After the survey rules", "After reading comprehension"], rows)
+    lines.append("")
+
+    # Per category.
+    lines += ["## Per category", ""]
+    rows = []
+    for category in profile.categories:
+        stereo = [e for e in outcome.stereotypes if e.stereotype.category == category.name]
+        temps = [t for t in outcome.templates if t.key[0] == category.name]
+        if not stereo and not temps:
+            continue
+        paper_counts = (f"{category.paper.templates_before} -> {category.paper.templates_after}"
+                        if category.paper else "-")
+        rows.append([category.display, len(stereo), sum(e.keep() for e in stereo), len(temps),
+                     sum(t.survey_keep for t in temps), sum(t.keep for t in temps), paper_counts])
+    lines += table(["Category", "Stereotypes", "Kept", "Templates", "After survey", "After reading",
+                    "Paper templates before -> after"], rows)
+    lines.append("")
+
+    overrides = [d for d in outcome.decisions if d.override]
+    lines += ["## Overrides", ""]
+    if overrides:
+        lines += [f"- `{d.subject}` {d.rule}: **{d.outcome}** — {d.reason}"
+                  for d in sorted(overrides, key=lambda d: (d.subject, d.rule))]
+    else:
+        lines.append("None.")
+    lines.append("")
+    if outcome.notes or outcome.findings or outcome.results.quota:
+        lines += ["## Notes", ""]
+        lines += [f"- {note}" for note in outcome.notes]
+        lines += [f"- {f.severity}: {f.where}: {f.message}" for f in outcome.findings]
+        if outcome.results.quota:
+            lines.append(f"- quota shortfalls: {len(outcome.results.quota)} (see the ingest report)")
+        lines.append("")
+    return "\n".join(lines)

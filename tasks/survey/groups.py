@@ -1,0 +1,82 @@
+"""Group lists per category: the options of a type-1 question, and which of them count.
+
+A profile's list lives in ``survey/<profile>/groups.csv`` with columns ``category, group,
+world_region``. ``world_region`` is set for a country shown under a world region (race: "US"
+under "North America"); such a group is shown as an option but not counted in the equal share
+of the type-1 rule, so that 37 race groups count as 19 (+ the "no stereotype" option).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from kobbq.errors import Location, UserError
+from kobbq.paths import SURVEY_DIR
+from kobbq.profile import Profile
+from tasks.slots import normalise_text
+
+GROUP_COLUMNS = ["category", "group", "world_region"]
+
+
+def norm(text: str) -> str:
+    """NFC + collapsed whitespace, the form in which stereotypes and groups are compared."""
+    return normalise_text(text)[0]
+
+
+def group_key(label: str) -> tuple[str, ...]:
+    """A group label as a set of names: "게이, 레즈비언" and "레즈비언, 게이" are the same group."""
+    return tuple(sorted(part.strip() for part in norm(label).split(",") if part.strip()))
+
+
+@dataclass(frozen=True)
+class GroupList:
+    category: str
+    groups: tuple[str, ...]  # in questionnaire order
+    world_region: dict[str, str]  # country -> the world-region option it belongs to
+
+    @property
+    def counted(self) -> tuple[str, ...]:
+        return tuple(g for g in self.groups if not self.world_region.get(g))
+
+    def counting_options(self, count_no_stereotype: bool) -> int:
+        return len(self.counted) + (1 if count_no_stereotype else 0)
+
+
+def profile_survey_dir(profile: Profile) -> Path:
+    return SURVEY_DIR / profile.name
+
+
+def load_group_lists(path: Path, profile: Profile) -> dict[str, GroupList]:
+    if not path.exists():
+        raise UserError("group list file does not exist", path)
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in GROUP_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise UserError(f"missing column(s) {', '.join(missing)}; expected {', '.join(GROUP_COLUMNS)}", path)
+        ordered: dict[str, list[str]] = {}
+        regions: dict[str, dict[str, str]] = {}
+        for number, row in enumerate(reader, start=2):
+            category, group, region = norm(row["category"]), norm(row["group"]), norm(row["world_region"] or "")
+            if profile.category(category) is None:
+                raise UserError(f"unknown category {category!r}", Location(str(path), number, "category"))
+            if not group:
+                raise UserError("empty group name", Location(str(path), number, "group"))
+            if group in ordered.get(category, []):
+                raise UserError(f"group {group!r} listed twice for {category}", Location(str(path), number, "group"))
+            ordered.setdefault(category, []).append(group)
+            if region:
+                regions.setdefault(category, {})[group] = region
+    lists = {c: GroupList(c, tuple(g), regions.get(c, {})) for c, g in ordered.items()}
+    for category, group_list in lists.items():
+        for country, region in group_list.world_region.items():
+            if region not in group_list.groups or group_list.world_region.get(region):
+                raise UserError(f"{country!r} is placed under {region!r}, which is not a world-region option of {category}",
+                                path)
+    return lists
+
+
+def profile_group_lists(profile: Profile) -> dict[str, GroupList]:
+    return load_group_lists(profile_survey_dir(profile) / "groups.csv", profile)

@@ -1,0 +1,92 @@
+"""Curated overrides: a maintainer's decision that differs from a rule, with its reason.
+
+File format (CSV, ``survey/<profile>/overrides.csv``):
+``category, stereotype, template_id, rule, outcome, reason``
+
+- a stereotype override names ``category`` + ``stereotype`` (``template_id`` empty) and one of the
+  stereotype rules (``survey-result-present``, ``no-stereotype-majority``,
+  ``type1-target-non-target``, ``type2-two-thirds``) with outcome ``keep`` or ``drop``;
+- a template override names ``category`` + ``template_id`` and ``reading-comprehension`` or
+  ``stereotype-survey`` (``keep`` / ``drop``), or ``type1-template-groups`` with ``accept``
+  (the template's target / non-target groups are a curated choice beside the rule's candidates,
+  e.g. an extra target group).
+
+The pipeline applies them and writes the decision with ``override=True``, keeping the rule's
+own outcome and numbers in the reason, so both are visible wherever the decision shows.
+An override that matches nothing is an error: a stale override must not linger unnoticed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kobbq.errors import Location, UserError
+from tasks.survey.groups import norm
+from tasks.survey.results import read_table
+from tasks.survey.rules import (RULE_NO_STEREOTYPE, RULE_READING, RULE_RESULT_PRESENT, RULE_STEREOTYPE_SURVEY,
+                                RULE_TYPE1, RULE_TYPE1_GROUPS, RULE_TYPE2)
+
+OVERRIDE_COLUMNS = ["category", "stereotype", "template_id", "rule", "outcome", "reason"]
+STEREOTYPE_RULES = {RULE_RESULT_PRESENT, RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2}
+TEMPLATE_RULES = {RULE_READING: {"keep", "drop"}, RULE_STEREOTYPE_SURVEY: {"keep", "drop"},
+                  RULE_TYPE1_GROUPS: {"accept"}}
+
+
+@dataclass(frozen=True)
+class Override:
+    category: str
+    stereotype: str  # normalised; empty for a template override
+    template_id: int | None
+    rule: str
+    outcome: str
+    reason: str
+    where: Location
+
+    @property
+    def is_template(self) -> bool:
+        return self.template_id is not None
+
+
+def load_overrides(path: Path) -> list[Override]:
+    rows, where = read_table(Path(path), OVERRIDE_COLUMNS)
+    overrides: list[Override] = []
+    seen: set[tuple] = set()
+    for row, at in zip(rows, where):
+        def loc(column: str) -> Location:
+            return Location(at.file, at.row, column, at.sheet)
+
+        if not row["category"]:
+            raise UserError("empty category", loc("category"))
+        if not row["reason"]:
+            raise UserError("an override needs a reason", loc("reason"))
+        template_id = None
+        if row["template_id"]:
+            try:
+                template_id = int(row["template_id"])
+            except ValueError:
+                raise UserError(f"template_id {row['template_id']!r} is not a whole number", loc("template_id")) from None
+        rule, outcome = row["rule"], row["outcome"]
+        if template_id is None:
+            if not row["stereotype"]:
+                raise UserError("give a stereotype or a template_id", loc("stereotype"))
+            if rule not in STEREOTYPE_RULES:
+                raise UserError(f"rule {rule!r} is not a stereotype rule ({', '.join(sorted(STEREOTYPE_RULES))})",
+                                loc("rule"))
+            if outcome not in ("keep", "drop"):
+                raise UserError(f"outcome must be keep or drop, got {outcome!r}", loc("outcome"))
+        else:
+            if rule not in TEMPLATE_RULES:
+                raise UserError(f"rule {rule!r} is not a template rule ({', '.join(sorted(TEMPLATE_RULES))})",
+                                loc("rule"))
+            if outcome not in TEMPLATE_RULES[rule]:
+                raise UserError(f"outcome for {rule} must be {' or '.join(sorted(TEMPLATE_RULES[rule]))}, got {outcome!r}",
+                                loc("outcome"))
+        override = Override(row["category"], norm(row["stereotype"]) if template_id is None else "", template_id, rule,
+                            outcome, row["reason"], at)
+        identity = (override.category, override.stereotype, override.template_id, override.rule)
+        if identity in seen:
+            raise UserError("the same rule is overridden twice for this item", loc("rule"))
+        seen.add(identity)
+        overrides.append(override)
+    return overrides

@@ -1,0 +1,134 @@
+"""Unique stereotypes of the candidate templates, and the question type each one gets.
+
+A stereotype is surveyed once however many templates share it. The unit is the *question*:
+(category, stereotype text, survey type) and, for type 2, the two groups compared, so that
+"무모함: 청년 vs 노인" and "무모함: 청소년 vs 노인" are two questions, as in the release.
+
+Which question type a template needs depends on whether its reference names the non-target
+group. A template says so in the optional column ``Reference_names_non_target`` (yes/no). The
+released KoBBQ file has no such column but records the question it was asked in its
+``Survey_stats`` column; when the marker column is absent, two groups there mean "yes", and the
+stereotype records that the marker was read from ``Survey_stats``.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass, field
+
+from kobbq.profile import Profile
+from tasks.findings import Finding
+from tasks.survey.groups import group_key, norm
+from tasks.survey.rules import survey_type
+from tasks.templates import Template
+
+MARKER_COLUMN = "Reference_names_non_target"
+RELEASED_STATS_COLUMN = "Survey_stats"
+TRUE_WORDS = {"yes", "y", "true", "1", "o"}
+FALSE_WORDS = {"no", "n", "false", "0", "x", ""}
+
+
+@dataclass(frozen=True)
+class Stereotype:
+    """One survey question. ``groups`` is (target, other) for type 2 and () for type 1."""
+
+    category: str
+    text: str
+    survey_type: int
+    type_reason: str
+    groups: tuple[str, ...] = ()
+    templates: tuple[tuple[str, int], ...] = ()  # (category, template ID), in input order
+    targets: dict[tuple[str, int], str] = field(default_factory=dict)  # type 2: intended target per template
+
+    @property
+    def key(self) -> tuple:
+        return question_key(self.category, self.text, self.survey_type, self.groups)
+
+    @property
+    def question_id(self) -> str:
+        return question_id(self.category, self.text, self.survey_type, self.groups)
+
+    @property
+    def label(self) -> str:
+        if self.survey_type == 2:
+            return f"{self.text} ({self.groups[0]} vs {self.groups[1]})"
+        return self.text
+
+
+def question_key(category: str, text: str, kind: int, groups: tuple[str, ...]) -> tuple:
+    return (category, norm(text), kind, tuple(sorted(group_key(g) for g in groups)))
+
+
+def question_id(category: str, text: str, kind: int, groups: tuple[str, ...]) -> str:
+    """Stable across runs and input order: a hash of the question, prefixed for readability."""
+    digest = hashlib.sha1(repr(question_key(category, text, kind, groups)).encode("utf-8")).hexdigest()[:8]
+    return f"{category}-t{kind}-{digest}"
+
+
+def _marker(template: Template, findings: list[Finding]) -> tuple[bool, str]:
+    """Whether the template's reference names the non-target group, and where that was read."""
+    if MARKER_COLUMN in template.columns:
+        value = template.columns[MARKER_COLUMN].strip().lower()
+        if value in TRUE_WORDS:
+            return True, MARKER_COLUMN
+        if value not in FALSE_WORDS:
+            findings.append(Finding("error", template.where(MARKER_COLUMN), "bad-marker",
+                                    f"{value!r} is not yes or no"))
+        return False, MARKER_COLUMN
+    stats = template.columns.get(RELEASED_STATS_COLUMN, "").strip()
+    if stats:
+        try:
+            parsed = ast.literal_eval(stats)
+        except (ValueError, SyntaxError):
+            findings.append(Finding("warning", template.where(RELEASED_STATS_COLUMN), "bad-survey-stats",
+                                    "cannot read the released survey numbers; assuming the reference does not name the non-target"))
+            return False, RELEASED_STATS_COLUMN
+        if isinstance(parsed, dict):
+            return len([g for g in parsed if g != "no_stereo"]) == 2, RELEASED_STATS_COLUMN
+    return False, "default"
+
+
+def _other_group(template: Template) -> str:
+    target = group_key(template.target_group)
+    infos = [template.columns.get(c, "") for c in ("N1_info", "N2_info")]
+    others = [i for i in infos if i.strip() and group_key(i) != target]
+    return norm(others[0]) if others else ""
+
+
+def collect_stereotypes(templates: list[Template], profile: Profile) -> tuple[list[Stereotype], list[Finding]]:
+    """Group template rows into unique questions (input order of first appearance)."""
+    findings: list[Finding] = []
+    order: list[tuple] = []
+    data: dict[tuple, dict] = {}
+    for template in templates:
+        flag, marker_source = _marker(template, findings)
+        kind, reason = survey_type(template.label, template.category, flag, profile.survey)
+        if marker_source == RELEASED_STATS_COLUMN and template.category in profile.survey.type1_categories \
+                and template.label != "TM":
+            reason += f" [marker read from the release's {RELEASED_STATS_COLUMN} column]"
+        groups: tuple[str, ...] = ()
+        if kind == 2:
+            target, other = norm(template.target_group), _other_group(template)
+            if not target or not other:
+                findings.append(Finding("error", template.where("Target_group" if not target else "N1_info"),
+                                        "type2-groups-missing",
+                                        "a type-2 stereotype needs its intended target (Target_group) and the "
+                                        "other group (N1_info / N2_info)"))
+                continue
+            groups = (target, other)
+        key = question_key(template.category, template.stereotype, kind, groups)
+        if key not in data:
+            order.append(key)
+            data[key] = {"category": template.category, "text": norm(template.stereotype), "kind": kind,
+                         "reason": reason, "groups": groups, "templates": [], "targets": {}}
+        entry = data[key]
+        if template.template_key not in entry["templates"]:
+            entry["templates"].append(template.template_key)
+        if kind == 2:
+            entry["targets"].setdefault(template.template_key, groups[0])
+    stereotypes = [
+        Stereotype(d["category"], d["text"], d["kind"], d["reason"], d["groups"], tuple(d["templates"]), d["targets"])
+        for d in (data[k] for k in order)
+    ]
+    return stereotypes, findings

@@ -1,0 +1,135 @@
+"""The survey rules on the released KoBBQ results and templates, and the ingest's bad-input errors.
+
+Expected figures come from the domain brief's own check of the release (section 5) and the
+paper, not from this code: 184 two-group results, 146 of the 148 surviving type-2 stereotypes
+kept, a mean "no stereotype" share of 18.8%, one released stereotype without a survey entry.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from kobbq.errors import UserError
+from tasks.survey import filter_templates, load_overrides, load_survey_results
+from tasks.survey.funnel import mean_no_stereotype_share
+from tasks.templates import load_kobbq_templates
+
+MISSING = "불공정한 신체 능력 우위로 운동 시합에서 배제됨"
+
+
+@pytest.fixture(scope="module")
+def released(kobbq_templates_tsv, survey_result_json, ko_profile):
+    templates = load_kobbq_templates(kobbq_templates_tsv).templates
+    results = load_survey_results(survey_result_json, ko_profile)
+    return templates, results, filter_templates(templates, results, None, [], ko_profile)
+
+
+def test_released_results_load(released, survey_result_json):
+    _, results, _ = released
+    raw = json.loads(survey_result_json.read_text(encoding="utf-8"))
+    two_group = sum(len(e["survey_stats"]) == 3 for e in raw)
+    assert two_group == 184
+    assert sum(e.survey_type == 2 for e in results.entries) == 184
+    # One identical repeat (Religion '낮은 여성 인권') is counted once and noted.
+    assert len(results.entries) == len(raw) - 1 and len(results.notes) == 1
+    assert round(float(mean_no_stereotype_share(released[2])) * 100, 1) == 18.8
+
+
+def test_agreement_reproduces_the_type2_check(released):
+    report = released[2].agreement_markdown()
+    assert "with a released template of the same stereotype text: **148**" in report
+    assert "Kept by the rules: **146 of 148**" in report
+    # Both rule-dropped results are listed with their numbers.
+    assert "청년 40, 중장년, 노인 21, no stereotype 39" in report
+    assert "남성 37, 여성 34, no stereotype 29" in report
+
+
+def test_stereotype_without_result_is_reported_and_dropped(released):
+    templates, _, outcome = released
+    subject = f"stereotype:Gender_identity:{MISSING}"
+    rows = [d for d in outcome.decisions if d.subject == subject and d.rule == "survey-result-present"]
+    assert len(rows) == 1 and rows[0].outcome == "drop" and "no survey result" in rows[0].reason
+    kept_ids = {t.template_key for t in outcome.kept}
+    missing_ids = {t.template_key for t in templates if t.stereotype == MISSING}
+    assert missing_ids and not missing_ids & kept_ids
+    assert MISSING in outcome.agreement_markdown()
+
+
+def test_decisions_cover_every_stereotype_and_template(released):
+    templates, _, outcome = released
+    template_ids = {t.template_key for t in templates}
+    decided = {d.subject for d in outcome.decisions if d.rule == "stereotype-survey"}
+    assert decided == {f"{c}|{i}" for c, i in template_ids}
+    for evaluation in outcome.stereotypes:
+        rules = {d.rule for d in outcome.decisions
+                 if d.subject == f"stereotype:{evaluation.stereotype.category}:{evaluation.stereotype.text}"}
+        assert {"survey-type", "survey-result-present"} <= rules
+    # Kept rows keep input order.
+    positions = [templates.index(t) for t in outcome.kept]
+    assert positions == sorted(positions)
+
+
+def test_type1_candidates_beside_release(released):
+    report = released[2].agreement_markdown()
+    section = report.split("## Type 1")[1].split("\n## ")[0]
+    # The race stereotype '높은 범죄율' is listed with the rule's candidates and the release's groups.
+    line = next(l for l in section.splitlines() if "| 높은 범죄율 |" in l)
+    assert "중국인" in line and "오세아니아인" in line
+    assert re.search(r"Released target groups equal to the rule's targets: \d+ of \d+", section)
+
+
+def test_reports_are_deterministic(released, ko_profile):
+    templates, results, outcome = released
+    again = filter_templates(templates, results, None, [], ko_profile)
+    assert again.funnel_markdown() == outcome.funnel_markdown()
+    assert again.agreement_markdown() == outcome.agreement_markdown()
+    assert [d.as_row() for d in again.decisions] == [d.as_row() for d in outcome.decisions]
+
+
+def test_override_keeps_and_is_marked(released, ko_profile, tmp_path):
+    templates, results, _ = released
+    path = tmp_path / "overrides.csv"
+    path.write_text("category,stereotype,template_id,rule,outcome,reason\n"
+                    f"Gender_identity,{MISSING},,survey-result-present,keep,asked in a later survey wave\n",
+                    encoding="utf-8")
+    outcome = filter_templates(templates, results, None, load_overrides(path), ko_profile)
+    marked = [d for d in outcome.decisions if d.override]
+    assert marked and all("asked in a later survey wave" in d.reason for d in marked)
+    assert {("Gender_identity", 13), ("Gender_identity", 14)} <= {t.template_key for t in outcome.kept}
+    assert "## Overrides" in outcome.funnel_markdown() and "asked in a later survey wave" in outcome.funnel_markdown()
+
+
+def test_stale_override_is_an_error(released, ko_profile, tmp_path):
+    templates, results, _ = released
+    path = tmp_path / "overrides.csv"
+    path.write_text("category,stereotype,template_id,rule,outcome,reason\n"
+                    "Age,없는 고정관념,,type2-two-thirds,keep,typo\n", encoding="utf-8")
+    with pytest.raises(UserError, match="matches no candidate"):
+        filter_templates(templates, results, None, load_overrides(path), ko_profile)
+
+
+def _write(tmp_path, entries):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(entries, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("entries, message, row", [
+    ([{"category": "Age", "stereotype": "x", "survey_stats": {"노인": 50, "청년": 30, "no_stereo": 10}}],
+     "add up to 90", 1),
+    ([{"category": "Age", "stereotype": "x", "survey_stats": {"노인": 50, "청년": 40, "no_stereo": 10}},
+      {"category": "Religion", "stereotype": "y",
+       "survey_stats": {"기독교인": 5, "외계인": 3, "불교인": 1, "no_stereo": 10}}], "unknown group name", 2),
+    ([{"category": "Nowhere", "stereotype": "x", "survey_stats": {"a": 50, "b": 50, "no_stereo": 0}}],
+     "unknown category", 1),
+    ([{"category": "Age", "stereotype": "x", "survey_stats": {"노인": 50, "청년": 40, "no_stereo": 10}},
+      {"category": "Age", "stereotype": "x", "survey_stats": {"노인": 40, "청년": 50, "no_stereo": 10}}],
+     "duplicate question", 2),
+])
+def test_bad_results_name_the_entry(tmp_path, ko_profile, entries, message, row):
+    with pytest.raises(UserError, match=message) as error:
+        load_survey_results(_write(tmp_path, entries), ko_profile)
+    assert error.value.where.row == row
