@@ -107,6 +107,19 @@ class TranslationProfile(Strict):
     """Machine pre-translation and post-edit settings. Owned by the translation stage (tasks/translation)."""
 
     deepl_target_lang: str = ""  # e.g. "KO"; empty means the profile's language upper-cased
+    labels: list[str] = ["ST", "TM"]  # labels whose BBQ templates are translated (SR ones are excluded)
+    formality: str = "default"  # DeepL formality; "default" sends none
+    # "deepl": DeepL applies the glossary; "after": terms are protected and substituted after
+    # translation; "auto": ask DeepL whether the pair supports glossaries (a dry run assumes "deepl").
+    glossary_mode: str = "auto"
+    batch_size: int = 50  # texts per request (DeepL accepts up to 50); each batch is cached when answered
+    max_network_retries: int = 5  # deepl client retries of 429/5xx, backoff from 1 s x1.6
+    price_per_million_characters: float = 25.0  # for the dry-run estimate; check your DeepL plan
+    currency: str = "USD"
+    secret_block: str = "deepl-auth-key"  # Prefect Secret block read when DEEPL_AUTH_KEY is unset
+
+    def target_lang(self, language: str) -> str:
+        return (self.deepl_target_lang or language).upper()
 
 
 class LabelsProfile(Strict):

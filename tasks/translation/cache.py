@@ -1,0 +1,99 @@
+"""The translation cache: every character paid for is kept, so nothing is ever paid for twice.
+
+An SQLite file in the build folder, keyed by everything that changes DeepL's answer: the
+text as sent, the language pair, the glossary fingerprint and the request options. Each
+batch is committed as soon as DeepL answers, so an interrupted or quota-stopped run
+resumes where it stopped. The same file replays a recorded run without any network
+(``ReplayTranslator``), which is how the example and the tests reproduce a translation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS translations (
+    key TEXT PRIMARY KEY,
+    sent TEXT NOT NULL,
+    source_lang TEXT NOT NULL,
+    target_lang TEXT NOT NULL,
+    glossary TEXT NOT NULL,
+    options TEXT NOT NULL,
+    translated TEXT NOT NULL,
+    billed_characters INTEGER NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class RequestSettings:
+    """Everything besides the text that decides the translation (and so the cache key)."""
+
+    source_lang: str
+    target_lang: str
+    glossary: str = ""  # glossary fingerprint, "" for none
+    options: tuple[tuple[str, str], ...] = ()  # e.g. (("formality", "default"), ("tag_handling", "xml"))
+
+    @property
+    def options_json(self) -> str:
+        return json.dumps(dict(self.options), sort_keys=True)
+
+
+def cache_key(sent: str, settings: RequestSettings) -> str:
+    payload = json.dumps([sent, settings.source_lang.upper(), settings.target_lang.upper(), settings.glossary,
+                          settings.options_json], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedTranslation:
+    translated: str
+    billed_characters: int
+
+
+class TranslationCache:
+    """A small SQLite store; use as a context manager so the connection is closed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path)
+        self._db.execute(_SCHEMA)
+        self._db.commit()
+
+    def __enter__(self) -> "TranslationCache":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get_many(self, sents: Iterable[str], settings: RequestSettings) -> dict[str, CachedTranslation]:
+        """The cached translations of the given texts (text as sent -> translation); misses are absent."""
+        found: dict[str, CachedTranslation] = {}
+        for sent in dict.fromkeys(sents):
+            row = self._db.execute("SELECT translated, billed_characters FROM translations WHERE key = ?",
+                                   (cache_key(sent, settings),)).fetchone()
+            if row is not None:
+                found[sent] = CachedTranslation(row[0], int(row[1]))
+        return found
+
+    def put_many(self, results: dict[str, CachedTranslation], settings: RequestSettings) -> None:
+        """Store one answered batch in one transaction: it is kept even if the next batch fails."""
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO translations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(cache_key(sent, settings), sent, settings.source_lang.upper(), settings.target_lang.upper(),
+                  settings.glossary, settings.options_json, r.translated, r.billed_characters)
+                 for sent, r in sorted(results.items())],
+            )
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM translations").fetchone()[0])

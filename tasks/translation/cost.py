@@ -1,0 +1,54 @@
+"""Cost control: what a run would send to DeepL, and what it would cost, before any call.
+
+The count uses the same segments, protection and cache keys as ``pretranslate``, so the
+dry run's number is exactly what the real run sends (DeepL bills the characters sent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kobbq.profile import Profile
+from tasks.bbq import BBQTemplate
+from tasks.translation.cache import TranslationCache
+from tasks.translation.glossary import Glossary
+from tasks.translation.pretranslate import choose_mode, protect_all, request_settings
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    rows: int
+    segments: int  # distinct segments
+    cached_segments: int
+    segments_to_send: int
+    characters_to_send: int
+    characters_cached: int
+    estimated_cost: float
+    currency: str
+
+    def render(self) -> str:
+        return (f"dry run: {self.rows} rows, {self.segments} distinct segments, {self.cached_segments} already cached "
+                f"({self.characters_cached} characters); would send {self.segments_to_send} segments, "
+                f"{self.characters_to_send} characters, estimated cost {self.estimated_cost:.2f} {self.currency}")
+
+
+def estimate_cost(characters: int, profile: Profile) -> float:
+    """Usage price: characters x price per million (the plan's base fee is not included)."""
+    return characters * profile.translation.price_per_million_characters / 1_000_000
+
+
+def dry_run(templates: list[BBQTemplate], cache_path: Path, profile: Profile, glossary: Glossary) -> CostEstimate:
+    """Count without calling DeepL; "auto" glossary mode is assumed to be DeepL's own glossary."""
+    mode = choose_mode(profile, glossary, None)
+    settings = request_settings(profile, glossary, mode)
+    sents = list(dict.fromkeys(p.sent for p in protect_all(templates, glossary, mode).values()))
+    cached: dict = {}
+    if Path(cache_path).exists():
+        with TranslationCache(cache_path) as cache:
+            cached = cache.get_many(sents, settings)
+    to_send = [s for s in sents if s not in cached]
+    characters = sum(len(s) for s in to_send)
+    return CostEstimate(len(templates), len(sents), len(cached), len(to_send), characters,
+                        sum(len(s) for s in cached), estimate_cost(characters, profile),
+                        profile.translation.currency)

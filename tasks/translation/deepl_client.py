@@ -1,0 +1,138 @@
+"""DeepL behind a small ``Translator`` interface: the live client, and a replay of a recorded cache.
+
+``DeepLTranslator`` wraps the official ``deepl`` client. The client itself retries rate
+limits (429) and server errors (5xx) with exponential backoff (``max_network_retries``,
+from the profile). What cannot be retried stops the run *cleanly*: quota exhausted (456),
+a refused key (403), or retries used up raise ``TranslationStopped`` with a message that
+never contains the key; ``pretranslate`` keeps every batch already answered.
+
+``ReplayTranslator`` answers nothing: with it, a run can only use the cache, so a recorded
+translation is reproduced without a network or a key, and any text not recorded is
+reported as left to translate.
+
+The key comes from ``DEEPL_AUTH_KEY`` (or the Prefect Secret block named in the profile,
+read by the flow); ``DEEPL_SERVER_URL`` points the client at another server.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Protocol
+
+import deepl
+
+from kobbq.errors import UserError
+from tasks.translation.cache import CachedTranslation, RequestSettings
+from tasks.translation.glossary import Glossary
+
+KEY_VARIABLE = "DEEPL_AUTH_KEY"
+SERVER_VARIABLE = "DEEPL_SERVER_URL"
+
+
+class TranslationStopped(Exception):
+    """DeepL cannot go on (quota, key, retries exhausted); what was translated so far is kept."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind  # quota | authorization | unavailable | not-recorded
+        self.message = message
+        super().__init__(message)
+
+
+def redact(message: str, secret: str | None) -> str:
+    """Remove the key from any text that may reach a log, an exception or an output file."""
+    return message.replace(secret, "***") if secret else message
+
+
+class Translator(Protocol):
+    name: str
+
+    def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
+        """Whether DeepL can apply a glossary for this pair (else terms are substituted after translation)."""
+
+    def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
+        """Upload the glossary and return its id."""
+
+    def translate(self, sents: list[str], settings: RequestSettings, glossary_id: str | None) -> list[CachedTranslation]:
+        """Translate texts already protected as XML; one result per text, in order."""
+
+
+@dataclass
+class DeepLTranslator:
+    """The live DeepL API (or any DeepL-compatible server at ``server_url``)."""
+
+    auth_key: str
+    server_url: str | None = None
+    name: str = "deepl"
+
+    def __post_init__(self) -> None:
+        if not self.auth_key:
+            raise UserError(f"no DeepL key: set {KEY_VARIABLE} (or use --dry-run / a recorded cache)")
+        self._client = deepl.Translator(self.auth_key, server_url=self.server_url or None)
+
+    def __repr__(self) -> str:  # never show the key
+        return f"DeepLTranslator(server_url={self.server_url!r})"
+
+    def _stop(self, exc: Exception) -> TranslationStopped:
+        text = redact(str(exc), self.auth_key)
+        if isinstance(exc, deepl.QuotaExceededException):
+            return TranslationStopped("quota", f"DeepL quota exhausted ({text})")
+        if isinstance(exc, deepl.AuthorizationException):
+            return TranslationStopped("authorization", f"DeepL refused the key ({text})")
+        return TranslationStopped("unavailable", f"DeepL did not answer after retries ({text})")
+
+    def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
+        try:
+            pairs = self._client.get_glossary_languages()
+        except deepl.DeepLException as exc:
+            raise self._stop(exc) from None
+        return any(p.source_lang.lower() == source_lang.lower() and p.target_lang.lower() == target_lang.lower()
+                   for p in pairs)
+
+    def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
+        try:
+            info = self._client.create_glossary(f"kobbq-{glossary.fingerprint}", source_lang, target_lang,
+                                                glossary.targets)
+        except deepl.DeepLException as exc:
+            raise self._stop(exc) from None
+        return info.glossary_id
+
+    def translate(self, sents: list[str], settings: RequestSettings, glossary_id: str | None) -> list[CachedTranslation]:
+        options = dict(settings.options)
+        try:
+            results = self._client.translate_text(
+                sents, source_lang=settings.source_lang, target_lang=settings.target_lang,
+                tag_handling=options.get("tag_handling"),
+                formality=None if options.get("formality", "default") == "default" else options["formality"],
+                glossary=glossary_id or None)
+        except deepl.DeepLException as exc:
+            raise self._stop(exc) from None
+        return [CachedTranslation(r.text, int(r.billed_characters)) for r in results]
+
+
+@dataclass
+class ReplayTranslator:
+    """Only the recorded cache: every text not in it is left untranslated and reported."""
+
+    glossaries: bool = True  # whether the recording used DeepL's glossary feature
+    name: str = "replay"
+
+    def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
+        return self.glossaries
+
+    def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
+        return ""
+
+    def translate(self, sents: list[str], settings: RequestSettings, glossary_id: str | None) -> list[CachedTranslation]:
+        raise TranslationStopped("not-recorded", f"{len(sents)} text(s) are not in the recorded translation cache")
+
+
+def translator_from_environment(auth_key: str | None = None, server_url: str | None = None) -> DeepLTranslator:
+    """The live translator from ``DEEPL_AUTH_KEY`` / ``DEEPL_SERVER_URL`` unless given explicitly."""
+    key = auth_key or os.environ.get(KEY_VARIABLE, "")
+    return DeepLTranslator(key, server_url or os.environ.get(SERVER_VARIABLE) or None)
+
+
+def set_network_retries(retries: int) -> None:
+    """How often the deepl client retries 429/5xx (backoff 1 s x1.6); a process-wide client setting."""
+    deepl.http_client.max_network_retries = retries

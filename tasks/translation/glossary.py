@@ -1,0 +1,86 @@
+"""The profile's glossary of cultural substitutions (Walmart -> 이마트, Uber -> 카카오택시, rugby -> 농구).
+
+The paper's translator replaced US-specific entities with Korean ones. The glossary makes
+the machine draft do it already, so the post-editor starts from the adapted text, and
+records every substitution so a reviewer can see what was changed and why. The file is
+``templates_raw/glossary/<profile>.csv`` with columns ``source,target,note``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from kobbq.errors import Location, UserError
+from kobbq.paths import TEMPLATES_RAW
+from tasks.translation.placeholders import term_pattern
+
+GLOSSARY_DIR = TEMPLATES_RAW / "glossary"
+COLUMNS = ("source", "target", "note")
+
+
+@dataclass(frozen=True)
+class GlossaryEntry:
+    source: str
+    target: str
+    note: str
+    row: int
+
+
+@dataclass(frozen=True)
+class Glossary:
+    path: str
+    entries: tuple[GlossaryEntry, ...]
+
+    @property
+    def targets(self) -> dict[str, str]:
+        return {e.source: e.target for e in self.entries}
+
+    @property
+    def fingerprint(self) -> str:
+        """Part of the cache key: a changed glossary must not reuse drafts made with the old one."""
+        body = "\n".join(f"{e.source}\t{e.target}" for e in sorted(self.entries, key=lambda e: e.source))
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16] if self.entries else ""
+
+    def terms_in(self, text: str) -> list[GlossaryEntry]:
+        """The entries whose source term occurs in ``text`` (whole words, any case)."""
+        return [e for e in self.entries if term_pattern(e.source).search(text)]
+
+
+EMPTY_GLOSSARY = Glossary("", ())
+
+
+def glossary_path(profile_name: str) -> Path:
+    return GLOSSARY_DIR / f"{profile_name}.csv"
+
+
+def load_glossary(path: Path) -> Glossary:
+    """Read a glossary CSV; a missing column, an empty cell or a duplicate term is a UserError with its row."""
+    if not path.exists():
+        raise UserError("glossary file does not exist", path)
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise UserError(f"missing column(s) {', '.join(missing)}; a glossary needs {', '.join(COLUMNS)}", path)
+        entries: list[GlossaryEntry] = []
+        seen: dict[str, int] = {}
+        for row_number, row in enumerate(reader, start=2):
+            source, target = (row["source"] or "").strip(), (row["target"] or "").strip()
+            for column, value in (("source", source), ("target", target)):
+                if not value:
+                    raise UserError("empty cell", Location(str(path), row_number, column))
+            if source.lower() in seen:
+                raise UserError(f"term {source!r} is already defined in row {seen[source.lower()]}",
+                                Location(str(path), row_number, "source"))
+            seen[source.lower()] = row_number
+            entries.append(GlossaryEntry(source, target, (row["note"] or "").strip(), row_number))
+    return Glossary(str(path), tuple(entries))
+
+
+def profile_glossary(profile_name: str) -> Glossary:
+    """The shipped glossary of a profile, found by convention; none shipped means no substitutions."""
+    path = glossary_path(profile_name)
+    return load_glossary(path) if path.exists() else EMPTY_GLOSSARY

@@ -1,0 +1,115 @@
+"""Placeholders survive machine translation: protect them as XML tags, restore them, verify them.
+
+BBQ writes its slots as ``{{NAME1}}``, ``{{WORD1}}``, ``{{GEN1}}``, ``{{OCC1}}`` (and one
+``{{{NAME2}}`` typo). Sent as plain text, DeepL may translate, inflect or drop them. Sent
+as self-closing XML tags with ``tag_handling="xml"``, DeepL moves them as units and keeps
+them. Glossary terms that DeepL cannot apply itself (no glossary for the language pair)
+are protected the same way and restored to their target-language text afterwards.
+
+A translation that lost or duplicated a tag is *flagged*, never silently accepted: the
+post-editor and the decision log see which placeholder went missing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from xml.sax.saxutils import escape, unescape
+
+# BBQ's placeholder, tolerant of the stray third brace BBQ has once ({{{NAME2}}).
+BBQ_PLACEHOLDER = re.compile(r"\{\{\{?([A-Z]+)([0-9]*)\}\}\}?")
+PLACEHOLDER_TAG = "ph"  # <ph n="NAME1"/>
+TERM_TAG = "term"  # <term n="0"/>: a glossary term applied after translation
+# DeepL may return a self-closing tag as an empty element pair; both count.
+_TAG = re.compile(r'<(ph|term)\s+n="([^"]*)"\s*(?:/>|>\s*</\1>)')
+# BBQ slot kind -> the KoBBQ slot letter ({{NAME1}} -> [N1], {{WORD1}} -> [W1]); others keep their name.
+KOBBQ_SLOT_LETTER = {"NAME": "N", "WORD": "W"}
+
+
+def kobbq_slot(kind: str, number: str) -> str:
+    """``NAME``, ``1`` -> ``N1``: the slot name the KoBBQ format uses for a BBQ placeholder."""
+    return f"{KOBBQ_SLOT_LETTER.get(kind, kind)}{number}"
+
+
+@dataclass(frozen=True)
+class Protected:
+    """A segment as sent to DeepL, with what it must get back."""
+
+    source: str  # the English text as written in BBQ
+    sent: str  # XML-escaped text with placeholders (and post-translation terms) as tags
+    placeholders: tuple[str, ...]  # BBQ placeholder names in order, e.g. ("NAME1", "NAME2")
+    terms: tuple[str, ...]  # glossary source terms protected as tags, by tag number
+
+
+def term_pattern(term: str) -> re.Pattern[str]:
+    """A glossary term as a whole word or phrase, case-insensitive (``Walmart``, ``rugby``)."""
+    return re.compile(r"(?<![\w-])" + re.escape(term) + r"(?![\w-])", re.IGNORECASE)
+
+
+def protect(source: str, protected_terms: tuple[str, ...] = ()) -> Protected:
+    """Turn ``{{NAME1}}`` into ``<ph n="NAME1"/>`` and each given glossary term into ``<term n="i"/>``."""
+    names: list[str] = []
+    found_terms: list[str] = []
+    # Escape first: the text must be well-formed XML once tags are inserted.
+    text = escape(source)
+
+    def placeholder(match: re.Match[str]) -> str:
+        name = match.group(1) + match.group(2)
+        names.append(name)
+        return f'<{PLACEHOLDER_TAG} n="{name}"/>'
+
+    text = BBQ_PLACEHOLDER.sub(placeholder, text)
+    for term in protected_terms:
+        pattern = term_pattern(escape(term))
+        if pattern.search(text):
+            index = len(found_terms)
+            found_terms.append(term)
+            text = pattern.sub(f'<{TERM_TAG} n="{index}"/>', text)
+    return Protected(source, text, tuple(names), tuple(found_terms))
+
+
+@dataclass(frozen=True)
+class Restored:
+    text: str  # target-language text with KoBBQ bare slots ([N1]) and substituted terms
+    missing: tuple[str, ...]  # placeholders the translation lost
+    extra: tuple[str, ...]  # placeholders the translation invented or duplicated
+
+    @property
+    def intact(self) -> bool:
+        return not self.missing and not self.extra
+
+
+def restore(protected: Protected, translated: str, term_targets: dict[str, str]) -> Restored:
+    """Tags back to KoBBQ slots (``<ph n="NAME1"/>`` -> ``[N1]``) and terms to their target text.
+
+    ``term_targets`` maps each protected source term to its target-language substitute.
+    """
+    seen: list[str] = []
+
+    def back(match: re.Match[str]) -> str:
+        kind, value = match.groups()
+        if kind == TERM_TAG:
+            index = int(value) if value.isdigit() else -1
+            if 0 <= index < len(protected.terms):
+                return term_targets[protected.terms[index]]
+            seen.append(f"term {value}")
+            return ""
+        seen.append(value)
+        slot = BBQ_PLACEHOLDER.fullmatch("{{" + value + "}}")
+        return f"[{kobbq_slot(slot.group(1), slot.group(2))}]" if slot else f"[{value}]"
+
+    text = unescape(_TAG.sub(back, translated))
+    missing, extra = placeholder_difference(protected.placeholders, tuple(seen))
+    return Restored(text, missing, extra)
+
+
+def placeholder_difference(expected: tuple[str, ...], got: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What was lost and what was added, counting repeats: a sentence that names {{NAME1}} twice needs it twice."""
+    want, have = Counter(expected), Counter(got)
+    return tuple(sorted((want - have).elements())), tuple(sorted((have - want).elements()))
+
+
+def bbq_to_kobbq_slots(text: str) -> str:
+    """English BBQ text with KoBBQ bare slots, for the ``_translated`` twin columns: ``{{NAME1}}`` -> ``[N1]``."""
+    return BBQ_PLACEHOLDER.sub(lambda m: f"[{kobbq_slot(m.group(1), m.group(2))}]", text)

@@ -1,0 +1,278 @@
+"""Machine pre-translation of BBQ template rows into drafts for the post-editor.
+
+Every text field of a BBQ row (stereotype, contexts, questions, answers) is one segment,
+and every filler of ``Names``/``Lexical_diversity`` is one segment (so a filler list comes
+back as a list). Segments are protected (placeholders as XML tags), looked up in the
+cache, and only the misses are sent to DeepL, in batches that are cached as soon as they
+are answered. A segment whose translation lost a placeholder is flagged; a stop (quota,
+key) keeps everything answered so far and says how much is left.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from kobbq.errors import Location
+from kobbq.profile import Profile
+from tasks.bbq import BBQTemplate
+from tasks.decisions import Decision
+from tasks.findings import Finding
+from tasks.translation.cache import CachedTranslation, RequestSettings, TranslationCache
+from tasks.translation.deepl_client import TranslationStopped, Translator
+from tasks.translation.glossary import Glossary
+from tasks.translation.placeholders import Protected, bbq_to_kobbq_slots, kobbq_slot, protect, restore
+
+STAGE = "translation"
+# KoBBQ column -> where its English text is in a BBQ row. Names/Lexical_diversity are lists.
+TEXT_FIELDS = {
+    "Stereotype": lambda t: t.relevant_social_values,
+    "Ambiguous_context": lambda t: t.texts["ambiguous_context"],
+    "Disambiguating_context": lambda t: t.texts["disambiguating_context"],
+    "Biased_question": lambda t: t.texts["negative_question"],
+    "Counter-biased_question": lambda t: t.texts["non_negative_question"],
+    "Biased_question_answer": lambda t: t.texts["negative_answer"],
+    "Counter-biased_question_answer": lambda t: t.texts["non_negative_answer"],
+}
+LIST_FIELDS = {"Names": lambda t: t.names, "Lexical_diversity": lambda t: t.lexical}
+FIELD_ORDER = [*TEXT_FIELDS, *LIST_FIELDS]
+# BBQ declarations: "NAME1: [a, b]; NAME2: [c]", also "{{NAME1}}: [...]" and ";" inside a list.
+_BBQ_DECLARATION = re.compile(r"\{*([A-Z]+)([0-9]*)\}*\s*:\s*\[([^\]]*)\]")
+MODES = ("deepl", "after", "none")
+
+
+def bbq_declarations(cell: str) -> list[tuple[str, list[str]]]:
+    """``NAME1: [a, b]; NAME2: [c]`` -> ``[("N1", ["a", "b"]), ("N2", ["c"])]`` (KoBBQ slot names).
+
+    BBQ writes lists with commas, once with semicolons (``[deaf person; hard-of-hearing person]``).
+    """
+    return [(kobbq_slot(kind, number), [i.strip() for i in re.split(r"[;,]", body) if i.strip()])
+            for kind, number, body in _BBQ_DECLARATION.findall(cell)]
+
+
+@dataclass(frozen=True)
+class DraftField:
+    column: str  # KoBBQ column
+    english: str  # the English source, with KoBBQ bare slots ([N1]) for reading
+    draft: str | None  # None when the run stopped before this field was translated
+    flags: tuple[str, ...] = ()  # codes of the findings on this field
+
+
+@dataclass(frozen=True)
+class Draft:
+    """The DeepL draft of one BBQ template row."""
+
+    template: BBQTemplate
+    fields: tuple[DraftField, ...]
+
+    def field(self, column: str) -> DraftField:
+        return next(f for f in self.fields if f.column == column)
+
+
+@dataclass(frozen=True)
+class Substitution:
+    subject: str
+    column: str
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class PretranslationResult:
+    drafts: list[Draft]
+    decisions: list[Decision]
+    chars_billed: int  # characters DeepL billed in this run
+    chars_from_cache: int  # characters of segments answered by the cache (not paid again)
+    flagged: list[Finding]
+    segments: int  # distinct segments needed
+    segments_left: int  # distinct segments still untranslated (a stop happened)
+    stopped: str | None  # why the run stopped early, None when complete
+    glossary_mode: str
+    substitutions: list[Substitution] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.segments_left == 0
+
+
+def request_settings(profile: Profile, glossary: Glossary, mode: str) -> RequestSettings:
+    """The cache key's non-text part: languages, glossary fingerprint, and every option sent."""
+    t = profile.translation
+    options = (("formality", t.formality), ("glossary_mode", mode), ("tag_handling", "xml"))
+    return RequestSettings(profile.source_language.upper(), t.target_lang(profile.language),
+                           glossary.fingerprint if mode != "none" else "", options)
+
+
+def segment_sources(template: BBQTemplate) -> dict[str, list[str]]:
+    """The English segments of one row, per KoBBQ column (list fields: one segment per filler)."""
+    out = {column: [getter(template)] for column, getter in TEXT_FIELDS.items()}
+    for column, getter in LIST_FIELDS.items():
+        out[column] = [item for _, items in bbq_declarations(getter(template)) for item in items]
+    return out
+
+
+def protect_all(templates: list[BBQTemplate], glossary: Glossary, mode: str) -> dict[str, Protected]:
+    """Every distinct English segment, protected as it will be sent ("after" mode also protects terms)."""
+    terms = tuple(e.source for e in sorted(glossary.entries, key=lambda e: -len(e.source))) if mode == "after" else ()
+    protected: dict[str, Protected] = {}
+    for template in templates:
+        for texts in segment_sources(template).values():
+            for text in texts:
+                if text and text not in protected:
+                    protected[text] = protect(text, terms)
+    return protected
+
+
+def choose_mode(profile: Profile, glossary: Glossary, translator: Translator | None) -> str:
+    """DeepL's own glossary where the pair supports it, else substitution after translation."""
+    if not glossary.entries:
+        return "none"
+    wanted = profile.translation.glossary_mode
+    if wanted in ("deepl", "after"):
+        return wanted
+    if translator is None:  # a dry run makes no call
+        return "deepl"
+    source, target = profile.source_language, profile.translation.target_lang(profile.language)
+    return "deepl" if translator.glossary_supported(source, target) else "after"
+
+
+def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_path, profile: Profile,
+                 glossary: Glossary) -> PretranslationResult:
+    """Draft every row; pay only for segments not in the cache; stop cleanly on quota or key errors."""
+    billed, stopped = 0, None
+    try:
+        mode = choose_mode(profile, glossary, translator)
+    except TranslationStopped as exc:  # the cache can still answer; nothing new can be sent
+        stopped, mode = exc.message, choose_mode(profile, glossary, None)
+    settings = request_settings(profile, glossary, mode)
+    protected = protect_all(templates, glossary, mode)
+    sents = list(dict.fromkeys(p.sent for p in protected.values()))
+    with TranslationCache(cache_path) as cache:
+        answers = cache.get_many(sents, settings)
+        from_cache = sum(len(s) for s in answers)
+        missing = [s for s in sents if s not in answers]
+        glossary_id = None
+        if missing and mode == "deepl" and stopped is None:
+            try:
+                glossary_id = translator.create_glossary(glossary, settings.source_lang, settings.target_lang)
+            except TranslationStopped as exc:
+                stopped = exc.message
+        size = max(1, profile.translation.batch_size)
+        for start in range(0, len(missing) if stopped is None else 0, size):
+            batch = missing[start:start + size]
+            try:
+                results = translator.translate(batch, settings, glossary_id)
+            except TranslationStopped as exc:
+                stopped = exc.message
+                break
+            done = dict(zip(batch, results))
+            cache.put_many(done, settings)
+            answers.update(done)
+            billed += sum(r.billed_characters for r in results)
+    left = sum(1 for s in sents if s not in answers)
+    if stopped:
+        stopped = f"{stopped}; {len(sents) - left} of {len(sents)} segments are translated and cached, {left} left"
+    drafts, flagged, substitutions = build_drafts(templates, protected, answers, glossary, mode)
+    decisions = draft_decisions(drafts, flagged, substitutions, protected, answers, mode)
+    return PretranslationResult(drafts, decisions, billed, from_cache, flagged, len(sents), left, stopped, mode,
+                                substitutions)
+
+
+def build_drafts(templates: list[BBQTemplate], protected: dict[str, Protected],
+                 answers: dict[str, CachedTranslation], glossary: Glossary, mode: str
+                 ) -> tuple[list[Draft], list[Finding], list[Substitution]]:
+    drafts, flagged, substitutions = [], [], []
+    targets = glossary.targets
+    for template in templates:
+        fields = []
+        for column in FIELD_ORDER:
+            codes: list[str] = []
+
+            def flag(severity: str, code: str, message: str) -> None:
+                codes.append(code)
+                flagged.append(Finding(severity, Location(template.source, template.row, column), code, message))
+
+            def one(text: str) -> str | None:
+                if not text:
+                    return ""
+                p = protected[text]
+                answer = answers.get(p.sent)
+                if answer is None:
+                    return None
+                restored = restore(p, answer.translated, targets)
+                if restored.missing:
+                    flag("error", "placeholder-lost", f"the translation lost {', '.join(restored.missing)}: "
+                                                      f"{restored.text!r}")
+                if restored.extra:
+                    flag("error", "placeholder-extra", f"the translation has extra {', '.join(restored.extra)}: "
+                                                       f"{restored.text!r}")
+                for entry in glossary.terms_in(text):
+                    if mode == "deepl" and entry.target not in restored.text:
+                        flag("warning", "glossary-not-applied",
+                             f"glossary term {entry.source!r} -> {entry.target!r} is not in the draft {restored.text!r}")
+                    else:
+                        substitutions.append(Substitution(template.subject, column, entry.source, entry.target))
+                return restored.text
+
+            if column in LIST_FIELDS:
+                declared = bbq_declarations(LIST_FIELDS[column](template))
+                if column == "Names" and not declared:
+                    flag("warning", "names-from-vocabulary", "BBQ gives no Names for this row (its fillers come from "
+                                                             "BBQ's vocabulary); the post-editor writes the fillers")
+                parts = [(slot, [one(i) for i in items]) for slot, items in declared]
+                english = "; ".join(f"{slot}: [{', '.join(items)}]" for slot, items in declared)
+                draft = (None if any(i is None for _, items in parts for i in items)
+                         else "; ".join(f"{slot}: [{', '.join(items)}]" for slot, items in parts))
+            else:
+                source = TEXT_FIELDS[column](template)
+                english, draft = bbq_to_kobbq_slots(source), one(source)
+            if draft is None:
+                flag("warning", "not-translated", "not translated yet (the run stopped first)")
+            fields.append(DraftField(column, english, draft, tuple(codes)))
+        drafts.append(Draft(template, tuple(fields)))
+    return drafts, flagged, substitutions
+
+
+def draft_decisions(drafts: list[Draft], flagged: list[Finding], substitutions: list[Substitution],
+                    protected: dict[str, Protected], answers: dict[str, CachedTranslation], mode: str) -> list[Decision]:
+    """One decision per BBQ template (its rows together) and one per template's glossary substitutions."""
+    by_subject: dict[str, list[Draft]] = defaultdict(list)
+    for draft in drafts:
+        by_subject[draft.template.subject].append(draft)
+    decisions = []
+    for subject, rows in sorted(by_subject.items()):
+        fields = [f for d in rows for f in d.fields]
+        lost = sorted({c for f in fields for c in f.flags if c.startswith("placeholder")})
+        untranslated = sum(1 for f in fields if f.draft is None)
+        outcome = "incomplete" if untranslated else ("flagged" if lost else "drafted")
+        sources = [t for d in rows for texts in segment_sources(d.template).values() for t in texts if t]
+        chars = sum(len(protected[t].sent) for t in dict.fromkeys(sources))
+        reason = {"drafted": f"DeepL drafted all {len(fields)} fields of {len(rows)} row(s) with every placeholder intact",
+                  "flagged": f"DeepL drafted {len(fields)} fields of {len(rows)} row(s) but a placeholder was lost or "
+                             f"added ({', '.join(lost)}); the post-editor must restore it",
+                  "incomplete": f"{untranslated} of {len(fields)} fields of {len(rows)} row(s) are not translated yet"
+                  }[outcome]
+        template = rows[0].template
+        decisions.append(Decision(STAGE, "bbq_template", subject, "deepl-pretranslation", outcome, reason,
+                                  {"rows": len(rows), "fields": len(fields), "untranslated": untranslated,
+                                   "characters": chars, "flags": lost}, source=template.source))
+    subs: dict[str, list[Substitution]] = defaultdict(list)
+    for s in substitutions:
+        subs[s.subject].append(s)
+    for subject, items in sorted(subs.items()):
+        pairs = sorted({(s.source, s.target) for s in items})
+        text = "; ".join(f"{a} -> {b}" for a, b in pairs)
+        decisions.append(Decision(STAGE, "bbq_template", subject, "glossary-substitution", text,
+                                  f"{len(items)} occurrence(s) substituted from the glossary "
+                                  f"({'by DeepL' if mode == 'deepl' else 'after translation'}): {text}",
+                                  {"occurrences": len(items), "terms": dict(pairs), "mode": mode},
+                                  source=by_subject[subject][0].template.source))
+    return decisions
+
+
+def translatable(templates: list[BBQTemplate], labels: dict[str, str], profile: Profile) -> list[BBQTemplate]:
+    """The rows whose template is labelled with one of the profile's translated labels (ST, TM)."""
+    wanted = set(profile.translation.labels)
+    return [t for t in templates if labels.get(t.subject) in wanted]
+

@@ -1,0 +1,158 @@
+"""Pre-translation through the real deepl client against the fake DeepL server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import deepl
+import pytest
+
+from kobbq.paths import EXAMPLE_DIR
+from tasks.bbq import load_bbq_templates
+from tasks.translation.cost import dry_run
+from tasks.translation.deepl_client import DeepLTranslator, ReplayTranslator
+from tasks.translation.glossary import profile_glossary
+from tasks.translation.pretranslate import pretranslate
+from fake_deepl import FAKE_KEY, FakeDeepLServer
+
+EXAMPLE = EXAMPLE_DIR / "translation"
+
+
+@pytest.fixture()
+def server():
+    fake = FakeDeepLServer().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture()
+def no_retries(monkeypatch):
+    monkeypatch.setattr(deepl.http_client, "max_network_retries", 0)
+
+
+@pytest.fixture(scope="module")
+def example_templates():
+    templates, findings = load_bbq_templates(EXAMPLE)
+    assert not findings
+    return templates
+
+
+def distinct_english_characters(templates) -> int:
+    """Independent of the code under test: each distinct English text once, placeholders as DeepL tags."""
+    texts = set()
+    for t in templates:
+        texts.update(v for v in t.texts.values())
+        texts.add(t.relevant_social_values)
+        for cell in (t.names, t.lexical):
+            for body in re.findall(r"\[([^\]]*)\]", cell):
+                texts.update(i.strip() for i in body.split(","))
+    texts.discard("")
+    tag = len('<ph n="NAME1"/>') - len("{{NAME1}}")
+    return sum(len(x.replace("&", "&amp;").replace('"', '"')) + tag * len(re.findall(r"\{\{", x)) for x in texts)
+
+
+def test_drafts_keep_placeholders_apply_glossary_and_never_pay_twice(server, example_templates, ko_profile, tmp_path):
+    translator = DeepLTranslator(FAKE_KEY, server.url)
+    glossary = profile_glossary("ko")
+    cache = tmp_path / "cache.sqlite"
+    estimate = dry_run(example_templates, cache, ko_profile, glossary)
+    assert server.state.translate_requests == 0  # a dry run calls nothing
+    first = pretranslate(example_templates, translator, cache, ko_profile, glossary)
+    assert first.complete and first.stopped is None and first.glossary_mode == "deepl"
+    assert first.chars_billed == server.state.billed_characters == estimate.characters_to_send
+    assert first.chars_billed == distinct_english_characters(example_templates)
+    assert not [f for f in first.flagged if f.code.startswith("placeholder")]
+    row = next(d for d in first.drafts if d.template.q_id == "1" and d.template.version == "a")
+    assert "이마트" in row.field("Ambiguous_context").draft and "카카오택시" in row.field("Ambiguous_context").draft
+    assert row.field("Ambiguous_context").draft.count("[N1]") == 1
+    assert re.fullmatch(r"N1: \[\S+, \S+\]; N2: \[\S+, \S+\]", row.field("Names").draft)
+    subs = {d.subject: d.outcome for d in first.decisions if d.rule == "glossary-substitution"}
+    assert subs["bbq:Age:1"] == "Uber -> 카카오택시; Walmart -> 이마트"
+    assert "rugby -> 농구" in subs["bbq:Age:2"]
+    # Second run: everything from the cache, nothing billed, identical drafts.
+    requests = server.state.translate_requests
+    second = pretranslate(example_templates, translator, cache, ko_profile, glossary)
+    assert server.state.translate_requests == requests and second.chars_billed == 0
+    assert second.chars_from_cache == first.chars_billed
+    assert [d.fields for d in second.drafts] == [d.fields for d in first.drafts]
+    assert dry_run(example_templates, cache, ko_profile, glossary).characters_to_send == 0
+
+
+def test_without_deepl_glossary_support_terms_are_substituted_after(server, example_templates, ko_profile, tmp_path):
+    server.state.glossary_pairs = []
+    result = pretranslate(example_templates, DeepLTranslator(FAKE_KEY, server.url), tmp_path / "c.sqlite",
+                          ko_profile, profile_glossary("ko"))
+    assert result.glossary_mode == "after" and not server.state.glossaries
+    assert all("Walmart" not in t for t in server.state.texts_received)  # sent as a protected tag
+    row = next(d for d in result.drafts if d.template.q_id == "1")
+    assert "이마트" in row.field("Ambiguous_context").draft
+
+
+def test_quota_stop_keeps_work_and_a_rerun_resumes(server, example_templates, ko_profile, tmp_path, no_retries):
+    profile = ko_profile.model_copy(update={"translation": ko_profile.translation.model_copy(update={"batch_size": 5})})
+    cache = tmp_path / "c.sqlite"
+    total = distinct_english_characters(example_templates)
+    server.state.quota_characters = total // 2
+    stopped = pretranslate(example_templates, DeepLTranslator(FAKE_KEY, server.url), cache, profile,
+                           profile_glossary("ko"))
+    assert stopped.stopped and "quota" in stopped.stopped and not stopped.complete
+    assert f"{stopped.segments_left} left" in stopped.stopped
+    assert 0 < stopped.chars_billed <= total // 2
+    assert any(d.outcome == "incomplete" for d in stopped.decisions)
+    server.state.quota_characters = None
+    resumed = pretranslate(example_templates, DeepLTranslator(FAKE_KEY, server.url), cache, profile,
+                           profile_glossary("ko"))
+    assert resumed.complete
+    assert stopped.chars_billed + resumed.chars_billed == total  # nothing paid twice
+
+
+def test_wrong_key_stops_cleanly_without_showing_the_key(server, example_templates, ko_profile, tmp_path, no_retries):
+    secret = "very-secret-key-123"
+    result = pretranslate(example_templates, DeepLTranslator(secret, server.url), tmp_path / "c.sqlite",
+                          ko_profile, profile_glossary("ko"))
+    assert result.stopped and "refused the key" in result.stopped and secret not in result.stopped
+    assert result.segments_left == result.segments
+    assert secret not in repr(DeepLTranslator(secret, server.url))
+
+
+def test_rate_limit_and_server_error_are_retried(server, example_templates, ko_profile, tmp_path, monkeypatch):
+    monkeypatch.setattr(deepl.http_client, "max_network_retries", 2)
+    server.state.fail(429, times=1)
+    result = pretranslate(example_templates[:1], DeepLTranslator(FAKE_KEY, server.url), tmp_path / "a.sqlite",
+                          ko_profile, profile_glossary("ko"))
+    assert result.complete and server.state.fail_times == 0
+    server.state.fail(503, times=1)
+    result = pretranslate(example_templates[2:3], DeepLTranslator(FAKE_KEY, server.url), tmp_path / "b.sqlite",
+                          ko_profile, profile_glossary("ko"))
+    assert result.complete and server.state.fail_times == 0
+
+
+def test_server_errors_beyond_retries_stop_cleanly(server, example_templates, ko_profile, tmp_path, no_retries):
+    server.state.fail(503, times=100)
+    result = pretranslate(example_templates, DeepLTranslator(FAKE_KEY, server.url), tmp_path / "c.sqlite",
+                          ko_profile, profile_glossary("ko"))
+    assert result.stopped and "did not answer" in result.stopped
+
+
+def test_slow_answers_are_waited_for(server, example_templates, ko_profile, tmp_path):
+    server.state.delay_seconds = 0.3
+    result = pretranslate(example_templates[:1], DeepLTranslator(FAKE_KEY, server.url), tmp_path / "c.sqlite",
+                          ko_profile, profile_glossary("ko"))
+    assert result.complete
+
+
+def test_a_dropped_placeholder_is_flagged_not_accepted(server, example_templates, ko_profile, tmp_path):
+    server.state.drop_placeholder = True
+    result = pretranslate(example_templates, DeepLTranslator(FAKE_KEY, server.url), tmp_path / "c.sqlite",
+                          ko_profile, profile_glossary("ko"))
+    lost = [f for f in result.flagged if f.code == "placeholder-lost"]
+    assert lost and all(f.severity == "error" for f in lost)
+    assert {d.outcome for d in result.decisions if d.rule == "deepl-pretranslation"} == {"flagged"}
+
+
+def test_replay_uses_only_the_recorded_cache(example_templates, ko_profile, tmp_path):
+    result = pretranslate(example_templates, ReplayTranslator(), tmp_path / "empty.sqlite", ko_profile,
+                          profile_glossary("ko"))
+    assert result.stopped and "not in the recorded translation cache" in result.stopped
+    assert result.segments_left == result.segments and result.chars_billed == 0
