@@ -79,6 +79,7 @@ def write_and_publish(target: Path, inputs: BuildInputs, loaded: LoadedTemplates
 def build_release(profile_name: str = "ko", templates: Path | None = None, out: Path = Path("build"),
                   name: str | None = None, seed: int | None = None, corrections: Path | None = None,
                   force: bool = False) -> BuildResult:
+    console.step("build flow started (Prefect API ready)")
     profile = load_profile(profile_name)
     inputs = BuildInputs(profile, Path(templates), corrections, profile.release.seed if seed is None else seed)
     target = Path(out) / (name or profile.release.name)

@@ -54,28 +54,33 @@ def _choice_lists(frame: pd.DataFrame) -> list[list[str]]:
     return [parsed[value] for value in frame["choices"]]
 
 
-def write_jsonl(frame: pd.DataFrame, path: Path) -> None:
-    choices = _choice_lists(frame)
-    columns = [frame[name].tolist() for name in SAMPLE_COLUMNS]
+def _json_column(values: list[object]) -> list[str]:
+    """JSON of each value, encoded once per distinct value: contexts and choices repeat 2-4 times."""
+    encoded: dict[str, str] = {}
+    return [encoded.get(v) or encoded.setdefault(v, json.dumps(v, ensure_ascii=False)) if isinstance(v, str)
+            else json.dumps(v, ensure_ascii=False) for v in values]
+
+
+def write_jsonl(frame: pd.DataFrame, path: Path, choices: list[list[str]]) -> None:
+    columns = [_json_column(choices if name == "choices" else frame[name].tolist()) for name in SAMPLE_COLUMNS]
+    keys = [json.dumps(name) + ": " for name in SAMPLE_COLUMNS]
     with path.open("w", encoding="utf-8", newline="\n") as handle:
-        for record_choices, values in zip(choices, zip(*columns)):
-            record = dict(zip(SAMPLE_COLUMNS, values))
-            record["choices"] = record_choices
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        handle.writelines("{" + ", ".join(k + v for k, v in zip(keys, values)) + "}\n" for values in zip(*columns))
 
 
-def write_parquet(frame: pd.DataFrame, path: Path) -> None:
+def write_parquet(frame: pd.DataFrame, path: Path, choices: list[list[str]]) -> None:
     table = frame.copy()
-    table["choices"] = _choice_lists(frame)
+    table["choices"] = choices
     table.to_parquet(path, index=False, compression="zstd")
 
 
 def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str) -> list[str]:
     """One sample set in all three formats; returns the file names written."""
     names = [tsv_name, tsv_name.removesuffix(".tsv") + ".jsonl", tsv_name.removesuffix(".tsv") + ".parquet"]
+    choices = _choice_lists(frame)
     write_tsv(frame, folder / names[0])
-    write_jsonl(frame, folder / names[1])
-    write_parquet(frame, folder / names[2])
+    write_jsonl(frame, folder / names[1], choices)
+    write_parquet(frame, folder / names[2], choices)
     return names
 
 
