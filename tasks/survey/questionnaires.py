@@ -1,0 +1,231 @@
+"""Questionnaires out: one question per unique stereotype, rendered from the profile's jinja2 files,
+exported as an xlsx workbook and the same tables as CSV, ready to send to a survey company.
+
+Wording lives in ``survey/<profile>/`` (``type1.j2``, ``type2.j2``, ``reading.j2``,
+``options.toml``), not in code. Type 1 lists the category's full group list plus "no
+stereotype"; type 2 shows the two groups in a seeded random order (seeded per question, so a
+question's order does not change when other questions are added) plus "no stereotype". The
+reading-comprehension questionnaire uses each template's counter-biased disambiguated context
+with its counter-biased question, filled with the first filler of every slot.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import random
+import re
+import tempfile
+import tomllib
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import jinja2
+
+from kobbq.errors import UserError
+from kobbq.profile import Profile
+from tasks.survey.groups import GroupList, profile_survey_dir
+from tasks.survey.results import OPTION_SEPARATOR, QUESTION_COLUMNS, READING_QUESTION_COLUMNS
+from tasks.survey.stereotypes import Stereotype
+from tasks.templates import Template
+
+QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
+READING_EXPORT_COLUMNS = READING_QUESTION_COLUMNS + ["version", "text", "options"]
+GROUP_EXPORT_COLUMNS = ["category", "group", "world_region", "counted"]
+
+
+@dataclass(frozen=True)
+class Wording:
+    type1: jinja2.Template
+    type2: jinja2.Template
+    reading: jinja2.Template
+    no_stereotype: str
+
+
+def load_wording(profile: Profile) -> Wording:
+    folder = profile_survey_dir(profile)
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
+                                     keep_trailing_newline=False, autoescape=False)
+    try:
+        templates = [environment.get_template(f"{name}.j2") for name in ("type1", "type2", "reading")]
+    except jinja2.TemplateNotFound as exc:
+        raise UserError(f"questionnaire template {exc.name} is missing", folder) from None
+    options = folder / "options.toml"
+    if not options.exists():
+        raise UserError("options.toml (the 'no stereotype' option label) is missing", folder)
+    label = tomllib.loads(options.read_text(encoding="utf-8")).get("no_stereotype", "")
+    if not label:
+        raise UserError("no_stereotype label is empty", options)
+    return Wording(*templates, label)
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    question_id: str
+    category: str
+    stereotype: str
+    survey_type: int
+    options: tuple[str, ...]
+    no_stereotype_option: str
+    text: str
+    templates: tuple[str, ...]
+
+    def as_row(self) -> dict[str, str]:
+        return {"question_id": self.question_id, "category": self.category, "stereotype": self.stereotype,
+                "survey_type": str(self.survey_type), "options": OPTION_SEPARATOR.join(self.options),
+                "no_stereotype_option": self.no_stereotype_option, "text": self.text,
+                "templates": " ".join(f"{c}|{i}" for c, i in self.templates)}
+
+
+def type2_order(stereotype: Stereotype, seed: int) -> tuple[str, ...]:
+    """The two groups in a random order seeded by the profile seed and the question ID."""
+    groups = list(stereotype.groups)
+    random.Random(f"{seed}:{stereotype.question_id}").shuffle(groups)
+    return tuple(groups)
+
+
+def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], profile: Profile,
+                    wording: Wording) -> list[QuestionRow]:
+    rows, seen = [], {}
+    for stereotype in stereotypes:
+        if stereotype.survey_type == 1:
+            if stereotype.category not in lists:
+                raise UserError(f"type-1 stereotype '{stereotype.text}' needs a group list for {stereotype.category}",
+                                profile_survey_dir(profile) / "groups.csv")
+            options = lists[stereotype.category].groups
+            text = wording.type1.render(stereotype=stereotype.text, groups=options)
+        else:
+            options = type2_order(stereotype, profile.survey.seed)
+            text = wording.type2.render(stereotype=stereotype.text, groups=options)
+        qid = stereotype.question_id
+        if qid in seen:
+            raise UserError(f"two questions share the ID {qid}: '{seen[qid]}' and '{stereotype.label}'")
+        seen[qid] = stereotype.label
+        rows.append(QuestionRow(qid, stereotype.category, stereotype.text, stereotype.survey_type, options,
+                                wording.no_stereotype, text.strip(), stereotype.templates))
+    return sorted(rows, key=lambda r: (r.category, r.survey_type, r.stereotype, r.question_id))
+
+
+def fill_first(template: Template, field: str) -> str:
+    """A text with every inline slot replaced by its first item (bare slots by the declared filler)."""
+    parsed = template.parsed[field]
+    out = [parsed.pieces[0]]
+    for slot, piece in zip(parsed.slots, parsed.pieces[1:]):
+        items = slot.items or template.slots.get(slot.name, ("",))
+        out.append(items[0])
+        out.append(piece)
+    return " ".join("".join(out).split())
+
+
+def build_reading(templates: list[Template], profile: Profile, wording: Wording) -> list[dict[str, str]]:
+    """One reading question per template ID: its first counter-biased version."""
+    chosen: dict[tuple[str, int], Template] = {}
+    for template in templates:
+        if template.version in profile.templates.counter_biased_versions:
+            current = chosen.get(template.template_key)
+            if current is None or template.version < current.version:
+                chosen[template.template_key] = template
+    rows = []
+    for key in sorted(chosen):
+        template = chosen[key]
+        context = fill_first(template, "ambiguous_context") + " " + fill_first(template, "disambiguating_context")
+        question = fill_first(template, "counter_biased_question")
+        people = [template.names[n][0] for n in ("N1", "N2") if template.names.get(n)]
+        options = people + [profile.release.unknown_expression]
+        rows.append({"question_id": f"{key[0]}-rc-{key[1]:03d}", "category": key[0], "template_id": str(key[1]),
+                     "correct_answer": fill_first(template, "counter_biased_answer"), "version": template.version,
+                     "text": wording.reading.render(context=context, question=question).strip(),
+                     "options": OPTION_SEPARATOR.join(options)})
+    return rows
+
+
+def group_rows(lists: dict[str, GroupList], profile: Profile) -> list[dict[str, str]]:
+    rows = []
+    for category in profile.category_names:
+        if category in lists:
+            group_list = lists[category]
+            for group in group_list.groups:
+                region = group_list.world_region.get(group, "")
+                rows.append({"category": category, "group": group, "world_region": region,
+                             "counted": "no" if region else "yes"})
+    return rows
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def csv_bytes(columns: list[str], rows: list[dict[str, str]]) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue().encode("utf-8")
+
+
+def xlsx_bytes(sheets: list[tuple[str, list[str], list[dict[str, str]]]]) -> bytes:
+    """Every cell is text (a stereotype starting with '=' must not become a formula)."""
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    workbook.remove(workbook.active)
+    for title, columns, rows in sheets:
+        sheet = workbook.create_sheet(title)
+        for c, name in enumerate(columns, start=1):
+            sheet.cell(row=1, column=c, value=name)
+        for r, row in enumerate(rows, start=2):
+            for c, name in enumerate(columns, start=1):
+                cell = sheet.cell(row=r, column=c, value=row.get(name, ""))
+                cell.data_type = "s"
+        sheet.freeze_panes = "A2"
+    workbook.properties.created = workbook.properties.modified = FIXED_TIME
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    return _fixed_zip_times(buffer.getvalue())
+
+
+FIXED_TIME = datetime(2000, 1, 1)
+
+
+def _fixed_zip_times(data: bytes) -> bytes:
+    """openpyxl stamps each zip member with the current time; fix it so equal inputs give equal bytes."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            member = zipfile.ZipInfo(info.filename, date_time=(2000, 1, 1, 0, 0, 0))
+            member.compress_type = zipfile.ZIP_DEFLATED
+            content = source.read(info.filename)
+            if info.filename == "docProps/core.xml":  # openpyxl sets "modified" to the time of saving
+                content = re.sub(rb"(<dcterms:modified[^>]*>)[^<]*", rb"\g<1>2000-01-01T00:00:00Z", content)
+            target.writestr(member, content)
+    return out.getvalue()
+
+
+def write_export(out: Path, questions: list[QuestionRow], reading: list[dict[str, str]],
+                 groups: list[dict[str, str]]) -> dict[str, Path]:
+    """Write questions.csv, reading_questions.csv, groups.csv and questionnaire.xlsx (each atomically)."""
+    out.mkdir(parents=True, exist_ok=True)
+    question_rows = [q.as_row() for q in questions]
+    files = {
+        "questions": (out / "questions.csv", csv_bytes(QUESTION_EXPORT_COLUMNS, question_rows)),
+        "reading": (out / "reading_questions.csv", csv_bytes(READING_EXPORT_COLUMNS, reading)),
+        "groups": (out / "groups.csv", csv_bytes(GROUP_EXPORT_COLUMNS, groups)),
+        "workbook": (out / "questionnaire.xlsx", xlsx_bytes([
+            ("questions", QUESTION_EXPORT_COLUMNS, question_rows),
+            ("reading", READING_EXPORT_COLUMNS, reading),
+            ("groups", GROUP_EXPORT_COLUMNS, groups)])),
+    }
+    for path, data in files.values():
+        _atomic_write(path, data)
+    return {name: path for name, (path, _) in files.items()}
