@@ -1,0 +1,51 @@
+"""``kobbq particles check --templates FILE``: regenerate every inline item's particle and compare.
+
+Every item of every inline slot list whose stem is its declared filler is regenerated from
+the filler and the particle written after it (tasks/translation/particles.py, with hgtk);
+disagreements are errors, items that do not start with their filler are warnings (the
+text names the person differently from ``Names``). The last line is
+``particles: AGREE/TOTAL (PERCENT)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kobbq.commands.build import resolve_corrections
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("particles", help="Korean particle checks on a KoBBQ-format template file")
+    actions = parser.add_subparsers(dest="particles_command", metavar="ACTION", required=True)
+    check = actions.add_parser(
+        "check", help="regenerate each inline item from its filler and particle; report agreement",
+        description="Exit code 1 when an item disagrees; items whose stem is not their filler are warnings.")
+    check.add_argument("--templates", type=Path, required=True, help="KoBBQ-format template TSV")
+    check.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    check.add_argument("--corrections", type=Path, default=None,
+                       help="corrections CSV applied first (default: templates_raw/corrections.csv)")
+    check.add_argument("--no-corrections", action="store_true", help="check the file exactly as it is")
+    check.add_argument("--quiet", action="store_true", help="do not list the warnings")
+    check.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kobbq.profile import load_profile
+    from tasks.corrections import load_corrections
+    from tasks.templates import load_kobbq_templates
+    from tasks.translation.particles import check_items
+
+    profile = load_profile(args.profile)
+    corrections_path = resolve_corrections(args)
+    loaded = load_kobbq_templates(args.templates, load_corrections(corrections_path) if corrections_path else [])
+    report = check_items(loaded.templates, [tuple(p) for p in profile.particles.pairs])
+    for finding in report.findings():
+        if finding.severity == "error" or not args.quiet:
+            print(finding.render())
+    for note in report.unpaired_lists:
+        print(f"warning: {args.templates}: {note} (not checked) [list-length]")
+    print(f"{report.items} inline items: {report.checked} start with their filler, {len(report.not_stem)} do not "
+          f"(warnings), {len(report.disagree)} disagree")
+    print(report.summary_line())
+    return 1 if report.disagree else 0

@@ -1,0 +1,160 @@
+"""Korean particles after a slot: written once by the translator, inflected per filler.
+
+A Korean particle has two forms chosen by the final consonant (batchim) of the word before
+it: 은/는, 이/가, 을/를, 과/와, 으로/로 (로 also after ㄹ), ... The KoBBQ format writes every
+filler already inflected (``[N1: 손자와, 손녀와]``). The translator instead writes the slot
+once with the particle (``[N1]와``) and this module generates the list from ``Names``, so a
+filler ending in a consonant cannot get the vowel form by oversight.
+
+The choice is delegated to ``hgtk`` (``hgtk.josa.attach`` for the pairs it knows, its
+final-consonant decomposition for the profile's other pairs, and its English-letter
+substitutes for fillers such as ``PTSD``). ``check_items`` measures this against the
+release: every inline item whose stem is its declared filler is regenerated from the
+filler and the particle the translator used.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import hgtk
+
+from kobbq.errors import Location
+from tasks.findings import Finding
+from tasks.slots import find_inline_slots
+from tasks.templates import TEXT_COLUMNS, Template
+
+Pair = tuple[str, str]  # (form after a final consonant, form after a vowel)
+# A bare slot followed by the particle the translator attached to it: "[N1]은", "[W1]에서".
+SHORTHAND = re.compile(r"\[([A-Z]+[0-9]*)\]([가-힣]*)")
+_HGTK_TYPES = {(t["not"], t["has"]): t for t in hgtk.josa.JOSA_TYPES}
+
+
+def final_consonant(word: str) -> str | None:
+    """The final consonant of the word's last letter ("" for a vowel), None when hgtk cannot tell."""
+    stripped = word.strip()
+    if not stripped:
+        return None
+    last = stripped[-1]
+    try:
+        return hgtk.letter.decompose(last)[2]
+    except hgtk.exception.NotHangulException:
+        substitute = hgtk.letter.get_substituent_of(last)
+        return substitute if substitute or last.isalpha() else None
+
+
+def choose_form(word: str, pair: Pair) -> str | None:
+    """The form of ``pair`` that follows ``word``; None when the word's ending cannot be read."""
+    ending = final_consonant(word)
+    if ending is None:
+        return None
+    hgtk_type = _HGTK_TYPES.get(pair)
+    if hgtk_type is not None:
+        return hgtk.josa.attach(word, hgtk_type)[len(word):]
+    return pair[1] if ending == "" else pair[0]
+
+
+def pair_forms(pairs: list[Pair]) -> list[tuple[str, Pair]]:
+    """Every form of every pair, longest first, so "으로" is read before "으" and "이나" before "이"."""
+    return sorted(((form, pair) for pair in pairs for form in pair), key=lambda fp: -len(fp[0]))
+
+
+def inflect(filler: str, suffix: str, pairs: list[Pair]) -> str:
+    """``filler`` + ``suffix`` with the suffix's leading particle in the form the filler needs.
+
+    A suffix that starts with no alternating particle (의, 에게, " 있는") is attached as written.
+    """
+    for form, pair in pair_forms(pairs):
+        if suffix.startswith(form):
+            chosen = choose_form(filler, pair)
+            return filler + (chosen if chosen is not None else form) + suffix[len(form):]
+    return filler + suffix
+
+
+@dataclass(frozen=True)
+class ExpandResult:
+    text: str
+    problems: list[str]  # slots used bare that are not declared
+
+
+def expand_shorthand(text: str, slots: dict[str, tuple[str, ...]], pairs: list[Pair]) -> ExpandResult:
+    """``[N1]은`` -> ``[N1: 손자는, 손녀는]`` from the declared fillers; inline lists are left as written."""
+    problems: list[str] = []
+
+    def one(match: re.Match[str]) -> str:
+        name, suffix = match.groups()
+        fillers = slots.get(name)
+        if fillers is None:
+            problems.append(f"slot [{name}] is used but not declared in Names or Lexical_diversity")
+            return match.group(0)
+        return f"[{name}: {', '.join(inflect(f, suffix, pairs) for f in fillers)}]"
+
+    return ExpandResult(SHORTHAND.sub(one, text), problems)
+
+
+@dataclass(frozen=True)
+class ItemCheck:
+    where: Location
+    template: str  # Category|ID|version
+    slot: str
+    index: int
+    filler: str
+    item: str
+    expected: str | None  # the regenerated item; None when the stem is not the filler
+
+
+@dataclass
+class ParticleReport:
+    items: int  # every item of every inline list paired with a declared filler
+    agree: list[ItemCheck]
+    disagree: list[ItemCheck]
+    not_stem: list[ItemCheck]  # the item does not start with its filler: a different wording
+    unpaired_lists: list[str]  # lists whose length differs from their declaration
+
+    @property
+    def checked(self) -> int:
+        return len(self.agree) + len(self.disagree)
+
+    @property
+    def rate(self) -> float:
+        return len(self.agree) / self.checked if self.checked else 1.0
+
+    def summary_line(self) -> str:
+        return f"particles: {len(self.agree)}/{self.checked} ({100 * self.rate:.2f}%)"
+
+    def findings(self) -> list[Finding]:
+        out = [Finding("error", c.where, "particle-disagrees",
+                       f"{c.template} {c.slot}[{c.index + 1}]: written {c.item!r}, the filler {c.filler!r} with "
+                       f"its particle gives {c.expected!r}") for c in self.disagree]
+        out += [Finding("warning", c.where, "item-not-filler",
+                        f"{c.template} {c.slot}[{c.index + 1}]: the inline item {c.item!r} does not start with "
+                        f"the declared filler {c.filler!r}, so this text names the person differently")
+                for c in self.not_stem]
+        return out
+
+
+def check_items(templates: list[Template], pairs: list[Pair]) -> ParticleReport:
+    """Regenerate every inline item from its filler and the translator's particle; compare."""
+    report = ParticleReport(0, [], [], [], [])
+    for template in templates:
+        declared = template.slots
+        for field, column in TEXT_COLUMNS.items():
+            for slot in find_inline_slots(template.texts[field]):
+                fillers = declared.get(slot.name)
+                if slot.items is None or fillers is None:
+                    continue
+                if len(fillers) != len(slot.items):
+                    report.unpaired_lists.append(f"{template.key} {column} {slot.name}: {len(slot.items)} items, "
+                                                 f"{len(fillers)} declared")
+                    continue
+                for index, (item, filler) in enumerate(zip(slot.items, fillers)):
+                    report.items += 1
+                    where = template.where(column)
+                    if not item.startswith(filler):
+                        report.not_stem.append(ItemCheck(where, template.key, slot.name, index, filler, item, None))
+                        continue
+                    expected = inflect(filler, item[len(filler):], pairs)
+                    check = ItemCheck(where, template.key, slot.name, index, filler, item, expected)
+                    (report.agree if expected == item else report.disagree).append(check)
+    return report
