@@ -1,0 +1,1 @@
+"""Categorization labelling (paper step 1): annotators, agreement, consensus, NC templates, reference."""

@@ -1,0 +1,62 @@
+"""The unit of labelling: one BBQ template (all its versions), and the identity of a template set.
+
+Annotators label a BBQ *template* (``bbq:<category>:<Q_id>``), not a row: the versions of a
+Q_id share one stereotype, so they share one label. A template set is the list of templates
+a workbook was exported for; its fingerprint travels inside every workbook, so labels given
+for one set of templates (or for a since-edited text) are never imported against another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from tasks.bbq import BBQTemplate
+
+ST, TM, SR, NC = "ST", "TM", "SR", "NC"
+ANNOTATOR_LABELS = (ST, TM, SR)  # what an annotator may choose for a BBQ template
+KEPT_LABELS = (ST, TM)  # labels whose templates go on to translation and the survey
+LABEL_MEANINGS = {
+    ST: "simply-transferred: the stereotype holds in the target culture; translate only",
+    TM: "target-modified: the stereotype exists but targets other groups; adapt the groups",
+    SR: "sample-removed: does not fit the target culture; excluded",
+    NC: "newly-created: written directly in the target language",
+}
+
+
+@dataclass(frozen=True)
+class LabelItem:
+    """One BBQ template to label, with the rows (versions) an annotator reads to decide."""
+
+    subject: str  # bbq:<category>:<Q_id>
+    category: str
+    q_id: str
+    rows: tuple[BBQTemplate, ...]
+
+    @property
+    def versions(self) -> str:
+        return ", ".join(r.version for r in self.rows if r.version) or "(one row)"
+
+
+def group_templates(templates: list[BBQTemplate]) -> list[LabelItem]:
+    """BBQ rows grouped by template, in file order (the order annotators see)."""
+    grouped: dict[str, list[BBQTemplate]] = {}
+    for row in templates:
+        grouped.setdefault(row.subject, []).append(row)
+    return [LabelItem(subject, rows[0].category, rows[0].q_id, tuple(rows)) for subject, rows in grouped.items()]
+
+
+def fingerprint(items: list[LabelItem]) -> str:
+    """A short hash of the template IDs and the text the annotators read.
+
+    Why the text too: a label is a judgement about that text; if a context is later corrected,
+    labels given to the old text should be reviewed, not silently carried over.
+    """
+    payload = [[item.subject, [[row.version, *row.texts.values()] for row in item.rows]] for item in items]
+    digest = hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return digest[:16]
+
+
+def categories_of(items: list[LabelItem]) -> list[str]:
+    return list(dict.fromkeys(item.category for item in items))
