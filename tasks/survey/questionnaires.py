@@ -154,7 +154,7 @@ def group_rows(lists: dict[str, GroupList], profile: Profile) -> list[dict[str, 
     return rows
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as out:
@@ -227,5 +227,5 @@ def write_export(out: Path, questions: list[QuestionRow], reading: list[dict[str
             ("groups", GROUP_EXPORT_COLUMNS, groups)])),
     }
     for path, data in files.values():
-        _atomic_write(path, data)
+        atomic_write(path, data)
     return {name: path for name, (path, _) in files.items()}

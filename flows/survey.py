@@ -1,0 +1,186 @@
+"""The survey stage as two Prefect flows: ``export_survey`` (before) and ``ingest_survey`` (after).
+
+Tasks are thin wrappers around ``tasks.survey``; none does work worth caching (the whole stage
+runs in well under a second), so none is cached. Every input is read and checked before the
+first file is written, and every file is written atomically, so a bad input leaves nothing
+half-written.
+
+The build flow does not need these flows: it calls ``tasks.survey.filter_templates`` directly.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from kobbq.errors import UserError
+from kobbq.profile import Profile, load_profile
+from tasks.corrections import load_corrections
+from tasks.decisions import Decision, write_decisions_csv, write_decisions_parquet
+from tasks.survey import (Override, ReadingResults, SurveyOutcome, SurveyResults, collect_stereotypes,
+                          filter_templates, load_overrides, load_reading_results, load_survey_results)
+from tasks.survey.filter import STAGE
+from tasks.survey.groups import profile_group_lists, profile_survey_dir
+from tasks.survey.questionnaires import (atomic_write, build_questions, build_reading, group_rows, load_wording,
+                                         write_export)
+from tasks.survey.results import NO_STEREO
+from tasks.templates import Template, load_kobbq_templates
+
+DECISIONS_CSV = "decisions_survey.csv"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    questions: int
+    type1: int
+    type2: int
+    reading_questions: int
+    outputs: dict[str, Path]
+    decisions: list[Decision] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    templates: int  # template IDs in
+    kept: int  # template IDs kept
+    kept_rows: int
+    stereotypes: int
+    stereotypes_kept: int
+    unmatched_results: int
+    quota_shortfalls: int
+    outputs: dict[str, Path]
+    decisions: list[Decision] = field(default_factory=list)
+
+
+def _templates(path: Path, corrections: Path | None) -> list[Template]:
+    loaded = load_kobbq_templates(path, load_corrections(corrections) if corrections else None)
+    errors = [f for f in loaded.findings if f.severity == "error"]
+    if errors:
+        raise UserError(f"{len(errors)} template error(s); first: {errors[0].where}: {errors[0].message} "
+                        "(run kobbq validate)", path)
+    return loaded.templates
+
+
+def _write_decisions(decisions: list[Decision], out: Path) -> dict[str, Path]:
+    paths = {"decisions": out / DECISIONS_CSV, "decisions_parquet": out / "decisions_survey.parquet"}
+    for key, writer in (("decisions", write_decisions_csv), ("decisions_parquet", write_decisions_parquet)):
+        temporary = paths[key].with_name(f".{paths[key].name}.tmp")
+        writer(decisions, temporary)
+        temporary.replace(paths[key])
+    return paths
+
+
+@task(name="survey-export", cache_policy=NO_CACHE)
+def export_task(templates: list[Template], profile: Profile, out: Path) -> ExportResult:
+    stereotypes, findings = collect_stereotypes(templates, profile)
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        raise UserError(errors[0].message, errors[0].where)
+    lists = profile_group_lists(profile)
+    wording = load_wording(profile)
+    questions = build_questions(stereotypes, lists, profile, wording)
+    reading = build_reading(templates, profile, wording)
+    outputs = write_export(out, questions, reading, group_rows(lists, profile))
+    decisions = [Decision(STAGE, "stereotype", f"stereotype:{s.category}:{s.text}", "survey-type",
+                          f"type {s.survey_type}", s.type_reason,
+                          {"question_id": s.question_id, "groups": list(s.groups)}, False, "") for s in stereotypes]
+    outputs.update(_write_decisions(decisions, out))
+    return ExportResult(len(questions), sum(q.survey_type == 1 for q in questions),
+                        sum(q.survey_type == 2 for q in questions), len(reading), outputs, decisions)
+
+
+@flow(name="survey-export")
+def export_survey(profile_name: str, templates: Path, out: Path, corrections: Path | None = None) -> ExportResult:
+    """Before the survey: unique stereotypes, their question type, questionnaires for the vendor."""
+    profile = load_profile(profile_name)
+    return export_task(_templates(templates, corrections), profile, out)
+
+
+def released_format(results: SurveyResults) -> bytes:
+    """Aggregated results in the released JSON format (respondent-level input aggregated to it)."""
+    entries = [{"category": e.category, "stereotype": e.stereotype,
+                "survey_stats": {**e.votes, NO_STEREO: e.no_stereotype}} for e in results.entries]
+    entries.sort(key=lambda e: (e["category"], e["stereotype"], sorted(e["survey_stats"])))
+    return (json.dumps(entries, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def quota_csv(results: SurveyResults) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["question_id", "what", "expected", "actual"])
+    writer.writerows([q.question_id, q.what, q.expected, q.actual] for q in results.quota)
+    return buffer.getvalue().encode("utf-8")
+
+
+@dataclass(frozen=True)
+class IngestInputs:
+    profile: Profile
+    templates: list[Template]
+    results: SurveyResults
+    reading: ReadingResults | None
+    overrides: list[Override]
+
+
+def read_ingest_inputs(profile_name: str, templates: Path, results: Path, reading: Path | None = None,
+                       overrides: Path | None = None, questions: Path | None = None,
+                       corrections: Path | None = None) -> IngestInputs:
+    """Read and check every input (plain function: the CLI calls it before Prefect starts)."""
+    profile = load_profile(profile_name)
+    rows = _templates(templates, corrections)
+    survey = load_survey_results(results, profile, questions)
+    reading_results = load_reading_results(reading) if reading else None
+    default_overrides = profile_survey_dir(profile) / "overrides.csv"
+    override_path = overrides or (default_overrides if default_overrides.exists() else None)
+    return IngestInputs(profile, rows, survey, reading_results, load_overrides(override_path) if override_path else [])
+
+
+def check_unmatched(outcome: SurveyOutcome, allow_unmatched: bool) -> None:
+    """A result no candidate template asks is bad input, unless the templates are survivors only."""
+    if outcome.unmatched and not allow_unmatched:
+        first = outcome.unmatched[0]
+        raise UserError(f"{len(outcome.unmatched)} survey result(s) match no template's question; first: "
+                        f"{first.category} '{first.stereotype}' ({first.as_stats()}). Pass --allow-unmatched when "
+                        "the templates are survivors only (e.g. a released template file)", first.where)
+
+
+@task(name="survey-apply-rules", cache_policy=NO_CACHE)
+def apply_rules(inputs: IngestInputs, allow_unmatched: bool) -> SurveyOutcome:
+    outcome = filter_templates(inputs.templates, inputs.results, inputs.reading, inputs.overrides, inputs.profile)
+    check_unmatched(outcome, allow_unmatched)
+    return outcome
+
+
+@task(name="survey-write-reports", cache_policy=NO_CACHE)
+def write_reports(outcome: SurveyOutcome, out: Path) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "funnel": (out / "funnel.md", outcome.funnel_markdown().encode("utf-8")),
+        "agreement": (out / "survey_agreement.md", outcome.agreement_markdown().encode("utf-8")),
+        "results": (out / "survey_results.json", released_format(outcome.results)),
+        "quota": (out / "quota_shortfalls.csv", quota_csv(outcome.results)),
+    }
+    for path, data in files.values():
+        atomic_write(path, data)
+    outputs = {name: path for name, (path, _) in files.items()}
+    outputs.update(_write_decisions(outcome.decisions, out))
+    return outputs
+
+
+@flow(name="survey-ingest")
+def ingest_survey(profile_name: str, templates: Path, results: Path, out: Path, reading: Path | None = None,
+                  overrides: Path | None = None, questions: Path | None = None, corrections: Path | None = None,
+                  allow_unmatched: bool = False) -> IngestResult:
+    """After the survey: read results (JSON or respondent-level), apply the rules and overrides,
+    write the decision log, funnel, agreement report, aggregated results and quota shortfalls."""
+    inputs = read_ingest_inputs(profile_name, templates, results, reading, overrides, questions, corrections)
+    outcome = apply_rules(inputs, allow_unmatched)
+    outputs = write_reports(outcome, out)
+    return IngestResult(len(outcome.templates), sum(t.keep for t in outcome.templates), len(outcome.kept),
+                        len(outcome.stereotypes), sum(e.keep() for e in outcome.stereotypes), len(outcome.unmatched),
+                        len(inputs.results.quota), outputs, outcome.decisions)
