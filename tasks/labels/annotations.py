@@ -1,0 +1,220 @@
+"""Reading the annotators' labels: filled workbooks (xlsx) or their CSV equivalent.
+
+All files are read and checked before anything is used: an unknown label, a template ID
+that does not exist, a template left unlabelled, a workbook exported for another template
+set, or a missing rationale (when the profile requires one) is reported with its file,
+sheet, row and cell, and then nothing is imported (``LabelInputError`` lists every problem).
+
+A CSV has the columns ``template,label,rationale`` and the annotator's name as its file
+name (``kim.csv``). It has no template-set fingerprint, so it is checked by its template IDs.
+
+Entry points: ``read_annotator_file(path)``, ``check_annotator_files(files, items, require_rationale)``,
+``import_annotations(paths, items, require_rationale)``, ``categories_in(files)``.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from kobbq.errors import Location, UserError
+from tasks.findings import Finding
+from tasks.labels.problems import raise_if_errors
+from tasks.labels.template_set import ANNOTATOR_LABELS, LabelItem, categories_of, fingerprint
+from tasks.labels.workbook import FORMAT, LABELS_SHEET, META_SHEET
+
+CSV_COLUMNS = ["template", "label", "rationale"]
+
+
+@dataclass(frozen=True)
+class RawLabel:
+    """One filled row as found in the file, before any check."""
+
+    template: str
+    label: str
+    rationale: str
+    template_where: Location
+    label_where: Location
+    rationale_where: Location
+
+
+@dataclass(frozen=True)
+class AnnotatorFile:
+    path: Path
+    annotator: str
+    meta: dict[str, str] | None  # the workbook's hidden metadata; None for a CSV
+    rows: list[RawLabel]
+
+
+@dataclass(frozen=True)
+class Annotation:
+    annotator: str
+    subject: str
+    label: str
+    rationale: str
+    where: Location
+
+
+@dataclass(frozen=True)
+class AnnotatorLabels:
+    annotator: str
+    path: Path
+    labels: dict[str, Annotation]  # subject -> annotation, one for every template of the set
+
+
+def read_annotator_file(path: Path) -> AnnotatorFile:
+    path = Path(path)
+    if not path.exists():
+        raise UserError("annotator file does not exist", path)
+    if path.suffix.lower() == ".xlsx":
+        return _read_workbook(path)
+    if path.suffix.lower() == ".csv":
+        return _read_csv(path)
+    raise UserError("expected a labelling workbook (.xlsx) or its CSV equivalent (.csv)", path)
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _read_workbook(path: Path) -> AnnotatorFile:
+    from openpyxl import load_workbook
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    try:
+        workbook = load_workbook(path, data_only=True)
+    except (InvalidFileException, OSError, KeyError, ValueError) as exc:
+        raise UserError(f"cannot read the workbook: {exc}", path) from None
+    if META_SHEET not in workbook.sheetnames or LABELS_SHEET not in workbook.sheetnames:
+        raise UserError(f"not a labelling workbook made by 'kobbq labels export' (no {META_SHEET!r} or "
+                        f"{LABELS_SHEET!r} sheet)", path)
+    meta = {_text(k): _text(v) for k, v, *_ in workbook[META_SHEET].iter_rows(values_only=True) if k}
+    sheet = workbook[LABELS_SHEET]
+    header = [_text(cell.value) for cell in sheet[1]]
+    missing = [c for c in CSV_COLUMNS if c not in header]
+    if missing:
+        raise UserError(f"the header lacks column(s) {', '.join(missing)}", Location(str(path), 1, sheet=LABELS_SHEET))
+    index = {name: header.index(name) for name in CSV_COLUMNS}
+    rows = []
+    for cells in sheet.iter_rows(min_row=2):
+        values = {name: _text(cells[i].value) if i < len(cells) else "" for name, i in index.items()}
+        if not any(values.values()):
+            continue
+
+        def where(name: str) -> Location:
+            cell = cells[index[name]]
+            return Location(path.name, cell.row, f"{name} (cell {cell.coordinate})", LABELS_SHEET)
+
+        rows.append(RawLabel(values["template"], values["label"], values["rationale"],
+                             where("template"), where("label"), where("rationale")))
+    return AnnotatorFile(path, meta.get("annotator") or path.stem, meta, rows)
+
+
+def _read_csv(path: Path) -> AnnotatorFile:
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            header = [h.strip() for h in reader.fieldnames or []]
+            records = list(enumerate(reader, start=2))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"cannot read the CSV: {exc}", path) from None
+    missing = [c for c in CSV_COLUMNS if c not in header]
+    if missing:
+        raise UserError(f"missing column(s) {', '.join(missing)}; an annotator CSV has columns "
+                        f"{', '.join(CSV_COLUMNS)}", path)
+    rows = []
+    for number, record in records:
+        values = {name: _text(record.get(name)) for name in CSV_COLUMNS}
+        if any(values.values()):
+            rows.append(RawLabel(values["template"], values["label"], values["rationale"],
+                                 *(Location(path.name, number, name) for name in CSV_COLUMNS)))
+    return AnnotatorFile(path, path.stem, None, rows)
+
+
+def categories_in(files: list[AnnotatorFile]) -> list[str]:
+    """The BBQ categories the files are about: from a workbook's metadata, else from its template IDs."""
+    found: list[str] = []
+    for file in files:
+        if file.meta and file.meta.get("categories"):
+            found.extend(file.meta["categories"].split(","))
+        else:
+            found.extend(row.template.split(":")[1] for row in file.rows if row.template.count(":") == 2)
+    return list(dict.fromkeys(found))
+
+
+def check_annotator_files(files: list[AnnotatorFile], items: list[LabelItem],
+                          require_rationale: bool) -> tuple[list[AnnotatorLabels], list[Finding]]:
+    """Every file's labels for the template set ``items``, and every problem found on the way."""
+    findings: list[Finding] = []
+
+    def problem(where: Location, code: str, message: str) -> None:
+        findings.append(Finding("error", where, code, message))
+
+    expected_print = fingerprint(items)
+    known = {item.subject: item for item in items}
+    seen_annotators: dict[str, Path] = {}
+    result = []
+    for file in files:
+        if file.annotator in seen_annotators:
+            problem(Location(file.path.name), "duplicate-annotator",
+                    f"annotator {file.annotator!r} also labelled {seen_annotators[file.annotator].name}")
+        seen_annotators[file.annotator] = file.path
+        if file.meta is not None:
+            if file.meta.get("format") != FORMAT:
+                problem(Location(file.path.name, sheet=META_SHEET), "workbook-format",
+                        f"workbook format {file.meta.get('format')!r} is not {FORMAT!r}")
+            elif file.meta.get("template_set") != expected_print:
+                problem(Location(file.path.name, sheet=META_SHEET), "other-template-set",
+                        f"this workbook was exported for another template set ({file.meta.get('templates')} "
+                        f"templates of {file.meta.get('categories')}, fingerprint {file.meta.get('template_set')}); "
+                        f"the BBQ templates read now are {len(items)} templates of "
+                        f"{','.join(categories_of(items))} (fingerprint {expected_print}). Import it with the "
+                        "BBQ files it was exported from, or export a new workbook")
+                result.append(AnnotatorLabels(file.annotator, file.path, {}))
+                continue
+        labels: dict[str, Annotation] = {}
+        for row in file.rows:
+            if row.template not in known:
+                problem(row.template_where, "unknown-template",
+                        f"template ID {row.template!r} does not exist in the BBQ templates read")
+                continue
+            if row.template in labels:
+                problem(row.template_where, "duplicate-template",
+                        f"{row.template} is labelled twice (first at row {labels[row.template].where.row})")
+                continue
+            label = row.label.upper()
+            if not label:
+                problem(row.label_where, "no-label", f"{row.template} has no label; choose one of "
+                                                     f"{', '.join(ANNOTATOR_LABELS)}")
+            elif label not in ANNOTATOR_LABELS:
+                problem(row.label_where, "unknown-label",
+                        f"unknown label {row.label!r} for {row.template}; choose one of {', '.join(ANNOTATOR_LABELS)}")
+            elif require_rationale and not row.rationale:
+                problem(row.rationale_where, "no-rationale",
+                        f"{row.template} is labelled {label} without a rationale (the profile requires one)")
+            labels[row.template] = Annotation(file.annotator, row.template, label, row.rationale, row.label_where)
+        absent = [subject for subject in known if subject not in labels]
+        if absent:
+            listed = ", ".join(absent[:10]) + (" ..." if len(absent) > 10 else "")
+            problem(Location(file.path.name), "missing-templates",
+                    f"{len(absent)} template(s) of the set are not labelled: {listed}")
+        result.append(AnnotatorLabels(file.annotator, file.path, labels))
+    return result, findings
+
+
+def import_annotations(paths: list[Path], items: list[LabelItem], require_rationale: bool) -> list[AnnotatorLabels]:
+    """Read and check every file; all of them are imported, or none (``LabelInputError``)."""
+    files = [read_annotator_file(path) for path in paths]
+    labels, findings = check_annotator_files(files, items, require_rationale)
+    raise_if_errors(f"{len(files)} annotator file(s)", findings)
+    return labels
+
+
+def votes_by_template(annotators: list[AnnotatorLabels]) -> dict[str, dict[str, str]]:
+    """subject -> annotator -> label: the form ``load_consensus`` takes to record the votes."""
+    votes: dict[str, dict[str, str]] = {}
+    for sheet in annotators:
+        for subject, annotation in sheet.labels.items():
+            votes.setdefault(subject, {})[sheet.annotator] = annotation.label
+    return votes

@@ -1,0 +1,159 @@
+"""The consensus file: the final label of every BBQ template, with its rationale.
+
+After the annotators' disagreements are discussed, one CSV holds the outcome
+(``template,label,rationale``; other columns, such as the votes written into a draft by
+``kobbq labels import --draft``, are kept for the reader and ignored here). Every final
+label becomes a decision; an SR template also gets an exclusion decision, because it leaves
+the pipeline here and never reaches translation or the survey. A template without a final
+label stops the build (``require_final_labels``): nothing is translated on a guess.
+
+Entry points: ``load_consensus(path, bbq_templates, require_rationale=..., annotations=...)``,
+``require_final_labels(templates, consensus)``, ``templates_to_adapt(templates, consensus)``.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from kobbq.errors import Location, UserError
+from tasks.bbq import BBQTemplate
+from tasks.decisions import Decision
+from tasks.findings import Finding
+from tasks.labels.problems import raise_if_errors
+from tasks.labels.template_set import ANNOTATOR_LABELS, KEPT_LABELS, LABEL_MEANINGS, SR, group_templates
+
+STAGE = "labelling"
+CONSENSUS_COLUMNS = ["template", "label", "rationale"]
+
+
+@dataclass(frozen=True)
+class FinalLabel:
+    subject: str
+    label: str
+    rationale: str
+    where: Location
+
+
+@dataclass(frozen=True)
+class Consensus:
+    path: Path
+    labels: dict[str, FinalLabel]  # bbq:<category>:<Q_id> -> final label
+    decisions: list[Decision]
+
+    def label_of(self, subject: str) -> str | None:
+        final = self.labels.get(subject)
+        return final.label if final else None
+
+
+def read_consensus_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    if not path.exists():
+        raise UserError("consensus file does not exist", path)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            header = [h.strip() for h in reader.fieldnames or []]
+            rows = [(number, {(k or "").strip(): (v or "").strip() for k, v in row.items()})
+                    for number, row in enumerate(reader, start=2)]
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"cannot read the consensus file: {exc}", path) from None
+    missing = [c for c in CONSENSUS_COLUMNS if c not in header]
+    if missing:
+        raise UserError(f"missing column(s) {', '.join(missing)}; a consensus file has columns "
+                        f"{', '.join(CONSENSUS_COLUMNS)}", path)
+    return rows
+
+
+def load_consensus(path: Path, bbq_templates: list[BBQTemplate], require_rationale: bool = True,
+                   annotations: dict[str, dict[str, str]] | None = None) -> Consensus:
+    """Read and check a consensus file against the BBQ templates it is about.
+
+    ``annotations`` (subject -> annotator -> label), when given, puts the votes into each
+    decision; a final label that is not among the most-voted labels is marked as an override,
+    so a reviewer sees where the discussion changed the majority's answer.
+    An empty label means "not decided yet": allowed here, refused by ``require_final_labels``.
+    """
+    path = Path(path)
+    known = {item.subject for item in group_templates(bbq_templates)}
+    findings: list[Finding] = []
+    labels: dict[str, FinalLabel] = {}
+    for number, row in read_consensus_rows(path):
+        def problem(column: str, message: str) -> None:
+            findings.append(Finding("error", Location(str(path), number, column), "consensus", message))
+
+        subject, label, rationale = row.get("template", ""), row.get("label", "").upper(), row.get("rationale", "")
+        if not subject and not label:
+            continue
+        if subject not in known:
+            problem("template", f"template {subject!r} is not among the BBQ templates read "
+                                f"(expected an ID such as {next(iter(sorted(known)), 'bbq:Age:1')!r})")
+            continue
+        if subject in labels:
+            problem("template", f"{subject} already has a final label at row {labels[subject].where.row}")
+            continue
+        if not label:
+            continue
+        if label not in ANNOTATOR_LABELS:
+            problem("label", f"label {row['label']!r} is not one of {', '.join(ANNOTATOR_LABELS)}")
+            continue
+        if require_rationale and not rationale:
+            problem("rationale", f"{subject} has label {label} but no rationale (the profile requires one)")
+            continue
+        labels[subject] = FinalLabel(subject, label, rationale, Location(path.name, number))
+    raise_if_errors(f"consensus file {path.name}", findings)
+    decisions = [d for final in labels.values() for d in consensus_decisions(final, (annotations or {}).get(final.subject))]
+    return Consensus(path, labels, decisions)
+
+
+def consensus_decisions(final: FinalLabel, votes: dict[str, str] | None) -> list[Decision]:
+    """The label decision, plus the exclusion decision of an SR template."""
+    numbers: dict[str, object] = {"label": final.label}
+    vote_text, override = "", False
+    if votes:
+        counts = Counter(votes.values())
+        top = max(counts.values())
+        numbers.update({"annotators": len(votes), "votes": dict(sorted(counts.items()))})
+        vote_text = " Annotators: " + ", ".join(f"{label} {n}" for label, n in sorted(counts.items())) + "."
+        override = counts.get(final.label, 0) < top
+        if override:
+            vote_text += f" The consensus differs from the most-voted label ({top} of {len(votes)})."
+    decisions = [Decision(
+        stage=STAGE, subject_type="bbq_template", subject=final.subject, rule="consensus-label",
+        outcome=final.label, reason=f"Consensus label {final.label} ({LABEL_MEANINGS[final.label]}): "
+                                    f"{final.rationale or '(no rationale)'}.{vote_text}",
+        numbers=numbers, override=override, source=str(final.where))]
+    if final.label == SR:
+        decisions.append(Decision(
+            stage=STAGE, subject_type="bbq_template", subject=final.subject, rule="sample-removed",
+            outcome="drop", reason="Labelled SR at consensus: excluded from translation and from the survey.",
+            numbers={"label": SR}, source=str(final.where)))
+    return decisions
+
+
+def require_final_labels(templates: list[BBQTemplate], consensus: Consensus) -> None:
+    """Refuse to go on while any BBQ template has no final label: every one must be decided."""
+    missing = [item for item in group_templates(templates) if item.subject not in consensus.labels]
+    if missing:
+        listed = ", ".join(item.subject for item in missing[:20]) + (" ..." if len(missing) > 20 else "")
+        raise UserError(f"{len(missing)} BBQ template(s) have no final label in the consensus file: {listed}. "
+                        "Decide them (label and rationale) before translation.", consensus.path)
+
+
+def templates_to_adapt(templates: list[BBQTemplate], consensus: Consensus) -> list[BBQTemplate]:
+    """The BBQ rows that go on to translation: those of ST and TM templates (SR ones are excluded)."""
+    require_final_labels(templates, consensus)
+    return [row for row in templates if consensus.label_of(row.subject) in KEPT_LABELS]
+
+
+def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) -> None:
+    """Write a consensus (or draft) CSV atomically: to a temporary file beside it, then replace."""
+    import os
+
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(temporary, path)

@@ -1,0 +1,24 @@
+"""All-or-nothing input errors: every problem of every labelling file, named with its cell."""
+
+from __future__ import annotations
+
+from kobbq.errors import UserError
+from tasks.findings import Finding
+
+
+class LabelInputError(UserError):
+    """Raised when any labelling input has an error; nothing of any file is imported.
+
+    The message lists every problem (file, sheet, row, cell), so an annotator fixes them in one pass.
+    """
+
+    def __init__(self, what: str, findings: list[Finding]) -> None:
+        self.findings = findings
+        lines = [f"  {f.where}: {f.message}" for f in findings]
+        super().__init__(f"{len(findings)} problem(s) in {what}; nothing was imported:\n" + "\n".join(lines))
+
+
+def raise_if_errors(what: str, findings: list[Finding]) -> None:
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        raise LabelInputError(what, errors)

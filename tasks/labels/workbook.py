@@ -1,0 +1,138 @@
+"""The annotator's labelling workbook (xlsx): one row per BBQ template, a drop-down, a rationale.
+
+Every cell an annotator must not change is locked (the sheet is protected; only the label
+and rationale cells are unlocked), the label cell only accepts ST / TM / SR, and a hidden
+sheet records which template set the workbook was made for (see ``template_set.fingerprint``),
+so ``kobbq labels import`` can refuse a workbook made for other templates.
+
+Entry point: ``write_workbook(items, path, annotator, profile_name)``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import zipfile
+from pathlib import Path
+
+from openpyxl import Workbook
+from openpyxl.styles import Alignment, Font, PatternFill, Protection
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from tasks.labels.template_set import ANNOTATOR_LABELS, LABEL_MEANINGS, LabelItem, categories_of, fingerprint
+
+FORMAT = "kobbq-labels-workbook/1"
+LABELS_SHEET, GUIDE_SHEET, META_SHEET = "labels", "guide", "meta"
+# (header, width): the read-only description of the template, then the two cells to fill.
+COLUMNS = [("template", 24), ("category", 16), ("Q_id", 6), ("versions", 9), ("ambiguous context", 50),
+           ("disambiguating context", 50), ("negative question", 30), ("non-negative question", 30),
+           ("relevant social values", 22), ("known stereotyped groups", 22), ("label", 8), ("rationale", 50)]
+HEADERS = [name for name, _ in COLUMNS]
+LABEL_COLUMN = HEADERS.index("label") + 1
+RATIONALE_COLUMN = HEADERS.index("rationale") + 1
+FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def version_text(item: LabelItem, field: str) -> str:
+    """A text over the template's versions: once when they are equal, else one line per version."""
+    values = [(row.version, row.texts[field]) for row in item.rows]
+    if len({text for _, text in values}) == 1:
+        return values[0][1]
+    return "\n".join(f"{version or '-'}: {text}" for version, text in values)
+
+
+def row_values(item: LabelItem) -> list[str]:
+    first = item.rows[0]
+    return [item.subject, item.category, item.q_id, item.versions, version_text(item, "ambiguous_context"),
+            version_text(item, "disambiguating_context"), version_text(item, "negative_question"),
+            version_text(item, "non_negative_question"), first.relevant_social_values, first.known_stereotyped_groups]
+
+
+def build_workbook(items: list[LabelItem], annotator: str, profile_name: str) -> Workbook:
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = LABELS_SHEET
+    sheet.append(HEADERS)
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    editable = PatternFill("solid", fgColor="FFF2CC")
+    for number, item in enumerate(items, start=2):
+        for column, value in enumerate(row_values(item), start=1):
+            cell = sheet.cell(number, column, value)
+            cell.data_type = "s"  # BBQ text starting with "=" must stay text, not become a formula
+            cell.alignment = Alignment(wrap_text=True, vertical="top")
+        for column in (LABEL_COLUMN, RATIONALE_COLUMN):
+            cell = sheet.cell(number, column)
+            cell.protection = Protection(locked=False)
+            cell.fill = editable
+            cell.alignment = Alignment(wrap_text=True, vertical="top")
+    for column, (_, width) in enumerate(COLUMNS, start=1):
+        sheet.column_dimensions[sheet.cell(1, column).column_letter].width = width
+    label_letter = sheet.cell(1, LABEL_COLUMN).column_letter
+    validation = DataValidation(type="list", formula1='"' + ",".join(ANNOTATOR_LABELS) + '"', allow_blank=True,
+                                showErrorMessage=True, errorTitle="label",
+                                error=f"Choose one of {', '.join(ANNOTATOR_LABELS)}.")
+    validation.add(f"{label_letter}2:{label_letter}{len(items) + 1}")
+    sheet.add_data_validation(validation)
+    sheet.freeze_panes = "B2"
+    sheet.auto_filter.ref = f"A1:{sheet.cell(1, len(HEADERS)).column_letter}{len(items) + 1}"
+    sheet.protection.sheet = True
+    # Filtering, sorting and resizing stay possible; editing locked cells does not.
+    sheet.protection.autoFilter = False
+    sheet.protection.sort = False
+    sheet.protection.formatColumns = False
+    sheet.protection.formatRows = False
+
+    guide = workbook.create_sheet(GUIDE_SHEET)
+    guide.append(["Label each BBQ template on the 'labels' sheet: choose a label and write why."])
+    guide.append([])
+    for label in ANNOTATOR_LABELS:
+        guide.append([label, LABEL_MEANINGS[label]])
+    guide.append([])
+    guide.append(["annotator", annotator])
+    guide.column_dimensions["B"].width = 80
+    guide.protection.sheet = True
+
+    meta = workbook.create_sheet(META_SHEET)
+    for key, value in metadata(items, annotator, profile_name).items():
+        meta.append([key, value])
+    meta.sheet_state = "veryHidden"
+    meta.protection.sheet = True
+    workbook.properties.creator = "kobbq labels export"
+    workbook.properties.title = f"Labelling workbook for {annotator}"
+    return workbook
+
+
+def metadata(items: list[LabelItem], annotator: str, profile_name: str) -> dict[str, str]:
+    return {"format": FORMAT, "annotator": annotator, "profile": profile_name,
+            "template_set": fingerprint(items), "templates": str(len(items)),
+            "categories": ",".join(categories_of(items))}
+
+
+def write_workbook(items: list[LabelItem], path: Path, annotator: str, profile_name: str) -> Path:
+    """Write the workbook atomically; the same templates and annotator give the same bytes."""
+    if not re.fullmatch(r"[\w.-]+", annotator):
+        from kobbq.errors import UserError
+
+        raise UserError(f"annotator name {annotator!r} may only contain letters, digits, '.', '_' and '-'")
+    buffer = io.BytesIO()
+    build_workbook(items, annotator, profile_name).save(buffer)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_bytes(reproducible_zip(buffer.getvalue()))
+    os.replace(temporary, path)
+    return path
+
+
+def reproducible_zip(data: bytes) -> bytes:
+    """Strip the save time (zip entry times, docProps ``modified``/``created``) so output depends on input only."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            content = source.read(info.filename)
+            if info.filename == "docProps/core.xml":
+                content = re.sub(rb"(<dcterms:(?:created|modified)[^>]*>)[^<]*(</dcterms)",
+                                 rb"\g<1>2000-01-01T00:00:00Z\g<2>", content)
+            target.writestr(zipfile.ZipInfo(info.filename, FIXED_TIME), content, zipfile.ZIP_DEFLATED)
+    return out.getvalue()
