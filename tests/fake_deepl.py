@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlparse
 
 FAKE_KEY = "fake-key-0000:fx"
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
-_TAG_OR_TEXT = re.compile(r"(<[^>]+>)")
+_TAG_OR_TEXT = re.compile(r"(<[^>]+>|&[a-z]+;|&#[0-9]+;)")  # tags and XML entities pass through
 _PLACEHOLDER_TAG = re.compile(r'<ph\s+n="[^"]*"\s*/>')
 
 
@@ -41,7 +41,7 @@ def fake_translate(text: str, glossary: dict[str, str]) -> str:
     pieces = _TAG_OR_TEXT.split(text)
     out = []
     for piece in pieces:
-        if piece.startswith("<"):
+        if _TAG_OR_TEXT.fullmatch(piece):
             out.append(piece)
             continue
         protected: list[str] = []

@@ -1,0 +1,245 @@
+"""The post-edit workbook: one xlsx per category for the professional translator.
+
+Sheet ``templates`` has one row per (template row, field): the IDs, the English source and
+the DeepL draft in locked columns, an editable ``Post-edit`` column pre-filled with the
+draft, and an editable ``Notes`` column. Sheet ``Instructions`` explains the slot syntax,
+the particle shorthand and cultural adaptation. A hidden, protected sheet ``_manifest``
+keeps a copy of the locked columns, so the import can tell that an ID or a source text
+was changed and reject the workbook.
+
+Text that a spreadsheet would run as a formula (leading ``=``, ``+``, ``-``, ``@``) is stored
+as a text cell: a BBQ stereotype such as ``-Women are secretaries`` stays text.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from openpyxl import Workbook, load_workbook
+from openpyxl.styles import Alignment, Font, Protection
+
+from kobbq.errors import Location, UserError
+from kobbq.profile import Profile
+from tasks.translation.pretranslate import Draft
+
+SHEET = "templates"
+MANIFEST = "_manifest"
+INSTRUCTIONS = "Instructions"
+LOCKED = ["ID", "version", "BBQ_category", "BBQ_id", "Label_annotation", "Field", "English", "DeepL draft"]
+EDITABLE = ["Post-edit", "Notes"]
+HEADER = LOCKED + EDITABLE
+FORMULA_STARTS = ("=", "+", "-", "@")
+WIDTHS = {"English": 60, "DeepL draft": 60, "Post-edit": 60, "Notes": 30, "Field": 26}
+INSTRUCTION_LINES = (
+    "Post-edit the 'Post-edit' column (pre-filled with the DeepL draft). Only 'Post-edit' and 'Notes' can be edited.",
+    "Do not add, remove or reorder rows; the import rejects a workbook whose IDs or locked columns changed.",
+    "Save as .xlsx (not .xlsm).",
+    "",
+    "Slots. Names declares the two people: 'N1: [손자, 손녀]; N2: [할아버지, 할머니]'. Lexical_diversity declares",
+    "other interchangeable words the same way: 'W1: [사과, 배]'. Keep every slot of the English text.",
+    "In the text, write a slot once, bare, followed by its particle: '[N1]은', '[N2]와', '[W1]을'.",
+    "The import writes the inline list with the right particle for every filler: '[N1: 손자는, 손녀는]'.",
+    "You may also write the inline list yourself: '[N1: 손자는, 손녀는]' (same fillers, same order as Names).",
+    "",
+    "Particles. Write either form (은 or 는, 이 or 가, 을 or 를, 과 or 와, 으로 or 로); the form is chosen from",
+    "each filler's final consonant.",
+    "",
+    "Cultural adaptation. Replace US-specific entities with ones familiar in Korea (Walmart -> 이마트,",
+    "Uber -> 카카오택시, rugby -> 농구, dark hair -> 탈색한 머리). The draft already applies the glossary;",
+    "explain any further substitution in 'Notes'.",
+)
+
+
+def formula_safe(cell, value: object) -> None:
+    """Assign ``value``; a string a spreadsheet would evaluate as a formula is kept as text."""
+    cell.value = value
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        cell.data_type = "s"
+
+
+def workbook_category(bbq_category: str, profile: Profile) -> str:
+    """The adapted category a BBQ category feeds (Race_ethnicity and Nationality -> Race_ethnicity_nationality)."""
+    for category in profile.categories:
+        if bbq_category in category.bbq_categories:
+            return category.name
+    raise UserError(f"BBQ category {bbq_category!r} feeds no category of profile {profile.name!r}")
+
+
+@dataclass(frozen=True)
+class ExportRow:
+    category: str
+    template_id: int
+    version: str
+    bbq_category: str
+    bbq_id: str
+    label: str
+    field: str
+    english: str
+    draft: str
+
+    def locked(self) -> list[object]:
+        return [self.template_id, self.version, self.bbq_category, self.bbq_id, self.label, self.field,
+                self.english, self.draft]
+
+
+def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]) -> list[ExportRow]:
+    """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields.
+
+    Rows without a version (BBQ files without that column) get a, b, c, d in file order.
+    """
+    by_template: dict[tuple[str, str, str], list[Draft]] = defaultdict(list)
+    for draft in drafts:
+        t = draft.template
+        by_template[(workbook_category(t.category, profile), t.category, t.q_id)].append(draft)
+
+    def order(key: tuple[str, str, str]) -> tuple:
+        category, bbq_category, q_id = key
+        sources = profile.category(category).bbq_categories
+        return (profile.category_names.index(category), sources.index(bbq_category),
+                int(q_id) if q_id.isdigit() else 10**9, q_id)
+
+    rows, next_id = [], defaultdict(int)
+    for key in sorted(by_template, key=order):
+        category, bbq_category, q_id = key
+        next_id[category] += 1
+        for position, draft in enumerate(by_template[key]):
+            version = draft.template.version or "abcd"[position]
+            for f in draft.fields:
+                rows.append(ExportRow(category, next_id[category], version, bbq_category, q_id,
+                                      labels.get(draft.template.subject, ""), f.column, f.english, f.draft or ""))
+    return rows
+
+
+def _atomic_save(workbook: Workbook, path: Path) -> None:
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".xlsx")
+    os.close(handle)
+    try:
+        workbook.save(temp)
+        os.replace(temp, path)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def write_workbook(rows: list[ExportRow], path: Path) -> None:
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = SHEET
+    sheet.append(HEADER)
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    unlocked = Protection(locked=False)
+    for number, row in enumerate(rows, start=2):
+        for column, value in enumerate([*row.locked(), row.draft, ""], start=1):
+            cell = sheet.cell(number, column)
+            formula_safe(cell, value)
+            cell.alignment = Alignment(wrap_text=True, vertical="top")
+            if HEADER[column - 1] in EDITABLE:
+                cell.protection = unlocked
+    for column, name in enumerate(HEADER, start=1):
+        sheet.column_dimensions[sheet.cell(1, column).column_letter].width = WIDTHS.get(name, 12)
+    sheet.freeze_panes = "A2"
+    sheet.protection.sheet = True
+    sheet.protection.formatRows = False  # the translator may resize rows to read long text
+    sheet.protection.formatColumns = False
+
+    manifest = workbook.create_sheet(MANIFEST)
+    manifest.append(LOCKED)
+    for row in rows:
+        manifest.append([None] * len(LOCKED))
+        for column, value in enumerate(row.locked(), start=1):
+            formula_safe(manifest.cell(manifest.max_row, column), value)
+    manifest.sheet_state = "hidden"
+    manifest.protection.sheet = True
+
+    instructions = workbook.create_sheet(INSTRUCTIONS, 0)
+    for line in INSTRUCTION_LINES:
+        instructions.append([line])
+    instructions.column_dimensions["A"].width = 120
+    instructions.protection.sheet = True
+    workbook.active = 1
+    _atomic_save(workbook, path)
+
+
+def export_postedit_workbooks(drafts: list[Draft], out_dir: Path, profile: Profile,
+                              labels: Mapping[str, str]) -> list[Path]:
+    """One ``postedit_<Category>.xlsx`` per adapted category; returns the paths, in profile order."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    grouped: dict[str, list[ExportRow]] = defaultdict(list)
+    for row in export_rows(drafts, profile, labels):
+        grouped[row.category].append(row)
+    paths = []
+    for category in profile.category_names:
+        if grouped.get(category):
+            path = out_dir / f"postedit_{category}.xlsx"
+            write_workbook(grouped[category], path)
+            paths.append(path)
+    return paths
+
+
+@dataclass(frozen=True)
+class EditedCell:
+    """One returned row: the locked columns as exported, and what the translator wrote."""
+
+    category: str
+    row: ExportRow
+    postedit: str
+    notes: str
+    where: Location  # the Post-edit cell
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def read_workbook(path: Path, profile: Profile) -> list[EditedCell]:
+    """Read a returned workbook; a .xlsm, a changed header or a changed locked cell is a UserError."""
+    path = Path(path)
+    if path.suffix.lower() != ".xlsx":
+        raise UserError(f"expected an .xlsx workbook, got {path.suffix or 'no extension'} "
+                        "(macro-enabled .xlsm workbooks are refused)", path)
+    if not path.exists():
+        raise UserError("workbook does not exist", path)
+    try:
+        workbook = load_workbook(path)
+    except Exception as exc:  # openpyxl raises several unrelated types for a damaged file
+        raise UserError(f"cannot read the workbook: {exc}", path) from None
+    if workbook.vba_archive is not None:
+        raise UserError("the workbook contains macros; save it as a plain .xlsx", path)
+    for name in (SHEET, MANIFEST):
+        if name not in workbook.sheetnames:
+            raise UserError(f"sheet {name!r} is missing; is this a workbook exported by 'kobbq postedit export'?", path)
+    sheet, manifest = workbook[SHEET], workbook[MANIFEST]
+    header = [_text(c.value) for c in sheet[1]]
+    if header[:len(HEADER)] != HEADER or any(header[len(HEADER):]):
+        raise UserError(f"the columns were changed: expected {', '.join(HEADER)}; found {', '.join(header)}",
+                        Location(str(path), 1, sheet=SHEET))
+    rows = list(sheet.iter_rows(min_row=2, values_only=True))
+    expected = list(manifest.iter_rows(min_row=2, values_only=True))
+    while rows and not any(v not in (None, "") for v in rows[-1]):
+        rows.pop()
+    if len(rows) != len(expected):
+        raise UserError(f"the workbook has {len(rows)} rows where {len(expected)} were exported; rows must not be "
+                        "added or removed", Location(str(path), sheet=SHEET))
+    category = path.stem.removeprefix("postedit_")
+    if profile.category(category) is None:
+        raise UserError(f"the file name does not name a category of profile {profile.name!r}", path)
+    cells = []
+    for number, (values, original) in enumerate(zip(rows, expected), start=2):
+        for column, (got, want) in enumerate(zip(values[:len(LOCKED)], original), start=1):
+            if _text(got) != _text(want):
+                raise UserError(f"locked cell changed from {_text(want)!r} to {_text(got)!r}; IDs and source "
+                                "columns must stay as exported", Location(str(path), number, HEADER[column - 1], SHEET))
+        template_id, version, bbq_category, bbq_id, label, field, english, draft = original
+        row = ExportRow(category, int(template_id), _text(version), _text(bbq_category), _text(bbq_id),
+                        _text(label), _text(field), _text(english), _text(draft))
+        postedit, notes = values[len(LOCKED)], values[len(LOCKED) + 1] if len(values) > len(LOCKED) + 1 else None
+        cells.append(EditedCell(category, row, _text(postedit), _text(notes),
+                                Location(str(path), number, "Post-edit", SHEET)))
+    return cells

@@ -1,0 +1,130 @@
+"""The post-edit round trip: export workbooks, read the returned ones, write KoBBQ-format rows."""
+
+from __future__ import annotations
+
+import shutil
+import unicodedata
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from kobbq.errors import UserError
+from kobbq.paths import EXAMPLE_DIR
+from tasks.bbq import load_bbq_templates
+from tasks.templates import load_kobbq_templates
+from tasks.translation.deepl_client import ReplayTranslator
+from tasks.translation.glossary import profile_glossary
+from tasks.translation.postedit import edit_distance, import_postedit, write_machine_translation
+from tasks.translation.pretranslate import pretranslate
+from tasks.translation.workbook import HEADER, export_postedit_workbooks
+
+EXAMPLE = EXAMPLE_DIR / "translation"
+RETURNED = EXAMPLE / "returned"
+LABELS = {"bbq:Age:1": "ST", "bbq:Age:2": "ST", "bbq:Gender_identity:1": "ST"}
+
+
+@pytest.fixture(scope="module")
+def drafts(ko_profile, tmp_path_factory):
+    """The example drafts replayed from the recorded cache (no network, nothing billed)."""
+    templates, _ = load_bbq_templates(EXAMPLE)
+    cache = tmp_path_factory.mktemp("cache") / "c.sqlite"
+    shutil.copy(EXAMPLE / "translation_cache.sqlite", cache)
+    result = pretranslate(templates, ReplayTranslator(), cache, ko_profile, profile_glossary("ko"))
+    assert result.complete and result.chars_billed == 0
+    return result.drafts
+
+
+@pytest.fixture()
+def returned(tmp_path) -> list[Path]:
+    paths = []
+    for path in sorted(RETURNED.glob("*.xlsx")):
+        paths.append(Path(shutil.copy(path, tmp_path / path.name)))
+    return paths
+
+
+def test_edit_distance():
+    assert edit_distance("kitten", "sitting") == 3
+    assert edit_distance("", "abc") == 3 and edit_distance("같다", "같다") == 0
+
+
+def test_export_locks_sources_and_keeps_formula_like_text_as_text(drafts, ko_profile, tmp_path):
+    paths = export_postedit_workbooks(drafts, tmp_path, ko_profile, LABELS)
+    assert [p.name for p in paths] == ["postedit_Age.xlsx", "postedit_Gender_identity.xlsx"]
+    workbook = load_workbook(paths[1])
+    assert workbook.sheetnames[0] == "Instructions" and workbook["_manifest"].sheet_state == "hidden"
+    sheet = workbook["templates"]
+    assert [c.value for c in sheet[1]] == HEADER and sheet.protection.sheet
+    stereotype = next(r for r in sheet.iter_rows(min_row=2) if r[5].value == "Stereotype")
+    assert stereotype[6].value == "-Women are secretaries" and stereotype[6].data_type == "s"
+    assert stereotype[6].protection.locked and not stereotype[8].protection.locked
+    assert stereotype[8].value == stereotype[7].value  # post-edit pre-filled with the draft
+    # 2 rows x 9 fields for the one gender template
+    assert sheet.max_row - 1 == 2 * 9
+
+
+def test_import_writes_kobbq_rows_with_inflected_particles(returned, ko_profile, tmp_path):
+    result = import_postedit(returned, ko_profile, tmp_path / "postedit.tsv", profile_glossary("ko"))
+    assert not result.errors, [f.render() for f in result.errors]
+    loaded = load_kobbq_templates(result.tsv_path)
+    assert not loaded.findings and len(loaded.templates) == 6
+    age1 = next(t for t in loaded.templates if t.key == "Age|1|a")
+    # 손자/손녀 end in a vowel: 와; 할아버지/할머니 too: 가. The translator wrote [N1]과 [N2]가.
+    assert "[N1: 손자와, 손녀와] [N2: 할아버지가, 할머니가]" in age1.texts["ambiguous_context"]
+    assert age1.bbq_category == "Age" and age1.bbq_id == "1" and age1.label == "ST"
+    gender = next(t for t in loaded.templates if t.key == "Gender_identity|1|b")
+    assert gender.texts["disambiguating_context"].startswith("[N2: 여성은, 소녀는]")  # 여성 ends in ㅇ
+    assert ("Age|1", "Walmart", "이마트") in result.substitutions
+    assert all(0 < r.rate <= 1.5 for r in result.template_rates)
+    assert {d.rule for d in result.decisions} == {"postedit-import", "cultural-substitution"}
+
+
+def test_unicode_is_normalised_to_nfc(returned, ko_profile, tmp_path):
+    workbook = load_workbook(returned[0])
+    sheet = workbook["templates"]
+    sheet.cell(2, 9).value = unicodedata.normalize("NFD", "기술 사용에 서투름")
+    workbook.save(returned[0])
+    result = import_postedit(returned, ko_profile, tmp_path / "p.tsv", profile_glossary("ko"))
+    assert result.rows[0]["Stereotype"] == "기술 사용에 서투름"
+    assert unicodedata.is_normalized("NFC", result.tsv_path.read_text(encoding="utf-8"))
+
+
+def test_problems_are_reported_at_their_cell_and_nothing_is_written(returned, ko_profile, tmp_path):
+    workbook = load_workbook(returned[0])
+    sheet = workbook["templates"]
+    row = next(r for r in sheet.iter_rows(min_row=2) if r[5].value == "Disambiguating_context")
+    row[8].value = row[8].value.replace("[N2]", "[N3]")
+    names = next(r for r in sheet.iter_rows(min_row=2) if r[5].value == "Names" and r[1].value == "b")
+    names[8].value = "N1: [할아버지, 할머니; N2: [손자]"
+    workbook.save(returned[0])
+    out = tmp_path / "p.tsv"
+    result = import_postedit(returned, ko_profile, out, profile_glossary("ko"))
+    assert not out.exists() and result.tsv_path is None
+    where = {(f.where.sheet, f.where.row, f.where.column, f.code) for f in result.errors}
+    assert ("templates", row[8].row, "Post-edit", "slot-undeclared") in where
+    assert ("templates", names[8].row, "Post-edit", "bad-declaration") in where
+
+
+def test_changed_ids_columns_and_macro_workbooks_are_refused(returned, ko_profile, tmp_path):
+    xlsm = tmp_path / "postedit_Age.xlsm"
+    shutil.copy(returned[0], xlsm)
+    with pytest.raises(UserError, match="xlsm"):
+        import_postedit([xlsm], ko_profile, tmp_path / "p.tsv", profile_glossary("ko"))
+    workbook = load_workbook(returned[0])
+    workbook["templates"].cell(3, 1).value = 99
+    workbook.save(returned[0])
+    with pytest.raises(UserError, match="row 3, column ID: locked cell changed"):
+        import_postedit(returned, ko_profile, tmp_path / "p.tsv", profile_glossary("ko"))
+    workbook = load_workbook(returned[1])
+    workbook["templates"].cell(1, 8).value = "Draft"
+    workbook.save(returned[1])
+    with pytest.raises(UserError, match="columns were changed"):
+        import_postedit(returned[1:], ko_profile, tmp_path / "p.tsv", profile_glossary("ko"))
+
+
+def test_machine_translation_twin_is_a_valid_template_file(drafts, ko_profile, tmp_path):
+    result = write_machine_translation(drafts, ko_profile, LABELS, tmp_path / "mtBBQ_templates.tsv")
+    assert not result.errors, [f.render() for f in result.errors]
+    loaded = load_kobbq_templates(result.tsv_path)
+    assert len(loaded.templates) == len(drafts) and not loaded.findings
+    assert all("[N1:" in t.texts["ambiguous_context"] for t in loaded.templates)
