@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from kobbq import console
@@ -71,8 +72,18 @@ def write_and_publish(target: Path, inputs: BuildInputs, loaded: LoadedTemplates
     with staged_release(target) as staging:
         manifest = write_release_folder(staging, inputs, loaded, findings, release, decisions=[])
         publish(staging, target)
-    console.step(f"published {target}")
+    console.step(f"validated and published {target}")
+    attach_reports(target)
     return manifest
+
+
+def attach_reports(release_dir: Path) -> None:
+    """The Table 1 comparison (and the survey funnel, when there is one) on the flow run, as artifacts."""
+    for key, name in (("table1", "table1.md"), ("funnel", "funnel.md"), ("validation", "validation.md")):
+        path = release_dir / name
+        if path.exists():
+            create_markdown_artifact(key=key, markdown=path.read_text(encoding="utf-8"),
+                                     description=f"{release_dir.name}: {name}")
 
 
 @flow(name="kobbq-build", log_prints=False)

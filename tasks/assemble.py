@@ -25,6 +25,8 @@ from tasks.expand import Expansion, evaluation_fills, evaluation_indices, expand
 from tasks.findings import Finding, errors
 from tasks.release import (all_samples_name, sample_counts, samples_frame, sha256_file, test_samples_name,
                            write_json, write_samples)
+from tasks.release_checks import (ReleaseValidationError, ValidationReport, summary_markdown,
+                                   validate_release)
 from tasks.table1 import build_table1, render_csv, render_markdown
 from tasks.templates import LoadedTemplates, Template, load_kobbq_templates
 from tasks.validate import validate_loaded
@@ -146,14 +148,34 @@ def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Fi
         "".join(f.render().replace(str(loaded.path), loaded.path.name) + "\n" for f in findings), encoding="utf-8")
 
 
+def check_release(folder: Path, profile: Profile, release: ExpandedRelease, all_frame, test_frame) -> ValidationReport:
+    """Run the release's expectation suite; a failure raises before any sample file is written."""
+    prefixes = {c.name: c.sample_prefix for c in profile.categories}
+    expected = {prefixes.get(category, category.lower()): count
+                for category, count in samples_by_category(release).items()}
+    report = validate_release(all_frame, test_frame, profile.release.unknown_expression, expected,
+                              docs_dir=folder / "data_docs")
+    write_json(report.as_json(), folder / "validation.json")
+    (folder / "validation.md").write_text(summary_markdown(report), encoding="utf-8")
+    if not report.success:
+        raise ReleaseValidationError(report)
+    return report
+
+
 def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                          release: ExpandedRelease, decisions: list[Decision],
-                         reports: dict[str, str] | None = None) -> dict[str, object]:
-    """Write every release file into ``folder`` and return the manifest (also written there)."""
+                         reports: dict[str, str] | None = None, validate: bool = True) -> dict[str, object]:
+    """Write every release file into ``folder`` and return the manifest (also written there).
+
+    ``validate=False`` skips the Great Expectations suite (and its ~3 s import); only tests of
+    other parts use it.
+    """
     profile = inputs.profile
     name = profile.release.name
     all_frame = samples_frame(release.expansion)
     test_frame = samples_frame(release.expansion, release.test_indices)
+    if validate:
+        check_release(folder, profile, release, all_frame, test_frame)
     outputs = write_samples(all_frame, folder, all_samples_name(name))
     outputs += write_samples(test_frame, folder, test_samples_name(name))
     table = build_table1(release.templates, samples_by_category(release), profile)

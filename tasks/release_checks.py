@@ -1,0 +1,214 @@
+"""The release checks itself: a Great Expectations suite run before a release is published.
+
+Row-level rules that need more than one column (the answer among the choices, an ambiguous
+sample answered "unknown", four samples per fill) are computed here as boolean columns and
+expected to be all true, so Great Expectations reports how many rows break each rule and which
+``sample_id``s. ``validation.json`` is our own deterministic summary (Great Expectations' raw
+result carries run IDs and times); its Data Docs go to ``data_docs/`` beside it.
+
+Great Expectations takes seconds to import, so it is imported only when a release is checked.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from kobbq.errors import UserError
+
+SAMPLE_ID_PATTERN = r"^[a-z_]+-\d{3}[a-z]-\d{3}-(?:amb|dis)-(?:bsd|cnt)$"
+VALUED_COLUMNS = ["sample_id", "label_annotation", "context", "question", "choices", "biased_answer", "answer"]
+EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    sample_set: str  # "all" or "test"
+    expectation: str  # Great Expectations' expectation type
+    column: str
+    rule: str  # what it checks, in words
+    success: bool
+    unexpected_count: int
+    examples: list[str] = field(default_factory=list)  # sample_ids (or values) that break it
+
+    def render(self) -> str:
+        examples = f"; e.g. {', '.join(self.examples)}" if self.examples else ""
+        return f"{self.rule} [{self.expectation} on {self.sample_set}.{self.column}]: {self.unexpected_count} row(s){examples}"
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    success: bool
+    outcomes: list[CheckOutcome]
+
+    def failures(self) -> list[CheckOutcome]:
+        return [o for o in self.outcomes if not o.success]
+
+    def as_json(self) -> dict[str, object]:
+        return {"success": self.success, "expectations": len(self.outcomes),
+                "failed": len(self.failures()),
+                "results": [o.__dict__ for o in self.outcomes]}
+
+
+class ReleaseValidationError(UserError):
+    def __init__(self, report: ValidationReport) -> None:
+        lines = [f"the release failed {len(report.failures())} of {len(report.outcomes)} checks; "
+                 "nothing was published:"]
+        lines += [f"  - {o.render()}" for o in report.failures()]
+        super().__init__("\n".join(lines))
+        self.report = report
+
+
+def derived_all(frame: pd.DataFrame, unknown: str, expected_by_prefix: dict[str, int]) -> pd.DataFrame:
+    """The release plus one boolean column per cross-column rule (true = the row obeys it)."""
+    parsed = {value: ast.literal_eval(value) for value in frame["choices"].unique()}
+    choices = [parsed[value] for value in frame["choices"]]
+    prefix = frame["sample_id"].str.split("-").str[0]
+    fill = frame["sample_id"].str.slice(0, -8)
+    counts = prefix.value_counts()
+    return frame.assign(
+        three_distinct_choices=[len(c) == 3 and len(set(c)) == 3 for c in choices],
+        answer_in_choices=[a in c for a, c in zip(frame["answer"], choices)],
+        biased_answer_in_choices=[b in c for b, c in zip(frame["biased_answer"], choices)],
+        answer_unknown_iff_ambiguous=(frame["answer"] == unknown) == frame["sample_id"].str.contains("-amb-"),
+        four_samples_per_fill=fill.map(fill.value_counts()) == 4,
+        category_count_matches_manifest=prefix.map(lambda p: counts[p] == expected_by_prefix.get(p, -1)),
+    )
+
+
+def derived_test(test: pd.DataFrame, all_ids: pd.Series) -> pd.DataFrame:
+    row = test["sample_id"].str.rsplit("-", n=3).str[0]
+    return test.assign(in_all_samples=test["sample_id"].isin(all_ids),
+                       four_samples_per_template_row=row.map(row.value_counts()) == 4)
+
+
+RULES_ALL = {
+    "three_distinct_choices": "every sample has three distinct choices",
+    "answer_in_choices": "the answer is one of the choices",
+    "biased_answer_in_choices": "the biased answer is one of the choices",
+    "answer_unknown_iff_ambiguous": "ambiguous samples, and only they, are answered with the unknown expression",
+    "four_samples_per_fill": "every fill has its four samples",
+    "category_count_matches_manifest": "samples per category equal the manifest",
+}
+RULES_TEST = {
+    "in_all_samples": "every test sample is in the full release",
+    "four_samples_per_template_row": "the test split has four samples per template row",
+}
+
+
+def _suite(gx, name: str, columns: list[str], rules: dict[str, str], unknown: str | None, total: int):
+    expectations = gx.expectations
+    suite = gx.ExpectationSuite(name=name)
+    suite.add_expectation(expectations.ExpectTableColumnsToMatchSet(column_set=columns, exact_match=True,
+                                                                    meta={"rule": "the release's column set"}))
+    suite.add_expectation(expectations.ExpectTableRowCountToEqual(value=total, meta={"rule": "row count"}))
+    suite.add_expectation(expectations.ExpectColumnValuesToBeUnique(column="sample_id",
+                                                                    meta={"rule": "sample_id is unique"}))
+    suite.add_expectation(expectations.ExpectColumnValuesToMatchRegex(
+        column="sample_id", regex=SAMPLE_ID_PATTERN, meta={"rule": "sample_id has the documented form"}))
+    for column in VALUED_COLUMNS:
+        suite.add_expectation(expectations.ExpectColumnValuesToNotBeNull(
+            column=column, meta={"rule": f"{column} has no nulls"}))
+        suite.add_expectation(expectations.ExpectColumnValueLengthsToBeBetween(
+            column=column, min_value=1, meta={"rule": f"{column} has no empty values"}))
+    if unknown is not None:
+        suite.add_expectation(expectations.ExpectColumnValuesToNotBeInSet(
+            column="biased_answer", value_set=[unknown], meta={"rule": "the biased answer is never 'unknown'"}))
+    for column, rule in rules.items():
+        suite.add_expectation(expectations.ExpectColumnValuesToBeInSet(column=column, value_set=[True],
+                                                                       meta={"rule": rule}))
+    return suite
+
+
+def _outcomes(sample_set: str, result) -> list[CheckOutcome]:
+    outcomes = []
+    for item in result.results:
+        config = item.expectation_config
+        details = item.result or {}
+        index = details.get("partial_unexpected_index_list") or []
+        examples = [str(row.get("sample_id")) for row in index[:EXAMPLES] if isinstance(row, dict)]
+        if not examples:
+            examples = [str(v) for v in (details.get("partial_unexpected_list") or [])[:EXAMPLES]]
+        if not examples and "observed_value" in details and not item.success:
+            examples = [f"observed {details['observed_value']}"]
+        outcomes.append(CheckOutcome(
+            sample_set=sample_set, expectation=config.type, column=str(config.kwargs.get("column", "")),
+            rule=str((config.meta or {}).get("rule", "")), success=bool(item.success),
+            unexpected_count=int(details.get("unexpected_count") or (0 if item.success else 1)),
+            examples=examples))
+    return outcomes
+
+
+def validate_release(all_frame: pd.DataFrame, test_frame: pd.DataFrame, unknown: str,
+                     expected_by_prefix: dict[str, int], docs_dir: Path | None = None) -> ValidationReport:
+    """Run the suite on both sample sets; write Data Docs into ``docs_dir`` when given."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    for name in [n for n in logging.root.manager.loggerDict if n.startswith("great_expectations")]:
+        logging.getLogger(name).setLevel(logging.WARNING)  # its INFO lines are noise on the console
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    _remove_default_docs_site(context)
+    source = context.data_sources.add_pandas("release")
+    frames = {"all": derived_all(all_frame, unknown, expected_by_prefix),
+              "test": derived_test(test_frame, all_frame["sample_id"])}
+    definitions = []
+    for sample_set, frame in frames.items():
+        rules = RULES_ALL if sample_set == "all" else RULES_TEST
+        suite = context.suites.add(_suite(gx, f"{sample_set}_samples", [*all_frame.columns, *rules],
+                                          rules, unknown, len(frame)))
+        batch = source.add_dataframe_asset(f"{sample_set}_samples").add_batch_definition_whole_dataframe("whole")
+        definitions.append(context.validation_definitions.add(
+            gx.ValidationDefinition(name=f"{sample_set}_samples", data=batch, suite=suite)))
+    result_format = {"result_format": "SUMMARY", "unexpected_index_column_names": ["sample_id"],
+                     "partial_unexpected_count": EXAMPLES}
+    outcomes = []
+    for (sample_set, frame), definition in zip(frames.items(), definitions):
+        if docs_dir is None:
+            result = definition.run(batch_parameters={"dataframe": frame}, result_format=result_format)
+        else:
+            result = _run_with_docs(gx, context, definition, frame, docs_dir, sample_set, result_format)
+        outcomes += _outcomes(sample_set, result)
+    return ValidationReport(all(o.success for o in outcomes), outcomes)
+
+
+def _remove_default_docs_site(context) -> None:
+    """An ephemeral context creates a docs site in a new temp folder per run; remove it and its folder."""
+    for name, site in dict(context.get_config().data_docs_sites or {}).items():
+        base = (site.get("store_backend") or {}).get("base_directory")
+        context.delete_data_docs_site(name)
+        if base and Path(base).is_dir() and Path(base).resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()):
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _run_with_docs(gx, context, definition, frame: pd.DataFrame, docs_dir: Path, sample_set: str,
+                   result_format: dict[str, object]):
+    """Validate through a checkpoint whose action renders the result into offline Data Docs."""
+    site_name = "release"
+    if site_name not in context.get_site_names():
+        context.add_data_docs_site(site_name=site_name, site_config={
+            "class_name": "SiteBuilder", "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir.resolve())}})
+    checkpoint = context.checkpoints.add(gx.Checkpoint(
+        name=f"{sample_set}_samples", validation_definitions=[definition], result_format=result_format,
+        actions=[gx.checkpoint.UpdateDataDocsAction(name="docs", site_names=[site_name])]))
+    run = checkpoint.run(batch_parameters={"dataframe": frame})
+    return next(iter(run.run_results.values()))
+
+
+def summary_markdown(report: ValidationReport) -> str:
+    lines = ["| set | rule | expectation | result |", "|---|---|---|---|"]
+    for o in report.outcomes:
+        result = "pass" if o.success else f"FAIL: {o.unexpected_count} row(s)"
+        lines.append(f"| {o.sample_set} | {o.rule} | `{o.expectation}` {o.column} | {result} |")
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,87 @@
+"""The release's Great Expectations suite: passes on a correct release, names what breaks a wrong one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tasks.assemble as assemble
+from kobbq.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
+from tasks.assemble import expand_release, load_checked, samples_by_category
+from tasks.release import samples_frame
+from tasks.release_checks import ReleaseValidationError, validate_release
+from test_release import build_into
+
+UNKNOWN = "알 수 없음"
+
+
+@pytest.fixture(scope="module")
+def example(ko_profile):
+    loaded, _ = load_checked(EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, ko_profile)
+    release = expand_release(loaded.templates, ko_profile, 42)
+    prefixes = {c.name: c.sample_prefix for c in ko_profile.categories}
+    expected = {prefixes[c]: n for c, n in samples_by_category(release).items()}
+    return samples_frame(release.expansion), samples_frame(release.expansion, release.test_indices), expected
+
+
+def failed_rules(report):
+    return {o.rule: o for o in report.failures()}
+
+
+def test_a_correct_release_passes_every_check(example):
+    all_frame, test_frame, expected = example
+    report = validate_release(all_frame, test_frame, UNKNOWN, expected)
+    assert report.success and len(report.outcomes) >= 20
+
+
+def test_each_broken_rule_is_named_with_its_rows(example):
+    all_frame, test_frame, expected = example
+    broken = all_frame.copy()
+    amb = broken.index[broken["sample_id"].str.contains("-amb-")][0]
+    dis = broken.index[broken["sample_id"].str.contains("-dis-")][0]
+    broken.loc[amb, "answer"] = broken.loc[amb, "biased_answer"]  # ambiguous but answered with a person
+    broken.loc[dis, "biased_answer"] = UNKNOWN
+    broken.loc[3, "choices"] = "['가', '가', '알 수 없음']"
+    broken = broken.drop(index=[10])  # a fill loses one sample; its category count no longer matches
+    report = validate_release(broken, test_frame, UNKNOWN, expected)
+    failed = failed_rules(report)
+    assert not report.success
+    assert failed["ambiguous samples, and only they, are answered with the unknown expression"].examples == [
+        all_frame.loc[amb, "sample_id"]]
+    assert failed["the biased answer is never 'unknown'"].unexpected_count == 1
+    assert failed["every sample has three distinct choices"].examples == [all_frame.loc[3, "sample_id"]]
+    assert failed["every fill has its four samples"].unexpected_count == 3
+    assert "samples per category equal the manifest" in failed
+    assert "the answer is one of the choices" in failed  # row 3's answer is no longer among its choices
+
+
+def test_test_split_must_be_a_subset_with_four_samples_per_row(example):
+    all_frame, test_frame, expected = example
+    report = validate_release(all_frame, test_frame.drop(index=[0]), UNKNOWN, expected)
+    assert "the test split has four samples per template row" in failed_rules(report)
+
+
+def test_a_failed_validation_publishes_nothing(tmp_path, ko_profile, monkeypatch):
+    target = tmp_path / "KoBBQ"
+    build_into(target, EXAMPLE_TEMPLATES, ko_profile)
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    original = assemble.samples_frame
+
+    def corrupt(expansion, indices=None):
+        frame = original(expansion, indices)
+        frame.loc[0, "sample_id"] = "not an id"
+        return frame
+
+    monkeypatch.setattr(assemble, "samples_frame", corrupt)
+    with pytest.raises(ReleaseValidationError, match="sample_id has the documented form.*not an id"):
+        build_into(target, EXAMPLE_TEMPLATES, ko_profile, validate=True)
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["KoBBQ"]
+
+
+def test_validation_result_is_written_with_the_release(tmp_path, ko_profile):
+    build_into(tmp_path / "KoBBQ", EXAMPLE_TEMPLATES, ko_profile, validate=True)
+    result = json.loads((tmp_path / "KoBBQ" / "validation.json").read_text(encoding="utf-8"))
+    assert result["success"] is True and result["failed"] == 0
+    assert (tmp_path / "KoBBQ" / "data_docs" / "index.html").exists()
