@@ -27,6 +27,7 @@ from tasks.labels.template_set import ANNOTATOR_LABELS, KEPT_LABELS, LABEL_MEANI
 
 STAGE = "labelling"
 CONSENSUS_COLUMNS = ["template", "label", "rationale"]
+ALIASES = {"subject": "template"}  # the translation stage's labels file says "subject"
 
 
 @dataclass(frozen=True)
@@ -48,18 +49,20 @@ class Consensus:
         return final.label if final else None
 
 
-def read_consensus_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+def read_consensus_rows(path: Path, require_rationale: bool) -> list[tuple[int, dict[str, str]]]:
     if not path.exists():
         raise UserError("consensus file does not exist", path)
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle)
-            header = [h.strip() for h in reader.fieldnames or []]
-            rows = [(number, {(k or "").strip(): (v or "").strip() for k, v in row.items()})
+            header = [ALIASES.get(h.strip(), h.strip()) for h in reader.fieldnames or []]
+            rows = [(number, {ALIASES.get((k or "").strip(), (k or "").strip()): (v or "").strip()
+                              for k, v in row.items()})
                     for number, row in enumerate(reader, start=2)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise UserError(f"cannot read the consensus file: {exc}", path) from None
-    missing = [c for c in CONSENSUS_COLUMNS if c not in header]
+    required = CONSENSUS_COLUMNS if require_rationale else CONSENSUS_COLUMNS[:2]
+    missing = [c for c in required if c not in header]
     if missing:
         raise UserError(f"missing column(s) {', '.join(missing)}; a consensus file has columns "
                         f"{', '.join(CONSENSUS_COLUMNS)}", path)
@@ -79,7 +82,7 @@ def load_consensus(path: Path, bbq_templates: list[BBQTemplate], require_rationa
     known = {item.subject for item in group_templates(bbq_templates)}
     findings: list[Finding] = []
     labels: dict[str, FinalLabel] = {}
-    for number, row in read_consensus_rows(path):
+    for number, row in read_consensus_rows(path, require_rationale):
         def problem(column: str, message: str) -> None:
             findings.append(Finding("error", Location(str(path), number, column), "consensus", message))
 
