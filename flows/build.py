@@ -21,7 +21,8 @@ from kobbq.profile import Profile, load_profile
 from tasks.assemble import (BuildInputs, ExpandedRelease, expand_release, load_checked, write_release_folder)
 from tasks.findings import Finding
 from tasks.release import publish, sha256_file, staged_release
-from tasks.templates import LoadedTemplates
+from tasks.survey_stage import SurveyInputs, SurveyStage, survey_stage
+from tasks.templates import LoadedTemplates, Template
 
 
 @dataclass(frozen=True)
@@ -59,18 +60,29 @@ def load_templates(inputs: BuildInputs, fingerprint: str) -> tuple[LoadedTemplat
 
 
 @task(name="expand-templates", cache_policy=NO_CACHE)
-def expand(loaded: LoadedTemplates, profile: Profile, seed: int) -> ExpandedRelease:
+def expand(templates: list[Template], profile: Profile, seed: int) -> ExpandedRelease:
     """Not cached: expanding the full release takes ~0.1 s, less than reading a cached result back."""
-    release = expand_release(loaded.templates, profile, seed)
+    release = expand_release(templates, profile, seed)
     console.step(f"expanded into {len(release.expansion):,} samples ({len(release.test_indices):,} in the test split)")
     return release
 
 
+@task(name="apply-survey-filters", cache_policy=NO_CACHE)
+def apply_survey(loaded: LoadedTemplates, survey: SurveyInputs, profile: Profile) -> SurveyStage:
+    stage = survey_stage(loaded.templates, survey, profile)
+    ids = len({t.template_key for t in loaded.templates})
+    kept = len({t.template_key for t in stage.kept})
+    console.step(f"survey filters: {kept} of {ids} template IDs kept ({len(stage.decisions)} decisions)")
+    return stage
+
+
 @task(name="write-and-publish-release", cache_policy=NO_CACHE)
 def write_and_publish(target: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
-                      release: ExpandedRelease) -> dict[str, object]:
+                      release: ExpandedRelease, stage: SurveyStage | None) -> dict[str, object]:
     with staged_release(target) as staging:
-        manifest = write_release_folder(staging, inputs, loaded, findings, release, decisions=[])
+        manifest = write_release_folder(staging, inputs, loaded, findings, release,
+                                        decisions=stage.decisions if stage else [],
+                                        reports=stage.reports if stage else None)
         publish(staging, target)
     console.step(f"validated and published {target}")
     attach_reports(target)
@@ -89,10 +101,11 @@ def attach_reports(release_dir: Path) -> None:
 @flow(name="kobbq-build", log_prints=False)
 def build_release(profile_name: str = "ko", templates: Path | None = None, out: Path = Path("build"),
                   name: str | None = None, seed: int | None = None, corrections: Path | None = None,
-                  force: bool = False) -> BuildResult:
+                  survey: SurveyInputs | None = None, force: bool = False) -> BuildResult:
     console.step("build flow started (Prefect API ready)")
     profile = load_profile(profile_name)
-    inputs = BuildInputs(profile, Path(templates), corrections, profile.release.seed if seed is None else seed)
+    inputs = BuildInputs(profile, Path(templates), corrections, profile.release.seed if seed is None else seed,
+                         extra=survey.files() if survey else {})
     target = Path(out) / (name or profile.release.name)
     fingerprint = inputs.fingerprint()
     if not force and release_is_current(target, fingerprint):
@@ -100,6 +113,7 @@ def build_release(profile_name: str = "ko", templates: Path | None = None, out: 
         console.step(f"{target} is up to date (same inputs, seed and code); nothing rebuilt")
         return BuildResult(target, manifest["samples"], manifest["test_samples"], up_to_date=True)
     loaded, findings = load_templates(inputs, fingerprint)
-    release = expand(loaded, profile, inputs.seed)
-    manifest = write_and_publish(target, inputs, loaded, findings, release)
+    stage = apply_survey(loaded, survey, profile) if survey else None
+    release = expand(stage.kept if stage else loaded.templates, profile, inputs.seed)
+    manifest = write_and_publish(target, inputs, loaded, findings, release, stage)
     return BuildResult(target, manifest["samples"], manifest["test_samples"], up_to_date=False)

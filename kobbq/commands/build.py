@@ -24,6 +24,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: build)")
     parser.add_argument("--name", default=None, help="release folder name (default: the profile's release name)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the evaluation split (default: the profile's)")
+    survey = parser.add_argument_group("survey stage (optional: without results, every template is kept)")
+    survey.add_argument("--survey-results", type=Path, default=None,
+                        help="survey results: the released JSON format, or respondent-level CSV/xlsx")
+    survey.add_argument("--reading-results", type=Path, default=None, help="reading-comprehension results CSV/xlsx")
+    survey.add_argument("--overrides", type=Path, default=None, help="curated survey overrides CSV")
+    survey.add_argument("--questions", type=Path, default=None,
+                        help="the exported questions.csv (for respondent-level results; default: beside them)")
     parser.add_argument("--force", action="store_true", help="rebuild even when the release is up to date")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=run)
@@ -39,22 +46,39 @@ def resolve_corrections(args: argparse.Namespace) -> Path | None:
     return DEFAULT_CORRECTIONS if DEFAULT_CORRECTIONS.exists() else None
 
 
+def survey_inputs(args: argparse.Namespace):
+    from tasks.survey_stage import SurveyInputs
+
+    given = [args.reading_results, args.overrides, args.questions]
+    if args.survey_results is None:
+        if any(given):
+            raise UserError("--reading-results, --overrides and --questions need --survey-results")
+        return None
+    inputs = SurveyInputs(args.survey_results, *given)
+    inputs.check_exist()
+    return inputs
+
+
 def run(args: argparse.Namespace) -> int:
     from kobbq.profile import load_profile
     from kobbq.runtime import configure_environment
     from tasks.assemble import load_checked
+    from tasks.survey_stage import survey_stage
 
     console.set_quiet(args.quiet)
     templates = args.templates or EXAMPLE_TEMPLATES
     corrections = resolve_corrections(args)
     profile = load_profile(args.profile)
+    survey = survey_inputs(args)
     # Check the inputs before Prefect starts (~15 s), so a bad file fails at once and cleanly.
-    load_checked(templates, corrections, profile)
+    loaded, _ = load_checked(templates, corrections, profile)
+    if survey is not None:
+        survey_stage(loaded.templates, survey, profile)
     configure_environment()
     from flows.build import build_release
 
     result = build_release(profile_name=args.profile, templates=templates, out=args.out, name=args.name,
-                           seed=args.seed, corrections=corrections, force=args.force)
+                           seed=args.seed, corrections=corrections, survey=survey, force=args.force)
     state = "up to date" if result.up_to_date else "built"
     print(f"{result.release_dir}: {state}, {result.samples:,} samples, {result.test_samples:,} in the test split")
     return 0
