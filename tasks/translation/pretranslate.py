@@ -10,11 +10,12 @@ key) keeps everything answered so far and says how much is left.
 
 from __future__ import annotations
 
+import csv
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from kobbq.errors import Location
+from kobbq.errors import Location, UserError
 from kobbq.profile import Profile
 from tasks.bbq import BBQTemplate
 from tasks.decisions import Decision
@@ -276,3 +277,26 @@ def translatable(templates: list[BBQTemplate], labels: dict[str, str], profile: 
     wanted = set(profile.translation.labels)
     return [t for t in templates if labels.get(t.subject) in wanted]
 
+
+
+def load_labels(path) -> dict[str, str]:
+    """BBQ template labels from ``subject,label`` CSV, or from a labelling decision log.
+
+    A decision log (``stage,subject,rule,outcome,...``) gives the outcome of the labelling
+    stage's ``bbq_template`` decisions that are labels (ST, TM, SR).
+    """
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            fields = reader.fieldnames or []
+            rows = list(reader)
+    except OSError as exc:
+        raise UserError(f"cannot read labels: {exc.strerror}", str(path)) from None
+    if {"subject", "label"} <= set(fields):
+        return {r["subject"].strip(): r["label"].strip() for r in rows}
+    if {"stage", "subject", "outcome"} <= set(fields):
+        return {r["subject"]: r["outcome"] for r in rows
+                if r["stage"] == "labelling" and r.get("subject_type", "bbq_template") == "bbq_template"
+                and r["outcome"] in ("ST", "TM", "SR")}
+    raise UserError("expected columns subject,label (or a labelling decision log); found " + ", ".join(fields),
+                    str(path))

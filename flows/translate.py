@@ -1,0 +1,186 @@
+"""The translation stage as Prefect flows: pre-translate and export, import post-edits, link the reference.
+
+- ``translate_flow``: BBQ templates (ST/TM by their labels) -> DeepL drafts (SQLite cache in
+  the output folder; never pays twice; resumes) -> one post-edit workbook per category and
+  the machine-translated twin ``mtBBQ_templates.tsv`` (only once every segment is drafted).
+- ``postedit_import_flow``: returned workbooks -> ``postedit_templates.tsv`` (KoBBQ format),
+  ``postedit_report.md`` (edit rates, substitutions).
+- ``postedit_reference_flow``: a released KoBBQ template file taken as the post-edit, linked
+  to BBQ through ``BBQ_category``/``BBQ_id`` (no DeepL).
+
+Each writes ``decisions_translation.csv`` or ``decisions_postedit.csv`` into its output folder.
+Tasks are not cached by Prefect: the SQLite translation cache is the persistent cache,
+keyed on exactly what DeepL receives, and the other steps take well under a second.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from kobbq.errors import UserError
+from kobbq.profile import Profile, load_profile
+from tasks.bbq import BBQTemplate, load_bbq_templates
+from tasks.corrections import load_corrections
+from tasks.decisions import Decision, write_decisions_csv
+from tasks.findings import Finding
+from tasks.templates import load_kobbq_templates
+from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, Translator, set_network_retries,
+                                            translator_from_environment)
+from tasks.translation.glossary import Glossary, load_glossary, profile_glossary
+from tasks.translation.postedit import ImportResult, import_postedit, render_report, write_machine_translation
+from tasks.translation.pretranslate import PretranslationResult, load_labels, pretranslate, translatable
+from tasks.translation.reference import ReferenceResult, link_reference
+from tasks.translation.workbook import export_postedit_workbooks
+
+CACHE_FILE = "translation_cache.sqlite"
+MT_TEMPLATES = "mtBBQ_templates.tsv"
+POSTEDIT_TEMPLATES = "postedit_templates.tsv"
+
+
+@dataclass(frozen=True)
+class TranslateResult:
+    rows: int
+    segments: int
+    segments_left: int
+    chars_billed: int
+    chars_from_cache: int
+    flagged: int  # findings of severity error (lost placeholders)
+    stopped: str | None
+    workbooks: list[Path]
+    mt_templates: Path | None
+    decisions_path: Path
+    decisions: list[Decision] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PosteditResult:
+    rows: int
+    errors: int
+    warnings: int
+    templates_path: Path | None
+    report_path: Path | None
+    decisions_path: Path
+    decisions: list[Decision] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def write_decisions(decisions: list[Decision], path: Path) -> Path:
+    temporary = path.with_name(f".{path.name}.tmp")
+    write_decisions_csv(decisions, temporary)
+    temporary.replace(path)
+    return path
+
+
+def resolve_glossary(profile: Profile, glossary_path: Path | None) -> Glossary:
+    return load_glossary(glossary_path) if glossary_path else profile_glossary(profile.name)
+
+
+def auth_key(profile: Profile) -> str:
+    """``DEEPL_AUTH_KEY``, else the profile's Prefect Secret block; the key itself is never printed."""
+    key = os.environ.get(KEY_VARIABLE, "")
+    if key:
+        return key
+    from prefect.blocks.system import Secret
+
+    try:
+        return str(Secret.load(profile.translation.secret_block).get())
+    except Exception:  # no such block, or no Prefect API: say what to set, nothing else
+        raise UserError(f"no DeepL key: set {KEY_VARIABLE} or create the Prefect Secret block "
+                        f"{profile.translation.secret_block!r} (or use --dry-run / --replay)") from None
+
+
+@task(name="load-bbq-templates", cache_policy=NO_CACHE)
+def load_translatable(bbq_path: Path, labels_path: Path, profile: Profile) -> list[BBQTemplate]:
+    templates, _ = load_bbq_templates(bbq_path)
+    chosen = translatable(templates, load_labels(labels_path), profile)
+    if not chosen:
+        raise UserError(f"no BBQ template is labelled {' or '.join(profile.translation.labels)} in the labels file",
+                        str(labels_path))
+    return chosen
+
+
+@task(name="deepl-pretranslate", cache_policy=NO_CACHE)
+def pretranslate_task(templates: list[BBQTemplate], translator: Translator, cache_path: Path, profile: Profile,
+                      glossary: Glossary) -> PretranslationResult:
+    return pretranslate(templates, translator, cache_path, profile, glossary)
+
+
+@task(name="export-postedit-workbooks", cache_policy=NO_CACHE)
+def export_task(result: PretranslationResult, out: Path, profile: Profile, labels: dict[str, str]):
+    workbooks = export_postedit_workbooks(result.drafts, out, profile, labels)
+    mt = write_machine_translation(result.drafts, profile, labels, out / MT_TEMPLATES)
+    return workbooks, mt
+
+
+@flow(name="kobbq-translate", log_prints=False)
+def translate_flow(bbq_path: Path, labels_path: Path, out: Path, profile_name: str = "ko",
+                   replay: bool = False, glossary_path: Path | None = None,
+                   cache_path: Path | None = None) -> TranslateResult:
+    """Pre-translate the ST/TM templates; export the workbooks and mtBBQ once everything is drafted."""
+    profile = load_profile(profile_name)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    glossary = resolve_glossary(profile, glossary_path)
+    templates = load_translatable(Path(bbq_path), Path(labels_path), profile)
+    if replay:
+        translator: Translator = ReplayTranslator()
+    else:
+        set_network_retries(profile.translation.max_network_retries)
+        translator = translator_from_environment(auth_key(profile))
+    result = pretranslate_task(templates, translator, Path(cache_path or out / CACHE_FILE), profile, glossary)
+    workbooks, mt_path, decisions = [], None, list(result.decisions)
+    if result.complete:
+        labels = load_labels(labels_path)
+        workbooks, mt = export_task(result, out, profile, labels)
+        mt_path = mt.tsv_path
+        decisions += mt.decisions
+    path = write_decisions(decisions, out / "decisions_translation.csv")
+    return TranslateResult(len(templates), result.segments, result.segments_left, result.chars_billed,
+                           result.chars_from_cache, sum(1 for f in result.flagged if f.severity == "error"),
+                           result.stopped, workbooks, mt_path, path, decisions)
+
+
+@task(name="import-postedit-workbooks", cache_policy=NO_CACHE)
+def import_task(workbooks: list[Path], profile: Profile, out_path: Path, glossary: Glossary) -> ImportResult:
+    return import_postedit(workbooks, profile, out_path, glossary)
+
+
+@flow(name="kobbq-postedit-import", log_prints=False)
+def postedit_import_flow(workbooks: list[Path], out: Path, profile_name: str = "ko",
+                         glossary_path: Path | None = None) -> PosteditResult:
+    """Returned workbooks -> KoBBQ-format templates, post-edit report and decisions (nothing on errors)."""
+    profile = load_profile(profile_name)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = import_task([Path(w) for w in workbooks], profile, out / POSTEDIT_TEMPLATES,
+                         resolve_glossary(profile, glossary_path))
+    report = None
+    if result.tsv_path is not None:
+        report = out / "postedit_report.md"
+        temporary = report.with_name(f".{report.name}.tmp")
+        temporary.write_text(render_report(result), encoding="utf-8")
+        temporary.replace(report)
+    path = write_decisions(result.decisions, out / "decisions_postedit.csv")
+    errors = len(result.errors)
+    return PosteditResult(len(result.rows), errors, len(result.findings) - errors, result.tsv_path, report, path,
+                          result.decisions, result.findings)
+
+
+@flow(name="kobbq-postedit-reference", log_prints=False)
+def postedit_reference_flow(templates_path: Path, bbq_path: Path, out: Path, profile_name: str = "ko",
+                            corrections_path: Path | None = None) -> ReferenceResult:
+    """A released KoBBQ template file as the post-edit: link rows to BBQ, record the decisions."""
+    profile = load_profile(profile_name)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    loaded = load_kobbq_templates(Path(templates_path),
+                                  load_corrections(corrections_path) if corrections_path else None)
+    bbq, _ = load_bbq_templates(Path(bbq_path))
+    result = link_reference(loaded.templates, bbq, profile, profile_glossary(profile.name))
+    write_decisions(result.decisions, out / "decisions_postedit.csv")
+    return result

@@ -1,0 +1,79 @@
+"""``kobbq postedit export|import|reference``: the translator's round trip, and the release as reference.
+
+- ``export``: the post-edit workbooks from the recorded translation cache (no DeepL call).
+- ``import``: returned workbooks -> ``postedit_templates.tsv`` in the KoBBQ format, the post-edit
+  report and decisions; every problem is printed with its workbook, sheet, row and column.
+- ``reference``: a released KoBBQ template file as the post-edit, linked to BBQ via
+  ``BBQ_category``/``BBQ_id`` and compared with the paper's ST/TM counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kobbq.commands.translate import add_common
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("postedit", help="post-edit workbooks: export, import, or link the reference")
+    actions = parser.add_subparsers(dest="postedit_command", metavar="ACTION", required=True)
+    export = actions.add_parser("export", help="write one xlsx per category from the recorded translation cache")
+    add_common(export)
+    export.set_defaults(handler=run_export)
+    imp = actions.add_parser("import", help="read returned workbooks; write KoBBQ-format templates")
+    imp.add_argument("workbooks", type=Path, nargs="+", help="returned postedit_<Category>.xlsx files")
+    imp.add_argument("--out", type=Path, default=Path("build/postedit"), help="output folder")
+    imp.add_argument("--glossary", type=Path, default=None, help="glossary CSV (default: the profile's)")
+    imp.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    imp.set_defaults(handler=run_import)
+    ref = actions.add_parser("reference", help="take a released KoBBQ template file as the post-edit")
+    ref.add_argument("--templates", type=Path, required=True, help="KoBBQ-format template TSV")
+    ref.add_argument("--bbq", type=Path, required=True, help="folder of BBQ template CSVs")
+    ref.add_argument("--out", type=Path, default=Path("build/postedit"), help="output folder")
+    ref.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    ref.set_defaults(handler=run_reference)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from kobbq.commands.translate import run_flow
+
+    return run_flow(args, replay=True)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from kobbq.runtime import configure_environment
+
+    configure_environment()
+    from flows.translate import postedit_import_flow
+    from tasks.translation.workbook import read_workbook
+    from kobbq.profile import load_profile
+
+    profile = load_profile(args.profile)
+    for path in args.workbooks:  # a refused workbook fails here, before Prefect starts
+        read_workbook(path, profile)
+    result = postedit_import_flow(workbooks=args.workbooks, out=args.out, profile_name=args.profile,
+                                  glossary_path=args.glossary)
+    for finding in result.findings:
+        print(finding.render())
+    print(f"{result.rows} template rows, {result.errors} error(s), {result.warnings} warning(s)")
+    if result.templates_path is None:
+        print("nothing written: fix the cells above and import again")
+        return 1
+    print(f"wrote {result.templates_path}\nwrote {result.report_path}\nwrote {result.decisions_path}")
+    return 0
+
+
+def run_reference(args: argparse.Namespace) -> int:
+    from kobbq.commands.build import DEFAULT_CORRECTIONS
+    from kobbq.profile import load_profile
+    from kobbq.runtime import configure_environment
+
+    configure_environment()
+    from flows.translate import postedit_reference_flow
+
+    result = postedit_reference_flow(templates_path=args.templates, bbq_path=args.bbq, out=args.out,
+                                     profile_name=args.profile,
+                                     corrections_path=DEFAULT_CORRECTIONS if DEFAULT_CORRECTIONS.exists() else None)
+    print(result.render(load_profile(args.profile)))
+    return 1 if result.unlinked else 0

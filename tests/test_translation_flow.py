@@ -1,0 +1,85 @@
+"""The release as reference post-edit (real data), the CLI, and one flow-level run against the fake server."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from kobbq.cli import main
+from kobbq.paths import EXAMPLE_DIR
+from tasks.bbq import load_bbq_templates
+from tasks.decisions import read_decisions
+from tasks.templates import load_kobbq_templates
+from tasks.translation.glossary import profile_glossary
+from tasks.translation.reference import link_reference
+
+EXAMPLE = EXAMPLE_DIR / "translation"
+
+
+@pytest.mark.realdata
+def test_release_links_reproduce_the_papers_st_tm_counts(kobbq_templates_tsv, bbq_templates_dir, ko_profile):
+    loaded = load_kobbq_templates(kobbq_templates_tsv)
+    bbq, _ = load_bbq_templates(bbq_templates_dir)
+    result = link_reference(loaded.templates, bbq, ko_profile, profile_glossary("ko"))
+    with kobbq_templates_tsv.open(encoding="utf-8", newline="") as handle:
+        raw = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    assert result.rows == result.rows_linked == sum(1 for r in raw if r["Label_annotation"] in ("ST", "TM"))
+    for category in ko_profile.categories:
+        assert result.linked.get((category.name, "ST"), 0) == category.paper.st, category.name
+        assert result.linked.get((category.name, "TM"), 0) == category.paper.tm, category.name
+    assert not result.unlinked
+    assert ("Age|1", "Walmart", "이마트") in result.substitutions  # the paper's own example
+    links = [d for d in result.decisions if d.rule == "postedit-reference-link"]
+    assert len(links) == len({(r["Category"], r["ID"]) for r in raw if r["Label_annotation"] in ("ST", "TM")})
+
+
+def test_dry_run_prints_characters_and_cost_without_a_key(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("DEEPL_AUTH_KEY", raising=False)
+    code = main(["translate", "--dry-run", "--bbq", str(EXAMPLE), "--labels", str(EXAMPLE / "labels.csv"),
+                 "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "would send 32 segments" in out and "estimated cost" in out
+    assert not list(tmp_path.iterdir())  # a dry run writes nothing
+
+
+def test_import_cli_names_the_cell_of_a_problem(tmp_path, capsys):
+    from openpyxl import load_workbook
+
+    workbook = load_workbook(EXAMPLE / "returned" / "postedit_Age.xlsx")
+    workbook["templates"].cell(3, 9).value = "[N9]은 조용했다."
+    broken = tmp_path / "postedit_Age.xlsx"
+    workbook.save(broken)
+    from tasks.translation.postedit import import_postedit
+    from kobbq.profile import load_profile
+
+    result = import_postedit([broken], load_profile("ko"), tmp_path / "out.tsv", profile_glossary("ko"))
+    assert [f.render() for f in result.errors] == [
+        f"error: {broken}, sheet templates, row 3, column Post-edit: slot [N9] is used but not declared in Names "
+        "or Lexical_diversity [slot-undeclared]"]
+
+
+@pytest.mark.flow
+def test_translate_then_import_flows(prefect_harness, tmp_path, monkeypatch):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_deepl import FAKE_KEY, FakeDeepLServer
+
+    from flows.translate import postedit_import_flow, translate_flow
+
+    server = FakeDeepLServer().start()
+    try:
+        monkeypatch.setenv("DEEPL_AUTH_KEY", FAKE_KEY)
+        monkeypatch.setenv("DEEPL_SERVER_URL", server.url)
+        result = translate_flow(bbq_path=EXAMPLE, labels_path=EXAMPLE / "labels.csv", out=tmp_path / "t")
+    finally:
+        server.stop()
+    assert result.stopped is None and result.chars_billed == server.state.billed_characters > 0
+    assert [p.name for p in result.workbooks] == ["postedit_Age.xlsx", "postedit_Gender_identity.xlsx"]
+    assert FAKE_KEY not in result.decisions_path.read_text(encoding="utf-8")
+    assert len(load_kobbq_templates(result.mt_templates).templates) == 6
+    imported = postedit_import_flow(workbooks=sorted((EXAMPLE / "returned").glob("*.xlsx")), out=tmp_path / "p")
+    assert imported.errors == 0 and imported.rows == 6
+    assert {d.rule for d in read_decisions(imported.decisions_path)} == {"postedit-import", "cultural-substitution"}
