@@ -14,7 +14,9 @@ Entry points: ``load_consensus(path, bbq_templates, require_rationale=..., annot
 from __future__ import annotations
 
 import csv
+import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,13 +152,20 @@ def templates_to_adapt(templates: list[BBQTemplate], consensus: Consensus) -> li
     return [row for row in templates if consensus.label_of(row.subject) in KEPT_LABELS]
 
 
-def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) -> None:
-    """Write a consensus (or draft) CSV atomically: to a temporary file beside it, then replace."""
-    import os
-
+def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:
+    """Write through a temporary file beside ``path``, then replace it: a reader never sees half a file."""
     temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    write(temporary)
     os.replace(temporary, path)
+    return path
+
+
+def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) -> Path:
+    """Write a consensus (or draft, or final labels) CSV atomically."""
+    def write(target: Path) -> None:
+        with target.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, columns, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+
+    return write_atomically(path, write)

@@ -218,4 +218,7 @@ def format_reference_table(result: ReferenceResult) -> str:
     for subject, templates in sorted(result.shared_links.items()):
         notes.append(f"{subject} is linked by {len(templates)} released templates ({', '.join(templates)}); "
                      "it is counted once.")
+    if result.findings:
+        notes += ["", f"{len(result.findings)} problem(s) with the release's links:"]
+        notes += [f"  {finding.render()}" for finding in result.findings]
     return "\n".join(text + [""] + notes)

@@ -11,8 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
-from tasks.bbq import BBQTemplate
+from kobbq.errors import UserError
+from kobbq.profile import Profile
+from tasks.bbq import BBQTemplate, load_bbq_templates
 
 ST, TM, SR, NC = "ST", "TM", "SR", "NC"
 ANNOTATOR_LABELS = (ST, TM, SR)  # what an annotator may choose for a BBQ template
@@ -60,3 +63,25 @@ def fingerprint(items: list[LabelItem]) -> str:
 
 def categories_of(items: list[LabelItem]) -> list[str]:
     return list(dict.fromkeys(item.category for item in items))
+
+
+def profile_bbq_categories(profile: Profile) -> list[str]:
+    """The BBQ categories that feed the profile's categories (e.g. Race_ethnicity and Nationality)."""
+    return list(dict.fromkeys(name for category in profile.categories for name in category.bbq_categories))
+
+
+def load_label_items(bbq_path: Path, profile: Profile,
+                     categories: list[str] | None = None) -> tuple[list[BBQTemplate], list[LabelItem]]:
+    """The BBQ rows and templates to label: the files of ``bbq_path`` whose category the profile uses.
+
+    ``categories`` narrows the set (e.g. a workbook for two categories); a category the
+    profile does not use is an error rather than an empty workbook.
+    """
+    usable = profile_bbq_categories(profile)
+    if categories:
+        unknown = [c for c in categories if c not in usable]
+        if unknown:
+            raise UserError(f"BBQ categor(ies) {', '.join(unknown)} feed no category of profile {profile.name!r}; "
+                            f"usable: {', '.join(usable)}")
+    templates, _ = load_bbq_templates(Path(bbq_path), categories or usable)
+    return templates, group_templates(templates)

@@ -1,0 +1,145 @@
+"""``kobbq labels ...``: categorization labelling (export, import + agreement, consensus, reference)."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+
+from kobbq.errors import UserError
+from kobbq.paths import EXAMPLE_DIR
+
+EXAMPLE_BBQ = EXAMPLE_DIR / "bbq"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "labels", help="categorization labelling: annotator workbooks, agreement, consensus, reference",
+        description="Step 1 of the paper: annotators label every BBQ template ST (simply-transferred), "
+                    "TM (target-modified) or SR (sample-removed); disagreements are settled in a consensus file.")
+    parser.set_defaults(handler=lambda args: (parser.print_help(), 1)[1])
+    commands = parser.add_subparsers(dest="labels_command", metavar="SUBCOMMAND")
+
+    def common(sub: argparse.ArgumentParser, categories: bool = True) -> None:
+        sub.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+        sub.add_argument("--bbq", type=Path, default=EXAMPLE_BBQ,
+                         help="English BBQ templates: a folder of 'new_templates - <Category>.csv' or one file "
+                              "(default: the embedded example, templates_raw/example/bbq)")
+        if categories:
+            sub.add_argument("--categories", nargs="+", default=None, metavar="BBQ_CATEGORY",
+                             help="only these BBQ categories (file names, e.g. Age Race_ethnicity)")
+
+    export = commands.add_parser("export", help="write one labelling workbook (xlsx) per annotator",
+                                 description="One row per BBQ template with a locked description, an ST/TM/SR "
+                                             "drop-down and a rationale cell.")
+    common(export)
+    export.add_argument("--annotator", action="append", required=True, metavar="NAME",
+                        help="annotator name (repeat for each annotator); the file is labels_<NAME>.xlsx")
+    export.add_argument("--out", type=Path, default=Path("labels"), help="output folder (default: labels)")
+    export.set_defaults(handler=run_export)
+
+    importer = commands.add_parser("import", help="check annotators' workbooks/CSVs and print their agreement",
+                                   description="All files are checked (label, template ID, template set, rationale); "
+                                               "any problem stops the import with every problem listed.")
+    common(importer)
+    importer.add_argument("files", nargs="+", type=Path, help="filled workbooks (.xlsx) or CSVs (template,label,rationale)")
+    importer.add_argument("--draft", type=Path, default=None,
+                          help="also write a consensus draft CSV (agreed labels filled in, disagreements blank)")
+    importer.set_defaults(handler=run_import)
+
+    consensus = commands.add_parser("consensus", help="apply the consensus file: final labels, decisions (runs the flow)",
+                                    description="Refuses any BBQ template without a final label; writes labels.csv, "
+                                                "agreement.txt and decisions_labels.csv into --out.")
+    common(consensus)
+    consensus.add_argument("consensus", type=Path, help="consensus CSV (template,label,rationale)")
+    consensus.add_argument("--annotations", nargs="+", type=Path, default=[],
+                           help="the annotators' files, to record the votes in the decisions")
+    consensus.add_argument("--newly-created", type=Path, default=None, help="NC templates (KoBBQ-format TSV)")
+    consensus.add_argument("--out", type=Path, default=Path("build") / "labels", help="output folder (default: build/labels)")
+    consensus.set_defaults(handler=run_consensus)
+
+    reference = commands.add_parser("reference", help="the labels a released template file implies, beside Table 1",
+                                    description="ST/TM from the BBQ_category/BBQ_id links, NC from rows without one; "
+                                                "BBQ templates nobody links to are reported as unlinked (SR or "
+                                                "dropped by the survey: the public files do not say which).")
+    common(reference, categories=False)
+    reference.add_argument("--templates", type=Path, required=True, help="KoBBQ-format template TSV (e.g. the release)")
+    reference.add_argument("--decisions", type=Path, default=None, help="also write the decisions to this CSV")
+    reference.set_defaults(handler=run_reference)
+
+
+def _items(args: argparse.Namespace, categories: list[str] | None = None):
+    from kobbq.profile import load_profile
+    from tasks.labels.template_set import load_label_items
+
+    profile = load_profile(args.profile)
+    templates, items = load_label_items(args.bbq, profile, categories if categories is not None else args.categories)
+    if not items:
+        raise UserError("no BBQ templates of the chosen categories", args.bbq)
+    return profile, templates, items
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from tasks.labels.workbook import write_workbook
+
+    profile, _, items = _items(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for annotator in args.annotator:
+        path = write_workbook(items, args.out / f"labels_{annotator}.xlsx", annotator, profile.name)
+        print(f"wrote {path} ({len(items)} templates)")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from tasks.labels.agreement import DRAFT_COLUMNS, agreement, draft_consensus_rows
+    from tasks.labels.annotations import categories_in, check_annotator_files, read_annotator_file
+    from tasks.labels.consensus import write_consensus
+    from tasks.labels.problems import raise_if_errors
+
+    files = [read_annotator_file(path) for path in args.files]
+    profile, _, items = _items(args, args.categories or categories_in(files))
+    annotators, findings = check_annotator_files(files, items, profile.labels.require_rationale)
+    raise_if_errors(f"{len(files)} annotator file(s)", findings)
+    report = agreement(annotators, items)
+    print(report.text)
+    if args.draft:
+        write_consensus(draft_consensus_rows(annotators, items), DRAFT_COLUMNS, args.draft)
+        print(f"\nwrote the consensus draft {args.draft}: fill in the blank labels and rationales")
+    return 0
+
+
+def run_consensus(args: argparse.Namespace) -> int:
+    from kobbq.runtime import configure_environment
+
+    configure_environment()
+    from flows.labels import labels_flow
+
+    result = labels_flow(bbq=args.bbq, consensus=args.consensus, out=args.out, annotations=args.annotations,
+                         newly_created=args.newly_created, profile_name=args.profile, categories=args.categories)
+    if result.agreement_path:
+        print(result.agreement_path.read_text(encoding="utf-8"))
+    labels = ", ".join(f"{label} {n}" for label, n in result.labels.items())
+    print(f"{result.templates} BBQ templates: {labels}; {result.nc_templates} newly-created template(s)")
+    print(f"wrote {result.labels_path} and {result.decisions_path} ({len(result.decisions)} decisions)")
+    return 0
+
+
+def run_reference(args: argparse.Namespace) -> int:
+    from kobbq.profile import load_profile
+    from tasks.bbq import load_bbq_templates
+    from tasks.decisions import write_decisions_csv
+    from tasks.labels.consensus import write_atomically
+    from tasks.labels.reference import reference_labels
+    from tasks.templates import load_kobbq_templates
+
+    profile = load_profile(args.profile)
+    bbq_templates, _ = load_bbq_templates(args.bbq)
+    result = reference_labels(load_kobbq_templates(args.templates).templates, bbq_templates, profile)
+    print(result.text)
+    if any(f.code == "unknown-bbq-link" for f in result.findings):
+        print(f"\nSome links do not resolve: pass --bbq with the BBQ templates {args.templates.name} was built from.")
+    if args.decisions:
+        write_atomically(args.decisions, lambda path: write_decisions_csv(result.decisions, path))
+        outcomes = Counter(d.outcome for d in result.decisions)
+        print(f"wrote {len(result.decisions)} decisions to {args.decisions} ({dict(sorted(outcomes.items()))})")
+    return 1 if any(f.severity == "error" for f in result.findings) else 0
