@@ -44,11 +44,11 @@ def test_dry_run_prints_characters_and_cost_without_a_key(tmp_path, capsys, monk
     assert not list(tmp_path.iterdir())  # a dry run writes nothing
 
 
-def test_import_cli_names_the_cell_of_a_problem(tmp_path, capsys):
+def test_import_names_the_cell_of_a_problem(tmp_path, capsys):
     from openpyxl import load_workbook
 
     workbook = load_workbook(EXAMPLE / "returned" / "postedit_Age.xlsx")
-    workbook["templates"].cell(3, 9).value = "[N9]은 조용했다."
+    workbook["templates"].cell(3, 9).value = "[N1]과 [N2]가 만났고 [N9]은 조용했다."
     broken = tmp_path / "postedit_Age.xlsx"
     workbook.save(broken)
     from tasks.translation.postedit import import_postedit

@@ -94,6 +94,8 @@ def test_problems_are_reported_at_their_cell_and_nothing_is_written(returned, ko
     sheet = workbook["templates"]
     row = next(r for r in sheet.iter_rows(min_row=2) if r[5].value == "Disambiguating_context")
     row[8].value = row[8].value.replace("[N2]", "[N3]")
+    question = next(r for r in sheet.iter_rows(min_row=2) if r[5].value == "Biased_question_answer")
+    question[8].value = "아무도 아님"
     names = next(r for r in sheet.iter_rows(min_row=2) if r[5].value == "Names" and r[1].value == "b")
     names[8].value = "N1: [할아버지, 할머니; N2: [손자]"
     workbook.save(returned[0])
@@ -103,6 +105,7 @@ def test_problems_are_reported_at_their_cell_and_nothing_is_written(returned, ko
     where = {(f.where.sheet, f.where.row, f.where.column, f.code) for f in result.errors}
     assert ("templates", row[8].row, "Post-edit", "slot-undeclared") in where
     assert ("templates", names[8].row, "Post-edit", "bad-declaration") in where
+    assert ("templates", question[8].row, "Post-edit", "slot-missing") in where
 
 
 def test_changed_ids_columns_and_macro_workbooks_are_refused(returned, ko_profile, tmp_path):

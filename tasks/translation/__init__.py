@@ -1,10 +1,31 @@
 """The translation stage: DeepL pre-translation and the translator's post-edit round trip.
 
-Entry points for the build flow (see the modules for details):
-- ``pretranslate.pretranslate(templates, translator, cache_path, profile, glossary) -> PretranslationResult``
-  (drafts, decisions, chars_billed, chars_from_cache, flagged, segments_left, stopped).
-- ``cost.dry_run(templates, cache_path, profile, glossary) -> CostEstimate``: characters and cost, no call.
-- ``deepl_client.translator_from_environment()`` (live, DEEPL_AUTH_KEY / DEEPL_SERVER_URL) or
-  ``deepl_client.ReplayTranslator()`` (recorded cache only).
-- ``glossary.profile_glossary(profile.name)``: ``templates_raw/glossary/<profile>.csv``.
+Modules: ``placeholders`` (protect/restore/verify ``{{NAME1}}``), ``glossary`` (cultural
+substitutions, ``templates_raw/glossary/<profile>.csv``), ``cache`` (SQLite; never pay twice;
+resume), ``deepl_client`` (``Translator``: live DeepL or replay of a recorded cache),
+``pretranslate``, ``cost`` (dry run), ``workbook`` (xlsx export/read), ``postedit`` (import,
+edit rates, mtBBQ twin), ``particles`` (Korean particles with hgtk), ``reference`` (the
+released KoBBQ file as the post-edit, linked to BBQ).
+
+Entry points for the build flow:
+- ``pretranslate.pretranslate(templates: list[BBQTemplate], translator, cache_path, profile, glossary)
+  -> PretranslationResult(drafts, decisions, chars_billed, chars_from_cache, flagged, segments,
+  segments_left, stopped, glossary_mode, substitutions)``; ``result.complete`` is False after a stop.
+  ``pretranslate.translatable(templates, labels, profile)`` keeps the ST/TM rows;
+  ``pretranslate.load_labels(path)`` reads ``subject,label`` or a labelling decision log.
+- ``deepl_client.translator_from_environment(key=None, server_url=None)`` (DEEPL_AUTH_KEY,
+  DEEPL_SERVER_URL) or ``deepl_client.ReplayTranslator()``; ``glossary.profile_glossary(profile.name)``.
+- ``cost.dry_run(templates, cache_path, profile, glossary) -> CostEstimate`` (no call).
+- ``workbook.export_postedit_workbooks(drafts, out_dir, profile, labels) -> list[Path]``
+  (``postedit_<Category>.xlsx``).
+- ``postedit.import_postedit(workbook_paths, profile, out_path, glossary) -> ImportResult(rows,
+  tsv_path (None when errors; written atomically), decisions, findings, template_rates,
+  category_rates, substitutions)``; ``postedit.render_report(result)`` is the post-edit report.
+- ``postedit.write_machine_translation(drafts, profile, labels, out_path) -> ImportResult``: the
+  unedited drafts as ``mtBBQ_templates.tsv`` (expand it like the post-edit for ``mtBBQ_*``).
+- ``reference.link_reference(templates: list[Template], bbq: list[BBQTemplate], profile, glossary)
+  -> ReferenceResult(decisions, linked, unlinked, rows_linked, rows, substitutions, shared)``: the
+  release as the post-edit, without DeepL.
+- ``particles.check_items(templates, pairs) -> ParticleReport``; ``particles.expand_shorthand``.
+Flows: ``flows/translate.py`` (``translate_flow``, ``postedit_import_flow``, ``postedit_reference_flow``).
 """

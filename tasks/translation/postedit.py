@@ -24,7 +24,7 @@ from kobbq.errors import Location, UserError
 from kobbq.profile import Profile
 from tasks.decisions import Decision, template_subject
 from tasks.findings import Finding
-from tasks.slots import SlotSyntaxError, normalise_text, parse_declarations
+from tasks.slots import SlotSyntaxError, find_inline_slots, normalise_text, parse_declarations
 from tasks.templates import load_kobbq_templates
 from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary
 from tasks.translation.particles import expand_shorthand
@@ -125,6 +125,7 @@ def rows_from_cells(cells: list[EditedCell], pairs: list[tuple[str, str]], use_d
                 texts[column] = expanded.text
                 findings.extend(Finding("error", by_field[column].where, "slot-undeclared", p)
                                 for p in expanded.problems)
+                findings.extend(missing_slots(by_field[column], texts[column]))
             row[column] = texts[column]
             row[f"{column}_translated"] = by_field[column].row.english
         notes = "; ".join(by_field[c].notes.strip() for c in FIELD_ORDER if by_field[c].notes.strip())
@@ -132,6 +133,14 @@ def rows_from_cells(cells: list[EditedCell], pairs: list[tuple[str, str]], use_d
                     "Translator_notes": _clean(notes, by_field["Stereotype"].where, findings)})
         rows.append(row)
     return rows, origin, findings
+
+
+def missing_slots(cell: EditedCell, text: str) -> list[Finding]:
+    """Every slot of the English text must be in the post-edit: a lost [N2] loses a person."""
+    english = {slot.name for slot in find_inline_slots(cell.row.english)}
+    present = {slot.name for slot in find_inline_slots(text)}
+    return [Finding("error", cell.where, "slot-missing",
+                    f"slot [{name}] of the English text is missing from the post-edit") for name in sorted(english - present)]
 
 
 def write_tsv_atomic(rows: list[dict[str, str]], path: Path) -> None:
