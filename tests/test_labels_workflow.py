@@ -21,7 +21,7 @@ BBQ_HEADER = ["Q_id", "Category", "version", "Ambiguous_Context", "Disambiguatin
               "Question_negative_stereotype", "Question_non_negative", "Answer_negative", "Answer_non_negative",
               "Relevant_social_values", "Known_stereotyped_groups"]
 AGE = {"1": "forgetful", "2": "bad with technology", "3": "slow at work"}
-RELIGION = {"1": "violent", "2": "greedy"}
+RELIGION = {"1": "violent", "2": "=greedy"}  # a cell starting with "=" must stay text
 
 
 def write_bbq(folder: Path, category: str, stereotypes: dict[str, str], twist: str = "") -> None:
@@ -95,6 +95,8 @@ def test_workbook_locks_everything_but_label_and_rationale(tmp_path: Path, bbq):
     (validation,) = sheet.data_validations.dataValidation
     assert validation.formula1 == '"ST,TM,SR"' and str(validation.sqref) == "K2:K6"
     assert workbook["meta"].sheet_state == "veryHidden"
+    formula_like = sheet.cell(6, header.index("relevant social values") + 1)
+    assert (formula_like.value, formula_like.data_type) == ("=greedy", "s")
     again = write_workbook(items, tmp_path / "again.xlsx", "kim", "ko")
     assert again.read_bytes() == path.read_bytes()
 

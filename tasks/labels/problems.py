@@ -6,15 +6,21 @@ from kobbq.errors import UserError
 from tasks.findings import Finding
 
 
+MAX_LISTED = 100  # a never-filled workbook has one problem per template; the rest add nothing
+
+
 class LabelInputError(UserError):
     """Raised when any labelling input has an error; nothing of any file is imported.
 
-    The message lists every problem (file, sheet, row, cell), so an annotator fixes them in one pass.
+    The message lists the problems (file, sheet, row, cell), so an annotator fixes them in one pass;
+    ``findings`` holds every one of them.
     """
 
     def __init__(self, what: str, findings: list[Finding]) -> None:
         self.findings = findings
-        lines = [f"  {f.where}: {f.message}" for f in findings]
+        lines = [f"  {f.where}: {f.message}" for f in findings[:MAX_LISTED]]
+        if len(findings) > MAX_LISTED:
+            lines.append(f"  ... and {len(findings) - MAX_LISTED} more of the same kinds (fix these and import again)")
         super().__init__(f"{len(findings)} problem(s) in {what}; nothing was imported:\n" + "\n".join(lines))
 
 
