@@ -1,0 +1,225 @@
+"""What became of every template, read back from a release's decision log.
+
+The audit never re-runs a rule: it groups the decision rows the stages already wrote
+(``decisions.csv``) by template, links each template to its stereotype (through the survey
+question ID the survey stage records in both rows) and to its BBQ source (through the
+translation stage's link rows), and says whether it reached the release and, if not, which
+decision dropped it. ``kobbq why`` and the HTML report are both views of these fates.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kobbq.errors import UserError
+from kobbq.profile import Profile
+from tasks.decisions import OUTCOME_DROP, Decision, bbq_subject, read_decisions, template_subject
+from tasks.release import test_samples_name
+
+# The order the stages run in; a stage the log does not know sorts last, by name.
+STAGE_ORDER = ["corrections", "labelling", "translation", "postedit", "survey", "reading", "build"]
+RELEASED_RULE = "expanded"  # the build's one row per released template row
+LINK_PREFIX = "linked:"  # outcome of the post-edit link rows: "linked:bbq:<category>:<Q_id>"
+LABEL_RULES = ("consensus-label", "reference-link", "newly-created", "reference-no-bbq-link")
+_TEMPLATE_SUBJECT = re.compile(r"(?P<category>[^|:]+)\|(?P<id>\d+)(?:\|(?P<version>[^|]+))?")
+SAMPLE_ID = re.compile(r"(?P<prefix>[a-z_]+)-(?P<id>\d{3})(?P<version>[a-z]+)-(?P<fill>\d{3,})-(?P<context>amb|dis)-"
+                       r"(?P<question>bsd|cnt)")
+
+
+def stage_rank(stage: str) -> tuple[int, str]:
+    return (STAGE_ORDER.index(stage) if stage in STAGE_ORDER else len(STAGE_ORDER), stage)
+
+
+def template_of(subject: str) -> str | None:
+    """``Religion|18|a`` and ``Religion|18`` -> ``Religion|18``; anything else -> None."""
+    match = _TEMPLATE_SUBJECT.fullmatch(subject)
+    return f"{match['category']}|{int(match['id'])}" if match else None
+
+
+def stereotype_text(subject: str) -> tuple[str, str]:
+    """``stereotype:<Category>:<text>`` -> (category, text)."""
+    _, category, text = subject.split(":", 2)
+    return category, text
+
+
+@dataclass(frozen=True)
+class Fate:
+    """One template ID: its facts, its decisions, and whether (and why not) it is in the release."""
+
+    subject: str  # Category|ID
+    category: str
+    template_id: int
+    versions: tuple[str, ...]  # rows in the release (or, when dropped, rows the log mentions)
+    label: str
+    bbq: str  # bbq:<category>:<Q_id>, or "" for a newly-created / unlinked template
+    stereotype: str  # stereotype:<Category>:<text>, or "" when no survey decision names it
+    in_release: bool
+    samples: int
+    test_samples: int
+    drops: tuple[Decision, ...]  # the decisions that dropped it, the template's own first
+    decisions: tuple[Decision, ...]  # every decision about it, its rows, its stereotype and its BBQ source
+
+    @property
+    def status(self) -> str:
+        if self.in_release:
+            return "in the release"
+        return "dropped" if self.drops else "not in the release"
+
+    @property
+    def drop_rule(self) -> str:
+        """The rule that decided the drop: the stereotype's rule when the template fell with its stereotype."""
+        if not self.drops:
+            return ""
+        decisive = self.drops[-1]  # drops list the template's own first, then its BBQ source's and stereotype's
+        return f"{decisive.stage}: {decisive.rule}"
+
+
+@dataclass
+class AuditLog:
+    """A release folder's decision log and manifest, indexed for lookups."""
+
+    release_dir: Path
+    decisions: list[Decision]
+    manifest: dict[str, object]
+    by_subject: dict[str, list[Decision]] = field(default_factory=dict)
+    by_question: dict[str, list[Decision]] = field(default_factory=dict)  # stereotype rows by survey question ID
+    linked_by_labelling: dict[str, str] = field(default_factory=dict)  # template subject -> BBQ subject
+    fates: dict[str, Fate] = field(default_factory=dict)
+
+    def bbq_links(self) -> dict[str, list[str]]:
+        """BBQ subject -> the template subjects linked to it."""
+        links: dict[str, list[str]] = defaultdict(list)
+        for fate in self.fates.values():
+            if fate.bbq:
+                links[fate.bbq].append(fate.subject)
+        return dict(links)
+
+
+def read_manifest(release_dir: Path) -> dict[str, object]:
+    path = release_dir / "manifest.json"
+    if not path.exists():
+        raise UserError("no manifest.json here; expected a release folder written by `kobbq build`", release_dir)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_audit_log(release_dir: Path, profile: Profile) -> AuditLog:
+    """Read ``decisions.csv`` and ``manifest.json`` of a release folder and work out every template's fate.
+
+    Label and BBQ link of released templates that no labelling or translation decision names are
+    taken from the evaluation split (one fill of every template row: 4 samples a row, never the
+    full sample set), so a release built from a template file alone still links to BBQ.
+    """
+    release_dir = Path(release_dir)
+    if not release_dir.is_dir():
+        raise UserError("release folder does not exist", release_dir)
+    path = release_dir / "decisions.csv"
+    if not path.exists():
+        raise UserError("no decisions.csv here; expected a release folder written by `kobbq build`", release_dir)
+    manifest = read_manifest(release_dir)
+    log = build_audit_log(release_dir, read_decisions(path), manifest)
+    test_split = release_dir / test_samples_name(str(manifest.get("release", profile.release.name)))
+    if test_split.exists():
+        links = release_links(test_split, profile)
+        log.fates = {subject: _with_link(fate, links.get(subject)) for subject, fate in log.fates.items()}
+    return log
+
+
+def release_links(path: Path, profile: Profile) -> dict[str, tuple[str, str]]:
+    """Template subject -> (BBQ subject or "", label), read from a released sample file."""
+    categories = {c.sample_prefix: c.name for c in profile.categories}
+    links: dict[str, tuple[str, str]] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            match = SAMPLE_ID.fullmatch(row["sample_id"])
+            if match is None or match["prefix"] not in categories:
+                continue
+            subject = template_subject(categories[match["prefix"]], int(match["id"]))
+            linked = row["bbq_id"] and row["bbq_category"] and row["bbq_id"] != "N/A"
+            links[subject] = (bbq_subject(row["bbq_category"], row["bbq_id"]) if linked else "",
+                              row["label_annotation"])
+    return links
+
+
+def _with_link(fate: Fate, link: tuple[str, str] | None) -> Fate:
+    if link is None:
+        return fate
+    return replace(fate, bbq=fate.bbq or link[0], label=fate.label or link[1])
+
+
+def build_audit_log(release_dir: Path, decisions: list[Decision], manifest: dict[str, object]) -> AuditLog:
+    log = AuditLog(release_dir, decisions, manifest)
+    for decision in decisions:
+        log.by_subject.setdefault(decision.subject, []).append(decision)
+        question = decision.numbers.get("question_id")
+        if decision.subject_type == "stereotype" and question:
+            log.by_question.setdefault(str(question), []).append(decision)
+        if decision.subject_type == "bbq_template":  # the labelling reference names the linked templates
+            for template in decision.numbers.get("templates") or []:
+                log.linked_by_labelling.setdefault(str(template), decision.subject)
+    log.fates = {subject: _fate(subject, rows, log) for subject, rows in _template_decisions(decisions).items()}
+    return log
+
+
+def _template_decisions(decisions: list[Decision]) -> dict[str, list[Decision]]:
+    grouped: dict[str, list[Decision]] = defaultdict(list)
+    for decision in decisions:
+        if decision.subject_type in ("template", "template_row"):
+            subject = template_of(decision.subject)
+            if subject is not None:
+                grouped[subject].append(decision)
+    return grouped
+
+
+def _question_ids(decision: Decision) -> list[object]:
+    """The survey questions a template decision names (``question_id`` when dropped, ``question_ids`` when kept)."""
+    single = decision.numbers.get("question_id")
+    return [single] if single else list(decision.numbers.get("question_ids") or [])
+
+
+def _bbq_link(own: list[Decision], log: AuditLog, subject: str) -> str:
+    for decision in own:
+        if decision.outcome.startswith(LINK_PREFIX):
+            return decision.outcome[len(LINK_PREFIX):]
+        if decision.numbers.get("bbq"):
+            return str(decision.numbers["bbq"])
+    return log.linked_by_labelling.get(subject, "")
+
+
+def _label(own: list[Decision], bbq_rows: list[Decision]) -> str:
+    for decision in own:
+        if decision.numbers.get("label"):
+            return str(decision.numbers["label"])
+        if decision.rule in LABEL_RULES:
+            return decision.outcome
+    for decision in bbq_rows:
+        if decision.rule in LABEL_RULES and decision.outcome != "conflict":
+            return decision.outcome
+    return ""
+
+
+def _fate(subject: str, own: list[Decision], log: AuditLog) -> Fate:
+    category, template_id = subject.rsplit("|", 1)
+    questions = {str(q) for d in own for q in _question_ids(d)}
+    stereotype_rows = [d for q in sorted(questions) for d in log.by_question.get(q, [])]
+    stereotype = stereotype_rows[0].subject if stereotype_rows else ""
+    bbq = _bbq_link(own, log, subject)
+    bbq_rows = log.by_subject.get(bbq, []) if bbq else []
+    released = [d for d in own if d.rule == RELEASED_RULE and d.outcome != OUTCOME_DROP]
+    versions = sorted({d.subject.rsplit("|", 1)[1] for d in (released or own) if d.subject.count("|") == 2})
+    in_release = bool(released)
+    drops: list[Decision] = []
+    if not in_release:
+        drops = [d for d in own if d.outcome == OUTCOME_DROP]
+        drops += [d for d in (*bbq_rows, *stereotype_rows) if d.outcome == OUTCOME_DROP]
+    unique = {id(d): d for d in (*own, *stereotype_rows, *bbq_rows)}.values()
+    everything = sorted(unique, key=lambda d: (stage_rank(d.stage), d.subject, d.rule))
+    return Fate(
+        subject=subject, category=category, template_id=int(template_id), versions=tuple(versions),
+        label=_label(own, bbq_rows), bbq=bbq, stereotype=stereotype, in_release=in_release,
+        samples=sum(int(d.numbers.get("samples", 0)) for d in released), test_samples=4 * len(released),
+        drops=tuple(drops), decisions=tuple(everything))
