@@ -19,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from kobbq import console
 from kobbq.profile import Profile, load_profile
 from tasks.assemble import (BuildInputs, ExpandedRelease, expand_release, load_checked, write_release_folder)
+from tasks.decisions import Decision, read_decisions
 from tasks.findings import Finding
 from tasks.release import publish, sha256_file, staged_release
 from tasks.survey_stage import SurveyInputs, SurveyStage, survey_stage
@@ -78,10 +79,11 @@ def apply_survey(loaded: LoadedTemplates, survey: SurveyInputs, profile: Profile
 
 @task(name="write-and-publish-release", cache_policy=NO_CACHE)
 def write_and_publish(target: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
-                      release: ExpandedRelease, stage: SurveyStage | None) -> dict[str, object]:
+                      release: ExpandedRelease, stage: SurveyStage | None,
+                      earlier: list[Decision]) -> dict[str, object]:
     with staged_release(target) as staging:
         manifest = write_release_folder(staging, inputs, loaded, findings, release,
-                                        decisions=stage.decisions if stage else [],
+                                        decisions=[*earlier, *(stage.decisions if stage else [])],
                                         reports=stage.reports if stage else None)
         publish(staging, target)
     console.step(f"validated and published {target}")
@@ -101,11 +103,14 @@ def attach_reports(release_dir: Path) -> None:
 @flow(name="kobbq-build", log_prints=False)
 def build_release(profile_name: str = "ko", templates: Path | None = None, out: Path = Path("build"),
                   name: str | None = None, seed: int | None = None, corrections: Path | None = None,
-                  survey: SurveyInputs | None = None, force: bool = False) -> BuildResult:
+                  survey: SurveyInputs | None = None, upstream: dict[str, Path] | None = None,
+                  force: bool = False) -> BuildResult:
+    """``upstream``: decision logs of earlier stages (stage -> CSV), merged into the release's log."""
     console.step("build flow started (Prefect API ready)")
     profile = load_profile(profile_name)
     inputs = BuildInputs(profile, Path(templates), corrections, profile.release.seed if seed is None else seed,
-                         extra=survey.files() if survey else {})
+                         extra={**(survey.files() if survey else {}),
+                                **{f"decisions_{stage}": path for stage, path in (upstream or {}).items()}})
     target = Path(out) / (name or profile.release.name)
     fingerprint = inputs.fingerprint()
     if not force and release_is_current(target, fingerprint):
@@ -115,5 +120,6 @@ def build_release(profile_name: str = "ko", templates: Path | None = None, out: 
     loaded, findings = load_templates(inputs, fingerprint)
     stage = apply_survey(loaded, survey, profile) if survey else None
     release = expand(stage.kept if stage else loaded.templates, profile, inputs.seed)
-    manifest = write_and_publish(target, inputs, loaded, findings, release, stage)
+    earlier = [d for path in (upstream or {}).values() for d in read_decisions(path)]
+    manifest = write_and_publish(target, inputs, loaded, findings, release, stage, earlier)
     return BuildResult(target, manifest["samples"], manifest["test_samples"], up_to_date=False)

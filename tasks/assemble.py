@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,16 +62,16 @@ class BuildInputs:
 
 
 def code_hash() -> str:
-    """Hash of the project's modules loaded in this process: changed build code invalidates a release.
+    """Hash of the project's code (every module of its packages): changed code invalidates a release.
 
-    Only loaded modules count, so editing an unrelated stage does not force a rebuild.
+    All modules, not only the loaded ones: which modules a process has loaded depends on which
+    stages ran, and the fingerprint must not.
     """
     digest = hashlib.sha256()
-    files = sorted({Path(module.__file__).resolve() for name, module in list(sys.modules.items())
-                    if name.split(".")[0] in CODE_PACKAGES and getattr(module, "__file__", None)})
-    for path in files:
-        digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode())
-        digest.update(path.read_bytes())
+    for package in CODE_PACKAGES:
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
+            digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 

@@ -15,6 +15,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "build", help="build a release from a template file (default: the embedded example)",
         description="Validate the templates, expand them into samples and publish the release folder "
                     "<out>/<name>/ atomically. With no arguments, builds the embedded example.")
+    parser.add_argument("--pipeline", type=Path, default=None,
+                        help="run the whole pipeline described by this file (labels, translation, post-edit, "
+                             "survey, release); see templates_raw/real/kobbq_release.toml")
     parser.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
     parser.add_argument("--templates", type=Path, default=None,
                         help=f"KoBBQ-format template TSV (default: {EXAMPLE_TEMPLATES.relative_to(EXAMPLE_TEMPLATES.parents[2])})")
@@ -59,6 +62,24 @@ def survey_inputs(args: argparse.Namespace):
     return inputs
 
 
+def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
+    from kobbq.runtime import configure_environment
+    from tasks.pipeline import load_pipeline
+
+    pipeline = load_pipeline(path)
+    configure_environment()
+    from flows.pipeline import run_pipeline
+
+    result = run_pipeline(pipeline, out=args.out, force=args.force)
+    if not result.finished:
+        print(f"waiting at stage {result.waiting_stage}: {result.message}\n"
+              f"Re-run the same command once it has arrived; finished stages are not redone "
+              f"(`kobbq status --pipeline {path}` shows every stage).")
+        return 0
+    print(f"{result.release_dir}: {result.message}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from kobbq.profile import load_profile
     from kobbq.runtime import configure_environment
@@ -66,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
     from tasks.survey_stage import survey_stage
 
     console.set_quiet(args.quiet)
+    if args.pipeline is not None:
+        if args.templates or args.survey_results:
+            raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
+        return run_pipeline_file(args.pipeline, args)
     templates = args.templates or EXAMPLE_TEMPLATES
     corrections = resolve_corrections(args)
     profile = load_profile(args.profile)

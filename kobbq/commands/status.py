@@ -1,0 +1,33 @@
+"""``kobbq status``: each stage of a pipeline's build folder: done, waiting, stale, failed, or not run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kobbq.paths import DEFAULT_BUILD_DIR
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("status", help="the state of every pipeline stage in a build folder",
+                                   description="Show each stage of the pipeline: done (counts, when), waiting "
+                                               "(for what), stale (inputs changed since), failed (why), or not run.")
+    parser.add_argument("--pipeline", type=Path, required=True, help="the pipeline file")
+    parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: build)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from flows.pipeline import current_fingerprints
+    from kobbq.profile import load_profile
+    from tasks.pipeline import STAGES, describe, load_pipeline, read_state, state_dir
+
+    pipeline = load_pipeline(args.pipeline)
+    name = pipeline.config.name or load_profile(pipeline.config.profile).release.name
+    states = state_dir(args.out, name)
+    prints = current_fingerprints(pipeline, args.out)
+    print(f"pipeline {args.pipeline} -> {args.out / name}")
+    for stage in STAGES:
+        status, detail = describe(read_state(states, stage), prints.get(stage))
+        print(f"  {stage:14} {status:8} {detail}")
+    return 0

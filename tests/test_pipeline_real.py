@@ -1,0 +1,48 @@
+"""The real data through the whole pipeline: the same release as the direct build, every decision on record."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from kobbq.paths import DEFAULT_CORRECTIONS, PROJECT_ROOT
+from tasks.bbq import load_bbq_templates, template_ids
+from tasks.slots import normalise_text
+from tasks.pipeline import DONE, STAGES, load_pipeline, read_state, state_dir
+
+REAL_PIPELINE = PROJECT_ROOT / "templates_raw" / "real" / "kobbq_release.toml"
+
+
+@pytest.mark.flow
+@pytest.mark.realdata
+def test_real_pipeline_reproduces_the_direct_build(tmp_path, prefect_harness, shared_data, bbq_templates_dir,
+                                                   survey_result_json):
+    from flows.build import build_release
+    from flows.pipeline import run_pipeline
+
+    result = run_pipeline(load_pipeline(REAL_PIPELINE), out=tmp_path / "pipeline")
+    assert result.finished and result.samples == 76_568 and result.test_samples == 2_280
+    direct = build_release(templates=shared_data / "kobbq" / "KoBBQ_templates.tsv", out=tmp_path / "direct",
+                           corrections=DEFAULT_CORRECTIONS)
+    for name in ("KoBBQ_all_samples.tsv", "KoBBQ_test_samples.tsv", "KoBBQ_all_samples.parquet", "table1.md"):
+        assert (result.release_dir / name).read_bytes() == (direct.release_dir / name).read_bytes(), name
+
+    states = state_dir(tmp_path / "pipeline", "KoBBQ")
+    assert [read_state(states, s).status for s in STAGES] == [DONE] * len(STAGES)
+
+    with (result.release_dir / "decisions.csv").open(encoding="utf-8", newline="") as handle:
+        decisions = list(csv.DictReader(handle))
+    bbq, _ = load_bbq_templates(bbq_templates_dir)
+    labelled = {d["subject"] for d in decisions if d["stage"] == "labelling" and d["subject"].startswith("bbq:")}
+    assert labelled == set(template_ids(bbq))  # every BBQ template: its label, or why it has none
+    # Survey texts are compared normalised (one carries a stray U+0008, like ten template rows).
+    surveyed = {(e["category"], normalise_text(e["stereotype"])[0])
+                for e in json.loads(survey_result_json.read_text(encoding="utf-8"))}
+    survey_subjects = {d["subject"] for d in decisions if d["stage"] == "survey" and d["subject_type"] == "stereotype"}
+    assert len(surveyed) >= 260
+    for category, stereotype in surveyed:
+        assert any(s.startswith(f"stereotype:{category}:{stereotype}") for s in survey_subjects), stereotype
+    overrides = [d for d in decisions if d["override"] == "true" and d["stage"] == "survey"]
+    assert len({d["subject"] for d in overrides if d["subject_type"] == "template"}) == 19
