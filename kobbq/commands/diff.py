@@ -1,0 +1,45 @@
+"""``kobbq diff OLD NEW``: templates and samples added, removed and changed between two template
+files or two release folders."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kobbq.errors import UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "diff", help="compare two template files or two release folders",
+        description="Compare two KoBBQ template files (loaded as the build loads them: corrections applied, "
+                    "text normalised, then expanded) or two release folders (samples by ID, template fates "
+                    "from the decision logs). Lists templates added, removed and changed with their sample "
+                    "counts, and the corrections each template file needed.")
+    parser.add_argument("old", type=Path, help="old template TSV or release folder")
+    parser.add_argument("new", type=Path, help="new template TSV or release folder")
+    parser.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    parser.add_argument("--corrections", type=Path, default=None,
+                        help="corrections CSV applied to template files (default: templates_raw/corrections.csv)")
+    parser.add_argument("--no-corrections", action="store_true", help="compare the template files exactly as they are")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kobbq.commands.build import resolve_corrections
+    from kobbq.profile import load_profile
+    from tasks.audit.diff import diff_releases, diff_template_files, render_diff
+
+    for path in (args.old, args.new):
+        if not path.exists():
+            raise UserError("does not exist", path)
+    if args.old.is_dir() != args.new.is_dir():
+        kinds = ["folder" if path.is_dir() else "file" for path in (args.old, args.new)]
+        raise UserError(f"compare two template files or two release folders, not a {kinds[0]} with a {kinds[1]}")
+    profile = load_profile(args.profile)
+    if args.old.is_dir():
+        diff = diff_releases(args.old, args.new, profile)
+    else:
+        diff = diff_template_files(args.old, args.new, profile, resolve_corrections(args))
+    print(render_diff(diff), end="")
+    return 0
