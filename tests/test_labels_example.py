@@ -1,9 +1,8 @@
-"""The shipped labelling example: three annotators, three disagreements, a complete consensus."""
+"""The shipped labelling example: three annotators on the example BBQ templates, a complete consensus."""
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
+from fractions import Fraction
 
 import pytest
 
@@ -15,56 +14,57 @@ from tasks.labels.consensus import load_consensus, require_final_labels, templat
 from tasks.labels.template_set import group_templates
 
 LABELS = EXAMPLE_DIR / "labels"
+BBQ = EXAMPLE_DIR / "bbq"
 ANNOTATORS = sorted((LABELS / "annotators").glob("*.csv"))
 CONSENSUS = LABELS / "consensus.csv"
 
 
-def example_ids() -> list[str]:
-    with CONSENSUS.open(encoding="utf-8") as handle:
-        return [row["template"] for row in csv.DictReader(handle)]
+def fleiss(counts: list[tuple[int, ...]]) -> Fraction:
+    """Fleiss' kappa from per-template label counts, in exact fractions (the textbook formula)."""
+    raters = sum(counts[0])
+    observed = sum(Fraction(sum(c * (c - 1) for c in row), raters * (raters - 1)) for row in counts) / len(counts)
+    totals = [sum(row[i] for row in counts) for i in range(len(counts[0]))]
+    chance = sum(Fraction(t, raters * len(counts)) ** 2 for t in totals)
+    return (observed - chance) / (1 - chance)
 
 
-def stand_in_bbq(folder: Path) -> Path:
-    """BBQ-format rows for exactly the example's template IDs (a stand-in for the example BBQ files)."""
-    folder.mkdir()
-    by_category: dict[str, list[str]] = {}
-    for subject in example_ids():
-        _, category, q_id = subject.split(":")
-        by_category.setdefault(category, []).append(q_id)
-    for category, q_ids in by_category.items():
-        with (folder / f"new_templates - {category}.csv").open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["Q_id", "Category", "version", "Ambiguous_Context", "Disambiguating_Context",
-                             "Question_negative_stereotype", "Question_non_negative", "Answer_negative",
-                             "Answer_non_negative"])
-            for q_id in q_ids:
-                for version in "ab":
-                    writer.writerow([q_id, category, version, "{{NAME1}} and {{NAME2}} met.", f"{version}.",
-                                     "Who?", "Who not?", "{{NAME1}}", "{{NAME2}}"])
-    return folder
-
-
-def bbq_sources(tmp_path: Path) -> list[Path]:
-    sources = [stand_in_bbq(tmp_path / "stand_in")]
-    if (EXAMPLE_DIR / "bbq").exists():
-        sources.append(EXAMPLE_DIR / "bbq")
-    return sources
-
-
-def test_example_annotators_agreement_and_consensus(tmp_path: Path, ko_profile):
+def test_example_annotators_agreement_and_consensus(ko_profile):
     assert [p.stem for p in ANNOTATORS] == ["kim", "lee", "park"]
-    for source in bbq_sources(tmp_path):
-        wanted = sorted({s.split(":")[1] for s in example_ids()})
-        templates, _ = load_bbq_templates(source, wanted)
-        items = group_templates(templates)
-        annotators = import_annotations(ANNOTATORS, items, ko_profile.labels.require_rationale)
-        report = agreement(annotators, items)
-        assert [d.subject for d in report.disagreements] == ["bbq:Age:2", "bbq:Religion:2", "bbq:SES:2"]
-        # By hand: P_i = 1 for 5 templates, 1/3 for 3 -> mean 3/4; label shares ST 6/24, TM 15/24,
-        # SR 3/24 -> P_e = 15/32; kappa = (3/4 - 15/32) / (1 - 15/32) = 9/17.
-        assert report.rows[0].kappa == pytest.approx(9 / 17)
-        consensus = load_consensus(CONSENSUS, templates, ko_profile.labels.require_rationale,
-                                   votes_by_template(annotators))
-        require_final_labels(templates, consensus)
-        assert [d.subject for d in consensus.decisions if d.outcome == "drop"] == ["bbq:Religion:2"]
-        assert "bbq:Religion:2" not in {t.subject for t in templates_to_adapt(templates, consensus)}
+    templates, findings = load_bbq_templates(BBQ)
+    assert not findings
+    items = group_templates(templates)
+    annotators = import_annotations(ANNOTATORS, items, ko_profile.labels.require_rationale)
+    report = agreement(annotators, items)
+    assert [d.subject for d in report.disagreements] == ["bbq:Age:2", "bbq:Religion:2", "bbq:SES:1"]
+    # The votes (kim, lee, park) as counts (ST, TM, SR):
+    #   Age:1 ST ST ST (3,0,0)   Age:2 SR SR ST (1,0,2)   Race_ethnicity:1 TM TM TM (0,3,0)
+    #   Race_ethnicity:2 SR SR SR (0,0,3)   Religion:1 TM TM TM (0,3,0)   Religion:2 SR SR TM (0,1,2)
+    #   SES:1 TM TM ST (1,2,0)   SES:2 SR SR SR (0,0,3)
+    # All: P_i = 1 for 5 templates and (2*1)/(3*2) = 1/3 for 3 -> mean (5 + 1)/8 = 3/4; label shares
+    # ST 5/24, TM 9/24, SR 10/24 -> P_e = (25 + 81 + 100)/576 = 103/288;
+    # kappa = (3/4 - 103/288) / (1 - 103/288) = 113/185; raw agreement 5/8 unanimous.
+    # Age: mean P 2/3, shares ST 4/6, SR 2/6 -> P_e 5/9, kappa (2/3 - 5/9)/(4/9) = 1/4; Religion the same
+    # with TM for ST. Race_ethnicity: P 1, P_e 1/2 -> 1. SES: mean P 2/3, shares 1/6, 2/6, 3/6 -> P_e 7/18,
+    # kappa (2/3 - 7/18)/(11/18) = 5/11.
+    expected = {"all": (Fraction(113, 185), 5), "Age": (Fraction(1, 4), 1), "Race_ethnicity": (Fraction(1), 2),
+                "Religion": (Fraction(1, 4), 1), "SES": (Fraction(5, 11), 1)}
+    assert [r.scope for r in report.rows] == list(expected)
+    for row in report.rows:
+        kappa, unanimous = expected[row.scope]
+        assert (row.kappa, row.unanimous) == (pytest.approx(float(kappa)), unanimous), row.scope
+    assert fleiss([(3, 0, 0), (1, 0, 2), (0, 3, 0), (0, 0, 3), (0, 3, 0), (0, 1, 2), (1, 2, 0), (0, 0, 3)]) \
+        == expected["all"][0]
+    assert report.rows[0].raw_agreement == 5 / 8
+    assert report.rows[0].label_counts == {"ST": 5, "TM": 9, "SR": 10}
+
+    consensus = load_consensus(CONSENSUS, templates, ko_profile.labels.require_rationale,
+                               votes_by_template(annotators))
+    require_final_labels(templates, consensus)
+    assert {s: f.label for s, f in consensus.labels.items()} == {
+        "bbq:Age:1": "ST", "bbq:Age:2": "SR", "bbq:Race_ethnicity:1": "TM", "bbq:Race_ethnicity:2": "SR",
+        "bbq:Religion:1": "TM", "bbq:Religion:2": "SR", "bbq:SES:1": "TM", "bbq:SES:2": "SR"}
+    dropped = ["bbq:Age:2", "bbq:Race_ethnicity:2", "bbq:Religion:2", "bbq:SES:2"]
+    assert sorted(d.subject for d in consensus.decisions if d.outcome == "drop") == dropped
+    adapted = templates_to_adapt(templates, consensus)
+    assert sorted({t.subject for t in adapted}) == ["bbq:Age:1", "bbq:Race_ethnicity:1", "bbq:Religion:1", "bbq:SES:1"]
+    assert len(adapted) == 2 + 2 + 2 + 4  # Race_ethnicity:1 has versions a-d
