@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import kobbq
+from kobbq import console
 from kobbq.errors import UserError
 from kobbq.paths import PROJECT_ROOT
 from kobbq.profile import Profile
+from tasks.audit.report import write_audit_report
 from tasks.corrections import load_corrections
 from tasks.decisions import Decision, template_subject, write_decisions_csv, write_decisions_parquet
 from tasks.expand import Expansion, evaluation_fills, evaluation_indices, expand_templates
 from tasks.findings import Finding, errors
 from tasks.release import (all_samples_name, sample_counts, samples_frame, sha256_file, test_samples_name,
                            write_json, write_samples)
-from tasks.release_checks import (ReleaseValidationError, ValidationReport, summary_markdown,
-                                   validate_release)
+from tasks.release_checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.table1 import build_table1, render_csv, render_markdown
 from tasks.templates import LoadedTemplates, Template, load_kobbq_templates
 from tasks.validate import validate_loaded
@@ -115,7 +117,9 @@ def expansion_decisions(release: ExpandedRelease) -> list[Decision]:
             stage="build", subject_type="template_row", subject=template.key, rule="expanded", outcome="keep",
             reason=f"in the release: {fills} fill(s) x 4 = {4 * fills} samples; evaluation split uses fill {test_fill}",
             numbers={"fills": fills, "samples": 4 * fills, "test_fill": test_fill,
-                     "template": template_subject(template.category, template.template_id)},
+                     "template": template_subject(template.category, template.template_id),
+                     "label": template.label,
+                     "bbq": f"bbq:{template.bbq_category}:{template.bbq_id}" if template.bbq_id else ""},
             source=f"{Path(template.source).name} row {template.row}",
         ))
     return decisions
@@ -147,15 +151,23 @@ def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Fi
         "".join(f.render().replace(str(loaded.path), loaded.path.name) + "\n" for f in findings), encoding="utf-8")
 
 
-def check_release(folder: Path, profile: Profile, release: ExpandedRelease, all_frame, test_frame) -> ValidationReport:
-    """Run the release's expectation suite; a failure raises before any sample file is written."""
+def start_release_checks(folder: Path, profile: Profile, release: ExpandedRelease) -> ValidationChild:
+    """Start the release's expectation suite on the staged Parquet files (see tasks.release_checks)."""
     prefixes = {c.name: c.sample_prefix for c in profile.categories}
     expected = {prefixes.get(category, category.lower()): count
                 for category, count in samples_by_category(release).items()}
-    report = validate_release(all_frame, test_frame, profile.release.unknown_expression, expected,
-                              docs_dir=folder / "data_docs")
-    write_json(report.as_json(), folder / "validation.json")
-    (folder / "validation.md").write_text(summary_markdown(report), encoding="utf-8")
+    name = profile.release.name
+    return ValidationChild(folder, all_samples_name(name).replace(".tsv", ".parquet"),
+                           test_samples_name(name).replace(".tsv", ".parquet"),
+                           profile.release.unknown_expression, expected)
+
+
+def finish_release_checks(child: ValidationChild, started: float) -> ValidationReport:
+    """Wait for the suite; a failure raises, so the staged release is never published."""
+    report = child.result()
+    console.step(f"release checks: {len(report.outcomes) - len(report.failures())} of {len(report.outcomes)} "
+                 f"expectations passed in {time.perf_counter() - started:.1f} s (Great Expectations, child process, "
+                 "alongside the other writes)")
     if not report.success:
         raise ReleaseValidationError(report)
     return report
@@ -173,10 +185,20 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     name = profile.release.name
     all_frame = samples_frame(release.expansion)
     test_frame = samples_frame(release.expansion, release.test_indices)
-    if validate:
-        check_release(folder, profile, release, all_frame, test_frame)
-    outputs = write_samples(all_frame, folder, all_samples_name(name))
-    outputs += write_samples(test_frame, folder, test_samples_name(name))
+    # Parquet first: the validation child reads it while the other files are written.
+    write_samples(all_frame, folder, all_samples_name(name), ("parquet",))
+    write_samples(test_frame, folder, test_samples_name(name), ("parquet",))
+    started = time.perf_counter()
+    child = start_release_checks(folder, profile, release) if validate else None
+    try:
+        write_samples(all_frame, folder, all_samples_name(name), ("tsv", "jsonl"))
+        write_samples(test_frame, folder, test_samples_name(name), ("tsv", "jsonl"))
+    except BaseException:
+        if child:
+            child.process.kill()
+        raise
+    if child:
+        finish_release_checks(child, started)
     table = build_table1(release.templates, samples_by_category(release), profile)
     (folder / "table1.md").write_text(render_markdown(table, name), encoding="utf-8")
     (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
@@ -187,6 +209,10 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     for report_name, text in sorted((reports or {}).items()):
         (folder / report_name).write_text(text, encoding="utf-8")
     manifest = build_manifest(folder, inputs, release, all_frame, test_frame, table)
+    write_json(manifest, folder / "manifest.json")
+    # The audit report reads the manifest; the manifest then records the report's hash too.
+    audit = write_audit_report(folder, profile)
+    manifest["outputs"] = {**manifest["outputs"], audit.name: sha256_file(audit)}  # type: ignore[dict-item]
     write_json(manifest, folder / "manifest.json")
     return manifest
 

@@ -41,7 +41,8 @@ def test_samples_name(release_name: str) -> str:
 def samples_frame(expansion: Expansion, indices: list[int] | None = None) -> pd.DataFrame:
     columns = expansion.columns if indices is None else {
         name: values[np.asarray(indices, dtype=np.int64)] for name, values in expansion.columns.items()}
-    return pd.DataFrame({name: pd.array(columns[name], dtype="string") for name in SAMPLE_COLUMNS})
+    # Object columns share the expansion's strings; a string dtype would copy all 76k rows of text.
+    return pd.DataFrame({name: columns[name] for name in SAMPLE_COLUMNS}, dtype=object, copy=False)
 
 
 def write_tsv(frame: pd.DataFrame, path: Path) -> None:
@@ -61,11 +62,18 @@ def _json_column(values: list[object]) -> list[str]:
             else json.dumps(v, ensure_ascii=False) for v in values]
 
 
+JSONL_CHUNK = 10_000  # rows encoded at a time, so memory does not grow with the release
+
+
 def write_jsonl(frame: pd.DataFrame, path: Path, choices: list[list[str]]) -> None:
-    columns = [_json_column(choices if name == "choices" else frame[name].tolist()) for name in SAMPLE_COLUMNS]
     keys = [json.dumps(name) + ": " for name in SAMPLE_COLUMNS]
     with path.open("w", encoding="utf-8", newline="\n") as handle:
-        handle.writelines("{" + ", ".join(k + v for k, v in zip(keys, values)) + "}\n" for values in zip(*columns))
+        for start in range(0, len(frame), JSONL_CHUNK):
+            stop = start + JSONL_CHUNK
+            columns = [_json_column(choices[start:stop] if name == "choices" else frame[name].iloc[start:stop].tolist())
+                       for name in SAMPLE_COLUMNS]
+            handle.writelines("{" + ", ".join(k + v for k, v in zip(keys, values)) + "}\n"
+                              for values in zip(*columns))
 
 
 def write_parquet(frame: pd.DataFrame, path: Path, choices: list[list[str]]) -> None:
@@ -74,13 +82,18 @@ def write_parquet(frame: pd.DataFrame, path: Path, choices: list[list[str]]) -> 
     table.to_parquet(path, index=False, compression="zstd")
 
 
-def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str) -> list[str]:
-    """One sample set in all three formats; returns the file names written."""
-    names = [tsv_name, tsv_name.removesuffix(".tsv") + ".jsonl", tsv_name.removesuffix(".tsv") + ".parquet"]
+def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str, formats: tuple[str, ...] = ("tsv", "jsonl",
+                                                                                                  "parquet")
+                  ) -> list[str]:
+    """One sample set in the given formats; returns the file names written."""
+    writers = {"tsv": lambda path, choices: write_tsv(frame, path), "jsonl": lambda path, choices: write_jsonl(
+        frame, path, choices), "parquet": lambda path, choices: write_parquet(frame, path, choices)}
     choices = _choice_lists(frame)
-    write_tsv(frame, folder / names[0])
-    write_jsonl(frame, folder / names[1], choices)
-    write_parquet(frame, folder / names[2], choices)
+    names = []
+    for kind in formats:
+        name = tsv_name.removesuffix(".tsv") + "." + kind
+        writers[kind](folder / name, choices)
+        names.append(name)
     return names
 
 

@@ -6,14 +6,20 @@ expected to be all true, so Great Expectations reports how many rows break each 
 ``sample_id``s. ``validation.json`` is our own deterministic summary (Great Expectations' raw
 result carries run IDs and times); its Data Docs go to ``data_docs/`` beside it.
 
-Great Expectations takes seconds to import, so it is imported only when a release is checked.
+Great Expectations takes seconds to import and ~130 MB, so the build runs the suite in a child
+process (``python -m tasks.release_checks FOLDER ...``) on the Parquet files it has just staged:
+the check sees exactly what will be published, and the build's peak memory stays low.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
+import json
 import logging
 import os
+import subprocess
+import sys
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -55,6 +61,11 @@ class ValidationReport:
         return {"success": self.success, "expectations": len(self.outcomes),
                 "failed": len(self.failures()),
                 "results": [o.__dict__ for o in self.outcomes]}
+
+
+def report_from_json(data: dict[str, object]) -> ValidationReport:
+    outcomes = [CheckOutcome(**item) for item in data["results"]]  # type: ignore[arg-type, union-attr]
+    return ValidationReport(bool(data["success"]), outcomes)
 
 
 class ReleaseValidationError(UserError):
@@ -212,3 +223,53 @@ def summary_markdown(report: ValidationReport) -> str:
         lines.append(f"| {o.sample_set} | {o.rule} | `{o.expectation}` {o.column} | {result} |")
     return "\n".join(lines) + "\n"
 
+
+
+def read_staged(folder: Path, name: str) -> pd.DataFrame:
+    """A staged sample set, with ``choices`` back in the list-literal form of the TSV files."""
+    frame = pd.read_parquet(folder / name)
+    frame["choices"] = pd.array([repr([str(c) for c in choices]) for choices in frame["choices"]], dtype="str")
+    return frame
+
+
+def write_results(report: ValidationReport, folder: Path) -> None:
+    (folder / "validation.json").write_text(json.dumps(report.as_json(), ensure_ascii=False, indent=2,
+                                                       sort_keys=True) + "\n", encoding="utf-8")
+    (folder / "validation.md").write_text(summary_markdown(report), encoding="utf-8")
+
+
+class ValidationChild:
+    """The suite running in a child process on staged Parquet files, while the build writes the rest."""
+
+    def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
+                 expected_by_prefix: dict[str, int]) -> None:
+        self.folder = folder
+        command = [sys.executable, "-m", "tasks.release_checks", str(folder), all_parquet, test_parquet,
+                   "--unknown", unknown, "--expected", json.dumps(expected_by_prefix, sort_keys=True)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def result(self) -> ValidationReport:
+        """Wait for the child; the report it wrote to validation.json."""
+        _, stderr = self.process.communicate()
+        result = self.folder / "validation.json"
+        if self.process.returncode not in (0, 1) or not result.exists():
+            raise RuntimeError(f"release validation did not run: {stderr.strip()[-2000:]}")
+        return report_from_json(json.loads(result.read_text(encoding="utf-8")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Validate a staged release folder (used by the build).")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("all_parquet")
+    parser.add_argument("test_parquet")
+    parser.add_argument("--unknown", required=True)
+    parser.add_argument("--expected", required=True, help="JSON: sample_id prefix -> expected sample count")
+    args = parser.parse_args(argv)
+    report = validate_release(read_staged(args.folder, args.all_parquet), read_staged(args.folder, args.test_parquet),
+                              args.unknown, json.loads(args.expected), docs_dir=args.folder / "data_docs")
+    write_results(report, args.folder)
+    return 0 if report.success else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
