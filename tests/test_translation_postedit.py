@@ -131,3 +131,64 @@ def test_machine_translation_twin_is_a_valid_template_file(drafts, ko_profile, t
     loaded = load_kobbq_templates(result.tsv_path)
     assert len(loaded.templates) == len(drafts) and not loaded.findings
     assert all("[N1:" in t.texts["ambiguous_context"] for t in loaded.templates)
+
+
+@pytest.mark.realdata
+def test_single_version_bbq_templates_get_a_swapped_b_version(bbq_templates_dir, ko_profile, tmp_path):
+    """BBQ's Religion file has no version column (one row per template): the export adds version b,
+    the post-edit of both imports as a valid a/b pair instead of failing as unpaired."""
+    import re
+
+    from fake_deepl import FAKE_KEY, FakeDeepLServer
+
+    from tasks.translation.deepl_client import DeepLTranslator
+
+    templates, _ = load_bbq_templates(bbq_templates_dir / "new_templates - Religion.csv")
+    assert len(templates) == len({t.q_id for t in templates}) == 25 and {t.version for t in templates} == {""}
+    fake = FakeDeepLServer().start()
+    try:
+        drafted = pretranslate(templates, DeepLTranslator(FAKE_KEY, fake.url), tmp_path / "c.sqlite", ko_profile,
+                               profile_glossary("ko"))
+    finally:
+        fake.stop()
+    assert drafted.complete
+    [path] = export_postedit_workbooks(drafted.drafts, tmp_path / "out", ko_profile,
+                                       {t.subject: "TM" for t in templates})
+    workbook = load_workbook(path)
+    sheet = workbook["templates"]
+    rows = {(r[3].value, r[1].value, r[5].value): r for r in sheet.iter_rows(min_row=2)}
+    assert sheet.max_row - 1 == 25 * 2 * 9  # 25 templates, versions a and b, 9 fields
+
+    def swap(text: str, one: str, two: str) -> str:
+        return text.replace(one, "\0").replace(two, one).replace("\0", two)
+
+    def kobbq_slots(bbq_text: str) -> str:  # BBQ's {{NAME1}}/{{{NAME2}}/{{WORD1}} as the workbook shows them
+        return re.sub(r"\{\{\{?(NAME|WORD)(\d)\}\}\}?", lambda m: f"[{m.group(1)[0]}{m.group(2)}]", bbq_text)
+
+    for t in templates:
+        for field, text in (("Disambiguating_context", t.texts["disambiguating_context"]),
+                            ("Biased_question_answer", t.texts["negative_answer"])):
+            a, b = rows[(t.q_id, "a", field)], rows[(t.q_id, "b", field)]
+            assert a[6].value == kobbq_slots(text)
+            assert b[6].value == kobbq_slots(swap(text.replace("{{{", "{{"), "{{NAME1}}", "{{NAME2}}"))
+            assert b[7].value == swap(a[7].value, "[N1]", "[N2]") and b[8].value == b[7].value
+        assert rows[(t.q_id, "b", "Names")][6].value == rows[(t.q_id, "a", "Names")][6].value
+
+    # The translator writes the people (BBQ takes them from its vocabulary) and keeps the drafts.
+    for (_, _, field), row in rows.items():
+        if field == "Names":
+            row[8].value = "N1: [기독교인, 불교인]; N2: [이슬람교도]"
+    workbook.save(path)
+    result = import_postedit([path], ko_profile, tmp_path / "postedit.tsv", profile_glossary("ko"))
+    assert not result.errors, [f.render() for f in result.errors[:5]]
+    loaded = load_kobbq_templates(result.tsv_path)
+    versions: dict[str, set[str]] = {}
+    for template in loaded.templates:
+        versions.setdefault(template.bbq_id, set()).add(template.version)
+    assert versions == {t.q_id: {"a", "b"} for t in templates}
+
+
+def test_swapping_person_slots_leaves_other_slots_alone():
+    from tasks.translation.workbook import swap_person_slots
+
+    assert swap_person_slots("[N1: 손자와, 손녀와] [N2]가 [W1]에서 [N12] [N1]") == "[N2: 손자와, 손녀와] [N1]가 [W1]에서 [N12] [N2]"

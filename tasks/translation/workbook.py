@@ -7,6 +7,10 @@ the particle shorthand and cultural adaptation. A hidden, protected sheet ``_man
 keeps a copy of the locked columns, so the import can tell that an ID or a source text
 was changed and reject the workbook.
 
+A KoBBQ template needs versions a and b; a BBQ template with a single unversioned row (files
+without a ``version`` column) is exported with a generated version b, its texts with N1 and
+N2 swapped (``swapped_version``), so the translator post-edits both.
+
 Text that a spreadsheet would run as a formula (leading ``=``, ``+``, ``-``, ``@``) is stored
 as a text cell: a BBQ stereotype such as ``-Women are secretaries`` stays text.
 """
@@ -14,10 +18,11 @@ as a text cell: a BBQ stereotype such as ``-Women are secretaries`` stays text.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from openpyxl import Workbook, load_workbook
@@ -34,11 +39,18 @@ LOCKED = ["ID", "version", "BBQ_category", "BBQ_id", "Label_annotation", "Field"
 EDITABLE = ["Post-edit", "Notes"]
 HEADER = LOCKED + EDITABLE
 FORMULA_STARTS = ("=", "+", "-", "@")
+# A person slot as written in a text: bare ([N1]) or with its inline list ([N1: 손자와, 손녀와]).
+_PERSON_SLOT = re.compile(r"\[(N1|N2)(?=[:\]])")
+# Columns whose text names the people; Names and Lexical_diversity declare the fillers and stay as they are.
+SWAPPED_FIELDS = ("Ambiguous_context", "Disambiguating_context", "Biased_question", "Counter-biased_question",
+                  "Biased_question_answer", "Counter-biased_question_answer")
 WIDTHS = {"English": 60, "DeepL draft": 60, "Post-edit": 60, "Notes": 30, "Field": 26}
 INSTRUCTION_LINES = (
     "Post-edit the 'Post-edit' column (pre-filled with the DeepL draft). Only 'Post-edit' and 'Notes' can be edited.",
     "Do not add, remove or reorder rows; the import rejects a workbook whose IDs or locked columns changed.",
     "Save as .xlsx (not .xlsm).",
+    "Version b of a template whose English source has one version only is that text with N1 and N2 swapped",
+    "(same Names): post-edit it like version a, keeping the swap, so each person is in each role once.",
     "",
     "Slots. Names declares the two people: 'N1: [손자, 손녀]; N2: [할아버지, 할머니]'. Lexical_diversity declares",
     "other interchangeable words the same way: 'W1: [사과, 배]'. Keep every slot of the English text.",
@@ -87,10 +99,31 @@ class ExportRow:
                 self.english, self.draft]
 
 
+def swap_person_slots(text: str) -> str:
+    """``[N1]`` <-> ``[N2]`` (bare or with an inline list): the same sentence with the two people's roles exchanged."""
+    return _PERSON_SLOT.sub(lambda m: "[N2" if m.group(1) == "N1" else "[N1", text)
+
+
+def swapped_version(rows: list[ExportRow], version: str) -> list[ExportRow]:
+    """The partner version of a template's only row: English and draft with N1 and N2 swapped in every text.
+
+    Why: a KoBBQ template needs versions a and b (each person once in each role; the
+    validation rejects an unpaired a), but BBQ files without a version column (Religion,
+    Race_ethnicity, Nationality, Sexual_orientation) hold one row per template, because BBQ's
+    generator swapped the names itself. Names and Lexical_diversity stay as they are: swapping
+    them as well would swap the people back.
+    """
+    return [replace(row, version=version,
+                    english=swap_person_slots(row.english) if row.field in SWAPPED_FIELDS else row.english,
+                    draft=swap_person_slots(row.draft) if row.field in SWAPPED_FIELDS else row.draft)
+            for row in rows]
+
+
 def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]) -> list[ExportRow]:
     """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields.
 
-    Rows without a version (BBQ files without that column) get a, b, c, d in file order.
+    Rows without a version (BBQ files without that column) get a, b, c, d in file order; a
+    template with a single such row also gets version b, its N1/N2-swapped partner.
     """
     by_template: dict[tuple[str, str, str], list[Draft]] = defaultdict(list)
     for draft in drafts:
@@ -107,11 +140,16 @@ def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]
     for key in sorted(by_template, key=order):
         category, bbq_category, q_id = key
         next_id[category] += 1
+        template_rows: list[ExportRow] = []
         for position, draft in enumerate(by_template[key]):
             version = draft.template.version or "abcd"[position]
             for f in draft.fields:
-                rows.append(ExportRow(category, next_id[category], version, bbq_category, q_id,
-                                      labels.get(draft.template.subject, ""), f.column, f.english, f.draft or ""))
+                template_rows.append(ExportRow(category, next_id[category], version, bbq_category, q_id,
+                                               labels.get(draft.template.subject, ""), f.column, f.english,
+                                               f.draft or ""))
+        if len(by_template[key]) == 1 and not by_template[key][0].template.version:
+            template_rows += swapped_version(template_rows, "b")
+        rows += template_rows
     return rows
 
 
