@@ -133,8 +133,7 @@ def run_labels(ctx: Context) -> StageOutput:
                              f"Send the workbooks of `kobbq labels export --bbq {bbq_path} --annotator NAME ...` to "
                              "the annotators, compare their answers with `kobbq labels import FILES --draft`, and "
                              "write the final label and rationale of every template into the consensus file.")
-    bbq, _ = load_bbq_templates(bbq_path)
-    items = load_label_items(bbq_path, ctx.profile)
+    bbq, items = load_label_items(bbq_path, ctx.profile)
     folder = ctx.stage_dir("labels")
     votes = None
     annotation_files = ctx.pipeline.files(cfg.annotations)
@@ -379,39 +378,45 @@ def stage_fingerprint(ctx: Context, stage: Stage) -> str:
 
 
 @task(name="pipeline-stage", cache_policy=NO_CACHE, task_run_name="{stage.name}")
-def run_stage(ctx: Context, stage: Stage) -> bool:
-    """Run one stage unless it is current; True when the pipeline may go on."""
+def run_stage(ctx: Context, stage: Stage) -> str:
+    """Run one stage unless it is current; its status (done, waiting, failed).
+
+    A user error (a bad input file) is recorded as the stage's failure and returned, not raised:
+    the command prints it in one paragraph, without a Prefect traceback.
+    """
     current = stage_fingerprint(ctx, stage)
     state = read_state(ctx.states, stage.name)
     if is_current(state, current):
         console.step(f"{stage.name}: unchanged, skipped ({state.message})")
         ctx.upstream[stage.name] = ctx.work / stage.name / "decisions.csv"
-        return True
+        return DONE
     try:
         output = stage.run(ctx)
     except Waiting as waiting:
         write_state(ctx.states, StageState(stage.name, WAITING, current, str(waiting)))
         console.step(f"{stage.name}: WAITING: {waiting}")
-        return False
+        return WAITING
     except UserError as error:
         write_state(ctx.states, StageState(stage.name, FAILED, current, error.render()))
-        raise
+        console.step(f"{stage.name}: FAILED")
+        return FAILED
     decisions_path = save_decisions(ctx, stage.name, output.decisions)
     ctx.upstream[stage.name] = decisions_path
     outputs = {role: str(path) for role, path in output.outputs.items()}
     write_state(ctx.states, StageState(stage.name, DONE, current, output.summary, output.counts, outputs))
     console.step(f"{stage.name}: done: {output.summary}")
-    return True
+    return DONE
 
 
 @dataclass(frozen=True)
 class PipelineResult:
     finished: bool
-    waiting_stage: str | None
+    waiting_stage: str | None  # the stage that waits (or failed)
     message: str
     release_dir: Path | None
     samples: int = 0
     test_samples: int = 0
+    failed: bool = False
 
 
 @flow(name="kobbq-pipeline", log_prints=False)
@@ -423,9 +428,10 @@ def run_pipeline(pipeline: Pipeline, out: Path = Path("build"), force: bool = Fa
     name = pipeline.config.name or profile.release.name
     ctx = Context(pipeline, profile, Path(out), name)
     for stage in PEOPLE_STAGES:
-        if not run_stage(ctx, stage):
+        status = run_stage(ctx, stage)
+        if status != DONE:
             state = read_state(ctx.states, stage.name)
-            return PipelineResult(False, stage.name, state.message if state else "", None)
+            return PipelineResult(False, stage.name, state.message if state else "", None, failed=status == FAILED)
     files = survey_inputs(ctx)
     result = build_release(profile_name=pipeline.config.profile, templates=templates_file(ctx), out=Path(out),
                            name=name, seed=pipeline.config.seed, corrections=ctx.corrections,

@@ -8,6 +8,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_RAW = PROJECT_ROOT / "templates_raw"
 EXAMPLE_DIR = TEMPLATES_RAW / "example"
 EXAMPLE_TEMPLATES = EXAMPLE_DIR / "kobbq_example_templates.tsv"
+EXAMPLE_PIPELINE = EXAMPLE_DIR / "pipeline.toml"
 SURVEY_DIR = PROJECT_ROOT / "survey"
 DEFAULT_CORRECTIONS = TEMPLATES_RAW / "corrections.csv"
 DEFAULT_BUILD_DIR = Path("build")

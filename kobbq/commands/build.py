@@ -7,20 +7,22 @@ from pathlib import Path
 
 from kobbq import console
 from kobbq.errors import UserError
-from kobbq.paths import DEFAULT_BUILD_DIR, DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
+from kobbq.paths import DEFAULT_BUILD_DIR, DEFAULT_CORRECTIONS, EXAMPLE_PIPELINE
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "build", help="build a release from a template file (default: the embedded example)",
-        description="Validate the templates, expand them into samples and publish the release folder "
-                    "<out>/<name>/ atomically. With no arguments, builds the embedded example.")
+        "build", help="run the pipeline (default: the embedded example) or build from one template file",
+        description="With --pipeline FILE (default: the embedded example, templates_raw/example/pipeline.toml) "
+                    "run every stage whose inputs exist and stop at the first that waits for people. With "
+                    "--templates FILE, validate that template file, apply the survey filters if results are "
+                    "given, expand it and publish <out>/<name>/ atomically.")
     parser.add_argument("--pipeline", type=Path, default=None,
                         help="run the whole pipeline described by this file (labels, translation, post-edit, "
                              "survey, release); see templates_raw/real/kobbq_release.toml")
     parser.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
     parser.add_argument("--templates", type=Path, default=None,
-                        help=f"KoBBQ-format template TSV (default: {EXAMPLE_TEMPLATES.relative_to(EXAMPLE_TEMPLATES.parents[2])})")
+                        help="KoBBQ-format template TSV: build from it directly (no pipeline)")
     parser.add_argument("--corrections", type=Path, default=None,
                         help="corrections CSV applied before validation (default: templates_raw/corrections.csv)")
     parser.add_argument("--no-corrections", action="store_true", help="apply no corrections file")
@@ -71,6 +73,8 @@ def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
     from flows.pipeline import run_pipeline
 
     result = run_pipeline(pipeline, out=args.out, force=args.force)
+    if result.failed:
+        raise UserError(f"stage {result.waiting_stage} failed; nothing after it ran:\n{result.message}")
     if not result.finished:
         print(f"waiting at stage {result.waiting_stage}: {result.message}\n"
               f"Re-run the same command once it has arrived; finished stages are not redone "
@@ -87,13 +91,15 @@ def run(args: argparse.Namespace) -> int:
     from tasks.survey_stage import survey_stage
 
     console.set_quiet(args.quiet)
-    if args.pipeline is not None:
-        if args.templates or args.survey_results:
-            raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
-        return run_pipeline_file(args.pipeline, args)
-    templates = args.templates or EXAMPLE_TEMPLATES
-    corrections = resolve_corrections(args)
     profile = load_profile(args.profile)
+    if args.pipeline is not None and (args.templates or args.survey_results):
+        raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
+    if args.templates is None and args.survey_results is None:
+        return run_pipeline_file(args.pipeline or EXAMPLE_PIPELINE, args)
+    if args.templates is None:
+        raise UserError("--survey-results needs --templates (or use a pipeline file)")
+    templates = args.templates
+    corrections = resolve_corrections(args)
     survey = survey_inputs(args)
     # Check the inputs before Prefect starts (~15 s), so a bad file fails at once and cleanly.
     loaded, _ = load_checked(templates, corrections, profile)

@@ -1,0 +1,95 @@
+"""The embedded example through the whole pipeline: it waits for people, resumes, and ends in the release."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kobbq.paths import DEFAULT_CORRECTIONS, EXAMPLE_DIR, EXAMPLE_TEMPLATES, PROJECT_ROOT
+from tasks.decisions import read_decisions
+from tasks.pipeline import DONE, STALE, describe, load_pipeline, read_state, state_dir
+
+SURVEY = PROJECT_ROOT / "survey" / "ko"
+
+
+def write_pipeline(folder: Path) -> Path:
+    """The example's pipeline, except that the consensus and the returned workbooks have not arrived."""
+    path = folder / "pipeline.toml"
+    path.write_text(f'''
+profile = "ko"
+name = "KoBBQ"
+[labels]
+bbq = "{EXAMPLE_DIR / 'bbq'}"
+annotations = ["{EXAMPLE_DIR / 'labels' / 'annotators'}/*.csv"]
+consensus = "arrived/consensus.csv"
+[translation]
+cache = "{EXAMPLE_DIR / 'translation' / 'translation_cache.sqlite'}"
+returned = "arrived/returned"
+[templates]
+groups = "{EXAMPLE_DIR / 'groups.csv'}"
+newly_created = "{EXAMPLE_DIR / 'newly_created.tsv'}"
+corrections = "{DEFAULT_CORRECTIONS}"
+[survey]
+results = "{SURVEY / 'example' / 'responses.csv'}"
+reading = "{SURVEY / 'example' / 'reading_results.csv'}"
+questions = "{SURVEY / 'example' / 'questions.csv'}"
+overrides = "{SURVEY / 'overrides.csv'}"
+''', encoding="utf-8")
+    (folder / "arrived" / "returned").mkdir(parents=True)
+    return path
+
+
+@pytest.mark.flow
+def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect_harness):
+    from flows.build import build_release
+    from flows.pipeline import run_pipeline
+    from tasks.survey_stage import SurveyInputs
+
+    pipeline = load_pipeline(write_pipeline(tmp_path))
+    out = tmp_path / "build"
+    states = state_dir(out, "KoBBQ")
+
+    first = run_pipeline(pipeline, out=out)
+    assert not first.finished and first.waiting_stage == "labels"
+    assert "consensus" in first.message and "kobbq labels export" in first.message
+
+    shutil.copyfile(EXAMPLE_DIR / "labels" / "consensus.csv", tmp_path / "arrived" / "consensus.csv")
+    second = run_pipeline(pipeline, out=out)
+    assert second.waiting_stage == "postedit"
+    sent = sorted(p.name for p in (out / "KoBBQ.work" / "pretranslate" / "postedit_out").glob("*.xlsx"))
+    returned = sorted(p.name for p in (EXAMPLE_DIR / "translation" / "returned_chain").glob("*.xlsx"))
+    assert sent == returned and all(name in second.message for name in sent)
+    labelled_at = read_state(states, "labels").finished_at
+    translated = read_state(states, "pretranslate")
+    assert translated.counts["chars_billed"] == 0  # the recorded cache answers everything: nothing paid
+
+    for name in returned:
+        shutil.copyfile(EXAMPLE_DIR / "translation" / "returned_chain" / name, tmp_path / "arrived" / "returned" / name)
+    third = run_pipeline(pipeline, out=out)
+    assert third.finished
+    assert read_state(states, "labels").finished_at == labelled_at  # finished work is not redone
+    assert [describe(read_state(states, s), None)[0] for s in ("labels", "postedit", "survey")] == [DONE] * 3
+
+    # The chain reproduces the hand-written example templates: same release as building them directly.
+    direct = build_release(templates=EXAMPLE_TEMPLATES, out=tmp_path / "direct", corrections=DEFAULT_CORRECTIONS,
+                           survey=SurveyInputs(SURVEY / "example" / "responses.csv",
+                                               SURVEY / "example" / "reading_results.csv",
+                                               SURVEY / "overrides.csv", SURVEY / "example" / "questions.csv"))
+    assert (third.samples, third.test_samples) == (direct.samples, direct.test_samples)
+    pipeline_ids = (third.release_dir / "KoBBQ_all_samples.tsv").read_text(encoding="utf-8").splitlines()
+    direct_ids = (direct.release_dir / "KoBBQ_all_samples.tsv").read_text(encoding="utf-8").splitlines()
+    assert sorted(pipeline_ids) == sorted(direct_ids)
+
+    stages = {d.stage for d in read_decisions(third.release_dir / "decisions.csv")}
+    assert {"labelling", "translation", "postedit", "survey", "build"} <= stages
+    assert (third.release_dir / "audit.html").exists() and (third.release_dir / "funnel.md").exists()
+
+    consensus = tmp_path / "arrived" / "consensus.csv"
+    consensus.write_text(consensus.read_text(encoding="utf-8").replace("unanimous", "unanimously"), encoding="utf-8")
+    from flows.pipeline import current_fingerprints
+
+    prints = current_fingerprints(pipeline, out)
+    assert describe(read_state(states, "labels"), prints["labels"])[0] == STALE
+    assert describe(read_state(states, "survey"), prints["survey"])[0] == DONE
