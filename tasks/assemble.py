@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import kobbq
@@ -133,6 +134,19 @@ def correction_decisions(loaded: LoadedTemplates) -> list[Decision]:
             for c in loaded.corrections]
 
 
+# A file path (absolute or relative, with at least one folder) ending in a file name with an extension.
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.@+-]+[\\/])+([\w@+-][\w.@+-]*\.[A-Za-z0-9]+)")
+
+
+def file_names_only(text: str) -> str:
+    """Paths reduced to file names: a release must not depend on where its inputs were checked out."""
+    return _PATH.sub(r"\1", text)
+
+
+def portable(decision: Decision) -> Decision:
+    return replace(decision, source=file_names_only(decision.source), reason=file_names_only(decision.reason))
+
+
 def _write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
@@ -203,11 +217,11 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     (folder / "table1.md").write_text(render_markdown(table, name), encoding="utf-8")
     (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
     write_input_reports(folder, loaded, findings)
-    all_decisions = [*correction_decisions(loaded), *decisions, *expansion_decisions(release)]
+    all_decisions = [portable(d) for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release))]
     write_decisions_csv(all_decisions, folder / "decisions.csv")
     write_decisions_parquet(all_decisions, folder / "decisions.parquet")
     for report_name, text in sorted((reports or {}).items()):
-        (folder / report_name).write_text(text, encoding="utf-8")
+        (folder / report_name).write_text(file_names_only(text), encoding="utf-8")
     manifest = build_manifest(folder, inputs, release, all_frame, test_frame, table)
     write_json(manifest, folder / "manifest.json")
     # The audit report reads the manifest; the manifest then records the report's hash too.
