@@ -33,6 +33,9 @@ from tasks.pipeline import (DONE, FAILED, STAGES, WAITING, Pipeline, StageState,
 from tasks.templates import load_kobbq_templates, read_tsv
 
 
+MT_TEMPLATES = "mtBBQ_templates.tsv"  # the unedited machine translation, expanded into a twin release
+
+
 class Waiting(Exception):
     """A stage cannot run until people deliver something; the message says what and how."""
 
@@ -170,6 +173,7 @@ def run_pretranslate(ctx: Context) -> StageOutput:
         return StageOutput({"segments": 0}, {}, [], "reference mode: the released file is the post-edit; no DeepL")
     from tasks.translation.deepl_client import KEY_VARIABLE, ReplayTranslator, translator_from_environment
     from tasks.translation.glossary import profile_glossary
+    from tasks.translation.postedit import write_machine_translation
     from tasks.translation.pretranslate import load_labels, pretranslate, translatable
     from tasks.translation.workbook import export_postedit_workbooks
 
@@ -191,9 +195,14 @@ def run_pretranslate(ctx: Context) -> StageOutput:
                       "(`kobbq translate --dry-run` prints the characters and the cost first); "
                       "everything already translated is kept.")
     workbooks = export_postedit_workbooks(result.drafts, folder / "postedit_out", ctx.profile, labels)
+    machine = write_machine_translation(result.drafts, ctx.profile, labels, folder / MT_TEMPLATES)
     counts = {"rows": len(templates), "segments": result.segments, "chars_billed": result.chars_billed,
-              "chars_from_cache": result.chars_from_cache, "workbooks": len(workbooks)}
-    return StageOutput(counts, {"workbooks": folder / "postedit_out"}, result.decisions,
+              "chars_from_cache": result.chars_from_cache, "workbooks": len(workbooks),
+              "mt_rows": len(machine.rows) if machine.tsv_path else 0}
+    outputs = {"workbooks": folder / "postedit_out"}
+    if machine.tsv_path:
+        outputs["mt_templates"] = machine.tsv_path
+    return StageOutput(counts, outputs, result.decisions,
                        f"{len(templates)} BBQ rows drafted; {len(workbooks)} post-edit workbook(s) to send out")
 
 
@@ -433,9 +442,12 @@ def run_pipeline(pipeline: Pipeline, out: Path = Path("build"), force: bool = Fa
             state = read_state(ctx.states, stage.name)
             return PipelineResult(False, stage.name, state.message if state else "", None, failed=status == FAILED)
     files = survey_inputs(ctx)
+    machine = read_state(ctx.states, "pretranslate").outputs.get("mt_templates")
+    parallel = {"mtBBQ": Path(machine)} if machine else {}
     result = build_release(profile_name=pipeline.config.profile, templates=templates_file(ctx), out=Path(out),
                            name=name, seed=pipeline.config.seed, corrections=ctx.corrections,
-                           survey=files if files.results else None, upstream=dict(ctx.upstream), force=force)
+                           survey=files if files.results else None, upstream=dict(ctx.upstream),
+                           parallel=parallel, force=force)
     summary = f"{result.samples:,} samples, {result.test_samples:,} in the test split"
     write_state(ctx.states, StageState("release", DONE, "", summary, {"samples": result.samples,
                                                                       "test_samples": result.test_samples},

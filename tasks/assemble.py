@@ -187,9 +187,26 @@ def finish_release_checks(child: ValidationChild, started: float) -> ValidationR
     return report
 
 
+def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[Template], profile: Profile,
+                           seed: int) -> dict[str, int]:
+    """A twin release (e.g. ``mtBBQ``, the unedited machine translation) of the same surviving templates.
+
+    Only the template IDs kept in the main release are expanded, with the same seed, so the two
+    releases can be compared sample set against sample set.
+    """
+    twin, _ = load_checked(templates_path, None, profile)
+    keys = {t.template_key for t in kept}
+    expanded = expand_release([t for t in twin.templates if t.template_key in keys], profile, seed)
+    write_samples(samples_frame(expanded.expansion), folder, all_samples_name(name))
+    write_samples(samples_frame(expanded.expansion, expanded.test_indices), folder, test_samples_name(name))
+    return {"samples": len(expanded.expansion), "test_samples": len(expanded.test_indices),
+            "template_ids": len({t.template_key for t in expanded.templates})}
+
+
 def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                          release: ExpandedRelease, decisions: list[Decision],
-                         reports: dict[str, str] | None = None, validate: bool = True) -> dict[str, object]:
+                         reports: dict[str, str] | None = None, validate: bool = True,
+                         parallel: dict[str, Path] | None = None) -> dict[str, object]:
     """Write every release file into ``folder`` and return the manifest (also written there).
 
     ``validate=False`` skips the Great Expectations suite (and its ~3 s import); only tests of
@@ -222,7 +239,11 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     write_decisions_parquet(all_decisions, folder / "decisions.parquet")
     for report_name, text in sorted((reports or {}).items()):
         (folder / report_name).write_text(file_names_only(text), encoding="utf-8")
+    twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, inputs.seed)
+             for twin, path in sorted((parallel or {}).items())}
     manifest = build_manifest(folder, inputs, release, all_frame, test_frame, table)
+    if twins:
+        manifest["parallel_releases"] = twins
     write_json(manifest, folder / "manifest.json")
     # The audit report reads the manifest; the manifest then records the report's hash too.
     audit = write_audit_report(folder, profile)
