@@ -8,12 +8,12 @@ error, so a fixed upstream file cannot be silently "corrected" a second time.
 
 from __future__ import annotations
 
-import csv
 import fnmatch
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kobbq.errors import Location, UserError
+from tasks.tables import read_csv_table
 
 COLUMNS = ["file", "row_key", "column", "old_value", "new_value", "reason"]
 
@@ -44,24 +44,17 @@ class AppliedCorrection:
 
 
 def load_corrections(path: Path) -> list[Correction]:
-    if not path.exists():
-        raise UserError("corrections file does not exist", path)
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}", path)
-        corrections = []
-        for line, row in enumerate(reader, start=2):
-            for column in ("file", "row_key", "column", "reason"):
-                if not (row[column] or "").strip():
-                    raise UserError("empty cell; every correction needs a file, row key, column and reason",
-                                    Location(str(path), line, column))
-            corrections.append(Correction(
-                file=row["file"].strip(), row_key=row["row_key"].strip(), column=row["column"].strip(),
-                old_value=row["old_value"], new_value=row["new_value"], reason=row["reason"].strip(),
-                origin=f"{path.name} row {line}",
-            ))
+    corrections = []
+    for line, row in read_csv_table(path, COLUMNS, "a corrections file"):
+        for column in ("file", "row_key", "column", "reason"):
+            if not row[column].strip():
+                raise UserError("empty cell; every correction needs a file, row key, column and reason",
+                                Location(str(path), line, column))
+        corrections.append(Correction(
+            file=row["file"].strip(), row_key=row["row_key"].strip(), column=row["column"].strip(),
+            old_value=row["old_value"], new_value=row["new_value"], reason=row["reason"].strip(),
+            origin=f"{path.name} row {line}",
+        ))
     return corrections
 
 

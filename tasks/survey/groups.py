@@ -8,11 +8,11 @@ of the type-1 rule, so that 37 race groups count as 19 (+ the "no stereotype" op
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 
 from kobbq.errors import Location, UserError
+from tasks.tables import read_csv_table
 from kobbq.paths import SURVEY_DIR
 from kobbq.profile import Profile
 from tasks.slots import normalise_text
@@ -49,26 +49,19 @@ def profile_survey_dir(profile: Profile) -> Path:
 
 
 def load_group_lists(path: Path, profile: Profile) -> dict[str, GroupList]:
-    if not path.exists():
-        raise UserError("group list file does not exist", path)
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in GROUP_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(f"missing column(s) {', '.join(missing)}; expected {', '.join(GROUP_COLUMNS)}", path)
-        ordered: dict[str, list[str]] = {}
-        regions: dict[str, dict[str, str]] = {}
-        for number, row in enumerate(reader, start=2):
-            category, group, region = norm(row["category"]), norm(row["group"]), norm(row["world_region"] or "")
-            if profile.category(category) is None:
-                raise UserError(f"unknown category {category!r}", Location(str(path), number, "category"))
-            if not group:
-                raise UserError("empty group name", Location(str(path), number, "group"))
-            if group in ordered.get(category, []):
-                raise UserError(f"group {group!r} listed twice for {category}", Location(str(path), number, "group"))
-            ordered.setdefault(category, []).append(group)
-            if region:
-                regions.setdefault(category, {})[group] = region
+    ordered: dict[str, list[str]] = {}
+    regions: dict[str, dict[str, str]] = {}
+    for number, row in read_csv_table(path, GROUP_COLUMNS, "a group list file"):
+        category, group, region = norm(row["category"]), norm(row["group"]), norm(row["world_region"])
+        if profile.category(category) is None:
+            raise UserError(f"unknown category {category!r}", Location(str(path), number, "category"))
+        if not group:
+            raise UserError("empty group name", Location(str(path), number, "group"))
+        if group in ordered.get(category, []):
+            raise UserError(f"group {group!r} listed twice for {category}", Location(str(path), number, "group"))
+        ordered.setdefault(category, []).append(group)
+        if region:
+            regions.setdefault(category, {})[group] = region
     lists = {c: GroupList(c, tuple(g), regions.get(c, {})) for c, g in ordered.items()}
     for category, group_list in lists.items():
         for country, region in group_list.world_region.items():

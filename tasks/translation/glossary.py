@@ -8,12 +8,12 @@ records every substitution so a reviewer can see what was changed and why. The f
 
 from __future__ import annotations
 
-import csv
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from kobbq.errors import Location, UserError
+from tasks.tables import read_csv_table
 from kobbq.paths import TEMPLATES_RAW
 from tasks.translation.placeholders import term_pattern
 
@@ -58,25 +58,18 @@ def glossary_path(profile_name: str) -> Path:
 
 def load_glossary(path: Path) -> Glossary:
     """Read a glossary CSV; a missing column, an empty cell or a duplicate term is a UserError with its row."""
-    if not path.exists():
-        raise UserError("glossary file does not exist", path)
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise UserError(f"missing column(s) {', '.join(missing)}; a glossary needs {', '.join(COLUMNS)}", path)
-        entries: list[GlossaryEntry] = []
-        seen: dict[str, int] = {}
-        for row_number, row in enumerate(reader, start=2):
-            source, target = (row["source"] or "").strip(), (row["target"] or "").strip()
-            for column, value in (("source", source), ("target", target)):
-                if not value:
-                    raise UserError("empty cell", Location(str(path), row_number, column))
-            if source.lower() in seen:
-                raise UserError(f"term {source!r} is already defined in row {seen[source.lower()]}",
-                                Location(str(path), row_number, "source"))
-            seen[source.lower()] = row_number
-            entries.append(GlossaryEntry(source, target, (row["note"] or "").strip(), row_number))
+    entries: list[GlossaryEntry] = []
+    seen: dict[str, int] = {}
+    for row_number, row in read_csv_table(path, COLUMNS, "a glossary"):
+        source, target = row["source"].strip(), row["target"].strip()
+        for column, value in (("source", source), ("target", target)):
+            if not value:
+                raise UserError("empty cell", Location(str(path), row_number, column))
+        if source.lower() in seen:
+            raise UserError(f"term {source!r} is already defined in row {seen[source.lower()]}",
+                            Location(str(path), row_number, "source"))
+        seen[source.lower()] = row_number
+        entries.append(GlossaryEntry(source, target, row["note"].strip(), row_number))
     return Glossary(str(path), tuple(entries))
 
 
