@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from kobbq.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 
