@@ -80,11 +80,11 @@ def apply_survey(loaded: LoadedTemplates, survey: SurveyInputs, profile: Profile
 @task(name="write-and-publish-release", cache_policy=NO_CACHE)
 def write_and_publish(target: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                       release: ExpandedRelease, stage: SurveyStage | None,
-                      earlier: list[Decision], parallel: dict[str, Path]) -> dict[str, object]:
+                      earlier: list[Decision], parallel: dict[str, Path], texts: dict[str, str]) -> dict[str, object]:
     with staged_release(target) as staging:
         manifest = write_release_folder(staging, inputs, loaded, findings, release,
                                         decisions=[*earlier, *(stage.decisions if stage else [])],
-                                        reports=stage.reports if stage else None, parallel=parallel)
+                                        reports={**texts, **(stage.reports if stage else {})}, parallel=parallel)
         publish(staging, target)
     console.step(f"validated and published {target}")
     attach_reports(target)
@@ -104,15 +104,18 @@ def attach_reports(release_dir: Path) -> None:
 def build_release(profile_name: str = "ko", templates: Path | None = None, out: Path = Path("build"),
                   name: str | None = None, seed: int | None = None, corrections: Path | None = None,
                   survey: SurveyInputs | None = None, upstream: dict[str, Path] | None = None,
-                  parallel: dict[str, Path] | None = None, force: bool = False) -> BuildResult:
+                  parallel: dict[str, Path] | None = None, reports: dict[str, Path] | None = None,
+                  force: bool = False) -> BuildResult:
     """``upstream``: decision logs of earlier stages (stage -> CSV), merged into the release's log.
-    ``parallel``: twin releases (name -> template file, e.g. mtBBQ) expanded for the surviving templates."""
+    ``parallel``: twin releases (name -> template file, e.g. mtBBQ) expanded for the surviving templates.
+    ``reports``: earlier stages' reports (name in the release -> file), copied into the release."""
     console.step("build flow started (Prefect API ready)")
     profile = load_profile(profile_name)
     inputs = BuildInputs(profile, Path(templates), corrections, profile.release.seed if seed is None else seed,
                          extra={**(survey.files() if survey else {}),
                                 **{f"decisions_{stage}": path for stage, path in (upstream or {}).items()},
-                                **{f"parallel_{twin}": path for twin, path in (parallel or {}).items()}})
+                                **{f"parallel_{twin}": path for twin, path in (parallel or {}).items()},
+                                **{f"report_{name}": path for name, path in (reports or {}).items()}})
     target = Path(out) / (name or profile.release.name)
     fingerprint = inputs.fingerprint()
     if not force and release_is_current(target, fingerprint):
@@ -123,5 +126,6 @@ def build_release(profile_name: str = "ko", templates: Path | None = None, out: 
     stage = apply_survey(loaded, survey, profile) if survey else None
     release = expand(stage.kept if stage else loaded.templates, profile, inputs.seed)
     earlier = [d for path in (upstream or {}).values() for d in read_decisions(path)]
-    manifest = write_and_publish(target, inputs, loaded, findings, release, stage, earlier, parallel or {})
+    texts = {name: path.read_text(encoding="utf-8") for name, path in (reports or {}).items()}
+    manifest = write_and_publish(target, inputs, loaded, findings, release, stage, earlier, parallel or {}, texts)
     return BuildResult(target, manifest["samples"], manifest["test_samples"], up_to_date=False)

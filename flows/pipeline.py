@@ -444,10 +444,14 @@ def run_pipeline(pipeline: Pipeline, out: Path = Path("build"), force: bool = Fa
     files = survey_inputs(ctx)
     machine = read_state(ctx.states, "pretranslate").outputs.get("mt_templates")
     parallel = {"mtBBQ": Path(machine)} if machine else {}
+    stage_reports = {"labels_agreement.txt": ctx.work / "labels" / "agreement.txt",
+                     "labels_reference.txt": ctx.work / "labels" / "reference_labels.txt",
+                     "postedit_report.md": ctx.work / "postedit" / "postedit_report.md"}
     result = build_release(profile_name=pipeline.config.profile, templates=templates_file(ctx), out=Path(out),
                            name=name, seed=pipeline.config.seed, corrections=ctx.corrections,
                            survey=files if files.results else None, upstream=dict(ctx.upstream),
-                           parallel=parallel, force=force)
+                           parallel=parallel, reports={n: p for n, p in stage_reports.items() if p.exists()},
+                           force=force)
     summary = f"{result.samples:,} samples, {result.test_samples:,} in the test split"
     write_state(ctx.states, StageState("release", DONE, "", summary, {"samples": result.samples,
                                                                       "test_samples": result.test_samples},
