@@ -8,6 +8,7 @@ unchanged finds the release up to date and does nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,10 @@ def release_is_current(target: Path, fingerprint: str) -> bool:
 
 
 def _load_cache_key(context, parameters) -> str:
-    return f"load-{parameters['fingerprint']}"
+    """Contents and paths: loaded templates carry their file's path into the decision log."""
+    inputs: BuildInputs = parameters["inputs"]
+    where = hashlib.sha256(f"{inputs.templates.resolve()}|{inputs.corrections}".encode()).hexdigest()[:16]
+    return f"load-{parameters['fingerprint']}-{where}"
 
 
 @task(name="load-and-validate-templates", cache_key_fn=_load_cache_key, persist_result=True)

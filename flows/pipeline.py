@@ -23,13 +23,14 @@ from prefect.cache_policies import NO_CACHE
 
 import kobbq
 from kobbq import console
-from kobbq.errors import UserError
+from kobbq.errors import Location, UserError
 from kobbq.profile import Profile, load_profile
 from tasks.bbq import load_bbq_templates
 from tasks.corrections import load_corrections
 from tasks.decisions import Decision, write_decisions_csv
 from tasks.pipeline import (DONE, FAILED, STAGES, WAITING, Pipeline, StageState, fingerprint, is_current,
                             read_state, state_dir, write_state)
+from tasks.tables import read_csv_table
 from tasks.templates import load_kobbq_templates, read_tsv
 
 
@@ -85,6 +86,23 @@ def save_decisions(ctx: Context, stage: str, decisions: list[Decision]) -> Path:
     return path
 
 
+def write_text(path: Path, text: str) -> Path:
+    """Write through a temporary file and a rename: a crash never leaves half a report."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
+def write_csv_rows(path: Path, header: list[str], rows: list[list[str]]) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    with temporary.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+    os.replace(temporary, path)
+
+
 def write_tsv_rows(path: Path, header: list[str], rows: list[dict[str, str]]) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
     with temporary.open("w", encoding="utf-8", newline="") as handle:
@@ -123,9 +141,9 @@ def run_labels(ctx: Context) -> StageOutput:
         corrections = load_corrections(ctx.corrections) if ctx.corrections else []
         bbq, _ = load_bbq_templates(bbq_path)
         result = reference_labels(load_kobbq_templates(reference, corrections).templates, bbq, ctx.profile)
-        (ctx.stage_dir("labels") / "reference_labels.txt").write_text(result.text + "\n", encoding="utf-8")
+        report = write_text(ctx.stage_dir("labels") / "reference_labels.txt", result.text + "\n")
         outcomes = Counter(d.outcome.split(":")[0] for d in result.decisions)
-        return StageOutput(dict(sorted(outcomes.items())), {}, result.decisions,
+        return StageOutput(dict(sorted(outcomes.items())), {"report:labels_reference.txt": report}, result.decisions,
                            f"labels from the release's BBQ links: {dict(sorted(outcomes.items()))}")
     from tasks.labels.agreement import agreement, format_agreement
     from tasks.labels.annotations import import_annotations, votes_by_template
@@ -139,20 +157,20 @@ def run_labels(ctx: Context) -> StageOutput:
     bbq, items = load_label_items(bbq_path, ctx.profile)
     folder = ctx.stage_dir("labels")
     votes = None
+    outputs: dict[str, Path] = {}
     annotation_files = ctx.pipeline.files(cfg.annotations)
     if annotation_files:
         annotators = import_annotations(annotation_files, items, ctx.profile.labels.require_rationale)
-        (folder / "agreement.txt").write_text(format_agreement(agreement(annotators, items)) + "\n", encoding="utf-8")
+        outputs["report:labels_agreement.txt"] = write_text(
+            folder / "agreement.txt", format_agreement(agreement(annotators, items)) + "\n")
         votes = votes_by_template(annotators)
     consensus = load_consensus(consensus_path, bbq, ctx.profile.labels.require_rationale, annotations=votes)
     require_final_labels(bbq, consensus)
     labels_csv = folder / "labels.csv"
-    with labels_csv.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["subject", "label", "rationale"])
-        writer.writerows([s, f.label, f.rationale] for s, f in sorted(consensus.labels.items()))
+    write_csv_rows(labels_csv, ["subject", "label", "rationale"],
+                   [[s, f.label, f.rationale] for s, f in sorted(consensus.labels.items())])
     counts = dict(sorted(Counter(f.label for f in consensus.labels.values()).items()))
-    return StageOutput(counts, {"labels": labels_csv}, consensus.decisions,
+    return StageOutput(counts, {"labels": labels_csv, **outputs}, consensus.decisions,
                        f"final labels {counts} from {len(annotation_files)} annotator file(s) and the consensus")
 
 
@@ -190,10 +208,12 @@ def run_pretranslate(ctx: Context) -> StageOutput:
     glossary = profile_glossary(ctx.profile.name)
     result = pretranslate(templates, translator, cache, ctx.profile, glossary)
     if not result.complete:
+        labels_path = ctx.work / "labels" / "labels.csv"
         raise Waiting(f"DeepL: {result.segments_left} segment(s) are not in the translation cache {cache}"
-                      f"{'' if live else f' and {KEY_VARIABLE} is not set'}. Set {KEY_VARIABLE} and re-run "
-                      "(`kobbq translate --dry-run` prints the characters and the cost first); "
-                      "everything already translated is kept.")
+                      f"{'' if live else f' and {KEY_VARIABLE} is not set'}. Set {KEY_VARIABLE} and re-run; "
+                      f"`kobbq translate --dry-run --bbq {ctx.file(ctx.pipeline.config.labels.bbq)} --labels "
+                      f"{labels_path} --cache {cache}` prints the characters and the cost first. "
+                      "Everything already translated is kept.")
     workbooks = export_postedit_workbooks(result.drafts, folder / "postedit_out", ctx.profile, labels)
     machine = write_machine_translation(result.drafts, ctx.profile, labels, folder / MT_TEMPLATES)
     counts = {"rows": len(templates), "segments": result.segments, "chars_billed": result.chars_billed,
@@ -242,12 +262,13 @@ def run_postedit(ctx: Context) -> StageOutput:
     folder = ctx.stage_dir("postedit")
     result = import_postedit([returned_dir / p.name for p in sent], ctx.profile, folder / "postedit_templates.tsv",
                              glossary)
-    (folder / "postedit_report.md").write_text(render_report(result), encoding="utf-8")
+    report = write_text(folder / "postedit_report.md", render_report(result))
     errors = [f for f in result.findings if f.severity == "error"]
     if result.tsv_path is None or errors:
         listed = "\n".join(f"  {f.render()}" for f in errors[:30])
         raise UserError(f"{len(errors)} problem(s) in the returned workbooks; nothing imported:\n{listed}")
-    return StageOutput({"rows": len(result.rows)}, {"templates": result.tsv_path}, result.decisions,
+    return StageOutput({"rows": len(result.rows)}, {"templates": result.tsv_path, "report:postedit_report.md": report},
+                       result.decisions,
                        f"{len(result.rows)} post-edited template rows imported")
 
 
@@ -264,8 +285,12 @@ def templates_inputs(ctx: Context) -> dict[str, Path | None]:
 
 def merge_groups(rows: list[dict[str, str]], groups_path: Path) -> list[dict[str, str]]:
     """Add the groups (N1_info, N2_info, Target_group, Reference) that the post-edit does not carry."""
-    with groups_path.open(encoding="utf-8-sig", newline="") as handle:
-        table = {(r["Category"], r["ID"], r["version"]): r for r in csv.DictReader(handle)}
+    table: dict[tuple[str, str, str], dict[str, str]] = {}
+    for line, row in read_csv_table(groups_path, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file"):
+        key = (row["Category"].strip(), row["ID"].strip(), row["version"].strip())
+        if key in table:
+            raise UserError(f"template row {'|'.join(key)} already has groups above", Location(str(groups_path), line, "ID"))
+        table[key] = row
     merged = []
     for row in rows:
         key = (row["Category"], row["ID"], row["version"])
@@ -334,8 +359,10 @@ def survey_inputs(ctx: Context):
     from tasks.survey_stage import SurveyInputs as Files
 
     cfg = ctx.pipeline.config.survey
+    exported = ctx.work / "survey-export" / "questions.csv"  # what this pipeline sent out, by default
+    questions = ctx.file(cfg.questions) or (exported if exported.exists() else None)
     return Files(results=ctx.file(cfg.results), reading=ctx.file(cfg.reading), overrides=ctx.file(cfg.overrides),
-                 questions=ctx.file(cfg.questions))
+                 questions=questions)
 
 
 def survey_stage_inputs(ctx: Context) -> dict[str, Path | None]:
@@ -355,7 +382,7 @@ def run_survey(ctx: Context) -> StageOutput:
     stage = survey_stage(templates, files, ctx.profile)
     folder = ctx.stage_dir("survey")
     for name, text in stage.reports.items():
-        (folder / name).write_text(text, encoding="utf-8")
+        write_text(folder / name, text)
     ids, kept = len({t.template_key for t in templates}), len({t.template_key for t in stage.kept})
     return StageOutput({"template_ids": ids, "kept": kept}, {"funnel": folder / "funnel.md"}, [],
                        f"{kept} of {ids} template IDs pass the survey filters")
@@ -444,23 +471,35 @@ def run_pipeline(pipeline: Pipeline, out: Path = Path("build"), force: bool = Fa
     files = survey_inputs(ctx)
     machine = read_state(ctx.states, "pretranslate").outputs.get("mt_templates")
     parallel = {"mtBBQ": Path(machine)} if machine else {}
-    stage_reports = {"labels_agreement.txt": ctx.work / "labels" / "agreement.txt",
-                     "labels_reference.txt": ctx.work / "labels" / "reference_labels.txt",
-                     "postedit_report.md": ctx.work / "postedit" / "postedit_report.md"}
+    stage_reports = stage_report_files(ctx)
     result = build_release(profile_name=pipeline.config.profile, templates=templates_file(ctx), out=Path(out),
                            name=name, seed=pipeline.config.seed, corrections=ctx.corrections,
                            survey=files if files.results else None, upstream=dict(ctx.upstream),
-                           parallel=parallel, reports={n: p for n, p in stage_reports.items() if p.exists()},
-                           force=force)
+                           parallel=parallel, reports=stage_reports, force=force)
     summary = f"{result.samples:,} samples, {result.test_samples:,} in the test split"
-    write_state(ctx.states, StageState("release", DONE, "", summary, {"samples": result.samples,
+    write_state(ctx.states, StageState("release", DONE, release_fingerprint(ctx), summary, {"samples": result.samples,
                                                                       "test_samples": result.test_samples},
                                        {"release": str(result.release_dir)}))
     return PipelineResult(True, None, summary, result.release_dir, result.samples, result.test_samples)
 
 
-def stage_by_name(name: str) -> Stage:
-    return {s.name: s for s in PEOPLE_STAGES}[name]
+def stage_report_files(ctx: Context) -> dict[str, Path]:
+    """Reports the stages wrote this time (recorded in their state), to be copied into the release."""
+    reports = {}
+    for stage in PEOPLE_STAGES:
+        state = read_state(ctx.states, stage.name)
+        for role, path in (state.outputs.items() if state else ()):
+            if role.startswith("report:") and Path(path).exists():
+                reports[role.removeprefix("report:")] = Path(path)
+    return reports
+
+
+def release_fingerprint(ctx: Context) -> str:
+    """What the release is built from: the template file, the survey inputs, every stage's decisions."""
+    state = read_state(ctx.states, "templates")
+    files = {"templates": Path(state.outputs["templates"]) if state else None, **survey_inputs(ctx).files(),
+             **{f"decisions_{name}": path for name, path in ctx.upstream.items()}}
+    return fingerprint(files, extra=kobbq.__version__)
 
 
 def current_fingerprints(pipeline: Pipeline, out: Path) -> dict[str, str | None]:
@@ -476,5 +515,8 @@ def current_fingerprints(pipeline: Pipeline, out: Path) -> dict[str, str | None]
         decisions = ctx.work / stage.name / "decisions.csv"
         if decisions.exists():
             ctx.upstream[stage.name] = decisions
-    prints["release"] = None
+    try:
+        prints["release"] = release_fingerprint(ctx)
+    except (OSError, KeyError):
+        prints["release"] = None
     return prints

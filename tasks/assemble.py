@@ -89,6 +89,8 @@ def load_checked(path: Path, corrections_path: Path | None, profile: Profile) ->
     """Load and validate a template file; any error stops the build with every error listed."""
     corrections = load_corrections(corrections_path) if corrections_path else []
     loaded = load_kobbq_templates(path, corrections)
+    if not loaded.templates and not loaded.findings:
+        raise UserError("has a header but no template rows; nothing to build", path)
     findings = validate_loaded(loaded, profile)
     found = errors(findings)
     if found:
@@ -134,17 +136,28 @@ def correction_decisions(loaded: LoadedTemplates) -> list[Decision]:
             for c in loaded.corrections]
 
 
-# A file path (absolute or relative, with at least one folder) ending in a file name with an extension.
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]?[\w.@+-]+[\\/])+([\w@+-][\w.@+-]*\.[A-Za-z0-9]+)")
+# A path that is absolute or starts with ./ or ../, ending in a file name with an extension. Free
+# text such as "1/2.5" or "Korea/U.S." does not match; ``source`` cells (always locations) also
+# lose plain relative folders.
+_ANCHORED_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:[\\/]|/|\.\.?/)(?:[\w.@+ -]+[\\/])*([\w@+-][\w.@+ -]*\.[A-Za-z0-9]+)")
+_RELATIVE_PATH = re.compile(r"(?<![\w.])(?:[\w.@+-]+/)+([\w@+-][\w.@+-]*\.[A-Za-z0-9]+)")
 
 
-def file_names_only(text: str) -> str:
-    """Paths reduced to file names: a release must not depend on where its inputs were checked out."""
-    return _PATH.sub(r"\1", text)
+class Portable:
+    """Input paths reduced to file names: a release must not depend on where its inputs were checked out."""
 
+    def __init__(self, inputs: BuildInputs) -> None:
+        paths = {str(p) for p in inputs.files().values()} | {str(p.resolve()) for p in inputs.files().values()}
+        self.known = sorted(((path, Path(path).name) for path in paths), key=lambda pair: -len(pair[0]))
 
-def portable(decision: Decision) -> Decision:
-    return replace(decision, source=file_names_only(decision.source), reason=file_names_only(decision.reason))
+    def text(self, text: str) -> str:
+        for path, name in self.known:
+            text = text.replace(path, name)
+        return _ANCHORED_PATH.sub(r"\1", text)
+
+    def decision(self, decision: Decision) -> Decision:
+        source = _RELATIVE_PATH.sub(r"\1", self.text(decision.source))
+        return replace(decision, source=source, reason=self.text(decision.reason))
 
 
 def _write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
@@ -234,11 +247,13 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     (folder / "table1.md").write_text(render_markdown(table, name), encoding="utf-8")
     (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
     write_input_reports(folder, loaded, findings)
-    all_decisions = [portable(d) for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release))]
+    portable = Portable(inputs)
+    all_decisions = [portable.decision(d)
+                     for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release))]
     write_decisions_csv(all_decisions, folder / "decisions.csv")
     write_decisions_parquet(all_decisions, folder / "decisions.parquet")
     for report_name, text in sorted((reports or {}).items()):
-        (folder / report_name).write_text(file_names_only(text), encoding="utf-8")
+        (folder / report_name).write_text(portable.text(text), encoding="utf-8")
     twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, inputs.seed)
              for twin, path in sorted((parallel or {}).items())}
     manifest = build_manifest(folder, inputs, release, all_frame, test_frame, table)

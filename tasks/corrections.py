@@ -9,7 +9,7 @@ error, so a fixed upstream file cannot be silently "corrected" a second time.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from kobbq.errors import Location, UserError
@@ -38,9 +38,6 @@ class AppliedCorrection:
     old_value: str
     new_value: str
     reason: str
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def load_corrections(path: Path) -> list[Correction]:

@@ -56,11 +56,6 @@ class CompiledText:
     def pattern(self, fields: list[str]) -> str:
         return "".join(itertools.chain.from_iterable(zip(self.pieces, fields))) + self.pieces[-1]
 
-    def fill(self, digits: dict[int, int] | tuple[int, ...]) -> str:
-        """The text for one fill; the expansion itself fills whole tables at once (see _FillGrid)."""
-        return self.pattern([items[digits[position]] for position, items in self.refs]).replace(
-            "{{", "{").replace("}}", "}")
-
 
 def _escape(piece: str) -> str:
     return piece.replace("{", "{{").replace("}", "}}") if "{" in piece or "}" in piece else piece
@@ -73,10 +68,6 @@ def compile_text(parsed: ParsedText, position: dict[str, int]) -> CompiledText:
 
 def fill_count(template: Template) -> int:
     return math.prod(len(items) for items in template.slots.values())
-
-
-def samples_per_row(template: Template) -> int:
-    return 4 * fill_count(template)
 
 
 @dataclass

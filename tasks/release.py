@@ -119,16 +119,42 @@ def staging_folder(target: Path) -> Path:
     return target.parent / f"{STAGING_PREFIX}{target.name}-{os.getpid()}"
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _owner_pid(folder: Path) -> int | None:
+    suffix = folder.name.rsplit("-", 1)[-1]
+    return int(suffix) if suffix.isdigit() else None
+
+
+def recover(target: Path) -> None:
+    """Undo what a crash left behind: staging folders of dead builds, a release retired but not replaced."""
+    for prefix in (STAGING_PREFIX, RETIRED_PREFIX):
+        for folder in sorted(target.parent.glob(f"{prefix}{target.name}-*")):
+            pid = _owner_pid(folder)
+            if pid is not None and pid != os.getpid() and _pid_alive(pid):
+                continue  # another build is working here right now
+            if prefix == RETIRED_PREFIX and not target.exists():
+                os.replace(folder, target)  # the crash came between the two renames of publish
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
 @contextmanager
 def staged_release(target: Path) -> Iterator[Path]:
     """Yield an empty staging folder; on error it is removed and ``target`` is left as it was.
 
     The caller writes everything into the staging folder and then calls ``publish``.
-    Leftover staging folders of crashed runs (same target, other processes) are cleared first.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    for stale in target.parent.glob(f"{STAGING_PREFIX}{target.name}-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+    recover(target)
     staging = staging_folder(target)
     staging.mkdir()
     try:

@@ -49,10 +49,6 @@ def parse_declarations(text: str) -> dict[str, tuple[str, ...]]:
     return slots
 
 
-def format_declarations(slots: dict[str, tuple[str, ...]]) -> str:
-    return "; ".join(f"{name}: [{', '.join(items)}]" for name, items in slots.items())
-
-
 @dataclass(frozen=True)
 class InlineSlot:
     name: str
@@ -127,8 +123,3 @@ def normalise_text(text: str) -> tuple[str, Normalisation]:
     return collapsed, Normalisation(controls, nfc != text, collapsed != cleaned)
 
 
-def collapse_spaces(text: str) -> str:
-    """Whitespace collapse for filled text, where an empty or padded filler can leave double spaces."""
-    if "  " in text or text[:1].isspace() or text[-1:].isspace():
-        return _SPACES.sub(" ", text).strip()
-    return text

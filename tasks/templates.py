@@ -9,7 +9,6 @@ bad row: it returns findings, so that ``kobbq validate`` can list every problem 
 from __future__ import annotations
 
 import csv
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,5 +182,3 @@ def _build_template(path: Path, number: int, row: dict[str, str], findings: list
     )
 
 
-def count_by(templates: list[Template], *attributes: str) -> Counter:
-    return Counter(tuple(getattr(t, a) for a in attributes) for t in templates)

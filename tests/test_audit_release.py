@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -190,10 +189,7 @@ def parse(path: Path) -> Page:
 
 
 def test_report_on_the_real_release(real_release, ko_profile, kobbq_templates_tsv):
-    started = time.perf_counter()
-    path = write_audit_report(real_release, ko_profile)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, f"audit report took {elapsed:.2f} s"
+    path = write_audit_report(real_release, ko_profile)  # its time is a benchmark figure, not a test
     assert path == real_release / REPORT_NAME
     page = parse(path)
     with kobbq_templates_tsv.open(encoding="utf-8", newline="") as handle:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import json
 from pathlib import Path
 
@@ -102,3 +103,29 @@ def test_the_seed_changes_only_the_test_split(tmp_path, ko_profile):
     second = build_into(tmp_path / "b", EXAMPLE_TEMPLATES, ko_profile, seed=2)
     assert first["outputs"]["KoBBQ_all_samples.tsv"] == second["outputs"]["KoBBQ_all_samples.tsv"]
     assert first["outputs"]["KoBBQ_test_samples.tsv"] != second["outputs"]["KoBBQ_test_samples.tsv"]
+
+
+def test_recovery_restores_a_release_retired_by_a_crash_between_the_renames(tmp_path, ko_profile):
+    from tasks.release import RETIRED_PREFIX, STAGING_PREFIX, recover
+
+    target = tmp_path / "KoBBQ"
+    build_into(target, EXAMPLE_TEMPLATES, ko_profile)
+    before = {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()}
+    dead = 2**22 + 12345  # above Linux's default pid_max: no such process
+    target.rename(tmp_path / f"{RETIRED_PREFIX}KoBBQ-{dead}")
+    (tmp_path / f"{STAGING_PREFIX}KoBBQ-{dead}").mkdir()
+    live = tmp_path / f"{STAGING_PREFIX}KoBBQ-{os.getppid()}"  # another build still at work
+    live.mkdir()
+    recover(target)
+    assert {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["KoBBQ", live.name])
+
+
+def test_a_renamed_input_is_named_in_the_decision_log(tmp_path, ko_profile):
+    """Loading is cached by content; the log must still name the file that was actually given."""
+    copy = tmp_path / "renamed_copy.tsv"
+    copy.write_bytes(EXAMPLE_TEMPLATES.read_bytes())
+    build_into(tmp_path / "first", EXAMPLE_TEMPLATES, ko_profile)
+    build_into(tmp_path / "second", copy, ko_profile)
+    log = (tmp_path / "second" / "decisions.csv").read_text(encoding="utf-8")
+    assert "renamed_copy.tsv" in log and EXAMPLE_TEMPLATES.name not in log

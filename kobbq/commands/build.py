@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pipeline", type=Path, default=None,
                         help="run the whole pipeline described by this file (labels, translation, post-edit, "
                              "survey, release); see templates_raw/real/kobbq_release.toml")
-    parser.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    parser.add_argument("--profile", default=None, help="culture profile name or .toml path (default: ko)")
     parser.add_argument("--templates", type=Path, default=None,
                         help="KoBBQ-format template TSV: build from it directly (no pipeline)")
     parser.add_argument("--corrections", type=Path, default=None,
@@ -64,6 +64,15 @@ def survey_inputs(args: argparse.Namespace):
     return inputs
 
 
+PIPELINE_SETS = ("profile", "corrections", "no_corrections", "name", "seed", "reading_results", "overrides",
+                 "questions")
+
+
+def pipeline_ignores(args: argparse.Namespace) -> list[str]:
+    """Options a pipeline run would otherwise silently ignore: its file sets them."""
+    return [f"--{name.replace('_', '-')}" for name in PIPELINE_SETS if getattr(args, name) not in (None, False)]
+
+
 def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
     from kobbq.runtime import configure_environment
     from tasks.pipeline import load_pipeline
@@ -91,11 +100,15 @@ def run(args: argparse.Namespace) -> int:
     from tasks.survey_stage import survey_stage
 
     console.set_quiet(args.quiet)
-    profile = load_profile(args.profile)
-    if args.pipeline is not None and (args.templates or args.survey_results):
-        raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
+    profile = load_profile(args.profile or "ko")
     if args.templates is None and args.survey_results is None:
+        ignored = pipeline_ignores(args)
+        if ignored:
+            raise UserError(f"{', '.join(ignored)}: a pipeline takes these from its file "
+                            f"({args.pipeline or EXAMPLE_PIPELINE}); give --templates FILE to build from one file")
         return run_pipeline_file(args.pipeline or EXAMPLE_PIPELINE, args)
+    if args.pipeline is not None:
+        raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
     if args.templates is None:
         raise UserError("--survey-results needs --templates (or use a pipeline file)")
     templates = args.templates
@@ -108,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     configure_environment()
     from flows.build import build_release
 
-    result = build_release(profile_name=args.profile, templates=templates, out=args.out, name=args.name,
+    result = build_release(profile_name=args.profile or "ko", templates=templates, out=args.out, name=args.name,
                            seed=args.seed, corrections=corrections, survey=survey, force=args.force)
     state = "up to date" if result.up_to_date else "built"
     print(f"{result.release_dir}: {state}, {result.samples:,} samples, {result.test_samples:,} in the test split")
