@@ -59,6 +59,7 @@ def test_export_is_stable_and_complete(example_templates, ko_profile, tmp_path):
     assert workbook["questions"].max_row == len(rows) + 1
     # The shipped example questionnaire is what the export writes for the example templates.
     assert first["questions"].read_bytes() == (EXAMPLE / "questions.csv").read_bytes()
+    assert first["reading"].read_bytes() == (EXAMPLE / "reading_questions.csv").read_bytes()
 
 
 def test_reading_questionnaire_uses_counter_biased_context(example_templates, ko_profile, tmp_path):
@@ -148,12 +149,16 @@ def test_duplicate_question_ids_are_rejected(tmp_path, ko_profile):
 
 
 def test_respondent_level_reading(tmp_path, example_templates, ko_profile):
+    """Respondents answer with the exported options, as a survey company's export would."""
     files = _export(example_templates, ko_profile, tmp_path)
     with files["reading"].open(encoding="utf-8") as handle:
-        key = {r["question_id"]: r["correct_answer"] for r in csv.DictReader(handle)}
+        options = {r["question_id"]: r["options"].split(";") for r in csv.DictReader(handle)}
+    # The example's counter-biased answers, read from the template file by hand: Age 1a -> N2
+    # 할아버지 (second option), SES 1a -> '[X2: 임대 아파트에, ...] 사는 [N2: 학생]' (second option).
+    age, ses = options["Age-rc-001"], options["SES-rc-001"]
     answers = tmp_path / "reading_answers.csv"
     answers.write_text("question_id,respondent_id,answer\n"
-                       f"Age-rc-001,r1,{key['Age-rc-001']}\nAge-rc-001,r2,알 수 없음\nAge-rc-001,r3,{key['Age-rc-001']}\n",
-                       encoding="utf-8")
+                       f"Age-rc-001,r1,{age[1]}\nAge-rc-001,r2,{age[2]}\nAge-rc-001,r3,{age[1]}\n"
+                       f"SES-rc-001,r1,{ses[0]}\nSES-rc-001,r2,{ses[1]}\n", encoding="utf-8")
     reading = load_reading_results(answers, files["reading"])
-    assert reading.rates == {("Age", 1): (2, 3)}
+    assert reading.rates == {("Age", 1): (2, 3), ("SES", 1): (1, 2)}

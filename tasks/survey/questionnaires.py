@@ -5,12 +5,13 @@ Wording lives in ``survey/<profile>/`` (``type1.j2``, ``type2.j2``, ``reading.j2
 ``options.toml``), not in code. Type 1 lists the category's full group list plus "no
 stereotype"; type 2 shows the two groups in a seeded random order (seeded per question, so a
 question's order does not change when other questions are added) plus "no stereotype". The
-reading-comprehension questionnaire uses each template's counter-biased disambiguated context
-with its counter-biased question, filled with the first filler of every slot.
+reading-comprehension questionnaire asks each template's counter-biased disambiguated sample of
+its first fill, with the release's choices as options (see ``build_reading``).
 """
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import os
@@ -27,13 +28,15 @@ import jinja2
 
 from kobbq.errors import UserError
 from kobbq.profile import Profile
-from tasks.survey.groups import GroupList, profile_survey_dir
+from tasks.expand import expand_templates
+from tasks.survey.groups import GroupList, norm, profile_survey_dir
 from tasks.survey.results import OPTION_SEPARATOR, QUESTION_COLUMNS, READING_QUESTION_COLUMNS
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates import Template
 
 QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
-READING_EXPORT_COLUMNS = READING_QUESTION_COLUMNS + ["version", "text", "options"]
+READING_EXPORT_COLUMNS = READING_QUESTION_COLUMNS + ["version", "text"]
+DIS_CNT_OFFSET = 3  # position of the counter-biased disambiguated sample among a fill's four
 GROUP_EXPORT_COLUMNS = ["category", "group", "world_region", "counted"]
 
 
@@ -109,35 +112,36 @@ def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], 
     return sorted(rows, key=lambda r: (r.category, r.survey_type, r.stereotype, r.question_id))
 
 
-def fill_first(template: Template, field: str) -> str:
-    """A text with every inline slot replaced by its first item (bare slots by the declared filler)."""
-    parsed = template.parsed[field]
-    out = [parsed.pieces[0]]
-    for slot, piece in zip(parsed.slots, parsed.pieces[1:]):
-        items = slot.items or template.slots.get(slot.name, ("",))
-        out.append(items[0])
-        out.append(piece)
-    return " ".join("".join(out).split())
-
-
 def build_reading(templates: list[Template], profile: Profile, wording: Wording) -> list[dict[str, str]]:
-    """One reading question per template ID: its first counter-biased version."""
+    """One reading question per template ID: the release's counter-biased disambiguated sample of
+    the template's first counter-biased version, first fill (fill 001).
+
+    Context, question, options and key are taken from that sample as the expansion engine makes
+    it, so respondents see exactly the release's text and choices: options = the sample's
+    ``choices`` (the biased question's answer, the counter-biased question's answer, the unknown
+    expression), key = its ``answer`` (the filled counter-biased answer).
+    """
     chosen: dict[tuple[str, int], Template] = {}
     for template in templates:
         if template.version in profile.templates.counter_biased_versions:
             current = chosen.get(template.template_key)
             if current is None or template.version < current.version:
                 chosen[template.template_key] = template
+    keys = sorted(chosen)
+    rows_to_expand = [chosen[key] for key in keys]
+    columns = expand_templates(rows_to_expand, profile)
     rows = []
-    for key in sorted(chosen):
-        template = chosen[key]
-        context = fill_first(template, "ambiguous_context") + " " + fill_first(template, "disambiguating_context")
-        question = fill_first(template, "counter_biased_question")
-        people = [template.names[n][0] for n in ("N1", "N2") if template.names.get(n)]
-        options = people + [profile.release.unknown_expression]
+    for key, template, start in zip(keys, rows_to_expand, columns.row_starts):
+        sample = start + DIS_CNT_OFFSET  # fill 001's four samples: amb-bsd, amb-cnt, dis-bsd, dis-cnt
+        options = [norm(o) for o in ast.literal_eval(columns.columns["choices"][sample])]
+        for option, column in zip(options, ("biased_answer", "counter_biased_answer")):
+            if OPTION_SEPARATOR in option:
+                raise UserError(f"reading-comprehension option {option!r} contains the option separator "
+                                f"{OPTION_SEPARATOR!r}", template.where(column))
         rows.append({"question_id": f"{key[0]}-rc-{key[1]:03d}", "category": key[0], "template_id": str(key[1]),
-                     "correct_answer": fill_first(template, "counter_biased_answer"), "version": template.version,
-                     "text": wording.reading.render(context=context, question=question).strip(),
+                     "correct_answer": norm(columns.columns["answer"][sample]), "version": template.version,
+                     "text": wording.reading.render(context=columns.columns["context"][sample],
+                                                    question=columns.columns["question"][sample]).strip(),
                      "options": OPTION_SEPARATOR.join(options)})
     return rows
 

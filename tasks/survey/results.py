@@ -14,7 +14,9 @@ the quota (respondents per question, balanced by gender and age band) and aggreg
 same ``SurveyResult`` entries as the JSON.
 
 Reading comprehension: ``category, template_id, correct, total`` (aggregated) or
-``question_id, respondent_id, answer`` checked against the reading questionnaire's answer key.
+``question_id, respondent_id, answer`` scored against the reading questionnaire
+(``reading_questions.csv``: ``question_id, category, template_id, correct_answer, options``); an
+answer must be one of its question's options, and a key must be among them.
 
 Bad input raises ``UserError`` naming the file, (sheet,) row and column; nothing is written.
 """
@@ -336,7 +338,48 @@ def load_survey_results(path: Path, profile: Profile, questions: Path | None = N
 
 # --------------------------------------------------------------------------- reading comprehension
 
-READING_QUESTION_COLUMNS = ["question_id", "category", "template_id", "correct_answer"]
+READING_QUESTION_COLUMNS = ["question_id", "category", "template_id", "correct_answer", "options"]
+
+
+@dataclass(frozen=True)
+class ReadingQuestion:
+    question_id: str
+    template: tuple[str, int]  # (category, template ID)
+    correct_answer: str
+    options: tuple[str, ...]
+
+
+def _template_id(row: dict[str, str], at: Location) -> int:
+    try:
+        return int(row["template_id"])
+    except ValueError:
+        raise UserError(f"template_id {row['template_id']!r} is not a whole number", _at(at, "template_id")) from None
+
+
+def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
+    """The reading questionnaire (``reading_questions.csv`` as exported): its answer key and options.
+
+    A question whose key is not among its options could never be answered correctly, so it is
+    rejected rather than scored.
+    """
+    rows, where = read_table(path, READING_QUESTION_COLUMNS)
+    questions: dict[str, ReadingQuestion] = {}
+    for row, at in zip(rows, where):
+        qid = row["question_id"]
+        if not qid:
+            raise UserError("empty question_id", _at(at, "question_id"))
+        if qid in questions:
+            raise UserError(f"duplicate question ID {qid!r}", _at(at, "question_id"))
+        template = (row["category"], _template_id(row, at))
+        options = tuple(norm(o) for o in row["options"].split(OPTION_SEPARATOR) if o.strip())
+        if not options:
+            raise UserError("no options", _at(at, "options"))
+        key = norm(row["correct_answer"])
+        if key not in options:
+            raise UserError(f"the answer key {row['correct_answer']!r} is not among the question's options "
+                            f"({'; '.join(options)})", _at(at, "correct_answer"))
+        questions[qid] = ReadingQuestion(qid, template, key, options)
+    return questions
 
 
 def load_reading_results(path: Path, questions: Path | None = None) -> ReadingResults:
@@ -348,11 +391,7 @@ def load_reading_results(path: Path, questions: Path | None = None) -> ReadingRe
     rates: dict[tuple[str, int], tuple[int, int]] = {}
     if set(READING_AGGREGATED_COLUMNS) <= header:
         for row, at in zip(rows, where):
-            try:
-                template_id = int(row["template_id"])
-            except ValueError:
-                raise UserError(f"template_id {row['template_id']!r} is not a whole number",
-                                _at(at, "template_id")) from None
+            template_id = _template_id(row, at)
             numbers = []
             for column in ("correct", "total"):
                 try:
@@ -371,28 +410,29 @@ def load_reading_results(path: Path, questions: Path | None = None) -> ReadingRe
         raise UserError("expected the columns category, template_id, correct, total (aggregated) or "
                         "question_id, respondent_id, answer (one row per respondent x question)", path)
     key_path = questions or path.parent / "reading_questions.csv"
-    key_rows, key_where = read_table(key_path, READING_QUESTION_COLUMNS)
-    answer_key: dict[str, tuple[tuple[str, int], str]] = {}
-    for row, at in zip(key_rows, key_where):
-        if row["question_id"] in answer_key:
-            raise UserError(f"duplicate question ID {row['question_id']!r}", _at(at, "question_id"))
-        answer_key[row["question_id"]] = ((row["category"], int(row["template_id"])), norm(row["correct_answer"]))
+    answer_key = load_reading_questions(key_path)
     tallies: dict[tuple[str, int], list[int]] = {}
     seen: set[tuple[str, str]] = set()
     for row, at in zip(rows, where):
-        if row["question_id"] not in answer_key:
-            raise UserError(f"unknown reading question ID {row['question_id']!r}", _at(at, "question_id"))
+        question = answer_key.get(row["question_id"])
+        if question is None:
+            raise UserError(f"unknown reading question ID {row['question_id']!r} (not in {key_path.name})",
+                            _at(at, "question_id"))
         if (row["question_id"], row["respondent_id"]) in seen:
             raise UserError(f"respondent {row['respondent_id']!r} answered {row['question_id']!r} twice",
                             _at(at, "respondent_id"))
         seen.add((row["question_id"], row["respondent_id"]))
-        template, correct_answer = answer_key[row["question_id"]]
-        tally = tallies.setdefault(template, [0, 0])
-        tally[0] += norm(row["answer"]) == correct_answer
+        answer = norm(row["answer"])
+        if answer not in question.options:
+            raise UserError(f"answer {row['answer']!r} is not an option of reading question {question.question_id} "
+                            f"({'; '.join(question.options)})", _at(at, "answer"))
+        tally = tallies.setdefault(question.template, [0, 0])
+        tally[0] += answer == question.correct_answer
         tally[1] += 1
     return ReadingResults(str(path), {k: (c, t) for k, (c, t) in tallies.items()})
 
 
 __all__ = ["SurveyResult", "SurveyResults", "ReadingResults", "QuotaShortfall", "Question", "load_survey_results",
            "load_survey_json", "load_respondent_results", "load_reading_results", "load_questions", "read_table",
+           "ReadingQuestion", "load_reading_questions",
            "group_key"]
