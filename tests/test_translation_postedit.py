@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 import unicodedata
 from pathlib import Path
 
@@ -61,6 +62,21 @@ def test_export_locks_sources_and_keeps_formula_like_text_as_text(drafts, ko_pro
     assert stereotype[8].value == stereotype[7].value  # post-edit pre-filled with the draft
     # 2 rows x 9 fields for the one gender template
     assert sheet.max_row - 1 == 2 * 9
+
+
+def test_exporting_the_same_drafts_twice_gives_the_same_bytes(drafts, ko_profile, tmp_path):
+    """The pipeline fingerprints the exported folder: a re-run must not look like a change.
+
+    openpyxl stamps docProps/core.xml and every zip entry with the time of saving (zip times
+    have a 2-second resolution), so the second export waits past that.
+    """
+    first = export_postedit_workbooks(drafts, tmp_path / "first", ko_profile, LABELS)
+    time.sleep(2.1)
+    second = export_postedit_workbooks(drafts, tmp_path / "second", ko_profile, LABELS)
+    assert [p.name for p in first] == [p.name for p in second] == ["postedit_Age.xlsx", "postedit_Gender_identity.xlsx"]
+    for one, two in zip(first, second):
+        assert one.read_bytes() == two.read_bytes(), one.name
+    assert sorted(p.name for p in (tmp_path / "first").iterdir()) == [p.name for p in first]  # no temp file left
 
 
 def test_import_writes_kobbq_rows_with_inflected_particles(returned, ko_profile, tmp_path):

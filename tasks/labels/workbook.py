@@ -10,10 +10,7 @@ Entry point: ``write_workbook(items, path, annotator, profile_name)``.
 
 from __future__ import annotations
 
-import io
-import os
 import re
-import zipfile
 from pathlib import Path
 
 from openpyxl import Workbook
@@ -21,6 +18,7 @@ from openpyxl.styles import Alignment, Font, PatternFill, Protection
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from tasks.labels.template_set import ANNOTATOR_LABELS, LABEL_MEANINGS, LabelItem, categories_of, fingerprint
+from tasks.xlsx import save_workbook
 
 FORMAT = "kobbq-labels-workbook/1"
 LABELS_SHEET, GUIDE_SHEET, META_SHEET = "labels", "guide", "meta"
@@ -31,7 +29,6 @@ COLUMNS = [("template", 24), ("category", 16), ("Q_id", 6), ("versions", 9), ("a
 HEADERS = [name for name, _ in COLUMNS]
 LABEL_COLUMN = HEADERS.index("label") + 1
 RATIONALE_COLUMN = HEADERS.index("rationale") + 1
-FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 def version_text(item: LabelItem, field: str) -> str:
@@ -116,23 +113,4 @@ def write_workbook(items: list[LabelItem], path: Path, annotator: str, profile_n
         from kobbq.errors import UserError
 
         raise UserError(f"annotator name {annotator!r} may only contain letters, digits, '.', '_' and '-'")
-    buffer = io.BytesIO()
-    build_workbook(items, annotator, profile_name).save(buffer)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(reproducible_zip(buffer.getvalue()))
-    os.replace(temporary, path)
-    return path
-
-
-def reproducible_zip(data: bytes) -> bytes:
-    """Strip the save time (zip entry times, docProps ``modified``/``created``) so output depends on input only."""
-    source = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
-        for info in source.infolist():
-            content = source.read(info.filename)
-            if info.filename == "docProps/core.xml":
-                content = re.sub(rb"(<dcterms:(?:created|modified)[^>]*>)[^<]*(</dcterms)",
-                                 rb"\g<1>2000-01-01T00:00:00Z\g<2>", content)
-            target.writestr(zipfile.ZipInfo(info.filename, FIXED_TIME), content, zipfile.ZIP_DEFLATED)
-    return out.getvalue()
+    return save_workbook(build_workbook(items, annotator, profile_name), path)

@@ -17,9 +17,7 @@ as a text cell: a BBQ stereotype such as ``-Women are secretaries`` stays text.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -31,6 +29,7 @@ from openpyxl.styles import Alignment, Font, Protection
 from kobbq.errors import Location, UserError
 from kobbq.profile import Profile
 from tasks.translation.pretranslate import Draft
+from tasks.xlsx import save_workbook
 
 SHEET = "templates"
 MANIFEST = "_manifest"
@@ -153,18 +152,8 @@ def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]
     return rows
 
 
-def _atomic_save(workbook: Workbook, path: Path) -> None:
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".xlsx")
-    os.close(handle)
-    try:
-        workbook.save(temp)
-        os.replace(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
-
-
 def write_workbook(rows: list[ExportRow], path: Path) -> None:
+    """Write one category's post-edit workbook atomically; the same rows give the same bytes."""
     workbook = Workbook()
     sheet = workbook.active
     sheet.title = SHEET
@@ -201,7 +190,7 @@ def write_workbook(rows: list[ExportRow], path: Path) -> None:
     instructions.column_dimensions["A"].width = 120
     instructions.protection.sheet = True
     workbook.active = 1
-    _atomic_save(workbook, path)
+    save_workbook(workbook, path)
 
 
 def export_postedit_workbooks(drafts: list[Draft], out_dir: Path, profile: Profile,
