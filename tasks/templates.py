@@ -100,6 +100,9 @@ def read_tsv(path: Path) -> tuple[list[str], list[dict[str, str]], list[int]]:
     if not lines or not any(lines[0]):
         raise UserError("empty file; expected a header row", path)
     header = [h.strip() for h in lines[0]]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:
+        raise UserError(f"duplicate column(s) {', '.join(repeated)} in the header", Location(str(path), 1))
     rows, numbers = [], []
     for number, values in enumerate(lines[1:], start=2):
         if not any(v.strip() for v in values):

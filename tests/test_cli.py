@@ -70,3 +70,32 @@ def test_help_lists_the_commands():
     assert result.returncode == 0
     for command in ("build", "validate"):
         assert command in result.stdout
+
+
+def test_duplicate_header_column_is_named(tmp_path):
+    bad = tmp_path / "dup.tsv"
+    lines = EXAMPLE_TEMPLATES.read_text(encoding="utf-8").splitlines()
+    bad.write_text("\n".join([lines[0] + "\tCategory", *(line + "\tAge" for line in lines[1:])]) + "\n",
+                   encoding="utf-8")
+    result = kobbq("validate", str(bad), cwd=tmp_path)
+    assert_user_error(result, f"{bad}, row 1: duplicate column(s) Category")
+
+
+def test_builds_in_separate_processes_are_byte_identical(tmp_path):
+    """Other process, other hash seed, other working folder and output folder: the same release bytes."""
+    import os
+
+    outputs = []
+    for seed, folder in (("1", "a"), ("987", "b")):
+        work = tmp_path / folder
+        work.mkdir()
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        result = subprocess.run([sys.executable, "-m", "kobbq", "build", "--templates", str(EXAMPLE_TEMPLATES),
+                                 "--out", "out", "--quiet"], cwd=work, env=env, capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0, result.stderr
+        outputs.append(work / "out" / "KoBBQ")
+    names = sorted(p.name for p in outputs[0].iterdir() if p.is_file())
+    assert "manifest.json" in names and "audit.html" in names
+    for name in names:
+        assert (outputs[0] / name).read_bytes() == (outputs[1] / name).read_bytes(), name
