@@ -95,6 +95,11 @@ class SurveyProfile(Strict):
     # Type 1's equal share counts the "no stereotype" option too (the release's race targets
     # with exactly 10 of 100 votes are reproduced only with 19 counted groups + 1 = 20 options).
     count_no_stereotype_option: bool = True
+    # What type 1's equal share divides by the counted options: "respondents" (people asked) or
+    # "votes" (all votes cast, "no stereotype" included; the paper's wording). See
+    # tasks/survey/rules.py type1_rule for what each does to the released results.
+    type1_equal_share: str = Field("respondents", pattern="^(respondents|votes)$")
+    type1_equal_share_reason: str = ""  # why this basis was chosen; shown in funnel.md
     # Respondent quota per question (paper: balanced by gender and age); empty = not checked.
     quota_genders: list[str] = Field(default_factory=list)
     quota_age_bands: list[str] = Field(default_factory=list)

@@ -38,6 +38,28 @@ def test_released_results_load(released, survey_result_json):
     assert round(float(mean_no_stereotype_share(released[2])) * 100, 1) == 18.8
 
 
+def test_type1_equal_share_formulas_on_the_released_results(released, ko_profile):
+    """respondents / options drops 7 type-1 stereotypes (7 of 84 = the paper's 8.3%); the paper's
+    wording, total votes / options, drops 22. The ko profile uses the first and says why."""
+    from tasks.survey.groups import profile_group_lists
+    from tasks.survey.rules import type1_rule
+
+    _, results, outcome = released
+    lists = profile_group_lists(ko_profile)
+    type1 = [e for e in results.entries if e.survey_type == 1]
+    assert len(type1) == 83  # 84 entries, one identical repeat
+    dropped = {}
+    for basis in ("respondents", "votes"):
+        settings = ko_profile.survey.model_copy(update={"type1_equal_share": basis})
+        dropped[basis] = sum(not type1_rule(e.votes, e.no_stereotype, e.respondents,
+                                            lists[e.category].counting_options(True), settings)[0].keep
+                             for e in type1)
+    assert dropped == {"respondents": 7, "votes": 22}
+    assert ko_profile.survey.type1_equal_share == "respondents"
+    funnel = outcome.funnel_markdown()
+    assert 'Used: `type1_equal_share = "respondents"`' in funnel and "8.3%" in funnel
+
+
 def test_agreement_reproduces_the_type2_check(released):
     report = released[2].agreement_markdown()
     assert "with a released template of the same stereotype text: **148**" in report

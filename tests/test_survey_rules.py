@@ -31,7 +31,7 @@ def test_type2_ignores_no_stereotype_answers_in_the_share():
 def test_type1_equal_share_with_world_regions():
     # Race: 37 shown groups count as 19 + the no-stereotype option = 20; equal share 100/20 = 5.
     votes = {"중국인": 10, "일본인": 9, "호주인": 2, "영국인": 3}
-    result, targets, non_targets = type1_rule(votes, 100, 20, S)
+    result, targets, non_targets = type1_rule(votes, 0, 100, 20, S)
     assert targets == ("중국인",) and non_targets == ("호주인",)
     assert result.keep and result.numbers["equal_share"] == "5"
 
@@ -39,11 +39,53 @@ def test_type1_equal_share_with_world_regions():
 def test_type1_drops_when_a_set_is_empty():
     # Domestic area: 7 regions + no stereotype = 8 options, equal share 12.5, target needs >= 25.
     votes = {"서울": 9, "경기도": 2, "강원도": 24, "충청도": 20, "경상도": 10, "전라도": 10, "제주도": 10}
-    result, targets, _ = type1_rule(votes, 100, 8, S)
+    result, targets, _ = type1_rule(votes, 15, 100, 8, S)
     assert not result.keep and targets == ()
     assert result.reason.startswith("no target group")
     everyone = {"a": 30, "b": 30, "c": 30}
-    assert not type1_rule(everyone, 100, 4, S)[0].keep  # no non-target
+    assert not type1_rule(everyone, 10, 100, 4, S)[0].keep  # no non-target
+
+
+VOTES = S.model_copy(update={"type1_equal_share": "votes"})
+
+
+def test_type1_respondents_basis_exact_boundaries():
+    # 100 respondents, 5 counted options: equal 100/5 = 20, target >= 40, non-target <= 10.
+    # A at exactly 2 x equal is a target, B at exactly 0.5 x equal a non-target; C (11), D (39) neither.
+    votes = {"A": 40, "B": 10, "C": 11, "D": 39}
+    result, targets, non_targets = type1_rule(votes, 20, 100, 5, S)
+    assert (targets, non_targets) == (("A",), ("B",)) and result.keep
+    assert result.numbers["equal_share"] == "20" and result.numbers["equal_share_basis"] == "respondents"
+    assert "100 respondents/5 options = 20.00" in result.reason
+    # The same answers with equal = all votes cast: (40+10+11+39+20)/5 = 24, target >= 48, non-target <= 12.
+    result, targets, non_targets = type1_rule(votes, 20, 100, 5, VOTES)
+    assert (targets, non_targets) == ((), ("B", "C")) and not result.keep
+    assert result.numbers["total_votes"] == 120 and result.numbers["equal_share"] == "24"
+    assert result.reason.startswith("no target group") and "120 votes/5 options = 24.00" in result.reason
+
+
+def test_type1_votes_basis_exact_boundaries():
+    # Votes basis: (60+15+40+15+20)/5 = 30, target >= 60, non-target <= 15: A exactly 2x, B and D exactly 0.5x.
+    votes = {"A": 60, "B": 15, "C": 40, "D": 15}
+    result, targets, non_targets = type1_rule(votes, 20, 100, 5, VOTES)
+    assert (targets, non_targets) == (("A",), ("B", "D")) and result.keep
+    # Respondents basis: 100/5 = 20, target >= 40 (A, C), non-target <= 10 (none): dropped.
+    result, targets, non_targets = type1_rule(votes, 20, 100, 5, S)
+    assert (targets, non_targets) == (("A", "C"), ()) and not result.keep
+    assert result.reason.startswith("no non-target group")
+
+
+def test_no_stereotype_at_exactly_half_is_kept():
+    # 50 of 100 is not "more than 50%": kept under either type-1 basis.
+    assert no_stereotype_rule(50, 100, S).keep and no_stereotype_rule(50, 100, VOTES).keep
+    assert not no_stereotype_rule(51, 100, S).keep
+
+
+def test_profile_rejects_an_unknown_equal_share_basis():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="type1_equal_share"):
+        SurveyProfile(type1_equal_share="people")
 
 
 @pytest.mark.parametrize("no_stereo, keep", [(50, True), (51, False), (0, True)])

@@ -142,8 +142,8 @@ def _evaluate(stereotype: Stereotype, result: SurveyResult | None, near: tuple[S
         rules[RULE_NO_STEREOTYPE] = no_stereotype_rule(result.no_stereotype, result.respondents, profile.survey)
         if stereotype.survey_type == 1:
             options = lists[stereotype.category].counting_options(profile.survey.count_no_stereotype_option)
-            rules[RULE_TYPE1], targets, non_targets = type1_rule(result.votes, result.respondents, options,
-                                                                 profile.survey)
+            rules[RULE_TYPE1], targets, non_targets = type1_rule(result.votes, result.no_stereotype,
+                                                                 result.respondents, options, profile.survey)
         else:
             for target in dict.fromkeys(stereotype.targets.values()):
                 by_target[target] = _type2_for(stereotype, result, target, profile)

@@ -7,7 +7,8 @@ from collections import Counter
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_READING, RULE_RESULT_PRESENT, RULE_TYPE1, RULE_TYPE2
+from tasks.survey.rules import (EQUAL_SHARE_BASES, RULE_NO_STEREOTYPE, RULE_READING, RULE_RESULT_PRESENT, RULE_TYPE1,
+                                RULE_TYPE2, type1_rule)
 
 if TYPE_CHECKING:
     from tasks.survey.filter import SurveyOutcome, TemplateEvaluation
@@ -33,6 +34,33 @@ def mean_no_stereotype_share(outcome: SurveyOutcome) -> Fraction | None:
     if not entries:
         return None
     return sum((Fraction(e.no_stereotype, e.respondents) for e in entries), Fraction(0)) / len(entries)
+
+
+def equal_share_section(outcome: SurveyOutcome) -> list[str]:
+    """Which type-1 equal share was used, and what the other formula would have done to these results."""
+    settings = outcome.profile.survey
+    used = settings.type1_equal_share
+    other = next(b for b in EQUAL_SHARE_BASES if b != used)
+    other_settings = settings.model_copy(update={"type1_equal_share": other})
+    judged = [e for e in outcome.stereotypes if e.stereotype.survey_type == 1 and RULE_TYPE1 in e.rules]
+    dropped = changed = dropped_other = 0
+    for evaluation in judged:
+        rule = evaluation.rules[RULE_TYPE1]
+        result = evaluation.result
+        alternative, targets, non_targets = type1_rule(result.votes, result.no_stereotype, result.respondents,
+                                                       rule.numbers["counting_options"], other_settings)
+        dropped += not rule.keep
+        dropped_other += not alternative.keep
+        changed += (targets, non_targets) != (evaluation.targets, evaluation.non_targets)
+    formula = {"respondents": "respondents / counted options",
+               "votes": "total votes (group votes + 'no stereotype') / counted options"}
+    return ["## Type-1 equal share", "",
+            f"Used: `type1_equal_share = \"{used}\"`: equal share = {formula[used]}. "
+            f"Why: {settings.type1_equal_share_reason or 'no reason given in the profile'}. "
+            f"Type-1 stereotypes judged: {len(judged)}; dropped by the type-1 rule: {dropped} "
+            f"({pct(dropped, len(judged))}). With `\"{other}\"` ({formula[other]}): {dropped_other} dropped "
+            f"({pct(dropped_other, len(judged))}), other candidate sets for {changed} of {len(judged)}. "
+            f"Paper: {settings.paper_effects.get(RULE_TYPE1, '-')}.", ""]
 
 
 def render_funnel(outcome: SurveyOutcome) -> str:
@@ -96,6 +124,8 @@ def render_funnel(outcome: SurveyOutcome) -> str:
         rows.append([RULE_READING, "-", "not applied (no results given)", paper.get(RULE_READING, "-")])
     lines += table(["Rule", "Stereotypes dropped", "Templates dropped", "Paper"], rows)
     lines.append("")
+
+    lines += equal_share_section(outcome)
 
     # Templates per type.
     lines += ["## Templates (template IDs)", ""]

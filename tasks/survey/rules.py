@@ -64,35 +64,49 @@ def survey_type(label: str, category: str, reference_names_non_target: bool,
     return 2, f"{label} template in {category}: the two named groups are compared (type 2)"
 
 
-def type1_rule(votes: Mapping[str, int], respondents: int, counting_options: int,
+EQUAL_SHARE_BASES = ("respondents", "votes")  # SurveyProfile.type1_equal_share
+
+
+def type1_rule(votes: Mapping[str, int], no_stereotype: int, respondents: int, counting_options: int,
                settings: SurveyProfile) -> tuple[RuleResult, tuple[str, ...], tuple[str, ...]]:
     """Type 1: find target and non-target groups; drop when either set is empty.
 
-    ``equal`` = respondents / counting options. A group is a target when its votes >= 2 x equal,
-    a non-target when its votes <= 0.5 x equal. The counting options are the profile's (for race,
-    world regions stand for their countries, so 37 shown groups count as 19 + "no stereotype"),
-    which keeps the threshold from becoming so low that everything is a target.
+    ``equal`` = basis / counting options, the basis chosen by ``settings.type1_equal_share``:
+    ``"votes"`` = all votes cast (group votes + "no stereotype", which is a counted option), the
+    paper's wording "total votes / number of options"; ``"respondents"`` = the people asked.
+    A group is a target when its votes >= 2 x equal, a non-target when its votes <= 0.5 x equal
+    (both bounds inclusive). The counting options are the profile's (for race, world regions stand
+    for their countries, so 37 shown groups count as 19 + "no stereotype"), which keeps the
+    threshold from becoming so low that everything is a target.
+
+    Why the ko profile uses "respondents": on the released results (84 type-1 entries, 83 unique
+    questions) it drops 7 stereotypes, the paper's reported 8.3% (7 of 84), while "votes" drops 22
+    (26.5%) and gives other candidate sets for 60 of the 83. Respondents answer "select all", so
+    votes add up to more than the respondents and the votes basis raises both cut-offs.
     Returns the rule result and the candidate target / non-target groups in questionnaire order.
     """
-    equal = Fraction(respondents, counting_options)
+    basis = settings.type1_equal_share
+    total_votes = sum(votes.values()) + no_stereotype
+    numerator = respondents if basis == "respondents" else total_votes
+    equal = Fraction(numerator, counting_options)
     target_cut = settings.target_ratio * equal
     non_target_cut = settings.non_target_ratio * equal
     targets = tuple(g for g, v in votes.items() if v >= target_cut)
     non_targets = tuple(g for g, v in votes.items() if v <= non_target_cut)
     keep = bool(targets) and bool(non_targets)
     numbers = {
-        "respondents": respondents, "counting_options": counting_options, "equal_share": str(equal),
+        "equal_share_basis": basis, "respondents": respondents, "total_votes": total_votes,
+        "counting_options": counting_options, "equal_share": str(equal),
         "target_cut": str(target_cut), "non_target_cut": str(non_target_cut),
         "targets": list(targets), "non_targets": list(non_targets),
     }
     sets = f"targets {', '.join(targets) or 'none'}; non-targets {', '.join(non_targets) or 'none'}"
+    share = (f"equal share {numerator} {basis}/{counting_options} options = {float(equal):.2f} votes; {sets} "
+             f"(target >= {float(target_cut):.2f}, non-target <= {float(non_target_cut):.2f})")
     if keep:
-        reason = (f"equal share {respondents}/{counting_options} = {float(equal):.2f} votes; "
-                  f"{sets} (target >= {float(target_cut):.2f}, non-target <= {float(non_target_cut):.2f})")
+        reason = share
     else:
-        empty = "target" if not targets else "non-target"
-        reason = (f"no {empty} group: equal share {respondents}/{counting_options} = {float(equal):.2f} votes; "
-                  f"{sets} (target >= {float(target_cut):.2f}, non-target <= {float(non_target_cut):.2f})")
+        reason = f"no {'target' if not targets else 'non-target'} group: {share}"
     return RuleResult(RULE_TYPE1, keep, reason, numbers), targets, non_targets
 
 
