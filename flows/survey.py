@@ -78,10 +78,7 @@ def _write_decisions(decisions: list[Decision], out: Path) -> dict[str, Path]:
 
 @task(name="survey-export", cache_policy=NO_CACHE)
 def export_task(templates: list[Template], profile: Profile, out: Path) -> ExportResult:
-    stereotypes, findings = collect_stereotypes(templates, profile)
-    errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        raise UserError(errors[0].message, errors[0].where)
+    stereotypes, _ = collect_stereotypes(templates, profile)  # raises on a template error
     lists = profile_group_lists(profile)
     wording = load_wording(profile)
     questions = build_questions(stereotypes, lists, profile, wording)

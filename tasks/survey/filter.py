@@ -260,10 +260,7 @@ def filter_templates(templates: list[Template], results: SurveyResults, reading:
         source = f"{rows[0].source}, row {rows[0].row}"
         failures = [(evaluations[i], evaluations[i].first_failure(t)) for i, t in links]
         failed = [(e, f) for e, f in failures if f is not None]
-        if not links:
-            survey_rule = RuleResult(RULE_STEREOTYPE_SURVEY, False,
-                                     "no survey question could be formed for this template (see the findings)", {})
-        elif failed:
+        if failed:  # every template has a question: collect_stereotypes raises for one that cannot have one
             evaluation, failure = failed[0]
             detail = evaluation.overrides[failure].reason if failure in evaluation.overrides else \
                 evaluation.rules[failure].reason if failure in evaluation.rules else "no survey result"

@@ -130,10 +130,8 @@ def render_funnel(outcome: SurveyOutcome) -> str:
     # Templates per type.
     lines += ["## Templates (template IDs)", ""]
     rows = []
-    for label, kind in (("type 1", 1), ("type 2", 2), ("none (no question)", None), ("all", "all")):
+    for label, kind in (("type 1", 1), ("type 2", 2), ("all", "all")):
         group = [t for t in outcome.templates if kind == "all" or template_type(outcome, t) == kind]
-        if kind is None and not group:
-            continue
         rows.append([label, len(group), sum(t.survey_keep for t in group), sum(t.keep for t in group)])
     lines += table(["Survey type", "Before", "After the survey rules", "After reading comprehension"], rows)
     lines.append("")

@@ -17,6 +17,7 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
+from kobbq.errors import UserError
 from kobbq.profile import Profile
 from tasks.findings import Finding
 from tasks.survey.groups import group_key, norm
@@ -97,7 +98,11 @@ def _other_group(template: Template) -> str:
 
 
 def collect_stereotypes(templates: list[Template], profile: Profile) -> tuple[list[Stereotype], list[Finding]]:
-    """Group template rows into unique questions (input order of first appearance)."""
+    """Group template rows into unique questions (input order of first appearance).
+
+    Returns the questions and the warnings; an error (a ``Reference_names_non_target`` value that
+    is not yes/no, a type-2 template without its two groups) raises ``UserError``.
+    """
     findings: list[Finding] = []
     order: list[tuple] = []
     data: dict[tuple, dict] = {}
@@ -127,8 +132,20 @@ def collect_stereotypes(templates: list[Template], profile: Profile) -> tuple[li
             entry["templates"].append(template.template_key)
         if kind == 2:
             entry["targets"].setdefault(template.template_key, groups[0])
+    raise_errors(findings)
     stereotypes = [
         Stereotype(d["category"], d["text"], d["kind"], d["reason"], d["groups"], tuple(d["templates"]), d["targets"])
         for d in (data[k] for k in order)
     ]
     return stereotypes, findings
+
+
+def raise_errors(findings: list[Finding]) -> None:
+    """A template the survey cannot ask about is bad input: stop, naming the first one's file, row
+    and column (and how many there are), rather than silently treating or dropping it."""
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        more = f" ({len(errors)} template error(s) in all; the others: " + "; ".join(
+            f"{f.where}: {f.message}" for f in errors[1:6]) + ("; ..." if len(errors) > 6 else "") + ")" \
+            if len(errors) > 1 else ""
+        raise UserError(errors[0].message + more, errors[0].where)
