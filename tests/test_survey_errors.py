@@ -52,3 +52,72 @@ def test_template_errors_stop_the_filter_and_the_build_stage(tmp_path, ko_profil
     assert (error.value.where.file, error.value.where.row, error.value.where.column) == (str(path), row, column)
     with pytest.raises(UserError, match=message):
         survey_stage(templates, SurveyInputs(EXAMPLE / "responses.csv"), ko_profile)
+
+
+def test_results_json_that_is_not_utf8(tmp_path, ko_profile):
+    path = tmp_path / "results.json"
+    path.write_bytes('[{"category": "Age", "stereotype": "고집"}]'.encode("cp949"))
+    with pytest.raises(UserError, match="not UTF-8") as error:
+        load_survey_results(path, ko_profile)
+    assert error.value.where == path
+
+
+def _zip(path, members):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def _damaged_workbook(path):
+    """A real workbook whose sheet XML is cut in half."""
+    import io
+    import zipfile
+
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    workbook.active.append(["question_id", "respondent_id", "gender", "age_band", "answer"])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    source = zipfile.ZipFile(buffer)
+    members = {}
+    for name in source.namelist():
+        data = source.read(name)
+        members[name] = data[: len(data) // 2] if name.endswith("sheet1.xml") else data
+    return _zip(path, members)
+
+
+@pytest.mark.parametrize("make", [
+    lambda path: path.write_bytes(b"question_id,respondent_id\n"),  # a CSV renamed to .xlsx
+    lambda path: _zip(path, {"hello.txt": "not a workbook"}),
+    _damaged_workbook,
+], ids=["not-a-zip", "zip-without-workbook", "damaged-sheet"])
+def test_unreadable_xlsx_results(tmp_path, ko_profile, make):
+    path = tmp_path / "responses.xlsx"
+    make(path)
+    with pytest.raises(UserError, match="not a readable .xlsx workbook") as error:
+        load_survey_results(path, ko_profile, EXAMPLE / "questions.csv")
+    assert error.value.where == path
+
+
+def test_duplicate_column_names_in_results(tmp_path, ko_profile):
+    lines = (EXAMPLE / "responses.csv").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "responses.csv"
+    path.write_text("\n".join([lines[0] + ",answer"] + [line + ",x" for line in lines[1:]]) + "\n",
+                    encoding="utf-8")
+    with pytest.raises(UserError, match="duplicate column 'answer'") as error:
+        load_survey_results(path, ko_profile, EXAMPLE / "questions.csv")
+    assert (error.value.where.row, error.value.where.column) == (1, "answer")
+
+
+def test_missing_questions_file_names_both_ways_to_give_it(tmp_path, ko_profile):
+    path = tmp_path / "responses.csv"
+    path.write_bytes((EXAMPLE / "responses.csv").read_bytes())
+    with pytest.raises(UserError) as error:
+        load_survey_results(path, ko_profile)
+    message = error.value.message
+    assert "questions.csv" in message and "`--questions` on the command line" in message
+    assert "`survey.questions` in a pipeline file" in message

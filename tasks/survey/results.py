@@ -130,6 +130,8 @@ def _merge_duplicates(entries: list[SurveyResult]) -> tuple[list[SurveyResult], 
 def load_survey_json(path: Path, profile: Profile) -> SurveyResults:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start})", path) from None
     except json.JSONDecodeError as exc:
         raise UserError(f"not valid JSON: {exc.msg} (line {exc.lineno})", path) from None
     if not isinstance(data, list):
@@ -183,18 +185,17 @@ def read_table(path: Path, required: list[str]) -> tuple[list[dict[str, str]], l
             raise UserError(f"not UTF-8 text (byte {exc.start})", path) from None
         sheet = None
     elif suffix in (".xlsx", ".xlsm"):
-        import openpyxl
-
-        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
-        worksheet = workbook.worksheets[0]
-        sheet = worksheet.title
-        lines = [["" if v is None else str(v) for v in row] for row in worksheet.iter_rows(values_only=True)]
-        workbook.close()
+        lines, sheet = _xlsx_lines(path)
     else:
         raise UserError("expected a .csv or .xlsx file", path)
     if not lines:
         raise UserError("empty file; expected a header row", path)
     header = [h.strip() for h in lines[0]]
+    seen: set[str] = set()
+    for index, name in enumerate(header):
+        if name and name in seen:  # a second column of the same name would silently replace the first
+            raise UserError(f"duplicate column {name!r} (column {index + 1})", Location(str(path), 1, name, sheet))
+        seen.add(name)
     missing = [c for c in required if c not in header]
     if missing:
         raise UserError(f"missing column(s) {', '.join(missing)}; expected {', '.join(required)}",
@@ -206,6 +207,27 @@ def read_table(path: Path, required: list[str]) -> tuple[list[dict[str, str]], l
         rows.append({h: (values[i].strip() if i < len(values) else "") for i, h in enumerate(header)})
         where.append(Location(str(path), number, None, sheet))
     return rows, where
+
+
+def _xlsx_lines(path: Path) -> tuple[list[list[str]], str]:
+    """The first sheet's cells as text; a file that is not a readable workbook is a UserError."""
+    import zipfile
+
+    import openpyxl
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    # Not a zip, a zip without a workbook, a damaged sheet (XML errors are SyntaxErrors, lxml's too).
+    unreadable = (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, SyntaxError, IndexError)
+    try:
+        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        try:
+            worksheet = workbook.worksheets[0]
+            lines = [["" if v is None else str(v) for v in row] for row in worksheet.iter_rows(values_only=True)]
+            return lines, worksheet.title
+        finally:
+            workbook.close()
+    except unreadable as exc:
+        raise UserError(f"not a readable .xlsx workbook ({type(exc).__name__}: {exc})", path) from None
 
 
 def _at(where: Location, column: str) -> Location:
@@ -331,8 +353,8 @@ def load_survey_results(path: Path, profile: Profile, questions: Path | None = N
         return load_survey_json(path, profile)
     questions = questions or path.parent / "questions.csv"
     if not questions.exists():
-        raise UserError(f"respondent-level results need the exported questionnaire; {questions} does not exist "
-                        "(pass --questions)", path)
+        raise UserError(f"respondent-level results need the exported questions.csv (`--questions` on the command "
+                        f"line, `survey.questions` in a pipeline file); {questions} does not exist", path)
     return load_respondent_results(path, questions, profile)
 
 
