@@ -5,7 +5,9 @@ runs in well under a second), so none is cached. Every input is read and checked
 first file is written, and every file is written atomically, so a bad input leaves nothing
 half-written.
 
-The build flow does not need these flows: it calls ``tasks.survey.filter_templates`` directly.
+The build does not need these flows: it calls ``tasks.survey_stage.survey_stage``, which reads the
+inputs through the same ``tasks.survey.inputs.load_survey_data`` (default overrides included) but
+allows results that match no template (recording them).
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from kobbq.errors import UserError
 from kobbq.profile import Profile, load_profile
 from tasks.corrections import load_corrections
 from tasks.decisions import Decision, write_decisions_csv, write_decisions_parquet
-from tasks.survey import (Override, ReadingResults, SurveyOutcome, SurveyResults, collect_stereotypes,
-                          filter_templates, load_overrides, load_reading_results, load_survey_results)
+from tasks.survey import SurveyOutcome, SurveyResults, collect_stereotypes
 from tasks.survey.filter import STAGE
-from tasks.survey.groups import profile_group_lists, profile_survey_dir
+from tasks.survey.groups import profile_group_lists
+from tasks.survey.inputs import SurveyData, apply_survey_rules, load_survey_data
 from tasks.survey.questionnaires import (atomic_write, build_questions, build_reading, group_rows, load_wording,
                                          write_export)
 from tasks.survey.results import NO_STEREO
@@ -119,38 +121,22 @@ def quota_csv(results: SurveyResults) -> bytes:
 class IngestInputs:
     profile: Profile
     templates: list[Template]
-    results: SurveyResults
-    reading: ReadingResults | None
-    overrides: list[Override]
+    data: SurveyData
 
 
 def read_ingest_inputs(profile_name: str, templates: Path, results: Path, reading: Path | None = None,
                        overrides: Path | None = None, questions: Path | None = None,
                        corrections: Path | None = None) -> IngestInputs:
-    """Read and check every input (plain function: the CLI calls it before Prefect starts)."""
+    """Read and check every input (plain function: the CLI calls it before Prefect starts).
+    The survey inputs go through ``tasks.survey.inputs.load_survey_data``, as in the build."""
     profile = load_profile(profile_name)
     rows = _templates(templates, corrections)
-    survey = load_survey_results(results, profile, questions)
-    reading_results = load_reading_results(reading) if reading else None
-    default_overrides = profile_survey_dir(profile) / "overrides.csv"
-    override_path = overrides or (default_overrides if default_overrides.exists() else None)
-    return IngestInputs(profile, rows, survey, reading_results, load_overrides(override_path) if override_path else [])
-
-
-def check_unmatched(outcome: SurveyOutcome, allow_unmatched: bool) -> None:
-    """A result no candidate template asks is bad input, unless the templates are survivors only."""
-    if outcome.unmatched and not allow_unmatched:
-        first = outcome.unmatched[0]
-        raise UserError(f"{len(outcome.unmatched)} survey result(s) match no template's question; first: "
-                        f"{first.category} '{first.stereotype}' ({first.as_stats()}). Pass --allow-unmatched when "
-                        "the templates are survivors only (e.g. a released template file)", first.where)
+    return IngestInputs(profile, rows, load_survey_data(profile, results, reading, overrides, questions))
 
 
 @task(name="survey-apply-rules", cache_policy=NO_CACHE)
 def apply_rules(inputs: IngestInputs, allow_unmatched: bool) -> SurveyOutcome:
-    outcome = filter_templates(inputs.templates, inputs.results, inputs.reading, inputs.overrides, inputs.profile)
-    check_unmatched(outcome, allow_unmatched)
-    return outcome
+    return apply_survey_rules(inputs.templates, inputs.data, inputs.profile, allow_unmatched)
 
 
 @task(name="survey-write-reports", cache_policy=NO_CACHE)
@@ -180,4 +166,4 @@ def ingest_survey(profile_name: str, templates: Path, results: Path, out: Path, 
     outputs = write_reports(outcome, out)
     return IngestResult(len(outcome.templates), sum(t.keep for t in outcome.templates), len(outcome.kept),
                         len(outcome.stereotypes), sum(e.keep() for e in outcome.stereotypes), len(outcome.unmatched),
-                        len(inputs.results.quota), outputs, outcome.decisions)
+                        len(inputs.data.results.quota), outputs, outcome.decisions)

@@ -4,11 +4,18 @@ The rules themselves live in ``tasks.survey``; this module only bundles the surv
 build (results, reading comprehension, overrides, the exported questions) and turns the
 stage's outcome into what the release folder holds: the surviving templates, the decisions,
 ``funnel.md`` and ``survey_agreement.md``.
+
+The inputs are read by ``tasks.survey.inputs.load_survey_data``, the loader ``kobbq survey ingest``
+uses too, so both behave alike: without an overrides file the profile's
+``survey/<profile>/overrides.csv`` applies (``SurveyInputs.resolve(profile)`` names it, so that a
+caller hashing ``files()`` for a fingerprint includes it). Unlike the ingest command, the build
+accepts survey results that match no template (a released template file holds only the survivors);
+each is recorded as a ``result-without-template`` decision and counted in ``funnel.md``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kobbq.errors import UserError
@@ -29,6 +36,12 @@ class SurveyInputs:
                  "survey_overrides": self.overrides, "survey_questions": self.questions}
         return {role: path for role, path in files.items() if path is not None}
 
+    def resolve(self, profile: Profile) -> SurveyInputs:
+        """The same inputs with the overrides file that will be used: the given one, else the profile's default."""
+        from tasks.survey.inputs import default_overrides_path
+
+        return replace(self, overrides=self.overrides or default_overrides_path(profile))
+
     def check_exist(self) -> None:
         for role, path in self.files().items():
             if not path.exists():
@@ -43,11 +56,9 @@ class SurveyStage:
 
 
 def survey_stage(templates: list[Template], inputs: SurveyInputs, profile: Profile) -> SurveyStage:
-    from tasks.survey import filter_templates, load_overrides, load_reading_results, load_survey_results
+    from tasks.survey.inputs import apply_survey_rules, load_survey_data
 
-    results = load_survey_results(inputs.results, profile, inputs.questions)
-    reading = load_reading_results(inputs.reading) if inputs.reading else None
-    overrides = load_overrides(inputs.overrides) if inputs.overrides else []
-    outcome = filter_templates(templates, results, reading, overrides, profile)
+    data = load_survey_data(profile, inputs.results, inputs.reading, inputs.overrides, inputs.questions)
+    outcome = apply_survey_rules(templates, data, profile, allow_unmatched=True)
     reports = {"funnel.md": outcome.funnel_markdown(), "survey_agreement.md": outcome.agreement_markdown()}
     return SurveyStage(outcome.kept, outcome.decisions, reports)

@@ -121,3 +121,50 @@ def test_missing_questions_file_names_both_ways_to_give_it(tmp_path, ko_profile)
     message = error.value.message
     assert "questions.csv" in message and "`--questions` on the command line" in message
     assert "`survey.questions` in a pipeline file" in message
+
+
+def _profile_overrides(tmp_path, monkeypatch, text):
+    """The ko survey folder copied under tmp_path with ``text`` as its default overrides.csv."""
+    import shutil
+
+    import tasks.survey.groups as groups
+
+    folder = tmp_path / "survey"
+    shutil.copytree(SURVEY_DIR / "ko", folder / "ko")
+    (folder / "ko" / "overrides.csv").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(groups, "SURVEY_DIR", folder)
+    return folder / "ko" / "overrides.csv"
+
+
+def test_build_and_ingest_apply_the_profile_default_overrides(tmp_path, monkeypatch, ko_profile):
+    # 고집이 셈 (Age 2) fails the two-thirds rule on the example (55 of 85); a default override keeps it.
+    default = _profile_overrides(tmp_path, monkeypatch, "category,stereotype,template_id,rule,outcome,reason\n"
+                                 "Age,고집이 셈,,type2-two-thirds,keep,checked by a second survey wave\n")
+    templates = load_kobbq_templates(EXAMPLE_TEMPLATES).templates
+    stage = survey_stage(templates, SurveyInputs(EXAMPLE / "responses.csv"), ko_profile)
+    assert ("Age", 2) in {t.template_key for t in stage.kept}
+    marked = [d for d in stage.decisions if d.override]
+    assert [(d.subject, d.rule) for d in marked] == [("stereotype:Age:고집이 셈", "type2-two-thirds")]
+    assert "checked by a second survey wave" in stage.reports["funnel.md"]
+    from flows.survey import read_ingest_inputs
+    from tasks.survey.inputs import apply_survey_rules
+
+    inputs = read_ingest_inputs("ko", EXAMPLE_TEMPLATES, EXAMPLE / "responses.csv")
+    assert inputs.data.overrides_path == default
+    outcome = apply_survey_rules(inputs.templates, inputs.data, inputs.profile, allow_unmatched=False)
+    assert [t.template_key for t in outcome.kept] == [t.template_key for t in stage.kept]
+    # The build's fingerprint can name the file used.
+    assert SurveyInputs(EXAMPLE / "responses.csv").resolve(ko_profile).files()["survey_overrides"] == default
+
+
+def test_unmatched_results_recorded_by_the_build_rejected_by_ingest(ko_profile):
+    from tasks.survey.inputs import apply_survey_rules, load_survey_data
+
+    survivors = [t for t in load_kobbq_templates(EXAMPLE_TEMPLATES).templates if t.template_key != ("Age", 2)]
+    stage = survey_stage(survivors, SurveyInputs(EXAMPLE / "responses.csv"), ko_profile)
+    unmatched = [d for d in stage.decisions if d.rule == "result-without-template"]
+    assert [d.subject for d in unmatched] == ["stereotype:Age:고집이 셈"]
+    assert "Results that match no template's question: 1." in stage.reports["funnel.md"]
+    data = load_survey_data(ko_profile, EXAMPLE / "responses.csv")
+    with pytest.raises(UserError, match="1 survey result\\(s\\) match no template's question"):
+        apply_survey_rules(survivors, data, ko_profile, allow_unmatched=False)

@@ -2,6 +2,14 @@
 
 Entry points for the build flow (pure; no Prefect needed):
 
+- ``tasks.survey.inputs.load_survey_data(profile, results, reading=None, overrides=None, questions=None)
+  -> SurveyData`` reads every survey input the one way both ``kobbq survey ingest`` and the build
+  (``tasks.survey_stage.survey_stage``) use (the profile's default overrides when none is given), and
+  ``apply_survey_rules(templates, data, profile, allow_unmatched) -> SurveyOutcome`` applies the rules
+  (results matching no template: always recorded; rejected unless ``allow_unmatched``).
+
+The pieces those two compose:
+
 - ``load_survey_results(path: Path, profile: Profile, questions: Path | None = None) -> SurveyResults``
   the released aggregated JSON, or a respondent-level CSV/xlsx (aggregated, quota-checked;
   ``questions`` = the exported ``questions.csv``, by default the one beside the file).
