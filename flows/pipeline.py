@@ -362,7 +362,7 @@ def survey_inputs(ctx: Context):
     exported = ctx.work / "survey-export" / "questions.csv"  # what this pipeline sent out, by default
     questions = ctx.file(cfg.questions) or (exported if exported.exists() else None)
     return Files(results=ctx.file(cfg.results), reading=ctx.file(cfg.reading), overrides=ctx.file(cfg.overrides),
-                 questions=questions)
+                 questions=questions).resolve(ctx.profile)
 
 
 def survey_stage_inputs(ctx: Context) -> dict[str, Path | None]:

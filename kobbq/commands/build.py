@@ -52,6 +52,7 @@ def resolve_corrections(args: argparse.Namespace) -> Path | None:
 
 
 def survey_inputs(args: argparse.Namespace):
+    from kobbq.profile import load_profile
     from tasks.survey_stage import SurveyInputs
 
     given = [args.reading_results, args.overrides, args.questions]
@@ -59,7 +60,7 @@ def survey_inputs(args: argparse.Namespace):
         if any(given):
             raise UserError("--reading-results, --overrides and --questions need --survey-results")
         return None
-    inputs = SurveyInputs(args.survey_results, *given)
+    inputs = SurveyInputs(args.survey_results, *given).resolve(load_profile(args.profile or "ko"))
     inputs.check_exist()
     return inputs
 

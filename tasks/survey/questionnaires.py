@@ -16,12 +16,9 @@ import csv
 import io
 import os
 import random
-import re
 import tempfile
 import tomllib
-import zipfile
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 import jinja2
@@ -33,6 +30,7 @@ from tasks.survey.groups import GroupList, norm, profile_survey_dir
 from tasks.survey.results import OPTION_SEPARATOR, QUESTION_COLUMNS, READING_QUESTION_COLUMNS
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates import Template
+from tasks.xlsx import reproducible_bytes
 
 QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
 READING_EXPORT_COLUMNS = READING_QUESTION_COLUMNS + ["version", "text"]
@@ -192,28 +190,7 @@ def xlsx_bytes(sheets: list[tuple[str, list[str], list[dict[str, str]]]]) -> byt
                 cell = sheet.cell(row=r, column=c, value=row.get(name, ""))
                 cell.data_type = "s"
         sheet.freeze_panes = "A2"
-    workbook.properties.created = workbook.properties.modified = FIXED_TIME
-    buffer = io.BytesIO()
-    workbook.save(buffer)
-    return _fixed_zip_times(buffer.getvalue())
-
-
-FIXED_TIME = datetime(2000, 1, 1)
-
-
-def _fixed_zip_times(data: bytes) -> bytes:
-    """openpyxl stamps each zip member with the current time; fix it so equal inputs give equal bytes."""
-    source = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
-        for info in source.infolist():
-            member = zipfile.ZipInfo(info.filename, date_time=(2000, 1, 1, 0, 0, 0))
-            member.compress_type = zipfile.ZIP_DEFLATED
-            content = source.read(info.filename)
-            if info.filename == "docProps/core.xml":  # openpyxl sets "modified" to the time of saving
-                content = re.sub(rb"(<dcterms:modified[^>]*>)[^<]*", rb"\g<1>2000-01-01T00:00:00Z", content)
-            target.writestr(member, content)
-    return out.getvalue()
+    return reproducible_bytes(workbook)
 
 
 def write_export(out: Path, questions: list[QuestionRow], reading: list[dict[str, str]],
