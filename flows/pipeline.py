@@ -31,7 +31,7 @@ from tasks.decisions import Decision, write_decisions_csv
 from tasks.pipeline import (DONE, FAILED, STAGES, WAITING, Pipeline, StageState, fingerprint, is_current,
                             read_state, state_dir, write_state)
 from tasks.tables import read_csv_table
-from tasks.templates import load_kobbq_templates, read_tsv
+from tasks.templates import Template, load_kobbq_templates, read_tsv
 
 
 MT_TEMPLATES = "mtBBQ_templates.tsv"  # the unedited machine translation, expanded into a twin release
@@ -68,6 +68,11 @@ class Context:
     @property
     def corrections(self) -> Path | None:
         return self.file(self.pipeline.config.templates.corrections)
+
+    def templates(self, path: Path) -> list[Template]:
+        """A KoBBQ-format template file read with the pipeline's corrections applied."""
+        corrections = load_corrections(self.corrections) if self.corrections else []
+        return load_kobbq_templates(path, corrections).templates
 
 
 @dataclass(frozen=True)
@@ -138,9 +143,8 @@ def run_labels(ctx: Context) -> StageOutput:
         from tasks.labels.reference import reference_labels
 
         reference = require(ctx.file(cfg.reference), "reference template file", "")
-        corrections = load_corrections(ctx.corrections) if ctx.corrections else []
         bbq, _ = load_bbq_templates(bbq_path)
-        result = reference_labels(load_kobbq_templates(reference, corrections).templates, bbq, ctx.profile)
+        result = reference_labels(ctx.templates(reference), bbq, ctx.profile)
         report = write_text(ctx.stage_dir("labels") / "reference_labels.txt", result.text + "\n")
         outcomes = Counter(d.outcome.split(":")[0] for d in result.decisions)
         return StageOutput(dict(sorted(outcomes.items())), {"report:labels_reference.txt": report}, result.decisions,
@@ -243,9 +247,8 @@ def run_postedit(ctx: Context) -> StageOutput:
         from tasks.translation.reference import link_reference
 
         reference = require(ctx.file(cfg.translation.reference), "reference post-edit", "")
-        corrections = load_corrections(ctx.corrections) if ctx.corrections else []
         bbq, _ = load_bbq_templates(ctx.file(cfg.labels.bbq))
-        result = link_reference(load_kobbq_templates(reference, corrections).templates, bbq, ctx.profile, glossary)
+        result = link_reference(ctx.templates(reference), bbq, ctx.profile, glossary)
         counts = {"rows_linked": result.rows_linked, "rows": result.rows, "unlinked": len(result.unlinked)}
         return StageOutput(counts, {"templates": reference}, result.decisions,
                            f"{result.rows_linked} of {result.rows} ST/TM rows of {reference.name} linked to BBQ")
@@ -346,8 +349,7 @@ def survey_export_inputs(ctx: Context) -> dict[str, Path | None]:
 def run_survey_export(ctx: Context) -> StageOutput:
     from flows.survey import export_task
 
-    corrections = load_corrections(ctx.corrections) if ctx.corrections else []
-    templates = load_kobbq_templates(templates_file(ctx), corrections).templates
+    templates = ctx.templates(templates_file(ctx))
     folder = ctx.stage_dir("survey-export")
     result = export_task.fn(templates, ctx.profile, folder)
     counts = {k: v for k, v in vars(result).items() if isinstance(v, int)}
@@ -377,8 +379,7 @@ def run_survey(ctx: Context) -> StageOutput:
     require(files.results, "survey results",
             f"Send {questionnaire} (also `kobbq survey export`) to the survey company and put the results "
             "(respondent-level CSV/xlsx, or the aggregated JSON) where survey.results points.")
-    corrections = load_corrections(ctx.corrections) if ctx.corrections else []
-    templates = load_kobbq_templates(templates_file(ctx), corrections).templates
+    templates = ctx.templates(templates_file(ctx))
     stage = survey_stage(templates, files, ctx.profile)
     folder = ctx.stage_dir("survey")
     for name, text in stage.reports.items():
