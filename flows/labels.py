@@ -25,7 +25,8 @@ from tasks.bbq import BBQTemplate
 from tasks.decisions import Decision, write_decisions_csv
 from tasks.labels.agreement import AgreementReport, agreement
 from tasks.labels.annotations import AnnotatorLabels, import_annotations, votes_by_template
-from tasks.labels.consensus import (Consensus, load_consensus, require_final_labels, write_atomically,
+from tasks.atomic import write_with
+from tasks.labels.consensus import (Consensus, load_consensus, require_final_labels,
                                     write_consensus)
 from tasks.labels.newly_created import NewlyCreated, import_newly_created
 from tasks.labels.reference import ReferenceResult, reference_labels
@@ -110,9 +111,9 @@ def labels_flow(bbq: Path, consensus: Path, out: Path, annotations: list[Path] |
     rows = [{"subject": item.subject, "label": final.labels[item.subject].label,
              "rationale": final.labels[item.subject].rationale} for item in items]
     labels_path = write_consensus(rows, ["subject", "label", "rationale"], out / "labels.csv")
-    agreement_path = (write_atomically(out / "agreement.txt", lambda p: p.write_text(report.text + "\n", "utf-8"))
+    agreement_path = (write_with(out / "agreement.txt", lambda p: p.write_text(report.text + "\n", "utf-8"))
                       if report else None)
-    decisions_path = write_atomically(out / "decisions_labels.csv", lambda p: write_decisions_csv(decisions, p))
+    decisions_path = write_with(out / "decisions_labels.csv", lambda p: write_decisions_csv(decisions, p))
     counts = Counter(row["label"] for row in rows)
     overall = report.rows[0] if report else None
     return LabelsResult(
@@ -137,8 +138,8 @@ def labels_reference_flow(templates: Path, bbq: Path, out: Path, profile_name: s
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     result = derive_reference(Path(templates), Path(bbq), profile)
-    table_path = write_atomically(out / "reference_labels.txt", lambda p: p.write_text(result.text + "\n", "utf-8"))
-    decisions_path = write_atomically(out / "decisions_labels_reference.csv",
+    table_path = write_with(out / "reference_labels.txt", lambda p: p.write_text(result.text + "\n", "utf-8"))
+    decisions_path = write_with(out / "decisions_labels_reference.csv",
                                       lambda p: write_decisions_csv(result.decisions, p))
     outcomes = Counter(d.outcome for d in result.decisions if d.subject_type == "bbq_template")
     return ReferenceFlowResult(linked={"ST": outcomes["ST"], "TM": outcomes["TM"]}, unlinked=outcomes["unlinked"],

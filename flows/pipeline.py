@@ -25,6 +25,7 @@ import kobbq
 from kobbq import console
 from kobbq.errors import Location, UserError
 from kobbq.profile import Profile, load_profile
+from tasks.atomic import replacing, write_text, write_with
 from tasks.bbq import load_bbq_templates
 from tasks.corrections import load_corrections
 from tasks.decisions import Decision, write_decisions_csv
@@ -84,38 +85,22 @@ class StageOutput:
 
 
 def save_decisions(ctx: Context, stage: str, decisions: list[Decision]) -> Path:
-    path = ctx.stage_dir(stage) / "decisions.csv"
-    temporary = path.with_name(".decisions.csv.tmp")
-    write_decisions_csv(decisions, temporary)
-    os.replace(temporary, path)
-    return path
-
-
-def write_text(path: Path, text: str) -> Path:
-    """Write through a temporary file and a rename: a crash never leaves half a report."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-    return path
+    return write_with(ctx.stage_dir(stage) / "decisions.csv", lambda path: write_decisions_csv(decisions, path))
 
 
 def write_csv_rows(path: Path, header: list[str], rows: list[list[str]]) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    with temporary.open("w", encoding="utf-8", newline="") as handle:
+    with replacing(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(header)
         writer.writerows(rows)
-    os.replace(temporary, path)
 
 
 def write_tsv_rows(path: Path, header: list[str], rows: list[dict[str, str]]) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    with temporary.open("w", encoding="utf-8", newline="") as handle:
+    with replacing(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, header, delimiter="\t", quoting=csv.QUOTE_NONE, lineterminator="\n",
                                 extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(temporary, path)
 
 
 def require(path: Path | None, what: str, hint: str) -> Path:

@@ -24,12 +24,13 @@ from prefect.cache_policies import NO_CACHE
 from kobbq.errors import UserError
 from kobbq.profile import Profile, load_profile
 from tasks.corrections import load_corrections
+from tasks.atomic import write_bytes
 from tasks.decisions import Decision, write_decisions_csv, write_decisions_parquet
 from tasks.survey import SurveyOutcome, SurveyResults, collect_stereotypes
 from tasks.survey.filter import STAGE
 from tasks.survey.groups import profile_group_lists
 from tasks.survey.inputs import SurveyData, apply_survey_rules, load_survey_data
-from tasks.survey.questionnaires import (atomic_write, build_questions, build_reading, group_rows, load_wording,
+from tasks.survey.questionnaires import (build_questions, build_reading, group_rows, load_wording,
                                          write_export)
 from tasks.survey.results import NO_STEREO
 from tasks.templates import Template, load_kobbq_templates
@@ -149,7 +150,7 @@ def write_reports(outcome: SurveyOutcome, out: Path) -> dict[str, Path]:
         "quota": (out / "quota_shortfalls.csv", quota_csv(outcome.results)),
     }
     for path, data in files.values():
-        atomic_write(path, data)
+        write_bytes(path, data)
     outputs = {name: path for name, (path, _) in files.items()}
     outputs.update(_write_decisions(outcome.decisions, out))
     return outputs

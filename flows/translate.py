@@ -24,6 +24,7 @@ from prefect.cache_policies import NO_CACHE
 
 from kobbq.errors import UserError
 from kobbq.profile import Profile, load_profile
+from tasks.atomic import write_with
 from tasks.bbq import BBQTemplate, load_bbq_templates
 from tasks.corrections import load_corrections
 from tasks.decisions import Decision, write_decisions_csv
@@ -70,10 +71,7 @@ class PosteditResult:
 
 
 def write_decisions(decisions: list[Decision], path: Path) -> Path:
-    temporary = path.with_name(f".{path.name}.tmp")
-    write_decisions_csv(decisions, temporary)
-    temporary.replace(path)
-    return path
+    return write_with(path, lambda temporary: write_decisions_csv(decisions, temporary))
 
 
 def resolve_glossary(profile: Profile, glossary_path: Path | None) -> Glossary:

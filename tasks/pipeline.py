@@ -18,7 +18,6 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
-import os
 import tomllib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -27,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kobbq.errors import UserError
+from tasks.atomic import write_text
 from tasks.release import sha256_file
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
@@ -149,10 +149,7 @@ def write_state(folder: Path, state: StageState) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     state.finished_at = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     path = folder / f"{state.stage}.json"
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(asdict(state), ensure_ascii=False, indent=2, sort_keys=True) + "\n",
-                         encoding="utf-8")
-    os.replace(temporary, path)
+    write_text(path, json.dumps(asdict(state), ensure_ascii=False, indent=2, sort_keys=True) + "\n")
 
 
 def is_current(state: StageState | None, current: str) -> bool:

@@ -13,12 +13,13 @@ Entry point: ``save_workbook(workbook, path) -> Path``.
 from __future__ import annotations
 
 import io
-import os
 import zipfile
 from datetime import datetime
 from pathlib import Path
 
 from openpyxl import Workbook
+
+from tasks.atomic import write_bytes
 from openpyxl.xml.functions import tostring
 
 # Not the real save time: the output must depend on the content only.
@@ -44,12 +45,4 @@ def reproducible_bytes(workbook: Workbook) -> bytes:
 
 def save_workbook(workbook: Workbook, path: Path) -> Path:
     """Write ``workbook`` to ``path`` reproducibly (see ``reproducible_bytes``) and atomically; return ``path``."""
-    path = Path(path)
-    data = reproducible_bytes(workbook)
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    return write_bytes(path, reproducible_bytes(workbook))

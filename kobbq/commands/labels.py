@@ -128,7 +128,7 @@ def run_reference(args: argparse.Namespace) -> int:
     from kobbq.profile import load_profile
     from tasks.bbq import load_bbq_templates
     from tasks.decisions import write_decisions_csv
-    from tasks.labels.consensus import write_atomically
+    from tasks.atomic import write_with
     from tasks.labels.reference import reference_labels
     from tasks.templates import load_kobbq_templates
 
@@ -139,7 +139,7 @@ def run_reference(args: argparse.Namespace) -> int:
     if any(f.code == "unknown-bbq-link" for f in result.findings):
         print(f"\nSome links do not resolve: pass --bbq with the BBQ templates {args.templates.name} was built from.")
     if args.decisions:
-        write_atomically(args.decisions, lambda path: write_decisions_csv(result.decisions, path))
+        write_with(args.decisions, lambda path: write_decisions_csv(result.decisions, path))
         outcomes = Counter(d.outcome for d in result.decisions)
         print(f"wrote {len(result.decisions)} decisions to {args.decisions} ({dict(sorted(outcomes.items()))})")
     return 1 if any(f.severity == "error" for f in result.findings) else 0

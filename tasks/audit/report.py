@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ from pathlib import Path
 import jinja2
 
 from kobbq.profile import Profile
+from tasks.atomic import write_text
 from tasks.audit.fates import AuditLog, Fate, load_audit_log, stage_rank, stereotype_text
 from tasks.audit.lineage import display_id
 from tasks.decisions import Decision
@@ -172,14 +171,4 @@ def write_audit_report(release_dir: Path, profile: Profile) -> Path:
     funnel_path = release_dir / "funnel.md"
     funnel_markdown = funnel_path.read_text(encoding="utf-8") if funnel_path.exists() else None
     html = render_audit_html(log, profile, funnel_markdown)
-    target = release_dir / REPORT_NAME
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=release_dir, prefix=f".{REPORT_NAME}.",
-                                         suffix=".tmp", delete=False)
-    try:
-        with handle:
-            handle.write(html)
-        os.replace(handle.name, target)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
-    return target
+    return write_text(release_dir / REPORT_NAME, html)

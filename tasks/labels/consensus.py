@@ -14,14 +14,13 @@ Entry points: ``load_consensus(path, bbq_templates, require_rationale=..., annot
 from __future__ import annotations
 
 import csv
-import os
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kobbq.errors import Location, UserError
 from tasks.bbq import BBQTemplate
+from tasks.atomic import write_with
 from tasks.decisions import Decision
 from tasks.findings import Finding
 from tasks.labels.problems import raise_if_errors
@@ -152,14 +151,6 @@ def templates_to_adapt(templates: list[BBQTemplate], consensus: Consensus) -> li
     return [row for row in templates if consensus.label_of(row.subject) in KEPT_LABELS]
 
 
-def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:
-    """Write through a temporary file beside ``path``, then replace it: a reader never sees half a file."""
-    temporary = path.with_name(path.name + ".tmp")
-    write(temporary)
-    os.replace(temporary, path)
-    return path
-
-
 def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) -> Path:
     """Write a consensus (or draft, or final labels) CSV atomically."""
     def write(target: Path) -> None:
@@ -168,4 +159,4 @@ def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) 
             writer.writeheader()
             writer.writerows(rows)
 
-    return write_atomically(path, write)
+    return write_with(path, write)

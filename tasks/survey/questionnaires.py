@@ -14,9 +14,7 @@ from __future__ import annotations
 import ast
 import csv
 import io
-import os
 import random
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ import jinja2
 
 from kobbq.errors import UserError
 from kobbq.profile import Profile
+from tasks.atomic import write_bytes
 from tasks.expand import expand_templates
 from tasks.survey.groups import GroupList, norm, profile_survey_dir
 from tasks.survey.results import OPTION_SEPARATOR, QUESTION_COLUMNS, READING_QUESTION_COLUMNS
@@ -156,17 +155,6 @@ def group_rows(lists: dict[str, GroupList], profile: Profile) -> list[dict[str, 
     return rows
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def csv_bytes(columns: list[str], rows: list[dict[str, str]]) -> bytes:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
@@ -208,5 +196,5 @@ def write_export(out: Path, questions: list[QuestionRow], reading: list[dict[str
             ("groups", GROUP_EXPORT_COLUMNS, groups)])),
     }
     for path, data in files.values():
-        atomic_write(path, data)
+        write_bytes(path, data)
     return {name: path for name, (path, _) in files.items()}
