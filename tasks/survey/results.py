@@ -250,15 +250,21 @@ QUESTION_COLUMNS = ["question_id", "category", "stereotype", "survey_type", "opt
 OPTION_SEPARATOR = ";"
 
 
+def _new_question_id(row: dict[str, str], at, seen: dict[str, object]) -> str:
+    """A questionnaire row's ID: present, and not used by an earlier row."""
+    qid = row["question_id"]
+    if not qid:
+        raise UserError("empty question_id", _at(at, "question_id"))
+    if qid in seen:
+        raise UserError(f"duplicate question ID {qid!r}", _at(at, "question_id"))
+    return qid
+
+
 def load_questions(path: Path) -> dict[str, Question]:
     rows, where = read_table(path, QUESTION_COLUMNS)
     questions: dict[str, Question] = {}
     for row, at in zip(rows, where):
-        qid = row["question_id"]
-        if not qid:
-            raise UserError("empty question_id", _at(at, "question_id"))
-        if qid in questions:
-            raise UserError(f"duplicate question ID {qid!r}", _at(at, "question_id"))
+        qid = _new_question_id(row, at, questions)
         if row["survey_type"] not in ("1", "2"):
             raise UserError(f"survey_type must be 1 or 2, got {row['survey_type']!r}", _at(at, "survey_type"))
         options = tuple(norm(o) for o in row["options"].split(OPTION_SEPARATOR) if o.strip())
@@ -387,11 +393,7 @@ def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
     rows, where = read_table(path, READING_QUESTION_COLUMNS)
     questions: dict[str, ReadingQuestion] = {}
     for row, at in zip(rows, where):
-        qid = row["question_id"]
-        if not qid:
-            raise UserError("empty question_id", _at(at, "question_id"))
-        if qid in questions:
-            raise UserError(f"duplicate question ID {qid!r}", _at(at, "question_id"))
+        qid = _new_question_id(row, at, questions)
         template = (row["category"], _template_id(row, at))
         options = tuple(norm(o) for o in row["options"].split(OPTION_SEPARATOR) if o.strip())
         if not options:
