@@ -12,6 +12,7 @@ target, and only a complete, validated staging folder replaces the previous rele
 from __future__ import annotations
 
 import ast
+import fcntl
 import hashlib
 import json
 import os
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kobbq.errors import UserError
 from tasks.expand import SAMPLE_COLUMNS, Expansion
 
 STAGING_PREFIX = ".staging-"
@@ -154,14 +156,36 @@ def staged_release(target: Path) -> Iterator[Path]:
     The caller writes everything into the staging folder and then calls ``publish``.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    recover(target)
-    staging = staging_folder(target)
-    staging.mkdir()
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with build_lock(target):
+        recover(target)
+        staging = staging_folder(target)
+        staging.mkdir()
+        try:
+            yield staging
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+
+@contextmanager
+def build_lock(target: Path) -> Iterator[None]:
+    """One build at a time per release folder: a second one stops at once instead of interleaving."""
+    lock_path = target.parent / f".{target.name}.lock"
+    with lock_path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise UserError(f"another build (pid {handle.read().strip() or '?'}) is writing this release; "
+                            "wait for it to finish", target) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def publish(staging: Path, target: Path) -> None:

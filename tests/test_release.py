@@ -95,7 +95,7 @@ def test_a_failed_write_leaves_the_previous_release_untouched(tmp_path, ko_profi
     with pytest.raises(OSError, match="disk full"):
         build_into(target, EXAMPLE_TEMPLATES, ko_profile, seed=7)
     assert {p.name: p.read_bytes() for p in target.iterdir()} == before
-    assert [p.name for p in tmp_path.iterdir()] == ["KoBBQ"]  # no staging folder left behind
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == ["KoBBQ"]  # no staging left
 
 
 def test_the_seed_changes_only_the_test_split(tmp_path, ko_profile):
@@ -118,7 +118,7 @@ def test_recovery_restores_a_release_retired_by_a_crash_between_the_renames(tmp_
     live.mkdir()
     recover(target)
     assert {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()} == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["KoBBQ", live.name])
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == sorted(["KoBBQ", live.name])
 
 
 def test_a_renamed_input_is_named_in_the_decision_log(tmp_path, ko_profile):
@@ -129,3 +129,16 @@ def test_a_renamed_input_is_named_in_the_decision_log(tmp_path, ko_profile):
     build_into(tmp_path / "second", copy, ko_profile)
     log = (tmp_path / "second" / "decisions.csv").read_text(encoding="utf-8")
     assert "renamed_copy.tsv" in log and EXAMPLE_TEMPLATES.name not in log
+
+
+def test_a_second_build_of_the_same_release_stops_while_the_first_is_writing(tmp_path):
+    from kobbq.errors import UserError
+    from tasks.release import staged_release
+
+    target = tmp_path / "KoBBQ"
+    with staged_release(target) as staging:
+        (staging / "partial.tsv").write_text("half\n", encoding="utf-8")
+        with pytest.raises(UserError, match="another build .* is writing this release"):
+            with staged_release(target):
+                pass
+        assert (staging / "partial.tsv").exists()  # the first build's work is untouched
