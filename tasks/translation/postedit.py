@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kobbq.errors import Location, UserError
 from kobbq.profile import Profile
+from tasks.atomic import replacing
 from tasks.decisions import Decision, template_subject
 from tasks.findings import Finding
 from tasks.slots import SlotSyntaxError, find_inline_slots, normalise_text, parse_declarations
@@ -145,22 +146,15 @@ def missing_slots(cell: EditedCell, text: str) -> list[Finding]:
 
 def write_tsv_atomic(rows: list[dict[str, str]], path: Path) -> None:
     """Write next to the target and rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            # No quoting: template text has quotes, and the loader reads with QUOTE_NONE.
-            out.write("\t".join(OUTPUT_COLUMNS) + "\n")
-            for row in rows:
-                values = [row.get(c, "") for c in OUTPUT_COLUMNS]
-                bad = next((v for v in values if "\t" in v or "\n" in v or "\r" in v), None)
-                if bad is not None:
-                    raise UserError(f"cannot write a tab or line break into a TSV cell: {bad[:60]!r}", path)
-                out.write("\t".join(values) + "\n")
-        os.replace(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+    with replacing(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as out:
+        # No quoting: template text has quotes, and the loader reads with QUOTE_NONE.
+        out.write("\t".join(OUTPUT_COLUMNS) + "\n")
+        for row in rows:
+            values = [row.get(c, "") for c in OUTPUT_COLUMNS]
+            bad = next((v for v in values if "\t" in v or "\n" in v or "\r" in v), None)
+            if bad is not None:
+                raise UserError(f"cannot write a tab or line break into a TSV cell: {bad[:60]!r}", path)
+            out.write("\t".join(values) + "\n")
 
 
 def sort_rows(rows: list[dict[str, str]], profile: Profile) -> list[dict[str, str]]:
