@@ -6,6 +6,12 @@ rule is evaluated and recorded even after an earlier one dropped the stereotype,
 can show each rule's own effect. A template inherits its stereotype's outcome, then the
 reading-comprehension rule applies to it. Curated overrides replace a rule's outcome and are
 recorded with ``override=True``.
+
+Reading order: ``filter_templates`` composes the steps; ``_evaluate_stereotypes`` judges every
+question (``_stereotype_decisions`` logs it); ``_evaluate_template`` decides one template from its
+stereotypes (``_stereotype_survey_rule``), reports its type-1 groups (``_type1_groups_decision``)
+and applies the reading rule (``_reading_step``); ``_OverrideIndex`` hands each subject its
+overrides and rejects those nobody claimed.
 """
 
 from __future__ import annotations
@@ -27,6 +33,16 @@ from tasks.templates import Template
 
 STAGE = "survey"
 READING_STAGE = "reading"
+
+
+def question_rules(survey_type: int) -> tuple[str, str, str]:
+    """The rules a stereotype's question is judged by, in evaluation order.
+
+    A result must exist; then the "no stereotype" rule; then the rule of the question's own type
+    (type 1: target / non-target; type 2: two-thirds). Overrides can only name these rules.
+    """
+    kind_rule = RULE_TYPE1 if survey_type == 1 else RULE_TYPE2
+    return RULE_RESULT_PRESENT, RULE_NO_STEREOTYPE, kind_rule
 
 
 @dataclass(frozen=True)
@@ -51,8 +67,7 @@ class StereotypeEvaluation:
         return result.keep
 
     def rule_names(self) -> list[str]:
-        kind_rule = RULE_TYPE1 if self.stereotype.survey_type == 1 else RULE_TYPE2
-        return [RULE_RESULT_PRESENT, RULE_NO_STEREOTYPE, kind_rule]
+        return list(question_rules(self.stereotype.survey_type))
 
     def first_failure(self, target: str | None = None) -> str | None:
         for rule in self.rule_names():
@@ -183,142 +198,292 @@ def _decision(subject_type: str, subject: str, rule: RuleResult, source: str, ov
     return Decision(stage, subject_type, subject, rule.rule, override.outcome, reason, numbers, True, source)
 
 
-def filter_templates(templates: list[Template], results: SurveyResults, reading: ReadingResults | None,
-                     overrides: list[Override], profile: Profile) -> SurveyOutcome:
-    """Apply the survey rules; return kept templates (input order), decisions and the report data."""
-    lists = profile_group_lists(profile)
-    stereotypes, findings = collect_stereotypes(templates, profile)
-    index = results.index()
+def _passes(rule: RuleResult, override: Override | None) -> bool:
+    """The outcome that counts: a curated override replaces the rule's own keep / drop."""
+    if override is not None:
+        return override.outcome == "keep"
+    return rule.keep
+
+
+# --- overrides -----------------------------------------------------------------------------------
+
+@dataclass
+class _OverrideIndex:
+    """The curated overrides by subject, remembering which ones a stereotype or template claimed.
+
+    An override that no stereotype rule or candidate template claims is stale: it is an error
+    (``check_all_claimed``), so a maintainer's decision never lingers unnoticed. Claims are by
+    identity, so two subjects claiming the same override count it once.
+    """
+
+    by_stereotype: dict[tuple[str, str], dict[str, Override]]
+    by_template: dict[tuple[str, int], dict[str, Override]]
+    claimed: set[int] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, overrides: list[Override]) -> _OverrideIndex:
+        by_stereotype: dict[tuple[str, str], dict[str, Override]] = {}
+        by_template: dict[tuple[str, int], dict[str, Override]] = {}
+        for override in overrides:
+            if override.is_template:
+                by_template.setdefault((override.category, override.template_id), {})[override.rule] = override
+            else:
+                by_stereotype.setdefault((override.category, override.stereotype), {})[override.rule] = override
+        return cls(by_stereotype, by_template)
+
+    def for_stereotype(self, stereotype: Stereotype) -> dict[str, Override]:
+        """The overrides of the rules this question is judged by (file order); a rule of the other
+        question type stays unclaimed, so an override aimed at the wrong question type is reported stale."""
+        rules = question_rules(stereotype.survey_type)
+        named = self.by_stereotype.get((stereotype.category, stereotype.text), {})
+        own = {rule: override for rule, override in named.items() if rule in rules}
+        self.claimed.update(id(o) for o in own.values())
+        return own
+
+    def for_template(self, key: tuple[str, int]) -> dict[str, Override]:
+        """Every override naming this candidate template, whatever its rule."""
+        own = self.by_template.get(key, {})
+        self.claimed.update(id(o) for o in own.values())
+        return own
+
+    def check_all_claimed(self, overrides: list[Override]) -> None:
+        """Raise for the first override (file order) that matched no candidate template or stereotype rule."""
+        stale = [o for o in overrides if id(o) not in self.claimed]
+        if stale:
+            first = stale[0]
+            raise UserError(f"override for {_override_subject(first)} ({first.rule}) matches no candidate template "
+                            "or stereotype rule", first.where)
+
+
+def _override_subject(override: Override) -> str:
+    """How an override's subject is named in an error message."""
+    if override.is_template:
+        return f"template {override.category}|{override.template_id}"
+    return f"stereotype {override.category} '{override.stereotype}'"
+
+
+# --- stereotypes (one survey question each) ------------------------------------------------------
+
+def _results_by_text(results: SurveyResults) -> dict[tuple[str, str], list[SurveyResult]]:
+    """Results by (category, stereotype text), to explain a missing result by one asked as another question."""
     by_text: dict[tuple[str, str], list[SurveyResult]] = {}
     for entry in results.entries:
         by_text.setdefault((entry.category, entry.stereotype), []).append(entry)
+    return by_text
 
-    stereotype_overrides: dict[tuple[str, str], dict[str, Override]] = {}
-    template_overrides: dict[tuple[str, int], dict[str, Override]] = {}
-    for override in overrides:
-        if override.is_template:
-            template_overrides.setdefault((override.category, override.template_id), {})[override.rule] = override
-        else:
-            stereotype_overrides.setdefault((override.category, override.stereotype), {})[override.rule] = override
-    used: set[int] = set()
 
-    decisions: list[Decision] = []
+def _require_group_list(stereotype: Stereotype, lists: dict[str, GroupList], profile: Profile) -> None:
+    """A type-1 question offers the category's whole group list and the rule counts its options: without
+    a list in the profile the question cannot be judged, which is a profile error, not a drop."""
+    if stereotype.survey_type == 1 and stereotype.category not in lists:
+        raise UserError(f"type-1 stereotype '{stereotype.text}' in {stereotype.category}, but the profile has no "
+                        f"group list for {stereotype.category}", f"survey/{profile.name}/groups.csv")
+
+
+def _rule_rows(evaluation: StereotypeEvaluation, name: str, rule: RuleResult) -> tuple[RuleResult, ...]:
+    """The results one rule contributes to the log: the two-thirds rule is judged per intended target
+    (templates of one question can target either group), so it records one row per target."""
+    if name == RULE_TYPE2:
+        return tuple(evaluation.type2_by_target.values())
+    return (rule,)
+
+
+def _stereotype_decisions(evaluation: StereotypeEvaluation) -> list[Decision]:
+    """The decision rows of one question: its type and why, every rule that ran (even after an earlier
+    rule dropped it, so the funnel shows each rule's own effect), and every override of a rule that
+    could not run (e.g. a keep where no result exists), so that override is visible too."""
+    stereotype = evaluation.stereotype
+    subject = stereotype_subject(stereotype.category, stereotype.text)
+    source = str(evaluation.result.where) if evaluation.result is not None else ""
+    extra = {"question_id": stereotype.question_id, "survey_type": stereotype.survey_type,
+             "groups": list(stereotype.groups)}
+    decisions = [Decision(STAGE, "stereotype", subject, RULE_TYPE, f"type {stereotype.survey_type}",
+                          stereotype.type_reason, extra, False, "")]
+    for name, rule in evaluation.rules.items():
+        override = evaluation.overrides.get(name)
+        decisions.extend(_decision("stereotype", subject, row, source, override, extra=extra)
+                         for row in _rule_rows(evaluation, name, rule))
+    for name, override in evaluation.overrides.items():
+        if name not in evaluation.rules:
+            missing = RuleResult(name, False, "the rule could not run: no survey result", {})
+            decisions.append(_decision("stereotype", subject, missing, source, override, extra=extra))
+    return decisions
+
+
+def _evaluate_stereotypes(stereotypes: list[Stereotype], results: SurveyResults, lists: dict[str, GroupList],
+                          profile: Profile, overrides: _OverrideIndex
+                          ) -> tuple[list[StereotypeEvaluation], list[Decision]]:
+    """Every question matched with its survey result and judged by its rules, with its decisions."""
+    index = results.index()
+    by_text = _results_by_text(results)
     evaluations: list[StereotypeEvaluation] = []
-    matched: set[tuple] = set()
+    decisions: list[Decision] = []
     for stereotype in stereotypes:
-        if stereotype.survey_type == 1 and stereotype.category not in lists:
-            raise UserError(f"type-1 stereotype '{stereotype.text}' in {stereotype.category}, but the profile has no "
-                            f"group list for {stereotype.category}", f"survey/{profile.name}/groups.csv")
+        _require_group_list(stereotype, lists, profile)
         result, near = _match(stereotype, index, by_text)
-        if result is not None:
-            matched.add(result.key)
-        own = {r: o for r, o in stereotype_overrides.get((stereotype.category, stereotype.text), {}).items()
-               if r in (RULE_RESULT_PRESENT, RULE_NO_STEREOTYPE,
-                        RULE_TYPE1 if stereotype.survey_type == 1 else RULE_TYPE2)}
-        used.update(id(o) for o in own.values())
-        evaluation = _evaluate(stereotype, result, near, lists, profile, own)
+        evaluation = _evaluate(stereotype, result, near, lists, profile, overrides.for_stereotype(stereotype))
         evaluations.append(evaluation)
-        subject = stereotype_subject(stereotype.category, stereotype.text)
-        source = str(result.where) if result else ""
-        extra = {"question_id": stereotype.question_id, "survey_type": stereotype.survey_type,
-                 "groups": list(stereotype.groups)}
-        decisions.append(Decision(STAGE, "stereotype", subject, RULE_TYPE, f"type {stereotype.survey_type}",
-                                  stereotype.type_reason, extra, False, ""))
-        for name, rule in evaluation.rules.items():
-            if name == RULE_TYPE2:
-                for rule2 in evaluation.type2_by_target.values():
-                    decisions.append(_decision("stereotype", subject, rule2, source, own.get(name), extra=extra))
-            else:
-                decisions.append(_decision("stereotype", subject, rule, source, own.get(name), extra=extra))
-        for name, override in own.items():
-            if name not in evaluation.rules:  # e.g. a keep override where no result exists for the rule to run on
-                missing = RuleResult(name, False, "the rule could not run: no survey result", {})
-                decisions.append(_decision("stereotype", subject, missing, source, override, extra=extra))
+        decisions.extend(_stereotype_decisions(evaluation))
+    return evaluations, decisions
 
-    unmatched = tuple(e for e in results.entries if e.key not in matched)
-    for entry in unmatched:
-        decisions.append(Decision(
-            STAGE, "stereotype", stereotype_subject(entry.category, entry.stereotype), RULE_UNMATCHED_RESULT,
-            "unmatched", f"survey result ({entry.as_stats()}) matches no template's question",
-            {"survey_type": entry.survey_type, "votes": entry.votes, "no_stereotype": entry.no_stereotype},
-            False, str(entry.where)))
 
-    # Templates: rows grouped by (category, ID), in input order.
+def _unmatched_results(results: SurveyResults, evaluations: list[StereotypeEvaluation]) -> tuple[SurveyResult, ...]:
+    """Results no candidate template asks about (recorded always; rejected or allowed by the caller)."""
+    matched = {e.result.key for e in evaluations if e.result is not None}
+    return tuple(e for e in results.entries if e.key not in matched)
+
+
+def _unmatched_decision(entry: SurveyResult) -> Decision:
+    return Decision(
+        STAGE, "stereotype", stereotype_subject(entry.category, entry.stereotype), RULE_UNMATCHED_RESULT,
+        "unmatched", f"survey result ({entry.as_stats()}) matches no template's question",
+        {"survey_type": entry.survey_type, "votes": entry.votes, "no_stereotype": entry.no_stereotype},
+        False, str(entry.where))
+
+
+# --- templates -----------------------------------------------------------------------------------
+
+def _rows_by_template(templates: list[Template]) -> dict[tuple[str, int], list[Template]]:
+    """A template's versions (rows) share one fate: group them by (category, ID), in input order."""
     rows_of: dict[tuple[str, int], list[Template]] = {}
     for template in templates:
         rows_of.setdefault(template.template_key, []).append(template)
+    return rows_of
+
+
+def _links(key: tuple[str, int], evaluations: list[StereotypeEvaluation]) -> tuple[tuple[int, str | None], ...]:
+    """The questions that surveyed a template: (index into ``evaluations``, the type-2 target its rows name)."""
+    return tuple((i, evaluation.stereotype.targets.get(key)) for i, evaluation in enumerate(evaluations)
+                 if key in evaluation.stereotype.templates)
+
+
+def _failure_detail(evaluation: StereotypeEvaluation, failure: str) -> str:
+    """Why ``failure`` dropped the stereotype: the override's reason if one decided it, else the rule's
+    own reason; a rule that never ran failed because the question has no survey result."""
+    if failure in evaluation.overrides:
+        return evaluation.overrides[failure].reason
+    if failure in evaluation.rules:
+        return evaluation.rules[failure].reason
+    return "no survey result"
+
+
+def _stereotype_survey_rule(links: tuple[tuple[int, str | None], ...],
+                            evaluations: list[StereotypeEvaluation]) -> RuleResult:
+    """A template's fate from its stereotypes: it passes only if every question it was surveyed by passes
+    every rule (type 2: for the target its rows name). Otherwise the first failing question's first failing
+    rule is named with its reason. Every template has a question: ``collect_stereotypes`` raises for one
+    that cannot have one."""
+    for i, target in links:
+        evaluation = evaluations[i]
+        failure = evaluation.first_failure(target)
+        if failure is not None:
+            return RuleResult(RULE_STEREOTYPE_SURVEY, False,
+                              f"its stereotype '{evaluation.stereotype.label}' was dropped by {failure}: "
+                              f"{_failure_detail(evaluation, failure)}",
+                              {"stereotype_rule": failure, "question_id": evaluation.stereotype.question_id})
+    labels = "; ".join(f"'{evaluations[i].stereotype.label}'" for i, _ in links)
+    return RuleResult(RULE_STEREOTYPE_SURVEY, True, f"its stereotype {labels} passed every survey rule",
+                      {"question_ids": [evaluations[i].stereotype.question_id for i, _ in links]})
+
+
+def _survey_failure(survey_rule: RuleResult, survey_keep: bool) -> str | None:
+    """The rule the funnel counts as the template's first survey failure: the stereotype rule that dropped
+    it, or ``stereotype-survey`` itself when an override dropped a template whose stereotypes passed."""
+    if survey_keep:
+        return None
+    return str(survey_rule.numbers.get("stereotype_rule", RULE_STEREOTYPE_SURVEY))
+
+
+def _has_type1_candidates(evaluation: StereotypeEvaluation) -> bool:
+    """Only a type-1 question with a result has rule candidates to compare a template's groups with."""
+    return evaluation.stereotype.survey_type == 1 and evaluation.result is not None
+
+
+def _type1_groups_decision(subject: str, source: str, differences: list[str], override: Override | None) -> Decision:
+    """Whether a type-1 template's target / non-target groups are among the rule's candidates. A report,
+    not a filter: the release adds curated groups, so a difference is shown ('differs'), or accepted by a
+    curated override ('accept') that keeps the rule's check in its reason."""
+    check = ("; ".join(differences) if differences else
+             "the template's target and non-target groups are among the rule's candidates")
+    if override is not None:
+        return Decision(STAGE, "template", subject, RULE_TYPE1_GROUPS, "accept",
+                        f"override ({override.where}): {override.reason}; the rule's check: {check}",
+                        {"differences": differences}, True, source)
+    outcome = "differs" if differences else "agree"
+    return Decision(STAGE, "template", subject, RULE_TYPE1_GROUPS, outcome, check, {"differences": differences},
+                    False, source)
+
+
+def _reading_result(key: tuple[str, int], reading: ReadingResults, profile: Profile) -> RuleResult:
+    """The reading-comprehension rule on one template; a template without a reading result is dropped,
+    never kept silently."""
+    if key not in reading.rates:
+        return RuleResult(RULE_READING, False, "no reading-comprehension result for this template", {})
+    correct, total = reading.rates[key]
+    return reading_rule(correct, total, profile.survey)
+
+
+def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | None, override: Override | None,
+                  profile: Profile) -> tuple[RuleResult | None, bool, Decision]:
+    """The reading rule's part in a template's fate: (its result, whether it lets the template through,
+    its decision). Without reading results the rule is recorded as not applied and lets every template
+    through, so a build without them still says so in its log."""
+    if reading is None:
+        return None, True, Decision(READING_STAGE, "template", subject, RULE_READING, "not-applied",
+                                    "no reading-comprehension results were given", {}, False, "")
+    result = _reading_result(key, reading, profile)
+    decision = _decision("template", subject, result, reading.source, override, stage=READING_STAGE)
+    return result, _passes(result, override), decision
+
+
+def _evaluate_template(key: tuple[str, int], rows: list[Template], evaluations: list[StereotypeEvaluation],
+                       own: dict[str, Override], reading: ReadingResults | None,
+                       profile: Profile) -> tuple[TemplateEvaluation, list[Decision]]:
+    """One template (all its versions): its stereotypes' survey outcome, the type-1 groups report, then
+    the reading rule. It is kept when both the survey and the reading rule let it through (after overrides)."""
+    links = _links(key, evaluations)
+    subject = template_subject(*key)
+    source = f"{rows[0].source}, row {rows[0].row}"
+    survey_rule = _stereotype_survey_rule(links, evaluations)
+    survey_keep = _passes(survey_rule, own.get(RULE_STEREOTYPE_SURVEY))
+    decisions = [_decision("template", subject, survey_rule, source, own.get(RULE_STEREOTYPE_SURVEY))]
+
+    type1 = [evaluations[i] for i, _ in links if _has_type1_candidates(evaluations[i])]
+    differences = [d for evaluation in type1 for d in _group_differences(rows, evaluation)]
+    if type1:
+        decisions.append(_type1_groups_decision(subject, source, differences, own.get(RULE_TYPE1_GROUPS)))
+
+    reading_result, reading_keep, reading_decision = _reading_step(key, subject, reading, own.get(RULE_READING),
+                                                                   profile)
+    decisions.append(reading_decision)
+    evaluation = TemplateEvaluation(key, rows[0].label, links, survey_keep, _survey_failure(survey_rule, survey_keep),
+                                    reading_result, survey_keep and reading_keep, tuple(differences), own)
+    return evaluation, decisions
+
+
+def filter_templates(templates: list[Template], results: SurveyResults, reading: ReadingResults | None,
+                     overrides: list[Override], profile: Profile) -> SurveyOutcome:
+    """Apply the survey rules; return kept templates (input order), decisions and the report data.
+
+    Decisions are logged in a fixed order: every question's, then the results no template asks
+    about, then every template's (input order). Overrides that nothing claimed are an error.
+    """
+    lists = profile_group_lists(profile)
+    stereotypes, findings = collect_stereotypes(templates, profile)
+    override_index = _OverrideIndex.of(overrides)
+    evaluations, decisions = _evaluate_stereotypes(stereotypes, results, lists, profile, override_index)
+    unmatched = _unmatched_results(results, evaluations)
+    decisions.extend(_unmatched_decision(entry) for entry in unmatched)
+
     template_evaluations: list[TemplateEvaluation] = []
-    keep_ids: set[tuple[str, int]] = set()
-    for key, rows in rows_of.items():
-        links = []
-        for i, evaluation in enumerate(evaluations):
-            if key in evaluation.stereotype.templates:
-                links.append((i, evaluation.stereotype.targets.get(key)))
-        own = template_overrides.get(key, {})
-        used.update(id(o) for o in own.values())
-        subject = template_subject(*key)
-        source = f"{rows[0].source}, row {rows[0].row}"
-        failures = [(evaluations[i], evaluations[i].first_failure(t)) for i, t in links]
-        failed = [(e, f) for e, f in failures if f is not None]
-        if failed:  # every template has a question: collect_stereotypes raises for one that cannot have one
-            evaluation, failure = failed[0]
-            detail = evaluation.overrides[failure].reason if failure in evaluation.overrides else \
-                evaluation.rules[failure].reason if failure in evaluation.rules else "no survey result"
-            survey_rule = RuleResult(RULE_STEREOTYPE_SURVEY, False,
-                                     f"its stereotype '{evaluation.stereotype.label}' was dropped by {failure}: {detail}",
-                                     {"stereotype_rule": failure, "question_id": evaluation.stereotype.question_id})
-        else:
-            labels = "; ".join(f"'{evaluations[i].stereotype.label}'" for i, _ in links)
-            survey_rule = RuleResult(RULE_STEREOTYPE_SURVEY, True, f"its stereotype {labels} passed every survey rule",
-                                     {"question_ids": [evaluations[i].stereotype.question_id for i, _ in links]})
-        decisions.append(_decision("template", subject, survey_rule, source, own.get(RULE_STEREOTYPE_SURVEY)))
-        survey_keep = (own[RULE_STEREOTYPE_SURVEY].outcome == "keep") if RULE_STEREOTYPE_SURVEY in own \
-            else survey_rule.keep
+    for key, rows in _rows_by_template(templates).items():
+        evaluation, template_decisions = _evaluate_template(key, rows, evaluations, override_index.for_template(key),
+                                                            reading, profile)
+        template_evaluations.append(evaluation)
+        decisions.extend(template_decisions)
+    override_index.check_all_claimed(overrides)
 
-        differences: list[str] = []
-        for i, _ in links:
-            evaluation = evaluations[i]
-            if evaluation.stereotype.survey_type == 1 and evaluation.result is not None:
-                differences.extend(_group_differences(rows, evaluation))
-        if any(evaluations[i].stereotype.survey_type == 1 and evaluations[i].result is not None for i, _ in links):
-            override = own.get(RULE_TYPE1_GROUPS)
-            outcome = "accept" if override else ("differs" if differences else "agree")
-            reason = ("; ".join(differences) if differences else
-                      "the template's target and non-target groups are among the rule's candidates")
-            if override:
-                reason = f"override ({override.where}): {override.reason}; the rule's check: {reason}"
-            decisions.append(Decision(STAGE, "template", subject, RULE_TYPE1_GROUPS, outcome, reason,
-                                      {"differences": differences}, override is not None, source))
-
-        reading_result: RuleResult | None = None
-        reading_keep = True
-        if reading is not None:
-            if key in reading.rates:
-                correct, total = reading.rates[key]
-                reading_result = reading_rule(correct, total, profile.survey)
-            else:
-                reading_result = RuleResult(RULE_READING, False, "no reading-comprehension result for this template",
-                                            {})
-            decisions.append(_decision("template", subject, reading_result, reading.source, own.get(RULE_READING),
-                                       stage=READING_STAGE))
-            reading_keep = (own[RULE_READING].outcome == "keep") if RULE_READING in own else reading_result.keep
-        else:
-            decisions.append(Decision(READING_STAGE, "template", subject, RULE_READING, "not-applied",
-                                      "no reading-comprehension results were given", {}, False, ""))
-        keep = survey_keep and reading_keep
-        if keep:
-            keep_ids.add(key)
-        template_evaluations.append(TemplateEvaluation(
-            key, rows[0].label, tuple(links), survey_keep, None if survey_keep else survey_rule.numbers.get(
-                "stereotype_rule", RULE_STEREOTYPE_SURVEY), reading_result, keep, tuple(differences), own))
-
-    stale = [o for o in overrides if id(o) not in used]
-    if stale:
-        first = stale[0]
-        what = f"template {first.category}|{first.template_id}" if first.is_template else \
-            f"stereotype {first.category} '{first.stereotype}'"
-        raise UserError(f"override for {what} ({first.rule}) matches no candidate template or stereotype rule",
-                        first.where)
+    keep_ids = {t.key for t in template_evaluations if t.keep}
     kept = [t for t in templates if t.template_key in keep_ids]
     return SurveyOutcome(kept, decisions, tuple(evaluations), tuple(template_evaluations), unmatched, tuple(findings),
                          results.notes, tuple(templates), profile, results, reading)
