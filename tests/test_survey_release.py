@@ -133,6 +133,16 @@ def test_stale_override_is_an_error(released, ko_profile, tmp_path):
         filter_templates(templates, results, None, load_overrides(path), ko_profile)
 
 
+def test_reading_override_without_reading_results_is_an_error(released, ko_profile, tmp_path):
+    """It would change nothing, silently: a maintainer's decision must never be ignored."""
+    templates, results, _ = released
+    path = tmp_path / "overrides.csv"
+    path.write_text("category,stereotype,template_id,rule,outcome,reason\n"
+                    "Age,,1,reading-comprehension,keep,re-tested by hand\n", encoding="utf-8")
+    with pytest.raises(UserError, match="reading-comprehension rule of Age\\|1, but no reading"):
+        filter_templates(templates, results, None, load_overrides(path), ko_profile)
+
+
 def _write(tmp_path, entries):
     path = tmp_path / "results.json"
     path.write_text(json.dumps(entries, ensure_ascii=False), encoding="utf-8")

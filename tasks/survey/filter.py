@@ -429,6 +429,9 @@ def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | 
     its decision). Without reading results the rule is recorded as not applied and lets every template
     through, so a build without them still says so in its log."""
     if reading is None:
+        if override is not None:  # it would silently do nothing: a curated decision must never be ignored
+            raise UserError(f"override for the reading-comprehension rule of {subject}, but no reading-comprehension "
+                            "results were given", override.where)
         return None, True, Decision(READING_STAGE, "template", subject, RULE_READING, "not-applied",
                                     "no reading-comprehension results were given", {}, False, "")
     result = _reading_result(key, reading, profile)
