@@ -159,11 +159,12 @@ def render_csv(table: Table1) -> str:
     writer.writerow(["category", "column", "ours", "paper", "difference", "explained", "note"])
     marks = {(d.category, d.column): d for d in table.differences}
     for row in table.rows:
+        compared = row.paper is not None and row.ours["templates_after"] > 0
         for column in COMPARED:
             paper = (row.paper or {}).get(column)
             difference = marks.get((row.category, column))
+            note = difference.note if difference else ("" if compared else "not in this build: not compared")
             writer.writerow([row.category, column, row.ours[column], "" if paper is None else paper,
-                             "" if paper is None else row.ours[column] - paper,
-                             "" if difference is None else str(difference.explained).lower(),
-                             "" if difference is None else difference.note])
+                             row.ours[column] - paper if compared else "",
+                             "" if difference is None else str(difference.explained).lower(), note])
     return buffer.getvalue()
