@@ -322,9 +322,12 @@ def run_templates(ctx: Context) -> StageOutput:
                        f"{len(loaded.templates)} template rows ({labels}) in {path.name}")
 
 
-def templates_file(ctx: Context) -> Path:
+def templates_file(ctx: Context) -> Path | None:
+    """The template file the templates stage produced; None before it has run (a fingerprint then
+    records it as missing)."""
     state = read_state(ctx.states, "templates")
-    return Path(state.outputs["templates"])
+    output = state.outputs.get("templates") if state else None
+    return Path(output) if output else None
 
 
 def survey_export_inputs(ctx: Context) -> dict[str, Path | None]:
@@ -482,27 +485,20 @@ def stage_report_files(ctx: Context) -> dict[str, Path]:
 
 def release_fingerprint(ctx: Context) -> str:
     """What the release is built from: the template file, the survey inputs, every stage's decisions."""
-    state = read_state(ctx.states, "templates")
-    files = {"templates": Path(state.outputs["templates"]) if state else None, **survey_inputs(ctx).files(),
+    files = {"templates": templates_file(ctx), **survey_inputs(ctx).files(),
              **{f"decisions_{name}": path for name, path in ctx.upstream.items()}}
     return fingerprint(files, extra=kobbq.__version__)
 
 
 def current_fingerprints(pipeline: Pipeline, out: Path) -> dict[str, str | None]:
-    """Each stage's fingerprint now (None where it cannot be computed yet), for ``kobbq status``."""
+    """Each stage's fingerprint now, for ``kobbq status`` (inputs not there yet count as missing)."""
     profile = load_profile(pipeline.config.profile)
     ctx = Context(pipeline, profile, Path(out), pipeline.config.name or profile.release.name)
     prints: dict[str, str | None] = {}
     for stage in PEOPLE_STAGES:
-        try:
-            prints[stage.name] = stage_fingerprint(ctx, stage)
-        except (OSError, KeyError, AttributeError, TypeError):
-            prints[stage.name] = None
+        prints[stage.name] = stage_fingerprint(ctx, stage)
         decisions = ctx.work / stage.name / "decisions.csv"
         if decisions.exists():
             ctx.upstream[stage.name] = decisions
-    try:
-        prints["release"] = release_fingerprint(ctx)
-    except (OSError, KeyError):
-        prints["release"] = None
+    prints["release"] = release_fingerprint(ctx)
     return prints
