@@ -29,8 +29,9 @@ from tasks.atomic import replacing, write_text, write_with
 from tasks.bbq import load_bbq_templates
 from tasks.corrections import load_corrections
 from tasks.decisions import Decision, write_decisions_csv
-from tasks.pipeline import (DONE, FAILED, STAGES, WAITING, Pipeline, StageState, fingerprint, is_current,
-                            read_state, state_dir, write_state)
+from tasks.pipeline import (DONE, FAILED, STAGES, WAITING, Pipeline, StageState, is_current, read_state, state_dir,
+                            write_state)
+from tasks.release import files_fingerprint
 from tasks.tables import read_csv_table
 from tasks.templates import Template, load_kobbq_templates, read_tsv
 
@@ -399,7 +400,7 @@ def stage_fingerprint(ctx: Context, stage: Stage) -> str:
     upstream = {f"decisions_{name}": path for name, path in ctx.upstream.items()}
     # The project version, not a hash of loaded code: ``kobbq status`` runs in another process with
     # other modules loaded and must compute the same fingerprint. The release stage hashes its code.
-    return fingerprint({**stage.inputs(ctx), **upstream, "profile": ctx.profile.path}, extra=kobbq.__version__)
+    return files_fingerprint({**stage.inputs(ctx), **upstream, "profile": ctx.profile.path}, extra=kobbq.__version__)
 
 
 @task(name="pipeline-stage", cache_policy=NO_CACHE, task_run_name="{stage.name}")
@@ -487,7 +488,7 @@ def release_fingerprint(ctx: Context) -> str:
     """What the release is built from: the template file, the survey inputs, every stage's decisions."""
     files = {"templates": templates_file(ctx), **survey_inputs(ctx).files(),
              **{f"decisions_{name}": path for name, path in ctx.upstream.items()}}
-    return fingerprint(files, extra=kobbq.__version__)
+    return files_fingerprint(files, extra=kobbq.__version__)
 
 
 def current_fingerprints(pipeline: Pipeline, out: Path) -> dict[str, str | None]:

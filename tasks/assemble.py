@@ -26,8 +26,8 @@ from tasks.corrections import load_corrections
 from tasks.decisions import Decision, template_subject, write_decisions_csv, write_decisions_parquet
 from tasks.expand import Expansion, evaluation_fills, evaluation_indices, expand_templates
 from tasks.findings import Finding, errors
-from tasks.release import (all_samples_name, sample_counts, samples_frame, sha256_file, test_samples_name,
-                           write_json, write_samples)
+from tasks.release import (all_samples_name, files_fingerprint, sample_counts, samples_frame, sha256_file,
+                           test_samples_name, write_json, write_samples)
 from tasks.release_checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.table1 import build_table1, render_csv, render_markdown
 from tasks.templates import LoadedTemplates, Template, load_kobbq_templates
@@ -57,11 +57,8 @@ class BuildInputs:
 
     def fingerprint(self) -> str:
         """Hash of the inputs' contents, the seed, and the project's own code."""
-        digest = hashlib.sha256(f"seed={self.seed}|version={kobbq.__version__}".encode())
-        for role, path in self.files().items():
-            digest.update(f"|{role}={sha256_file(path)}".encode())
-        digest.update(code_hash().encode())
-        return digest.hexdigest()
+        return files_fingerprint(self.files(), extra=f"seed={self.seed}|version={kobbq.__version__}|"
+                                                     f"code={code_hash()}")
 
 
 def code_hash() -> str:

@@ -16,7 +16,6 @@ a done stage from a stale one. Real-data mode: ``labels.reference`` and
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 import tomllib
 from dataclasses import asdict, dataclass, field
@@ -27,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kobbq.errors import UserError
 from tasks.atomic import write_text
-from tasks.release import sha256_file
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
 DONE, WAITING, FAILED, STALE, NOT_RUN = "done", "waiting", "failed", "stale", "not run"
@@ -117,21 +115,6 @@ class StageState:
     counts: dict[str, object] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)  # role -> path
     finished_at: str = ""
-
-
-def fingerprint(files: dict[str, Path | None], extra: str = "") -> str:
-    """Hash of the contents of every input file (a folder: every file in it) and of ``extra``."""
-    digest = hashlib.sha256(extra.encode())
-    for role, path in sorted(files.items()):
-        digest.update(f"|{role}=".encode())
-        if path is None or not path.exists():
-            digest.update(b"<missing>")
-        elif path.is_dir():
-            for child in sorted(p for p in path.rglob("*") if p.is_file()):
-                digest.update(f"{child.relative_to(path).as_posix()}:{sha256_file(child)};".encode())
-        else:
-            digest.update(sha256_file(path).encode())
-    return digest.hexdigest()
 
 
 def state_dir(out: Path, name: str) -> Path:

@@ -67,6 +67,23 @@ def _json_column(values: list[object]) -> list[str]:
 JSONL_CHUNK = 10_000  # rows encoded at a time, so memory does not grow with the release
 
 
+def files_fingerprint(files: dict[str, Path | None], extra: str = "") -> str:
+    """Hash of the contents of every input file (a folder: every file in it; a missing one counts as
+    missing) and of ``extra``: one fingerprint for the release's up-to-date check and the pipeline's stages."""
+    digest = hashlib.sha256(extra.encode())
+    for role, path in sorted(files.items()):
+        digest.update(f"|{role}=".encode())
+        if path is None or not path.exists():
+            digest.update(b"<missing>")
+        elif path.is_dir():
+            for child in sorted(p for p in path.rglob("*") if p.is_file()):
+                digest.update(f"{child.relative_to(path).as_posix()}:{sha256_file(child)};".encode())
+        else:
+            digest.update(sha256_file(path).encode())
+    return digest.hexdigest()
+
+
+
 def write_jsonl(frame: pd.DataFrame, path: Path, choices: list[list[str]]) -> None:
     keys = [json.dumps(name) + ": " for name in SAMPLE_COLUMNS]
     with path.open("w", encoding="utf-8", newline="\n") as handle:
