@@ -27,6 +27,14 @@ FIXED_TIME = datetime(2000, 1, 1)
 CORE_PROPERTIES = "docProps/core.xml"
 
 
+def set_text(cell, value: object) -> None:
+    """Assign ``value``, keeping any string as text: template text such as '=...' or '-Women are ...' must
+    never be evaluated as a formula by a spreadsheet."""
+    cell.value = value
+    if isinstance(value, str):
+        cell.data_type = "s"
+
+
 def reproducible_bytes(workbook: Workbook) -> bytes:
     """The xlsx bytes of ``workbook`` with created/modified and every zip entry time set to ``FIXED_TIME``."""
     buffer = io.BytesIO()

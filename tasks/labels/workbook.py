@@ -18,7 +18,7 @@ from openpyxl.styles import Alignment, Font, PatternFill, Protection
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from tasks.labels.template_set import ANNOTATOR_LABELS, LABEL_MEANINGS, LabelItem, categories_of, fingerprint
-from tasks.xlsx import save_workbook
+from tasks.xlsx import save_workbook, set_text
 
 FORMAT = "kobbq-labels-workbook/1"
 LABELS_SHEET, GUIDE_SHEET, META_SHEET = "labels", "guide", "meta"
@@ -56,8 +56,8 @@ def build_workbook(items: list[LabelItem], annotator: str, profile_name: str) ->
     editable = PatternFill("solid", fgColor="FFF2CC")
     for number, item in enumerate(items, start=2):
         for column, value in enumerate(row_values(item), start=1):
-            cell = sheet.cell(number, column, value)
-            cell.data_type = "s"  # BBQ text starting with "=" must stay text, not become a formula
+            cell = sheet.cell(number, column)
+            set_text(cell, value)
             cell.alignment = Alignment(wrap_text=True, vertical="top")
         for column in (LABEL_COLUMN, RATIONALE_COLUMN):
             cell = sheet.cell(number, column)

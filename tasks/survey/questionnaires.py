@@ -29,7 +29,7 @@ from tasks.survey.groups import GroupList, norm, profile_survey_dir
 from tasks.survey.results import OPTION_SEPARATOR, QUESTION_COLUMNS, READING_QUESTION_COLUMNS
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates import Template
-from tasks.xlsx import reproducible_bytes
+from tasks.xlsx import reproducible_bytes, set_text
 
 QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
 READING_EXPORT_COLUMNS = READING_QUESTION_COLUMNS + ["version", "text"]
@@ -175,8 +175,7 @@ def xlsx_bytes(sheets: list[tuple[str, list[str], list[dict[str, str]]]]) -> byt
             sheet.cell(row=1, column=c, value=name)
         for r, row in enumerate(rows, start=2):
             for c, name in enumerate(columns, start=1):
-                cell = sheet.cell(row=r, column=c, value=row.get(name, ""))
-                cell.data_type = "s"
+                set_text(sheet.cell(row=r, column=c), row.get(name, ""))
         sheet.freeze_panes = "A2"
     return reproducible_bytes(workbook)
 

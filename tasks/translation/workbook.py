@@ -29,7 +29,7 @@ from openpyxl.styles import Alignment, Font, Protection
 from kobbq.errors import Location, UserError
 from kobbq.profile import Profile
 from tasks.translation.pretranslate import Draft
-from tasks.xlsx import save_workbook
+from tasks.xlsx import save_workbook, set_text
 
 SHEET = "templates"
 MANIFEST = "_manifest"
@@ -37,7 +37,6 @@ INSTRUCTIONS = "Instructions"
 LOCKED = ["ID", "version", "BBQ_category", "BBQ_id", "Label_annotation", "Field", "English", "DeepL draft"]
 EDITABLE = ["Post-edit", "Notes"]
 HEADER = LOCKED + EDITABLE
-FORMULA_STARTS = ("=", "+", "-", "@")
 # A person slot as written in a text: bare ([N1]) or with its inline list ([N1: 손자와, 손녀와]).
 _PERSON_SLOT = re.compile(r"\[(N1|N2)(?=[:\]])")
 # Columns whose text names the people; Names and Lexical_diversity declare the fillers and stay as they are.
@@ -64,13 +63,6 @@ INSTRUCTION_LINES = (
     "Uber -> 카카오택시, rugby -> 농구, dark hair -> 탈색한 머리). The draft already applies the glossary;",
     "explain any further substitution in 'Notes'.",
 )
-
-
-def formula_safe(cell, value: object) -> None:
-    """Assign ``value``; a string a spreadsheet would evaluate as a formula is kept as text."""
-    cell.value = value
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        cell.data_type = "s"
 
 
 def workbook_category(bbq_category: str, profile: Profile) -> str:
@@ -164,7 +156,7 @@ def write_workbook(rows: list[ExportRow], path: Path) -> None:
     for number, row in enumerate(rows, start=2):
         for column, value in enumerate([*row.locked(), row.draft, ""], start=1):
             cell = sheet.cell(number, column)
-            formula_safe(cell, value)
+            set_text(cell, value)
             cell.alignment = Alignment(wrap_text=True, vertical="top")
             if HEADER[column - 1] in EDITABLE:
                 cell.protection = unlocked
@@ -180,7 +172,7 @@ def write_workbook(rows: list[ExportRow], path: Path) -> None:
     for row in rows:
         manifest.append([None] * len(LOCKED))
         for column, value in enumerate(row.locked(), start=1):
-            formula_safe(manifest.cell(manifest.max_row, column), value)
+            set_text(manifest.cell(manifest.max_row, column), value)
     manifest.sheet_state = "hidden"
     manifest.protection.sheet = True
 
