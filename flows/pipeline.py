@@ -347,13 +347,13 @@ def run_survey_export(ctx: Context) -> StageOutput:
 
 
 def survey_inputs(ctx: Context):
-    from tasks.survey_stage import SurveyInputs as Files
+    from tasks.survey_stage import SurveyInputs
 
     cfg = ctx.pipeline.config.survey
     exported = ctx.work / "survey-export" / "questions.csv"  # what this pipeline sent out, by default
     questions = ctx.file(cfg.questions) or (exported if exported.exists() else None)
-    return Files(results=ctx.file(cfg.results), reading=ctx.file(cfg.reading), overrides=ctx.file(cfg.overrides),
-                 questions=questions).resolve(ctx.profile)
+    return SurveyInputs(results=ctx.file(cfg.results), reading=ctx.file(cfg.reading),
+                        overrides=ctx.file(cfg.overrides), questions=questions).resolve(ctx.profile)
 
 
 def survey_stage_inputs(ctx: Context) -> dict[str, Path | None]:

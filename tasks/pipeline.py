@@ -35,26 +35,26 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class LabelsInputs(_Section):
+class LabelsSection(_Section):
     bbq: str = ""  # folder (or file) of English BBQ templates
     annotations: list[str] = []  # annotator workbooks or CSVs (glob patterns); optional
     consensus: str = ""  # final label per BBQ template
     reference: str = ""  # real-data mode: a released KoBBQ template file whose BBQ links give the labels
 
 
-class TranslationInputs(_Section):
+class TranslationSection(_Section):
     cache: str = ""  # a recorded translation cache to start from (copied into the work folder)
     returned: str = ""  # folder where the translator's returned workbooks are put
     reference: str = ""  # real-data mode: a released KoBBQ template file taken as the post-edit
 
 
-class TemplateInputs(_Section):
+class TemplatesSection(_Section):
     groups: str = ""  # per template row: N1_info, N2_info, Target_group, Reference
     newly_created: str = ""  # NC templates written directly in the target language
     corrections: str = ""
 
 
-class SurveyInputs(_Section):
+class SurveySection(_Section):
     results: str = ""
     reading: str = ""
     overrides: str = ""
@@ -65,10 +65,10 @@ class PipelineConfig(_Section):
     profile: str = "ko"
     name: str = ""  # release folder name; default: the profile's release name
     seed: int | None = None
-    labels: LabelsInputs = LabelsInputs()
-    translation: TranslationInputs = TranslationInputs()
-    templates: TemplateInputs = TemplateInputs()
-    survey: SurveyInputs = SurveyInputs()
+    labels: LabelsSection = LabelsSection()
+    translation: TranslationSection = TranslationSection()
+    templates: TemplatesSection = TemplatesSection()
+    survey: SurveySection = SurveySection()
 
 
 @dataclass(frozen=True)
