@@ -27,7 +27,7 @@ from core.findings import Finding
 from tasks.release.publish import publish, staged_release
 from core.fingerprint import release_is_current
 from tasks.survey.stage import survivors
-from tasks.templates.load import LoadedTemplates, Template
+from tasks.templates.load import LoadedTemplates, TemplateRow
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def load_templates(inputs: BuildInputs) -> tuple[LoadedTemplates, list[Finding]]
 
 
 @task(name="expand-templates", cache_policy=NO_CACHE)
-def expand(templates: list[Template], profile: Profile, seed: int, vocabulary: object = None) -> ExpandedRelease:
+def expand(templates: list[TemplateRow], profile: Profile, seed: int, vocabulary: object = None) -> ExpandedRelease:
     """Not cached: expanding the full release takes ~0.1 s, less than reading a cached result back."""
     interrupt.checkpoint("expansion")
     release = expand_release(templates, profile, seed, vocabulary)

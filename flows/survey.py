@@ -31,7 +31,7 @@ from tasks.survey.inputs import SurveyData, apply_survey_rules, load_survey_data
 from tasks.survey.agreement import render_agreement
 from tasks.survey.funnel import render_funnel
 from tasks.survey.results import NO_STEREO
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 from tasks.templates.validate import load_checked
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class IngestResult:
 
 
 @task(name="survey-export", cache_policy=NO_CACHE)
-def export_task(templates: list[Template], profile: Profile, out: Path) -> ExportResult:
+def export_task(templates: list[TemplateRow], profile: Profile, out: Path) -> ExportResult:
     return export_questionnaires(templates, profile, out)
 
 
@@ -79,7 +79,7 @@ def quota_csv(results: SurveyResults) -> bytes:
 @dataclass(frozen=True)
 class IngestInputs:
     profile: Profile
-    templates: list[Template]
+    templates: list[TemplateRow]
     data: SurveyData
 
 

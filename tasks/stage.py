@@ -21,7 +21,7 @@ from core.decisions import Decision
 from core.pipeline_file import Pipeline, read_state, state_dir
 from core.profile import Profile
 from tasks.templates.corrections import load_corrections
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 from tasks.templates.validate import load_templates
 
 
@@ -81,7 +81,7 @@ class Context:
     def corrections(self) -> Path | None:
         return self.file(self.pipeline.config.templates.corrections)
 
-    def templates(self, path: Path) -> list[Template]:
+    def templates(self, path: Path) -> list[TemplateRow]:
         """A template file (or workbook folder) in the profile's format, with the pipeline's corrections applied."""
         corrections = load_corrections(self.corrections) if self.corrections else []
         return load_templates(path, self.profile, corrections).templates

@@ -27,7 +27,7 @@ from core.profile import WorkbookFormat
 from tasks.release.expand import SAMPLE_COLUMNS, expand_templates
 from tasks.release.generate import expand_workbook
 from tasks.release.write import all_samples_name
-from tasks.templates.load import LoadedTemplates, Template
+from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.validate import load_checked
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
@@ -132,14 +132,14 @@ def _expanded_records(loaded: LoadedTemplates, profile: Profile) -> tuple[Sample
     return records, subjects
 
 
-def _rows_by_template(templates: list[Template]) -> dict[str, dict[str, Template]]:
-    grouped: dict[str, dict[str, Template]] = defaultdict(dict)
+def _rows_by_template(templates: list[TemplateRow]) -> dict[str, dict[str, TemplateRow]]:
+    grouped: dict[str, dict[str, TemplateRow]] = defaultdict(dict)
     for template in templates:
         grouped[template_subject(template.category, template.template_id)][template.version] = template
     return grouped
 
 
-def _row_details(old: dict[str, Template], new: dict[str, Template]) -> list[str]:
+def _row_details(old: dict[str, TemplateRow], new: dict[str, TemplateRow]) -> list[str]:
     details = []
     added = sorted(set(new) - set(old))
     removed = sorted(set(old) - set(new))
@@ -205,7 +205,7 @@ def _subject_key(subject: str) -> tuple[str, int]:
     return (category, int(template_id))
 
 
-def _file_summary(templates: list[Template], records: SampleRecords) -> str:
+def _file_summary(templates: list[TemplateRow], records: SampleRecords) -> str:
     ids = {(t.category, t.template_id) for t in templates}
     return f"{len(templates)} rows, {len(ids)} template IDs, {len(records):,} samples"
 

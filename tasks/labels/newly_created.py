@@ -19,7 +19,7 @@ from core.decisions import Decision, template_subject
 from core.findings import Finding
 from tasks.labels.problems import raise_if_errors
 from tasks.labels.template_set import NC
-from tasks.templates.load import LoadedTemplates, Template, load_kobbq_templates
+from tasks.templates.load import LoadedTemplates, TemplateRow, load_kobbq_templates
 from tasks.templates.validate import validate_loaded
 
 STAGE = "labels"
@@ -32,11 +32,11 @@ class NewlyCreated:
     decisions: list[Decision]
 
     @property
-    def templates(self) -> list[Template]:
+    def templates(self) -> list[TemplateRow]:
         return self.loaded.templates
 
 
-def nc_findings(templates: list[Template]) -> list[Finding]:
+def nc_findings(templates: list[TemplateRow]) -> list[Finding]:
     """Rows of an NC file that are not NC templates: another label, or a link to a BBQ source."""
     findings = []
     for row in templates:
@@ -51,7 +51,7 @@ def nc_findings(templates: list[Template]) -> list[Finding]:
     return findings
 
 
-def clash_findings(templates: list[Template], others: list[Template]) -> list[Finding]:
+def clash_findings(templates: list[TemplateRow], others: list[TemplateRow]) -> list[Finding]:
     """NC template IDs already used by the adapted templates they will be merged with."""
     taken = {row.template_key: row for row in others}
     first = {}
@@ -63,8 +63,8 @@ def clash_findings(templates: list[Template], others: list[Template]) -> list[Fi
             for key, row in first.items() if key in taken]
 
 
-def nc_decisions(templates: list[Template], profile: Profile) -> list[Decision]:
-    rows_by_template: dict[tuple[str, int], list[Template]] = {}
+def nc_decisions(templates: list[TemplateRow], profile: Profile) -> list[Decision]:
+    rows_by_template: dict[tuple[str, int], list[TemplateRow]] = {}
     for row in templates:
         rows_by_template.setdefault(row.template_key, []).append(row)
     return [Decision(
@@ -77,7 +77,7 @@ def nc_decisions(templates: list[Template], profile: Profile) -> list[Decision]:
 
 
 def import_newly_created(path: Path, profile: Profile, corrections: list[Correction] | None = None,
-                         others: list[Template] | None = None) -> NewlyCreated:
+                         others: list[TemplateRow] | None = None) -> NewlyCreated:
     """Load, validate and label an NC template file; any error stops the import with every error listed."""
     loaded = load_kobbq_templates(Path(path), corrections)
     findings = validate_loaded(loaded, profile) + nc_findings(loaded.templates)

@@ -21,7 +21,7 @@ from tasks.templates.bbq import BBQTemplate
 from core.decisions import Decision, bbq_subject, template_subject
 from core.findings import Finding
 from tasks.labels.template_set import KEPT_LABELS, NC, group_templates
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 STAGE = "labels"
 UNLINKED = "unlinked"
@@ -77,10 +77,10 @@ class ReferenceLabels:
         return format_reference_table(self)
 
 
-def released_templates(templates: list[Template], profile: Profile) -> tuple[list[KoTemplate], list[Finding]]:
+def released_templates(templates: list[TemplateRow], profile: Profile) -> tuple[list[KoTemplate], list[Finding]]:
     """Collapse released rows into templates (labels in KoBBQ's terms, ``TemplateFormat.meaning``); rows of
     one template that disagree are findings."""
-    rows_by_template: dict[tuple[str, int], list[Template]] = {}
+    rows_by_template: dict[tuple[str, int], list[TemplateRow]] = {}
     for row in templates:
         rows_by_template.setdefault(row.template_key, []).append(row)
     result, findings = [], []
@@ -102,7 +102,7 @@ def released_templates(templates: list[Template], profile: Profile) -> tuple[lis
     return result, findings
 
 
-def reference_labels(kobbq_templates: list[Template], bbq_templates: list[BBQTemplate],
+def reference_labels(kobbq_templates: list[TemplateRow], bbq_templates: list[BBQTemplate],
                      profile: Profile) -> ReferenceLabels:
     """Every BBQ template's label as the release shows it, NC templates, and the Table 1 comparison."""
     released, findings = released_templates(kobbq_templates, profile)

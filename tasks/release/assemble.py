@@ -33,20 +33,20 @@ from tasks.release.inputs import BuildInputs
 from tasks.release.write import all_samples_name, sample_counts, samples_frame, test_samples_name, write_json, write_samples
 from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.release.table1 import build_table1, render_csv, render_markdown
-from tasks.templates.load import LoadedTemplates, Template
+from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.validate import load_checked
 
 
 
 @dataclass
 class ExpandedRelease:
-    templates: list[Template]
+    templates: list[TemplateRow]
     expansion: Expansion
     test_fills: list[int]
     test_indices: list[int]
 
 
-def expand_release(templates: list[Template], profile: Profile, seed: int,
+def expand_release(templates: list[TemplateRow], profile: Profile, seed: int,
                    vocabulary: Vocabulary | None = None) -> ExpandedRelease:
     """The sample sets. Workbook templates are generated (with their vocabulary) and have no test split."""
     if profile.templates.workbook is not None:
@@ -58,7 +58,7 @@ def expand_release(templates: list[Template], profile: Profile, seed: int,
     return ExpandedRelease(templates, expansion, test_fills, evaluation_indices(expansion, test_fills))
 
 
-def _template_numbers(template: Template) -> dict[str, object]:
+def _template_numbers(template: TemplateRow) -> dict[str, object]:
     return {"template": template_subject(template.category, template.template_id), "label": template.label,
             "bbq": f"bbq:{template.bbq_category}:{template.bbq_id}" if template.bbq_id else ""}
 
@@ -68,7 +68,7 @@ def expansion_decisions(release: ExpandedRelease) -> list[Decision]:
     expansion = release.expansion
     if expansion.row_generated is not None:
         return [Decision(
-            stage="build", subject_type="template_row", subject=template.key, rule="expanded", outcome="keep",
+            stage="release", subject_type="template_row", subject=template.key, rule="expanded", outcome="keep",
             reason=f"in the release: {generated} instance(s) generated, {kept} kept after de-duplication",
             numbers={"generated": generated, "samples": kept, **_template_numbers(template)},
             source=f"{Path(template.source).name} row {template.row}")
@@ -156,7 +156,7 @@ def finish_release_checks(child: ValidationChild, started: float) -> ValidationR
     return report
 
 
-def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[Template], profile: Profile,
+def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
                            seed: int) -> dict[str, int]:
     """A twin release (e.g. ``mtBBQ``, the unedited machine translation) of the same surviving templates.
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from core.profile import Profile
 from tasks.templates.slots import ParsedText
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 SAMPLE_COLUMNS = ["sample_id", "label_annotation", "context", "question", "choices", "biased_answer", "answer",
                   "bbq_id", "bbq_category", "prediction"]
@@ -34,7 +34,7 @@ def lexical_sort_key(name: str) -> tuple[str, int]:
     return (letters, int(digits or 0))
 
 
-def slot_order(template: Template, profile: Profile) -> list[str]:
+def slot_order(template: TemplateRow, profile: Profile) -> list[str]:
     """The slot order whose mixed-radix index is the fill number (see module docstring)."""
     lexical = sorted(template.lexical, key=lexical_sort_key)
     if template.version not in profile.templates.swapped_versions:
@@ -66,7 +66,7 @@ def compile_text(parsed: ParsedText, position: dict[str, int]) -> CompiledText:
                         tuple((position[slot.name], slot.items or ()) for slot in parsed.slots))
 
 
-def fill_count(template: Template) -> int:
+def fill_count(template: TemplateRow) -> int:
     return math.prod(len(items) for items in template.slots.values())
 
 
@@ -94,7 +94,7 @@ _PER_FILL = ["stem", "label", "amb", "dis", "q_b", "q_c", "ans_b", "ans_c", "ste
              "bbq_id", "bbq_category"]
 
 
-def expand_templates(templates: list[Template], profile: Profile) -> Expansion:
+def expand_templates(templates: list[TemplateRow], profile: Profile) -> Expansion:
     fills: dict[str, list[str]] = {name: [] for name in _PER_FILL}
     row_keys, row_starts, row_fills = [], [], []
     total = 0
@@ -194,7 +194,7 @@ class _FillGrid:
 _FILL_NUMBERS = [f"{n:03d}-" for n in range(1, 1001)]
 
 
-def _expand_row(template: Template, profile: Profile, out: dict[str, list[str]]) -> int:
+def _expand_row(template: TemplateRow, profile: Profile, out: dict[str, list[str]]) -> int:
     order = slot_order(template, profile)
     grid = _FillGrid([len(template.slots[name]) for name in order])
     count = grid.count
@@ -232,7 +232,7 @@ def _expand_row(template: Template, profile: Profile, out: dict[str, list[str]])
     return count
 
 
-def evaluation_fills(templates: list[Template], fills: list[int], profile: Profile, seed: int) -> list[int]:
+def evaluation_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, seed: int) -> list[int]:
     """One fill number per template row, drawn per version pair so that a and b share it.
 
     Each pair draws from its own generator seeded by (seed, category, ID, pair), so adding or

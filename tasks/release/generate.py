@@ -24,7 +24,7 @@ from core.errors import UserError
 from core.profile import Condition, Pool, PoolRule, Profile, WorkbookFormat
 from tasks.release.expand import Expansion, object_array
 from tasks.release.hooks import HOOKS, Filled, Person
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 from tasks.templates.workbook import (PLACEHOLDER, Forms, Row, Vocabulary, forms_by_label, matching_rule,
                                       parse_list)
 
@@ -45,7 +45,7 @@ class Candidate:
 class RowContext:
     """What generation needs to know about one template row (section 4's G, P, T, V)."""
 
-    template: Template
+    template: TemplateRow
     fmt: WorkbookFormat
     gender: str  # stated gender, lower-cased, "fake-" dropped
     proper: bool
@@ -59,7 +59,7 @@ class RowContext:
         return self.template.columns.get(name, "")
 
 
-def row_context(template: Template, fmt: WorkbookFormat, vocabulary: Vocabulary) -> RowContext:
+def row_context(template: TemplateRow, fmt: WorkbookFormat, vocabulary: Vocabulary) -> RowContext:
     gender = template.columns.get(fmt.gender_column, "").lower()
     if "fake-" in gender:
         gender = gender.split("-", 1)[1]
@@ -293,7 +293,7 @@ class Generated:
     row_emitted: list[int]  # per template row: instances before de-duplication
 
 
-def generate(templates: list[Template], profile: Profile, vocabulary: Vocabulary) -> Generated:
+def generate(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary) -> Generated:
     """All instances, de-duplicated and numbered per category (section 7)."""
     fmt = profile.templates.workbook
     assert fmt is not None
@@ -319,7 +319,7 @@ def generate(templates: list[Template], profile: Profile, vocabulary: Vocabulary
     return Generated(records, kept_counts, emitted_counts)
 
 
-def expand_workbook(templates: list[Template], profile: Profile, vocabulary: Vocabulary) -> Expansion:
+def expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary) -> Expansion:
     """The generated release as columns, in the profile's output columns (one row per kept instance)."""
     fmt = profile.templates.workbook
     assert fmt is not None

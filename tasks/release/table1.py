@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from core.profile import Profile
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 COMPARED = ("tm", "st", "nc", "templates_after", "samples")
 LABEL_COLUMN = {"TM": "tm", "ST": "st", "NC": "nc"}
@@ -46,7 +46,7 @@ class Table1:
     paper_total_samples: int | None
 
 
-def category_counts(templates: list[Template], samples_by_category: dict[str, int]) -> dict[str, dict[str, int]]:
+def category_counts(templates: list[TemplateRow], samples_by_category: dict[str, int]) -> dict[str, dict[str, int]]:
     """Template IDs per label and in all (after the survey), and samples, per category."""
     ids: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
     for template in templates:
@@ -61,7 +61,7 @@ def category_counts(templates: list[Template], samples_by_category: dict[str, in
     return counts
 
 
-def shared_links(templates: list[Template]) -> dict[str, dict[tuple[str, str], list[int]]]:
+def shared_links(templates: list[TemplateRow]) -> dict[str, dict[tuple[str, str], list[int]]]:
     """Per category, the BBQ links that more than one template ID uses (label ST/TM only)."""
     users: dict[str, dict[tuple[str, str], set[int]]] = defaultdict(lambda: defaultdict(set))
     for template in templates:
@@ -71,7 +71,7 @@ def shared_links(templates: list[Template]) -> dict[str, dict[tuple[str, str], l
             for category, links in users.items()}
 
 
-def link_counts(templates: list[Template]) -> dict[str, dict[str, int]]:
+def link_counts(templates: list[TemplateRow]) -> dict[str, dict[str, int]]:
     links: dict[str, dict[str, set[tuple[str, str]]]] = defaultdict(lambda: defaultdict(set))
     for template in templates:
         if template.bbq_id:
@@ -94,7 +94,7 @@ def explain(category: str, column: str, ours: int, paper: int, links: dict[str, 
     return False, "not explained by the inputs"
 
 
-def build_table1(templates: list[Template], samples_by_category: dict[str, int], profile: Profile) -> Table1:
+def build_table1(templates: list[TemplateRow], samples_by_category: dict[str, int], profile: Profile) -> Table1:
     counts = category_counts(templates, samples_by_category)
     links, shared = link_counts(templates), shared_links(templates)
     rows, differences = [], []

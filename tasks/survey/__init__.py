@@ -15,7 +15,7 @@ The pieces those two compose:
   ``questions`` = the exported ``questions.csv``, by default the one beside the file).
 - ``load_reading_results(path: Path, questions: Path | None = None) -> ReadingResults``
 - ``load_overrides(path: Path) -> list[Override]``  (``survey/<profile>/overrides.csv``)
-- ``filter_templates(templates: list[Template], results: SurveyResults, reading: ReadingResults | None,
+- ``filter_templates(templates: list[TemplateRow], results: SurveyResults, reading: ReadingResults | None,
   overrides: list[Override], profile: Profile) -> SurveyOutcome``
   ``SurveyOutcome.kept`` (template rows, input order), ``.decisions`` (one per (stereotype or
   template, rule); overrides marked ``override=True``); ``funnel.render_funnel(outcome)`` -> ``funnel.md`` text,

@@ -16,12 +16,12 @@ from tasks.survey.groups import group_key, norm
 from tasks.survey.results import NO_STEREO, SurveyResult
 from tasks.survey.rules import RULE_TYPE1, type2_rule
 from tasks.survey.stereotypes import RELEASED_STATS_COLUMN
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 from tasks.survey.outcome import StereotypeEvaluation, SurveyOutcome
 
 
-def _released_stats(row: Template) -> dict[str, int] | None:
+def _released_stats(row: TemplateRow) -> dict[str, int] | None:
     text = row.columns.get(RELEASED_STATS_COLUMN, "").strip()
     if not text:
         return None
@@ -40,7 +40,7 @@ def _names(labels: set[str]) -> str:
     return ", ".join(sorted(labels)) or "-"
 
 
-def _release_groups(rows: list[Template]) -> tuple[set[str], set[str]]:
+def _release_groups(rows: list[TemplateRow]) -> tuple[set[str], set[str]]:
     targets: set[str] = set()
     non_targets: set[str] = set()
     for row in rows:
@@ -166,7 +166,7 @@ def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
 
 
 def render_agreement(outcome: SurveyOutcome) -> str:
-    rows_of: dict[tuple[str, int], list[Template]] = {}
+    rows_of: dict[tuple[str, int], list[TemplateRow]] = {}
     for template in outcome.input_templates:
         rows_of.setdefault(template.template_key, []).append(template)
     total = len(outcome.templates)

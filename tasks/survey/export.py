@@ -13,7 +13,7 @@ from core.profile import Profile
 from tasks.survey.groups import profile_group_lists
 from tasks.survey.questionnaires import build_questions, build_reading, group_rows, load_wording, write_export
 from tasks.survey.stereotypes import Stereotype, collect_stereotypes
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 STAGE = "survey-export"
 DECISIONS_CSV = "decisions_survey.csv"
@@ -43,7 +43,7 @@ def type_decision(stereotype: Stereotype) -> Decision:
                     {"question_id": stereotype.question_id, "groups": list(stereotype.groups)}, False, "")
 
 
-def export_questionnaires(templates: list[Template], profile: Profile, out: Path) -> ExportResult:
+def export_questionnaires(templates: list[TemplateRow], profile: Profile, out: Path) -> ExportResult:
     stereotypes, _ = collect_stereotypes(templates, profile)  # raises on a template error
     lists = profile_group_lists(profile)
     wording = load_wording(profile)

@@ -30,7 +30,7 @@ from tasks.survey.rules import (RULE_NO_STEREOTYPE, RULE_READING, RULE_RESULT_PR
 from tasks.survey.outcome import (READING_STAGE, STAGE, StereotypeEvaluation, SurveyOutcome, TemplateEvaluation,
                                   question_rules)
 from tasks.survey.stereotypes import Stereotype, collect_stereotypes
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 
 def _match(stereotype: Stereotype, index: dict[tuple, SurveyResult],
@@ -86,7 +86,7 @@ def _split(label: str) -> set[str]:
     return set(group_key(label))
 
 
-def _group_differences(rows: list[Template], evaluation: StereotypeEvaluation) -> list[str]:
+def _group_differences(rows: list[TemplateRow], evaluation: StereotypeEvaluation) -> list[str]:
     """A type-1 template's groups beside the rule's candidates (the release adds curated choices)."""
     differences = []
     targets, non_targets = set(evaluation.targets), set(evaluation.non_targets)
@@ -259,9 +259,9 @@ def _unmatched_decision(entry: SurveyResult) -> Decision:
 
 # --- templates -----------------------------------------------------------------------------------
 
-def _rows_by_template(templates: list[Template]) -> dict[tuple[str, int], list[Template]]:
+def _rows_by_template(templates: list[TemplateRow]) -> dict[tuple[str, int], list[TemplateRow]]:
     """A template's versions (rows) share one fate: group them by (category, ID), in input order."""
-    rows_of: dict[tuple[str, int], list[Template]] = {}
+    rows_of: dict[tuple[str, int], list[TemplateRow]] = {}
     for template in templates:
         rows_of.setdefault(template.template_key, []).append(template)
     return rows_of
@@ -355,7 +355,7 @@ def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | 
     return result, _passes(result, override), decision
 
 
-def _evaluate_template(key: tuple[str, int], rows: list[Template], evaluations: list[StereotypeEvaluation],
+def _evaluate_template(key: tuple[str, int], rows: list[TemplateRow], evaluations: list[StereotypeEvaluation],
                        own: dict[str, Override], reading: ReadingResults | None,
                        profile: Profile) -> tuple[TemplateEvaluation, list[Decision]]:
     """One template (all its versions): its stereotypes' survey outcome, the type-1 groups report, then
@@ -380,7 +380,7 @@ def _evaluate_template(key: tuple[str, int], rows: list[Template], evaluations: 
     return evaluation, decisions
 
 
-def filter_templates(templates: list[Template], results: SurveyResults, reading: ReadingResults | None,
+def filter_templates(templates: list[TemplateRow], results: SurveyResults, reading: ReadingResults | None,
                      overrides: list[Override], profile: Profile) -> SurveyOutcome:
     """Apply the survey rules; return kept templates (input order), decisions and the report data.
 

@@ -27,7 +27,7 @@ from tasks.survey.outcome import SurveyOutcome
 from tasks.survey.groups import profile_survey_dir
 from tasks.survey.overrides import Override, load_overrides
 from tasks.survey.results import ReadingResults, SurveyResults, load_reading_results, load_survey_results
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def check_unmatched(outcome: SurveyOutcome, allow_unmatched: bool) -> None:
                         "command line, `allow_unmatched = true` in a pipeline file's [survey] section)", first.where)
 
 
-def apply_survey_rules(templates: list[Template], data: SurveyData, profile: Profile,
+def apply_survey_rules(templates: list[TemplateRow], data: SurveyData, profile: Profile,
                        allow_unmatched: bool) -> SurveyOutcome:
     """The paper's rules and the overrides on the candidate templates; unmatched results checked."""
     outcome = filter_templates(templates, data.results, data.reading, data.overrides, profile)

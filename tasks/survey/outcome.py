@@ -15,7 +15,7 @@ from tasks.survey.overrides import Override
 from tasks.survey.results import ReadingResults, SurveyResult, SurveyResults
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_RESULT_PRESENT, RULE_TYPE1, RULE_TYPE2, RuleResult
 from tasks.survey.stereotypes import Stereotype
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 STAGE = "survey"
 READING_STAGE = "survey"  # the reading-comprehension rule runs in the survey stage
@@ -80,14 +80,14 @@ class TemplateEvaluation:
 
 @dataclass(frozen=True)
 class SurveyOutcome:
-    kept: list[Template]
+    kept: list[TemplateRow]
     decisions: list[Decision]
     stereotypes: tuple[StereotypeEvaluation, ...]
     templates: tuple[TemplateEvaluation, ...]
     unmatched: tuple[SurveyResult, ...]
     findings: tuple[Finding, ...]
     notes: tuple[str, ...]
-    input_templates: tuple[Template, ...]
+    input_templates: tuple[TemplateRow, ...]
     profile: Profile
     results: SurveyResults
     reading: ReadingResults | None

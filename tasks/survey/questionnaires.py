@@ -26,7 +26,7 @@ from tasks.release.expand import expand_templates
 from tasks.survey.groups import GroupList, norm, profile_survey_dir
 from tasks.survey.results import OPTION_SEPARATOR, QUESTION_COLUMNS, READING_QUESTION_COLUMNS
 from tasks.survey.stereotypes import Stereotype
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 from core.tables import csv_for_people
 from core.workbooks import reproducible_bytes, set_text
 
@@ -108,7 +108,7 @@ def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], 
     return sorted(rows, key=lambda r: (r.category, r.survey_type, r.stereotype, r.question_id))
 
 
-def build_reading(templates: list[Template], profile: Profile, wording: Wording) -> list[dict[str, str]]:
+def build_reading(templates: list[TemplateRow], profile: Profile, wording: Wording) -> list[dict[str, str]]:
     """One reading question per template ID: the release's counter-biased disambiguated sample of
     the template's first counter-biased version, first fill (fill 001).
 
@@ -117,7 +117,7 @@ def build_reading(templates: list[Template], profile: Profile, wording: Wording)
     ``choices`` (the biased question's answer, the counter-biased question's answer, the unknown
     expression), key = its ``answer`` (the filled counter-biased answer).
     """
-    chosen: dict[tuple[str, int], Template] = {}
+    chosen: dict[tuple[str, int], TemplateRow] = {}
     for template in templates:
         if template.version in profile.templates.counter_biased_versions:
             current = chosen.get(template.template_key)

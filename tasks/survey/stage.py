@@ -27,7 +27,7 @@ from tasks.survey.inputs import apply_survey_rules, default_overrides_path, load
 from tasks.survey.agreement import render_agreement
 from tasks.survey.funnel import render_funnel
 from tasks.survey.rules import RULE_READING, RULE_STEREOTYPE_SURVEY
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 NAME = "survey"
 KEEP_RULES = (RULE_STEREOTYPE_SURVEY, RULE_READING)  # a template survives when neither says drop
@@ -58,19 +58,19 @@ class SurveyInputs:
 
 @dataclass(frozen=True)
 class SurveyStage:
-    kept: list[Template]
+    kept: list[TemplateRow]
     decisions: list[Decision]
     reports: dict[str, str]  # file name in the release folder -> text
 
 
-def survey_stage(templates: list[Template], inputs: SurveyInputs, profile: Profile) -> SurveyStage:
+def survey_stage(templates: list[TemplateRow], inputs: SurveyInputs, profile: Profile) -> SurveyStage:
     data = load_survey_data(profile, inputs.results, inputs.reading, inputs.overrides, inputs.questions)
     outcome = apply_survey_rules(templates, data, profile, allow_unmatched=inputs.allow_unmatched)
     reports = {"funnel.md": render_funnel(outcome), "survey_agreement.md": render_agreement(outcome)}
     return SurveyStage(outcome.kept, outcome.decisions, reports)
 
 
-def survivors(templates: list[Template], decisions: list[Decision]) -> list[Template]:
+def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[TemplateRow]:
     """The templates the survey stage's decisions keep (input order): the release reads the decisions
     instead of running the rules again. A template is dropped by a ``drop`` of its stereotype's survey
     outcome or of the reading-comprehension rule (after overrides: the logged outcome is the one that counts)."""

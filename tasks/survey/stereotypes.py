@@ -21,7 +21,7 @@ from core.profile import Profile
 from core.findings import Finding, raise_if_errors
 from tasks.survey.groups import group_key, norm
 from tasks.survey.rules import survey_type
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 
 MARKER_COLUMN = "Reference_names_non_target"
 RELEASED_STATS_COLUMN = "Survey_stats"
@@ -66,7 +66,7 @@ def question_id(category: str, text: str, kind: int, groups: tuple[str, ...]) ->
     return f"{category}-t{kind}-{digest}"
 
 
-def _marker(template: Template, findings: list[Finding]) -> tuple[bool, str]:
+def _marker(template: TemplateRow, findings: list[Finding]) -> tuple[bool, str]:
     """Whether the template's reference names the non-target group, and where that was read."""
     if MARKER_COLUMN in template.columns:
         value = template.columns[MARKER_COLUMN].strip().lower()
@@ -89,14 +89,14 @@ def _marker(template: Template, findings: list[Finding]) -> tuple[bool, str]:
     return False, "default"
 
 
-def _other_group(template: Template) -> str:
+def _other_group(template: TemplateRow) -> str:
     target = group_key(template.target_group)
     infos = [template.columns.get(c, "") for c in ("N1_info", "N2_info")]
     others = [i for i in infos if i.strip() and group_key(i) != target]
     return norm(others[0]) if others else ""
 
 
-def collect_stereotypes(templates: list[Template], profile: Profile) -> tuple[list[Stereotype], list[Finding]]:
+def collect_stereotypes(templates: list[TemplateRow], profile: Profile) -> tuple[list[Stereotype], list[Finding]]:
     """Group template rows into unique questions (input order of first appearance).
 
     Returns the questions and the warnings; an error (a ``Reference_names_non_target`` value that

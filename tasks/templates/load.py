@@ -36,7 +36,7 @@ NOT_APPLICABLE = "N/A"  # how the KoBBQ file marks a newly-created template's mi
 
 
 @dataclass(frozen=True)
-class Template:
+class TemplateRow:
     source: str
     row: int  # line of the file (the header is line 1)
     category: str
@@ -80,7 +80,7 @@ class NormalisationRecord:
 @dataclass
 class LoadedTemplates:
     path: Path
-    templates: list[Template]
+    templates: list[TemplateRow]
     findings: list[Finding]
     corrections: list[AppliedCorrection]
     normalisations: list[NormalisationRecord]
@@ -148,7 +148,7 @@ def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None
     return LoadedTemplates(path, templates, findings, applied, normalisations, header)
 
 
-def _build_template(path: Path, number: int, row: dict[str, str], findings: list[Finding]) -> Template | None:
+def _build_template(path: Path, number: int, row: dict[str, str], findings: list[Finding]) -> TemplateRow | None:
     def problem(column: str, code: str, message: str) -> None:
         findings.append(Finding("error", Location(str(path), number, column), code, message))
 
@@ -170,7 +170,7 @@ def _build_template(path: Path, number: int, row: dict[str, str], findings: list
             declared[column] = {}
     if empty or template_id is None:
         return None
-    return Template(
+    return TemplateRow(
         source=str(path), row=number, category=row["Category"], template_id=template_id,
         version=row["version"], label=row["Label_annotation"], stereotype=row["Stereotype"],
         texts={name: row[column] for name, column in TEXT_COLUMNS.items()},

@@ -17,7 +17,7 @@ from tasks.templates.slots import PERSON_SLOTS, bracket_problems
 from tasks.templates.corrections import Correction, load_corrections
 from tasks.templates.validate_workbook import validate_workbook
 from tasks.templates.workbook import load_workbook_templates
-from tasks.templates.load import TEXT_COLUMNS, LoadedTemplates, Template, load_kobbq_templates
+from tasks.templates.load import TEXT_COLUMNS, LoadedTemplates, TemplateRow, load_kobbq_templates
 
 MAX_LISTED_ERRORS = 30
 
@@ -39,7 +39,7 @@ def validate_loaded(loaded: LoadedTemplates, profile: Profile) -> list[Finding]:
     return sorted(findings, key=lambda f: (f.where.row or 0, f.where.column or "", f.code))
 
 
-def check_row(template: Template, profile: Profile) -> list[Finding]:
+def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
     findings: list[Finding] = []
 
     def add(severity: str, column: str | None, code: str, message: str) -> None:
@@ -86,7 +86,7 @@ def check_row(template: Template, profile: Profile) -> list[Finding]:
     return findings
 
 
-def _check_inline(template: Template, column: str, name: str, items: tuple[str, ...] | None) -> list[Finding]:
+def _check_inline(template: TemplateRow, column: str, name: str, items: tuple[str, ...] | None) -> list[Finding]:
     where = template.where(column)
     declared = template.slots.get(name)
     if declared is None:
@@ -109,11 +109,11 @@ def _check_inline(template: Template, column: str, name: str, items: tuple[str, 
     return findings
 
 
-def check_keys_and_pairs(templates: list[Template], profile: Profile) -> list[Finding]:
+def check_keys_and_pairs(templates: list[TemplateRow], profile: Profile) -> list[Finding]:
     """Duplicate keys, and versions that lack their swapped partner (a without b, c without d)."""
     findings = []
-    seen: dict[str, Template] = {}
-    by_template: dict[tuple[str, int], dict[str, Template]] = defaultdict(dict)
+    seen: dict[str, TemplateRow] = {}
+    by_template: dict[tuple[str, int], dict[str, TemplateRow]] = defaultdict(dict)
     for template in templates:
         if template.key in seen:
             first = seen[template.key]

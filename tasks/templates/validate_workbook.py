@@ -15,7 +15,7 @@ from core.errors import Location
 from core.findings import Finding
 from core.profile import Profile, WorkbookFormat
 from tasks.release.hooks import HOOKS
-from tasks.templates.load import LoadedTemplates, Template
+from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.workbook import PLACEHOLDER, forms_by_label, matching_rule
 
 SPECS = ("", "def", "indef")
@@ -28,7 +28,7 @@ def validate_workbook(loaded: LoadedTemplates, profile: Profile) -> list[Finding
     for template in loaded.templates:
         findings.extend(check_workbook_row(template, profile, fmt))
     keys = Counter((t.source, t.key) for t in loaded.templates)
-    first: dict[tuple[str, str], Template] = {}
+    first: dict[tuple[str, str], TemplateRow] = {}
     for template in loaded.templates:
         key = (template.source, template.key)
         if keys[key] > 1 and key in first:
@@ -56,7 +56,7 @@ def hook_findings(profile: Profile, fmt: WorkbookFormat) -> list[Finding]:
             for kind, name in fmt.hooks.items() if name not in HOOKS[kind]]
 
 
-def check_workbook_row(template: Template, profile: Profile, fmt: WorkbookFormat) -> list[Finding]:
+def check_workbook_row(template: TemplateRow, profile: Profile, fmt: WorkbookFormat) -> list[Finding]:
     findings: list[Finding] = []
 
     def add(column: str, code: str, message: str) -> None:

@@ -20,7 +20,7 @@ from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import PoolRule, Profile, WorkbookFormat
 from tasks.templates.corrections import AppliedCorrection, Correction, apply_corrections
-from tasks.templates.load import LoadedTemplates, Template
+from tasks.templates.load import LoadedTemplates, TemplateRow
 
 Row = dict[str, object]
 PLACEHOLDER = re.compile(r"\{\{([^}]*)\}\}")  # {{NAME1}}, {{NAME1-def}}, {{WORD2-indef}}
@@ -144,7 +144,7 @@ def load_workbook_templates(folder: Path, profile: Profile, corrections: list[Co
         raise UserError(f"profile {profile.name!r} has no [templates.workbook] section; it reads TSV templates")
     if not folder.is_dir():
         raise UserError("expected the folder of the workbook templates (one <Category>.xlsx each)", folder)
-    templates: list[Template] = []
+    templates: list[TemplateRow] = []
     findings: list[Finding] = []
     applied: list[AppliedCorrection] = []
     sheet_columns: dict[str, dict[str, str]] = {}
@@ -169,7 +169,7 @@ def load_workbook_templates(folder: Path, profile: Profile, corrections: list[Co
 
 
 def _build_template(path: Path, number: int, text: dict[str, str], fmt: WorkbookFormat, findings: list[Finding]
-                    ) -> Template | None:
+                    ) -> TemplateRow | None:
     def problem(column: str, code: str, message: str) -> None:
         findings.append(Finding("error", Location(str(path), number, column), code, message))
 
@@ -191,7 +191,7 @@ def _build_template(path: Path, number: int, text: dict[str, str], fmt: Workbook
             declared[column] = {}
     if any(text.get(c, "") == "" for c in fmt.required_cells) or not isinstance(template_id, int):
         return None
-    return Template(
+    return TemplateRow(
         source=str(path), row=number, category=text[fmt.category_column], template_id=template_id,
         version=text.get("version", ""), label=text.get(fmt.label_column, ""),
         stereotype=text.get(fmt.targets_column, ""),
@@ -219,7 +219,7 @@ def forms_by_label(flat: dict[str, tuple[str, ...]]) -> Forms:
     return forms
 
 
-def matching_rule(template: Template, fmt: WorkbookFormat) -> PoolRule | None:
+def matching_rule(template: TemplateRow, fmt: WorkbookFormat) -> PoolRule | None:
     """The first pool rule whose category, subcategory and proper-names flag fit the row."""
     subcategory = template.columns.get(fmt.subcategory_column, "")
     proper = template.columns.get(fmt.proper_column, "") != ""

@@ -23,7 +23,7 @@ Entry points for the build flow:
   category_rates, substitutions)``; ``postedit.render_report(result)`` is the post-edit report.
 - ``postedit.write_machine_translation(drafts, profile, labels, out_path) -> ImportResult``: the
   unedited drafts as ``mtBBQ_templates.tsv`` (expand it like the post-edit for ``mtBBQ_*``).
-- ``reference.link_reference(templates: list[Template], bbq: list[BBQTemplate], profile, glossary)
+- ``reference.link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile, glossary)
   -> ReferenceLinks(decisions, linked, unlinked, rows_linked, rows, substitutions, shared)``: the
   release as the post-edit, without DeepL.
 - ``particles.check_items(templates, pairs) -> ParticleReport``; ``particles.expand_shorthand``.

@@ -23,7 +23,7 @@ import hgtk
 from core.errors import Location
 from core.findings import Finding
 from tasks.templates.slots import find_inline_slots
-from tasks.templates.load import TEXT_COLUMNS, Template
+from tasks.templates.load import TEXT_COLUMNS, TemplateRow
 
 Pair = tuple[str, str]  # (form after a final consonant, form after a vowel)
 # A bare slot followed by the particle the translator attached to it: "[N1]은", "[W1]에서".
@@ -134,7 +134,7 @@ class ParticleReport:
         return out
 
 
-def check_items(templates: list[Template], pairs: list[Pair]) -> ParticleReport:
+def check_items(templates: list[TemplateRow], pairs: list[Pair]) -> ParticleReport:
     """Regenerate every inline item from its filler and the translator's particle; compare."""
     report = ParticleReport(0, [], [], [], [])
     for template in templates:

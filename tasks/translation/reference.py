@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from core.profile import Profile
 from tasks.templates.bbq import BBQTemplate
 from core.decisions import Decision, bbq_subject, template_subject
-from tasks.templates.load import Template
+from tasks.templates.load import TemplateRow
 from tasks.translation.glossary import Glossary
 
 STAGE = "postedit"
@@ -54,14 +54,14 @@ class ReferenceLinks:
         return "\n".join(lines)
 
 
-def link_reference(templates: list[Template], bbq: list[BBQTemplate], profile: Profile,
+def link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile: Profile,
                    glossary: Glossary) -> ReferenceLinks:
     """One ``postedit-reference-link`` decision per adapted ST/TM template, plus its substitutions."""
     wanted = set(profile.translation.labels)
     bbq_by_subject: dict[str, list[BBQTemplate]] = defaultdict(list)
     for row in bbq:
         bbq_by_subject[row.subject].append(row)
-    by_template: dict[str, list[Template]] = defaultdict(list)
+    by_template: dict[str, list[TemplateRow]] = defaultdict(list)
     for t in templates:
         if t.label in wanted:
             by_template[template_subject(t.category, t.template_id)].append(t)
