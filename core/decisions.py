@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from core.tables import read_records
+
 DECISION_COLUMNS = ["stage", "subject_type", "subject", "rule", "outcome", "reason", "numbers", "override", "source"]
 OUTCOME_KEEP, OUTCOME_DROP = "keep", "drop"
 
@@ -78,12 +80,11 @@ def write_decisions_parquet(decisions: Iterable[Decision], path: Path) -> None:
 
 def read_decisions(path: Path) -> list[Decision]:
     """Read a log written by ``write_decisions_csv``."""
-    with path.open(encoding="utf-8", newline="") as handle:
-        return [
-            Decision(
-                stage=row["stage"], subject_type=row["subject_type"], subject=row["subject"], rule=row["rule"],
-                outcome=row["outcome"], reason=row["reason"], numbers=json.loads(row["numbers"] or "{}"),
-                override=row["override"] == "true", source=row["source"],
-            )
-            for row in csv.DictReader(handle)
-        ]
+    return [
+        Decision(
+            stage=row["stage"], subject_type=row["subject_type"], subject=row["subject"], rule=row["rule"],
+            outcome=row["outcome"], reason=row["reason"], numbers=json.loads(row["numbers"] or "{}"),
+            override=row["override"] == "true", source=row["source"],
+        )
+        for _, row in read_records(path)[1]
+    ]

@@ -9,7 +9,6 @@ decision dropped it. ``kobbq why`` and the HTML report are both views of these f
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from collections import defaultdict
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.profile import Profile
+from core.tables import read_records
 from core.pipeline_file import STAGES
 from core.decisions import OUTCOME_DROP, Decision, bbq_subject, read_decisions, template_subject
 from tasks.release.write import test_samples_name
@@ -138,15 +138,14 @@ def release_links(path: Path, profile: Profile) -> dict[str, tuple[str, str]]:
     """Template subject -> (BBQ subject or "", label), read from a released sample file."""
     categories = {c.sample_prefix: c.name for c in profile.categories}
     links: dict[str, tuple[str, str]] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle, delimiter="\t"):
-            match = SAMPLE_ID.fullmatch(row["sample_id"])
-            if match is None or match["prefix"] not in categories:
-                continue
-            subject = template_subject(categories[match["prefix"]], int(match["id"]))
-            linked = row["bbq_id"] and row["bbq_category"] and row["bbq_id"] != "N/A"
-            links[subject] = (bbq_subject(row["bbq_category"], row["bbq_id"]) if linked else "",
-                              row["label_annotation"])
+    for _, row in read_records(path, "\t")[1]:
+        match = SAMPLE_ID.fullmatch(row["sample_id"])
+        if match is None or match["prefix"] not in categories:
+            continue
+        subject = template_subject(categories[match["prefix"]], int(match["id"]))
+        linked = row["bbq_id"] and row["bbq_category"] and row["bbq_id"] != "N/A"
+        links[subject] = (bbq_subject(row["bbq_category"], row["bbq_id"]) if linked else "",
+                          row["label_annotation"])
     return links
 
 

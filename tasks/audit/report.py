@@ -17,7 +17,6 @@ Text from input files (stereotypes, reasons) is escaped by jinja2's autoescaping
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import jinja2
 
 from core.profile import Profile
 from core.atomic import write_text
+from core.tables import read_records
 from tasks.audit.fates import AuditLog, Fate, load_audit_log, stage_rank, stereotype_text
 from tasks.audit.lineage import display_id
 from core.decisions import Decision
@@ -114,13 +114,12 @@ def read_table1(path: Path) -> tuple[list[str], dict[str, dict[str, Table1Cell]]
     table: dict[str, dict[str, Table1Cell]] = {}
     if not path.exists():
         return columns, table
-    with path.open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row["column"] not in columns:
-                columns.append(row["column"])
-            table.setdefault(row["category"], {})[row["column"]] = Table1Cell(
-                ours=row["ours"], paper=row["paper"], differs=row["difference"] not in ("", "0"),
-                explained=row["explained"] == "true", note=row["note"])
+    for _, row in read_records(path)[1]:
+        if row["column"] not in columns:
+            columns.append(row["column"])
+        table.setdefault(row["category"], {})[row["column"]] = Table1Cell(
+            ours=row["ours"], paper=row["paper"], differs=row["difference"] not in ("", "0"),
+            explained=row["explained"] == "true", note=row["note"])
     return columns, table
 
 
