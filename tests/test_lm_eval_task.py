@@ -89,7 +89,7 @@ def test_task_names_come_from_the_release(example_release: Path, tmp_path: Path)
     release.mkdir()
     manifest = json.loads((example_release / "manifest.json").read_text(encoding="utf-8"))
     (release / "manifest.json").write_text(json.dumps({**manifest, "release": "XxBBQ"}), encoding="utf-8")
-    shutil.copy(example_release / "KoBBQ_test_samples.jsonl", release / "XxBBQ_test_samples.jsonl")
+    shutil.copy(example_release / "KoBBQ_test_samples.tsv", release / "XxBBQ_test_samples.tsv")
     prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(3,))
     names = sorted(p.name for p in export_task(release, tmp_path / "task", prepared))
     assert names == ["_xxbbq_common_yaml", "utils.py", "xxbbq.yaml", "xxbbq_p3.jsonl", "xxbbq_p3.yaml"]

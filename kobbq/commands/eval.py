@@ -32,8 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _add_release(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--release", type=Path, default=DEFAULT_RELEASE,
                         help="release folder written by `kobbq build` (default: build/KoBBQ)")
-    parser.add_argument("--split", choices=("test", "all"), default="test",
-                        help="which sample file: the test split (the paper's) or all samples (default: test)")
+    parser.add_argument("--split", choices=("test", "all"), default=None,
+                        help="which sample file: the test split (the paper's) or all samples (default: test; all for "
+                             "a release without a test split, such as EsBBQ)")
     parser.add_argument("--profile", default=None,
                         help="expected profile; refused when the release was built with another one")
     parser.add_argument("--prompts", type=Path, default=None,
@@ -62,7 +63,8 @@ def run_prepare(args: argparse.Namespace) -> int:
     table, note = resolve_prompt_table(release.profile, args.prompts)
     prompts = select_prompts(read_prompt_table(table), args.prompt_ids, table)
     summary = write_prepared(args.out, release, table, prompts)
-    print(f"{note}\n{args.out}: {summary['requests']:,} requests ({len(release.frame):,} samples x 3 orders x "
+    print("\n".join([note, *release.notes]))
+    print(f"{args.out}: {summary['requests']:,} requests ({len(release.frame):,} samples x 3 orders x "
           f"{len(prompts)} prompt(s)) in requests.jsonl")
     return 0
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from core.errors import Location, UserError
-from core.profile import load_profile
+from tasks.evaluation.prompts import ReleaseSamples, read_release
 from core.atomic import write_text
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
@@ -39,13 +39,13 @@ def task_prefix(release_name: str) -> str:
 
 def export_task(release: Path, out: Path, prepared: Path) -> list[Path]:
     """Write the task folder for the prepared requests of ``release``; returns the files written."""
-    manifest = _read_json(Path(release) / "manifest.json")
     settings = _read_json(Path(prepared) / "prepared.json")
-    prefix = task_prefix(manifest["release"])
-    unknown = load_profile(manifest["profile"]).release.unknown_expression
-    samples = _release_samples(Path(release) / f"{manifest['release']}_{settings.get('split', 'test')}_samples.jsonl")
+    samples = read_release(Path(release), settings.get("split"))
+    prefix = task_prefix(samples.name)
+    unknown = samples.profile.release.unknown_expression
     requests_file = Path(prepared) / "requests.jsonl"
-    docs = [_document(r, samples, unknown, requests_file) for r in load_requests(Path(prepared))]
+    by_id = _by_sample_id(samples)
+    docs = [_document(r, by_id, unknown, requests_file) for r in load_requests(Path(prepared))]
     prompts = sorted({d["prompt_id"] for d in docs})
     out = Path(out)
     written = []
@@ -55,7 +55,7 @@ def export_task(release: Path, out: Path, prepared: Path) -> list[Path]:
         written.append(write_text(out / f"{prefix}_p{prompt_id}.yaml",
                                   f"include: _{prefix}_common_yaml\ntask: {prefix}_p{prompt_id}\n"
                                   f"dataset_kwargs:\n  data_file: {prefix}_p{prompt_id}.jsonl\n"))
-    written.append(write_text(out / f"_{prefix}_common_yaml", _common_yaml(manifest["release"])))
+    written.append(write_text(out / f"_{prefix}_common_yaml", _common_yaml(samples.name)))
     written.append(write_text(out / f"{prefix}.yaml", _group_yaml(prefix, prompts)))
     utils = out / "utils.py"
     shutil.copyfile(lm_eval_metrics.__file__, utils)
@@ -90,11 +90,13 @@ def _read_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _release_samples(path: Path) -> dict[str, dict]:
-    if not path.exists():
-        raise UserError("the release has no samples file for the prepared split", path)
-    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-    return {row["sample_id"]: row for row in rows}
+def _by_sample_id(release: ReleaseSamples) -> dict[str, dict]:
+    """Per sample: its choices (in the release's unknown wording), biased answer, context and label."""
+    frame = release.frame
+    return {sample_id: {"choices": list(choices), "biased_answer": biased, "dis": bool(dis), "label_annotation": label}
+            for sample_id, choices, biased, dis, label in zip(frame["sample_id"], release.choices,
+                                                              frame["biased_answer"], release.attributes["dis"],
+                                                              frame["label_annotation"])}
 
 
 def _document(request: Request, samples: dict[str, dict], unknown: str, where: Path) -> dict:
@@ -109,7 +111,7 @@ def _document(request: Request, samples: dict[str, dict], unknown: str, where: P
     return {"id": request.id, "sample_id": request.sample_id, "prompt_id": request.prompt_id,
             "prompt": request.prompt, "choices": request.choices, "answer": request.answer,
             "biased": letters[sample["biased_answer"]], "unknown": unknown_letter,
-            "context_condition": "amb" if sample["answer"] == unknown else "dis",
+            "context_condition": "dis" if sample["dis"] else "amb",
             "label_annotation": sample.get("label_annotation", "")}
 
 

@@ -28,7 +28,6 @@ import numpy as np
 import pandas as pd
 
 from core.errors import Location, UserError
-from tasks.evaluation.metrics import sample_attributes
 from tasks.evaluation.parse import LETTERS, PARSERS, parse_answers
 from tasks.evaluation.prompts import Prompt, ReleaseSamples, ordered_choices, read_table
 
@@ -151,10 +150,7 @@ def _prompt_column(frame: pd.DataFrame, path: Path, default: int | None) -> pd.S
 
 def expected_rows(release: ReleaseSamples, prompt: Prompt | None, suffixed: bool) -> pd.DataFrame:
     """What a complete submission answers: one row per (sample, order), or per sample for plain IDs."""
-    attributes = sample_attributes(release.frame["sample_id"], release.frame["answer"],
-                                   release.frame["biased_answer"], release.profile, str(release.path))
-    attributes["label"] = release.frame["label_annotation"].to_numpy()
-    attributes["biased_answer"] = release.frame["biased_answer"].to_numpy()
+    attributes = release.attributes
     unknown = release.profile.release.unknown_expression if prompt is None else prompt.unknown
     if suffixed:
         requests = ordered_choices(release, unknown)

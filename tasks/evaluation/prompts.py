@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +25,10 @@ from core.profile import Profile, load_profile
 from core.atomic import write_bytes, write_text, write_with
 from tasks.audit.fates import read_manifest
 from core.fingerprint import sha256_file
+from tasks.evaluation.bbq_columns import evaluation_view, read_samples
+from tasks.evaluation.metrics import sample_attributes
+from tasks.release.category_csv import category_folder
+from tasks.release.write import all_samples_name
 
 PROMPT_COLUMNS = ("prompt_id", "instruction", "context", "question", "a", "b", "c", "answer", "unknown")
 LETTERS = ("A", "B", "C")
@@ -129,7 +133,8 @@ def select_prompts(prompts: dict[int, Prompt], wanted: list[int] | None, table: 
 
 @dataclass
 class ReleaseSamples:
-    """One split of a release folder, with its profile and its choices as an (n, 3) array."""
+    """One split of a release folder, with its profile, its choices as an (n, 3) array, and what the metrics
+    group by per sample (``attributes``: category, template, dis, biased_context, label, biased_answer)."""
 
     folder: Path
     name: str
@@ -138,10 +143,16 @@ class ReleaseSamples:
     path: Path
     frame: pd.DataFrame
     choices: np.ndarray
+    attributes: pd.DataFrame
+    notes: list[str] = field(default_factory=list)  # what a reader of the results should know about the samples
 
 
-def read_release(folder: Path, split: str = "test", profile: str | None = None) -> ReleaseSamples:
-    """Read a release's sample TSV; ``profile``, when given, must be the one the release was built with."""
+def read_release(folder: Path, split: str | None = "test", profile: str | None = None) -> ReleaseSamples:
+    """Read a release's samples; ``profile``, when given, must be the one the release was built with.
+
+    ``split=None`` takes the test split when the release has one and all samples when it has none (a
+    release in BBQ's column layout, such as EsBBQ, is evaluated whole, as its paper does).
+    """
     manifest = read_manifest(folder)
     built_with = str(manifest.get("profile", ""))
     if profile is not None and load_profile(profile).name != built_with:
@@ -149,6 +160,9 @@ def read_release(folder: Path, split: str = "test", profile: str | None = None) 
                         folder / "manifest.json")
     loaded = load_profile(built_with)
     name = str(manifest.get("release", loaded.release.name))
+    if loaded.release.layout == "per-category-csv":
+        return _read_bbq_columns(folder, name, split or "all", loaded)
+    split = split or "test"
     path = folder / f"{name}_{split}_samples.tsv"
     if not path.exists():
         raise UserError(f"the release has no {split} split file", path)
@@ -156,7 +170,25 @@ def read_release(folder: Path, split: str = "test", profile: str | None = None) 
     missing = [column for column in REQUIRED_SAMPLE_COLUMNS if column not in frame.columns]
     if missing:
         raise UserError(f"lacks column(s) {', '.join(missing)}", Location(str(path), 1))
-    return ReleaseSamples(folder, name, loaded, split, path, frame, _choice_array(frame, path))
+    attributes = sample_attributes(frame["sample_id"], frame["answer"], frame["biased_answer"], loaded, str(path))
+    return ReleaseSamples(folder, name, loaded, split, path, frame, _choice_array(frame, path),
+                          _with_answers(attributes, frame))
+
+
+def _read_bbq_columns(folder: Path, name: str, split: str, profile: Profile) -> ReleaseSamples:
+    """A release in BBQ's column layout (see ``tasks.evaluation.bbq_columns``): all samples, no test split."""
+    path = folder / all_samples_name(name).replace(".tsv", ".parquet")
+    if split != "all":
+        raise UserError(f"{name} has no {split} split: a release in BBQ's column layout is evaluated on all its "
+                        "samples (--split all, the default for it)", path)
+    frame, attributes, notes = evaluation_view(read_samples(path), profile,
+                                               folder / category_folder(profile.language))
+    return ReleaseSamples(folder, name, profile, split, path, frame, _choice_array(frame, path),
+                          _with_answers(attributes, frame), notes)
+
+
+def _with_answers(attributes: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
+    return attributes.assign(label=frame["label_annotation"].to_numpy(), biased_answer=frame["biased_answer"].to_numpy())
 
 
 def _choice_array(frame: pd.DataFrame, path: Path) -> np.ndarray:

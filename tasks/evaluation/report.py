@@ -40,6 +40,7 @@ class ScoreSettings:
     prompt_table: str
     bootstrap_replicates: int
     bootstrap_seed: int
+    release_notes: tuple[str, ...] = ()  # what the release's reader noticed (tasks.evaluation.bbq_columns)
 
 
 def prompt_label(prompt: int) -> str:
@@ -136,6 +137,7 @@ def _settings_lines(settings: ScoreSettings) -> list[str]:
              f"- metrics {mode}; out-of-choice answers {ooc}; answers parsed with the {settings.parser} parser",
              "- diff-bias amb = biased share - counter-biased share; diff-bias dis = accuracy in contexts supporting "
              "the biased answer - accuracy in contexts supporting the counter-biased one"]
+    lines += [f"- {note}" for note in settings.release_notes]
     if settings.bootstrap_replicates:
         lines.append(f"- [low, high]: {settings.bootstrap_replicates} bootstrap resamples of the templates (seed "
                      f"{settings.bootstrap_seed}), 95% percentile interval; few templates make wide "
@@ -187,7 +189,7 @@ class ScoreRequest:
     release: Path
     predictions: list[Path]
     out: Path
-    split: str = "test"
+    split: str | None = None  # None: the release's test split, or all samples when it has none
     profile: str | None = None
     prompts: Path | None = None
     prepared: Path | None = None
@@ -228,7 +230,7 @@ def score_table(release: ReleaseSamples, table_path: Path, runs: list[Run],
     bootstrap = Bootstrap(request.bootstrap, request.seed) if request.bootstrap > 0 else None
     table = score_rows(runs_frame(runs), mode, request.ooc_as_wrong, bootstrap, by=("model", "prompt"))
     settings = ScoreSettings(str(request.release), release.split, mode, request.ooc_as_wrong, request.parser,
-                             str(table_path), request.bootstrap, request.seed)
+                             str(table_path), request.bootstrap, request.seed, tuple(release.notes))
     return table, settings
 
 

@@ -28,7 +28,7 @@ from tasks.release.generate import expand_workbook
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
-from tasks.release.category_csv import write_category_csvs, write_records_jsonl
+from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.inputs import BuildInputs
 from tasks.release.write import all_samples_name, sample_counts, samples_frame, test_samples_name, write_json, write_samples
 from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
@@ -206,11 +206,6 @@ def write_while_checking(child: ValidationChild | None, started: float, write: C
             child.stop()
 
 
-def category_folder(profile: Profile) -> str:
-    """Where the per-category CSVs go inside the release, named as upstream (``data_es``)."""
-    return f"data_{profile.language}"
-
-
 def _write_generated_samples(folder: Path, profile: Profile, release: ExpandedRelease, validate: bool):
     """Per-category CSVs in the culture's own layout, plus all samples as Parquet and JSONL."""
     fmt = profile.templates.workbook
@@ -226,8 +221,8 @@ def _write_generated_samples(folder: Path, profile: Profile, release: ExpandedRe
     def rest() -> None:
         records = frame.to_dict("records")
         write_records_jsonl(records, folder / f"{stem}.jsonl")
-        (folder / category_folder(profile)).mkdir()
-        write_category_csvs(records, folder / category_folder(profile), fmt.output_of(fmt.category_column),
+        (folder / category_folder(profile.language)).mkdir()
+        write_category_csvs(records, folder / category_folder(profile.language), fmt.output_of(fmt.category_column),
                             profile.category_names,
                             fmt.output_columns, fmt.list_columns)
         console.step("sample files written (Parquet, JSONL, per-category CSV)")
@@ -322,7 +317,7 @@ def build_manifest(folder: Path, inputs: BuildInputs, release: ExpandedRelease, 
 def release_outputs(folder: Path, profile: Profile) -> dict[str, str]:
     """sha256 of every file of the release (per-category CSVs as ``data_xx/<Category>.full.csv``)."""
     outputs = {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
-    csvs = folder / category_folder(profile)
+    csvs = folder / category_folder(profile.language)
     if csvs.is_dir():
         outputs.update({f"{csvs.name}/{p.name}": sha256_file(p) for p in sorted(csvs.iterdir())})
     return outputs

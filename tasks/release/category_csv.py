@@ -31,6 +31,11 @@ def render_category_csv(records: list[Record], columns: list[str], list_columns:
     return buffer.getvalue()
 
 
+def category_folder(language: str) -> str:
+    """Where the per-category CSVs go inside the release, named as upstream (``data_es``)."""
+    return f"data_{language}"
+
+
 def category_file_name(category: str) -> str:
     return f"{category}.full.csv"
 

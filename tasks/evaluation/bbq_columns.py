@@ -1,0 +1,145 @@
+"""Evaluating a release written in BBQ's own column layout (EsBBQ and CaBBQ's ``data_xx/<Category>.csv``).
+
+Such a release has no sample IDs that encode the context and the question (KoBBQ's
+``age-001a-003-amb-bsd``); every instance says it in columns instead: ``context_condition``
+(ambig / disambig), ``question_polarity`` (neg / nonneg), the three answers ``ans0``-``ans2``, the
+correct one's index ``label``, and, for a disambiguated context, ``question_type`` (pro-stereo /
+anti-stereo: whether the context's answer is the stereotyped one).
+
+Which answer is the *biased* one (the metrics' "biased answer") is BBQ's own rule: the answer whose
+``answer_info`` names one of the row's ``stereotyped_groups`` is the stereotyped person; the biased
+answer to a negative question is that person, to a non-negative question the other one. A
+disambiguated context supports the biased answer when its correct answer is the biased one. The
+released ``question_type`` says the same for all but a few instances, where the generator's
+name matching was fooled (EsBBQ's Physical appearance template 10: "La empleada que no estaba
+embarazada" contains "embarazada"); those are counted in the view's notes and scored by the rule.
+
+The view is the sample table the evaluation reads for KoBBQ (``sample_id``, ``label_annotation``,
+``context``, ``question``, ``choices``, ``biased_answer``, ``answer``) plus the per-sample
+attributes the metrics group by. Such a release has no test split: its paper evaluates every
+instance, so the view is of all samples.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from core.errors import Location, UserError
+from core.profile import Profile
+from tasks.release.category_csv import category_file_name
+
+COLUMNS = ("instance_id", "template_id", "template_label", "category", "context_condition", "question_polarity",
+           "context", "question", "ans0", "ans1", "ans2", "label", "question_type", "stereotyped_groups",
+           "answer_info.ans0", "answer_info.ans1")
+DISAMBIGUATED = "disambig"
+POLARITIES = ("neg", "nonneg")
+SUPPORTS_BIASED = "pro-stereo"
+
+
+def read_samples(path: Path) -> pd.DataFrame:
+    """The release's all-samples Parquet file, with a clear error when it is not one of this layout."""
+    if not path.exists():
+        raise UserError("the release has no sample file in BBQ's column layout", path)
+    frame = pd.read_parquet(path)
+    missing = [column for column in COLUMNS if column not in frame.columns]
+    if missing:
+        raise UserError(f"lacks column(s) {', '.join(missing)} of BBQ's column layout", path)
+    return frame
+
+
+class Where:
+    """Where an instance is for a person: its row in the release's per-category CSV (``instance_id`` + 2)."""
+
+    def __init__(self, samples: pd.DataFrame, csv_folder: Path) -> None:
+        self.samples, self.folder = samples, csv_folder
+
+    def __call__(self, row: int, column: str) -> Location:
+        category = self.samples["category"].iloc[row]
+        return Location(str(self.folder / category_file_name(category)), int(self.samples["instance_id"].iloc[row]) + 2,
+                        column)
+
+
+def evaluation_view(samples: pd.DataFrame, profile: Profile, csv_folder: Path
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(samples as the evaluation reads them, per-sample attributes, notes); a row that breaks a rule stops
+    here, named by its row in ``csv_folder``'s per-category CSV."""
+    where = Where(samples, csv_folder)
+    prefix = _prefixes(samples, profile, where)
+    polarity = samples["question_polarity"].to_numpy(object)
+    condition = samples["context_condition"].to_numpy(object)
+    _require_values(polarity, set(POLARITIES), "question_polarity", where)
+    _require_values(condition, {"ambig", DISAMBIGUATED}, "context_condition", where)
+    answers = samples[["ans0", "ans1", "ans2"]].to_numpy(object)
+    rows = np.arange(len(samples))
+    answer = answers[rows, _labels(samples["label"], where)]
+    stereotyped = stereotyped_choice(samples, where)
+    biased = answers[rows, np.where(polarity == "neg", stereotyped, 1 - stereotyped)]
+    dis = condition == DISAMBIGUATED
+    biased_context = dis & (answer == biased)
+    released = dis & (samples["question_type"].to_numpy(object) == SUPPORTS_BIASED)
+    disagree = int((dis & (released != biased_context)).sum())
+    notes = [f"{disagree:,} disambiguated instance(s) whose released question_type disagrees with their answer_info "
+             "were scored by answer_info (see tasks.evaluation.bbq_columns)"] if disagree else []
+    view = pd.DataFrame({
+        # <category>-<instance_id>-amb|dis-neg|nonneg: readable, and never ending like a choice order (-0/-1/-2)
+        "sample_id": (prefix + "-" + samples["instance_id"].astype(str).to_numpy(object) + "-"
+                      + np.where(dis, "dis", "amb").astype(object) + "-" + polarity),
+        "label_annotation": samples["template_label"].to_numpy(object),
+        "context": samples["context"].to_numpy(object),
+        "question": samples["question"].to_numpy(object),
+        "choices": [repr(list(row)) for row in answers],
+        "biased_answer": biased,
+        "answer": answer,
+    }, dtype=object)
+    attributes = pd.DataFrame({"category": prefix,
+                               "template": prefix + "-" + samples["template_id"].astype(str).to_numpy(object),
+                               "dis": dis, "biased_context": biased_context})
+    return view, attributes, notes
+
+
+def stereotyped_choice(samples: pd.DataFrame, where: Where) -> np.ndarray:
+    """0 or 1 per instance: the answer whose answer_info names one of the stereotyped groups (exactly one must)."""
+    names = [_names_target(samples[f"answer_info.ans{i}"], samples["stereotyped_groups"]) for i in (0, 1)]
+    undecided = names[0] == names[1]
+    if undecided.any():
+        row = int(np.flatnonzero(undecided)[0])
+        raise UserError(f"{'both' if names[0][row] else 'neither'} of ans0 and ans1 name(s) a stereotyped group "
+                        f"({list(samples['stereotyped_groups'].iloc[row])}), so no answer is the biased one",
+                        where(row, "answer_info"))
+    return np.where(names[0], 0, 1)
+
+
+def _names_target(infos: pd.Series, groups: pd.Series) -> np.ndarray:
+    """Does the answer's info (its second item, comma-separated pieces) name one of the row's groups?"""
+    return np.array([len(info) > 1 and any(piece.strip() in set(map(str, targets)) for piece in str(info[1]).split(","))
+                     for info, targets in zip(infos, groups)], dtype=bool)
+
+
+def _prefixes(samples: pd.DataFrame, profile: Profile, where: Where) -> np.ndarray:
+    """Each instance's category as the profile's sample prefix (what reports group and name by)."""
+    prefixes = {c.name: c.sample_prefix for c in profile.categories}
+    category = samples["category"].to_numpy(object)
+    unknown = ~np.isin(category, list(prefixes))
+    if unknown.any():
+        row = int(np.flatnonzero(unknown)[0])
+        raise UserError(f"category {category[row]!r} is not one of profile {profile.name}'s", where(row, "category"))
+    return np.array([prefixes[name] for name in category], dtype=object)
+
+
+def _require_values(values: np.ndarray, allowed: set[str], column: str, where: Where) -> None:
+    bad = ~np.isin(values, sorted(allowed))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise UserError(f"{column} is {values[row]!r}, not one of {sorted(allowed)}", where(row, column))
+
+
+def _labels(labels: pd.Series, where: Where) -> np.ndarray:
+    numbers = pd.to_numeric(labels, errors="coerce").to_numpy(np.float64)
+    bad = ~np.isin(numbers, [0, 1, 2])
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise UserError(f"label is {str(labels.iloc[row])!r}, not 0, 1 or 2", where(row, "label"))
+    return numbers.astype(np.int64)
