@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from core.profile import load_profile  # noqa: E402
 from tasks.release.category_csv import write_category_csvs  # noqa: E402
-from tasks.release.generate import generate  # noqa: E402
+from tasks.release.generate import expand_workbook, records  # noqa: E402
 from tasks.templates.workbook import load_workbook_templates  # noqa: E402
 
 
@@ -34,16 +34,16 @@ def measure(profile_name: str, folder: Path, runs: int) -> None:
         started = time.perf_counter()
         loaded = load_workbook_templates(folder, profile)
         read = time.perf_counter()
-        result = generate(loaded.templates, profile, loaded.vocabulary)
+        expansion = expand_workbook(loaded.templates, profile, loaded.vocabulary)
         generated = time.perf_counter()
         with tempfile.TemporaryDirectory() as out:
-            write_category_csvs(result.records, Path(out), "category", profile.category_names, fmt.output_columns,
+            write_category_csvs(records(expansion), Path(out), "category", profile.category_names, fmt.output_columns,
                                 fmt.list_columns)
         written = time.perf_counter()
         reads.append(read - started)
         generations.append(generated - read)
         writes.append(written - generated)
-    kept, emitted = len(result.records), sum(result.row_emitted)
+    kept, emitted = len(expansion), sum(expansion.row_generated or [])
     generation = statistics.median(generations)
     print(f"{profile_name}: {len(loaded.templates)} template rows -> {emitted:,} instances, {kept:,} after "
           f"de-duplication")

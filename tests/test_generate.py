@@ -14,7 +14,7 @@ import pytest
 
 from core.profile import load_profile
 from tasks.release.category_csv import render_category_csv
-from tasks.release.generate import generate, polish, swap_people
+from tasks.release.generate import expand_workbook, polish, records, swap_people
 from tasks.release.hooks import occurs_after_article, sentence_case
 from tasks.templates.workbook import load_vocabulary, load_workbook_templates, parse_list, parse_mapping
 
@@ -94,29 +94,30 @@ def generated(request, esbbq: Path):
     profile = load_profile(request.param)
     folder = esbbq / "templates"
     loaded = load_workbook_templates(folder, profile)
-    result = generate(loaded.templates, profile, load_vocabulary(folder, profile.templates.workbook, profile.language))
-    return profile, result, loaded.templates
+    expansion = expand_workbook(loaded.templates, profile,
+                                load_vocabulary(folder, profile.templates.workbook, profile.language))
+    return profile, expansion, loaded.templates
 
 
 @pytest.mark.realdata
 def test_every_category_has_the_released_count(generated):
-    profile, result, templates = generated
-    counts = {name: sum(1 for r in result.records if r["category"] == name) for name in COUNTS}
+    profile, expansion, templates = generated
+    counts = {name: int((expansion.columns["category"] == name).sum()) for name in COUNTS}
     catalan = profile.language == "ca"
     assert counts == ({**COUNTS, "PhysicalAppearance": 3552} if catalan else COUNTS)
-    emitted = {name: sum(n for t, n in zip(templates, result.row_emitted) if t.category == name) for name in COUNTS}
+    emitted = {name: sum(n for t, n in zip(templates, expansion.row_generated) if t.category == name) for name in COUNTS}
     assert emitted == ({**EMITTED, "PhysicalAppearance": 4736} if catalan else EMITTED)
-    assert len(result.records) == (27344 if profile.language == "ca" else 27320)
+    assert len(expansion) == (27344 if profile.language == "ca" else 27320)
 
 
 @pytest.mark.realdata
 def test_released_files_are_reproduced_byte_for_byte(generated, esbbq: Path):
-    profile, result, _ = generated
+    profile, expansion, _ = generated
     fmt = profile.templates.workbook
     for category in RELEASED_DEV:
-        records = [r for r in result.records if r["category"] == category]
+        chosen = [r for r in records(expansion) if r["category"] == category]
         expected = (esbbq / "released_dev" / profile.language / f"{category}.full.csv").read_text(encoding="utf-8")
-        assert render_category_csv(records, fmt.output_columns, fmt.list_columns) == expected, category
+        assert render_category_csv(chosen, fmt.output_columns, fmt.list_columns) == expected, category
 
 
 # --- the release folder -------------------------------------------------------------------------
@@ -200,17 +201,18 @@ def test_flips_and_first_wins_deduplication_on_one_row(small_folder: Path):
     two ambiguous instances (their ambiguous context is the original's / the ambig flip's): 12 kept."""
     profile = load_profile("es")
     loaded = load_workbook_templates(small_folder, profile)
-    result = generate(loaded.templates, profile, loaded.vocabulary)
-    assert (result.row_emitted, result.row_kept) == ([16], [12])
-    first, second = result.records[0], result.records[1]
+    expansion = expand_workbook(loaded.templates, profile, loaded.vocabulary)
+    assert (expansion.row_generated, expansion.row_samples, expansion.row_fills) == ([16], [12], [4])
+    instances = records(expansion)
+    first, second = instances[0], instances[1]
     assert first["context"] == "Vi a un nieto con su abuelo."
     assert first["question"] == "¿Quién no sabía usar el móvil?"  # capitalised after the inverted mark
     assert (first["ans0"], first["ans1"], first["ans2"], first["label"]) == ("El abuelo", "El nieto", "unknown", 2)
     assert first["answer_info.ans0"] == ["abuelo", "old"] and first["answer_info.ans1"] == ["nieto", "nonOld"]
     assert second["context"] == "Vi a un nieto con su abuelo. El nieto no sabía usar el móvil."
     assert (second["label"], second["question_type"]) == (1, "anti-stereo")  # the grandson is answer 1
-    assert [r["flipped"] for r in result.records[::2]] == ["original"] * 2 + ["ambig"] * 2 + ["disambig", "all"]
-    assert [r["instance_id"] for r in result.records] == list(range(12))
+    assert [r["flipped"] for r in instances[::2]] == ["original"] * 2 + ["ambig"] * 2 + ["disambig", "all"]
+    assert [r["instance_id"] for r in instances] == list(range(12))
 
 
 def test_workbook_findings_name_the_sheet_column(small_folder: Path):

@@ -23,7 +23,8 @@ from core import console, interrupt
 from core.profile import Profile
 from tasks.audit.report import write_audit_report
 from core.decisions import Decision, template_subject, write_decisions_csv, write_decisions_parquet
-from tasks.release.expand import Expansion, evaluation_fills, evaluation_indices, expand_templates
+from tasks.release.engine import Expansion
+from tasks.release.expand import evaluation_fills, evaluation_indices, expand_templates
 from tasks.release.generate import expand_workbook
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding

@@ -1,10 +1,12 @@
-"""Generation from workbook templates (the EsBBQ format): flips, candidate pools, fills, instances.
+"""Workbook templates (the EsBBQ format) in the expansion engine: flips, candidate pools, placeholders.
 
-For every template row, in sheet order: every flip (the profile's list: which texts swap the two
-people), every NAME1 candidate, every NAME2 candidate (its pool may depend on NAME1), every
-combination of the lexical lists (last fastest); each filled combination gives four instances
-(the label hook), and the first instance with a given de-duplication key wins. Nothing is
-random, so the output order is the loop order.
+For every template row, in sheet order, the engine (``tasks.release.engine``) fills every flip
+(the profile's list: which texts swap the two people; one variant each), every (NAME1, NAME2)
+candidate pair (axis 0; NAME2's pool may depend on NAME1), every combination of the lexical
+lists (last fastest); each filled combination gives four instances (the label hook), and the
+first instance with a given de-duplication key wins. Nothing is random, so the output order is
+the loop order. KoBBQ's rows are the same engine with one variant (versions are explicit rows),
+pairs from the row's own lists, and no de-duplication (``tasks.release.expand``).
 
 The culture is data (``core.profile.WorkbookFormat``): where candidates come from (pools:
 queries over the vocabulary, the proper names, the row's own cells), which vocabulary column
@@ -15,14 +17,14 @@ is a named hook (``tasks.release.hooks``). The rules are written up in
 
 from __future__ import annotations
 
-import itertools
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from core.errors import UserError
 from core.profile import Condition, Pool, PoolRule, Profile, WorkbookFormat
-from tasks.release.expand import Expansion, object_array
+from tasks.release.engine import Columns, CompiledText, Engine, Expansion, FillGrid, Ref, Variant, escape, expand
 from tasks.release.hooks import HOOKS, Filled, Person
 from tasks.templates.load import TemplateRow
 from tasks.templates.workbook import (PLACEHOLDER, Forms, Row, Vocabulary, forms_by_label, matching_rule,
@@ -54,6 +56,7 @@ class RowContext:
     vocabulary: Vocabulary
     names: Forms
     lexical: Forms
+    polished: dict[str, str] = field(default_factory=dict)  # text -> polished: texts repeat across pairs and flips
 
     def column(self, name: str) -> str:
         return self.template.columns.get(name, "")
@@ -166,12 +169,6 @@ def candidates(ctx: RowContext) -> Iterator[tuple[Candidate, Candidate]]:
             yield first, second
 
 
-def combinations(ctx: RowContext) -> list[dict[str, int]]:
-    """Index of every lexical label per combination; the last label varies fastest (section 4.4)."""
-    sizes = {label: len(next(iter(forms.values()))) for label, forms in ctx.lexical.items()}
-    return [dict(zip(sizes, combo)) for combo in itertools.product(*(range(n) for n in sizes.values()))]
-
-
 # --- filling (section 5) ------------------------------------------------------------------------
 
 class FillError(ValueError):
@@ -200,26 +197,6 @@ def _person_value(spec: str, label: str, candidate: Candidate, ctx: RowContext) 
     return value, candidate.value if candidate.text != candidate.value else value
 
 
-def fill(texts: list[str], people: dict[str, Candidate], combination: dict[str, int], ctx: RowContext
-         ) -> tuple[list[str], dict[str, str]]:
-    """The texts with every placeholder replaced, and each person's display name (section 6.1)."""
-    display: dict[str, str] = {}
-
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        label, _, spec = name.partition("-")
-        if label in people:
-            text, shown = _person_value(spec, label, people[label], ctx)
-            display.setdefault(label, shown)
-            return text
-        forms = ctx.lexical.get(label)
-        if forms is None or spec not in forms:
-            raise FillError(f"{{{{{name}}}}} is neither a person nor declared in {ctx.fmt.words_column}")
-        return forms[spec][combination[label]]
-
-    return [PLACEHOLDER.sub(value, text).strip() for text in texts], display
-
-
 def polish(text: str, fmt: WorkbookFormat) -> str:
     """Capitalisation hook, then the language fixes in order (section 5.2-5.3)."""
     text = HOOKS["capitalise"][fmt.hooks.get("capitalise", "none")](text)
@@ -233,7 +210,69 @@ def swap_people(text: str, people: list[str]) -> str:
     return re.sub(f"{first}|{second}", lambda m: second if m.group(0) == first else first, text)
 
 
-# --- one row ------------------------------------------------------------------------------------
+# --- one row in the engine ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Pair:
+    """One (NAME1, NAME2) candidate pair and the two people as the label hook sees them (section 6.1)."""
+
+    first: Candidate
+    second: Candidate
+    people: tuple[Person, Person]
+
+
+def flip_variants(ctx: RowContext) -> list[Variant]:
+    """The row's variants: one per flip (section 3), axis 0 the candidate pairs, then the lexical labels."""
+    fmt = ctx.fmt
+    pairs = list(candidates(ctx))
+    labels = list(ctx.lexical)
+    sizes = [len(pairs), *(len(next(iter(ctx.lexical[label].values()))) for label in labels)]
+    variants = []
+    for flip in fmt.flips:
+        texts = [swap_people(ctx.template.texts[f], fmt.people) if f in flip.swap else ctx.template.texts[f]
+                 for f in fmt.text_fields]
+        if not math.prod(sizes):  # nothing to fill, so nothing to complain about
+            variants.append(Variant(flip.name, sizes, {}, [], ctx))
+            continue
+        try:
+            compiled = {f: compile_placeholders(text, pairs, labels, ctx) for f, text in zip(fmt.text_fields, texts)}
+            people = [Pair(first, second, shown_people(texts, first, second, ctx)) for first, second in pairs]
+        except FillError as exc:
+            raise UserError(str(exc), ctx.template.where(fmt.names_column)) from None
+        variants.append(Variant(flip.name, sizes, compiled, people, ctx))
+    return variants
+
+
+def compile_placeholders(text: str, pairs: list[tuple[Candidate, Candidate]], labels: list[str], ctx: RowContext
+                         ) -> CompiledText:
+    """A text's placeholders as refs: a person's value at each pair, a lexical form on its label's axis."""
+    pieces, refs, last = [], [], 0
+    for match in PLACEHOLDER.finditer(text):
+        pieces.append(escape(text[last:match.start()]))
+        last = match.end()
+        label, _, spec = match.group(1).partition("-")
+        if label in ctx.fmt.people:
+            person = ctx.fmt.people.index(label)
+            refs.append(Ref(0, tuple(_person_value(spec, label, pair[person], ctx)[0] for pair in pairs)))
+            continue
+        forms = ctx.lexical.get(label)
+        if forms is None or spec not in forms:
+            raise FillError(f"{{{{{match.group(1)}}}}} is neither a person nor declared in {ctx.fmt.words_column}")
+        refs.append(Ref(1 + labels.index(label), tuple(forms[spec])))
+    pieces.append(escape(text[last:]))
+    return CompiledText(tuple(pieces), tuple(refs))
+
+
+def shown_people(texts: list[str], first: Candidate, second: Candidate, ctx: RowContext) -> tuple[Person, Person]:
+    """Each person as the answers show them: the form of their first placeholder in the texts, article dropped."""
+    people = []
+    for label, candidate in zip(ctx.fmt.people, (first, second)):
+        found = next((match.group(1).partition("-")[2] for text in texts for match in PLACEHOLDER.finditer(text)
+                      if match.group(1).partition("-")[0] == label), None)
+        shown = candidate.value if found is None else _person_value(found, label, candidate, ctx)[1]
+        people.append(Person(shown, candidate.info))
+    return people[0], people[1]
+
 
 def row_fields(ctx: RowContext, fmt: WorkbookFormat) -> dict[str, object]:
     """The output fields every instance of the row shares (section 6.5)."""
@@ -245,86 +284,55 @@ def row_fields(ctx: RowContext, fmt: WorkbookFormat) -> dict[str, object]:
     return fields
 
 
-def generate_row(ctx: RowContext) -> Iterator[dict[str, object]]:
+def label_instances(template: TemplateRow, variant: Variant, grid: FillGrid) -> Columns:
+    """The four instances of every fill (the profile's label hook), after the texts are polished (section 5)."""
+    ctx: RowContext = variant.context  # type: ignore[assignment]
     fmt = ctx.fmt
-    template = ctx.template
     occurs_hook = HOOKS["occurs"][fmt.hooks["occurs"]]
     label_hook = HOOKS["label"][fmt.hooks["label"]]
 
     def occurs(name: str, answer: str) -> bool:
         return occurs_hook(name, answer, fmt.match_articles)
 
-    shared = row_fields(ctx, fmt)
-    combos = combinations(ctx)
-    polished: dict[str, str] = {}  # questions and contexts repeat across candidates and flips
+    polished = ctx.polished
 
     def polish_once(text: str) -> str:
+        text = text.strip()
         if text not in polished:
             polished[text] = polish(text, fmt)
         return polished[text]
 
-    for flip in fmt.flips:
-        texts = [swap_people(template.texts[f], fmt.people) if f in flip.swap else template.texts[f]
-                 for f in fmt.text_fields]
-        for first, second in candidates(ctx):
-            for combination in combos:
-                try:
-                    filled, display = fill(texts, dict(zip(fmt.people, (first, second))), combination, ctx)
-                except FillError as exc:
-                    raise UserError(str(exc), template.where(fmt.names_column)) from None
-                final = [polish_once(text) for text in filled]
-                people = [Person(display.get(p, c.value), c.info) for p, c in zip(fmt.people, (first, second))]
-                instances = label_hook(Filled(*final, *people), ctx.targets, fmt.unknown, occurs)
-                if isinstance(instances, str):
-                    raise UserError(f"cannot label ({first.value} / {second.value}, flip {flip.name}): {instances}",
-                                    template.where())
-                for instance in instances:
-                    yield {**shared, fmt.flip_output: flip.name, **instance}
+    filled = [list(map(polish_once, grid.text(variant.texts[f]))) for f in fmt.text_fields]
+    shared = {**row_fields(ctx, fmt), fmt.flip_output: variant.name}
+    records = []
+    for fill, index in enumerate(grid.pair_of_fill()):
+        pair: Pair = variant.people[index]  # type: ignore[assignment]
+        instances = label_hook(Filled(*(texts[fill] for texts in filled), *pair.people), ctx.targets, fmt.unknown,
+                               occurs)
+        if isinstance(instances, str):
+            raise UserError(f"cannot label ({pair.first.value} / {pair.second.value}, flip {variant.name}): "
+                            f"{instances}", template.where())
+        records.extend({**shared, **instance} for instance in instances)
+    return {name: [record[name] for record in records] for name in fmt.output_columns if name != fmt.number_output}
 
 
 # --- a whole release ----------------------------------------------------------------------------
 
-@dataclass
-class Generated:
-    """Instances per template row (after de-duplication) and the counts before it."""
-
-    records: list[dict[str, object]]  # every kept instance, in order; ``instance_id`` numbered per category
-    row_kept: list[int]  # per template row: instances kept
-    row_emitted: list[int]  # per template row: instances before de-duplication
-
-
-def generate(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary) -> Generated:
-    """All instances, de-duplicated and numbered per category (section 7)."""
+def workbook_engine(profile: Profile, vocabulary: Vocabulary) -> Engine:
+    """A workbook format's settings of the engine: generated flips, candidate pools, the profile's label hook,
+    first-wins de-duplication and instances numbered per category (section 7)."""
     fmt = profile.templates.workbook
     assert fmt is not None
-    records: list[dict[str, object]] = []
-    kept_counts, emitted_counts = [], []
-    seen: set[tuple[object, ...]] = set()
-    category, number = None, 0
-    for template in templates:
-        if template.category != category:
-            category, number, seen = template.category, 0, set()
-        kept = emitted = 0
-        for instance in generate_row(row_context(template, fmt, vocabulary)):
-            emitted += 1
-            key = tuple(instance[k] for k in fmt.dedup_key)
-            if key in seen:
-                continue
-            seen.add(key)
-            records.append({fmt.number_output: number, **instance})
-            number += 1
-            kept += 1
-        kept_counts.append(kept)
-        emitted_counts.append(emitted)
-    return Generated(records, kept_counts, emitted_counts)
+    return Engine(lambda template: flip_variants(row_context(template, fmt, vocabulary)), label_instances,
+                  fmt.output_columns, fmt.dedup_key, fmt.number_output)
 
 
 def expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary) -> Expansion:
     """The generated release as columns, in the profile's output columns (one row per kept instance)."""
-    fmt = profile.templates.workbook
-    assert fmt is not None
-    result = generate(templates, profile, vocabulary)
-    starts = list(itertools.accumulate(result.row_kept, initial=0))[:-1]
-    columns = {name: object_array([record[name] for record in result.records]) for name in fmt.output_columns}
-    return Expansion(columns, [t.key for t in templates], starts, result.row_kept, result.row_kept,
-                     result.row_emitted)
+    return expand(templates, workbook_engine(profile, vocabulary))
+
+
+def records(expansion: Expansion) -> list[dict[str, object]]:
+    """The instances as records (column -> value), in order: what the per-category CSVs are written from."""
+    names = list(expansion.columns)
+    return [dict(zip(names, values)) for values in zip(*expansion.columns.values())]

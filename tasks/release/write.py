@@ -18,7 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.release.expand import SAMPLE_COLUMNS, Expansion
+from tasks.release.engine import Expansion
+from tasks.release.expand import SAMPLE_COLUMNS
 
 
 
