@@ -67,3 +67,109 @@ def test_catalan_is_not_a_deepl_target_one_clear_error_nothing_sent(server, bbq_
     assert "DeepL does not offer CA as a target language" in str(error.value)
     assert str(error.value).startswith(str(ca.path))
     assert server.state.translate_requests == 0 and server.state.billed_characters == 0
+
+
+# BBQ templates EsBBQ translated as one row each (label t, no version): Religion 1, 2, 4 (EsBBQ 1, 2, 3) and
+# Nationality 6 (EsBBQ 4). Their released rows are the post-edit the test writes into the workbooks.
+ROUND_TRIP = {("Religion", "1"), ("Religion", "2"), ("Religion", "4"), ("Nationality", "6")}
+# What the generator reads of a row besides its IDs (generation brief 1.5), as the released sheets name it.
+GENERATOR_COLUMNS = ["label", "version", "bbq_template_id", "bbq_category", "esbbq_category", "ambiguous_context",
+                     "disambiguating_context", "question_negative_stereotype", "question_non_negative",
+                     "answer_negative", "answer_non_negative", "names", "lexical_diversity",
+                     "relevant_social_values", "stereotyped_groups", "non_stereotyped_groups", "NAME1_info",
+                     "NAME2_info", "stated_gender_info", "proper_nouns_only", "subcategory", "esbbq_source"]
+
+
+def released_rows(templates_dir, category: str) -> dict[str, dict[str, str]]:
+    """The released sheet read with openpyxl alone: bbq_template_id -> {column without _es: text}; no project code."""
+    from openpyxl import load_workbook
+
+    sheet = load_workbook(templates_dir / f"{category}.xlsx", read_only=True).worksheets[0]
+    lines = list(sheet.iter_rows(values_only=True))
+    out = {}
+    for values in lines[1:]:
+        row = {}
+        for name, value in zip(lines[0], values):
+            if name is None or str(name).endswith("_ca"):
+                continue
+            text = "" if value is None else str(int(value) if isinstance(value, float) else value).strip()
+            row[str(name).removesuffix("_es")] = text
+        if row.get("bbq_template_id"):
+            out.setdefault(row["bbq_template_id"], row)
+    return out
+
+
+def test_es_workbooks_round_trip_to_the_released_esbbq_rows(server, bbq_templates_dir, shared_data, tmp_path,
+                                                            capsys):
+    import shutil
+
+    from openpyxl import load_workbook
+
+    from kobbq.cli import main
+    from tasks.translation.postedit import import_postedit
+    from tasks.translation.workbook import export_postedit_workbooks
+
+    es = load_profile("es")
+    esbbq = shared_data / "esbbq" / "templates"
+    templates, _ = load_bbq_templates(bbq_templates_dir)
+    chosen = [t for t in templates if (t.category, t.q_id) in ROUND_TRIP]
+    drafted = pretranslate(chosen, DeepLTranslator(FAKE_KEY, server.url), tmp_path / "c.sqlite", es,
+                           profile_glossary(es))
+    paths = export_postedit_workbooks(drafted.drafts, tmp_path / "sent", es, {t.subject: "t" for t in chosen})
+    assert [p.name for p in paths] == ["postedit_Nationality.xlsx", "postedit_Religion.xlsx"]
+    returned = tmp_path / "returned"
+    returned.mkdir()
+    for name in ("vocabulary.xlsx", "vocabulary_proper_names.xlsx"):
+        shutil.copy(esbbq / name, returned / name)
+    for path in paths:
+        category = path.stem.removeprefix("postedit_")
+        released = released_rows(esbbq, category)
+        workbook = load_workbook(path)
+        assert "stated_gender_info: m or f" in "\n".join(str(c.value) for c in workbook["Instructions"]["A"])
+        sheet = workbook["templates"]
+        header = [c.value for c in sheet[1]]
+        fields = set()
+        for cells in sheet.iter_rows(min_row=2):
+            value = dict(zip(header, (c.value for c in cells)))
+            fields.add(value["Field"])
+            assert value["version"] in (None, "")  # the generator flips the people: no generated version b
+            cells[header.index("Post-edit")].value = released[value["BBQ_id"]].get(value["Field"], "")
+        assert fields == {*es.translation.fields.values(), *(c.name for c in es.translation.row_cells)}
+        workbook.save(returned / path.name)
+    result = import_postedit(sorted(returned.glob("postedit_*.xlsx")), es, tmp_path / "imported",
+                             profile_glossary(es))
+    assert not result.errors, [f.render() for f in result.errors]
+    assert result.tsv_path == tmp_path / "imported" and len(result.rows) == 4
+    assert main(["validate", "--profile", "es", str(result.tsv_path)]) == 0
+    assert "0 error(s)" in capsys.readouterr().out
+    for category, count in (("Religion", 3), ("Nationality", 1)):
+        imported = released_rows(result.tsv_path, category)
+        assert len(imported) == count
+        for bbq_id, row in imported.items():
+            want = released_rows(esbbq, category)[bbq_id]
+            assert {c: row.get(c, "") for c in GENERATOR_COLUMNS} == {c: want.get(c, "") for c in GENERATOR_COLUMNS}
+            assert row["esbbq_template_id"] == str(1 + sorted(imported, key=int).index(bbq_id))
+    # And what the generator makes of them is the released instances of those templates, in order.
+    import csv
+
+    from tasks.release.generate import generate
+    from tasks.templates.workbook import load_workbook_templates
+
+    loaded = load_workbook_templates(result.tsv_path, es)
+    made = [r for r in generate(loaded.templates, es, loaded.vocabulary).records if r["category"] == "Religion"]
+    with (shared_data / "esbbq" / "released_dev" / "es" / "Religion.full.csv").open(encoding="utf-8") as handle:
+        released = [r for r in csv.DictReader(handle) if r["template_id"] in ("1", "2", "3")]
+    fields = ["instance_id", "template_id", "flipped", "context", "question", "ans0", "ans1", "ans2", "label"]
+    assert len(released) == 36  # the released file's instances of Religion 1-3
+    assert [[str(r[f]) for f in fields] for r in made] == [[r[f] for f in fields] for r in released]
+    # A slot nobody declares is reported at the Post-edit cell it was written in; nothing is written.
+    broken = returned / "postedit_Religion.xlsx"
+    workbook = load_workbook(broken)
+    sheet = workbook["templates"]
+    row = next(r for r in sheet.iter_rows(min_row=2) if r[5].value == "ambiguous_context")
+    row[8].value = row[8].value.replace("{{NAME2}}", "{{WORD9}}")
+    workbook.save(broken)
+    again = import_postedit(sorted(returned.glob("postedit_*.xlsx")), es, tmp_path / "again", profile_glossary(es))
+    assert [(f.where.file, f.where.row, f.where.column, f.code) for f in again.errors] == [
+        (str(broken), row[8].row, "Post-edit", "slot-undeclared")]
+    assert again.tsv_path is None and not (tmp_path / "again").exists()
