@@ -173,3 +173,49 @@ def test_es_workbooks_round_trip_to_the_released_esbbq_rows(server, bbq_template
     assert [(f.where.file, f.where.row, f.where.column, f.code) for f in again.errors] == [
         (str(broken), row[8].row, "Post-edit", "slot-undeclared")]
     assert again.tsv_path is None and not (tmp_path / "again").exists()
+
+
+@pytest.mark.flow
+def test_kobbq_translate_profile_es_then_postedit_export(prefect_harness, server, bbq_templates_dir, tmp_path,
+                                                          monkeypatch, capsys):
+    """The command a team runs, against the fake server: drafts, cache, one workbook per category; then
+    ``kobbq postedit export`` writes the same workbooks from the cache alone, nothing billed."""
+    from openpyxl import load_workbook
+
+    from kobbq.cli import main
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text("subject,label\nbbq:Religion:1,t\nbbq:Religion:2,t\nbbq:Religion:3,SR\n", encoding="utf-8")
+    religion = bbq_templates_dir / "new_templates - Religion.csv"
+    monkeypatch.setenv("DEEPL_AUTH_KEY", FAKE_KEY)
+    monkeypatch.setenv("DEEPL_SERVER_URL", server.url)
+    command = ["--profile", "es", "--bbq", str(religion), "--labels", str(labels)]
+    assert main(["translate", *command, "--out", str(tmp_path / "t")]) == 0
+    out = capsys.readouterr().out
+    billed = server.state.billed_characters
+    assert f"2 rows, " in out and f"{billed} characters billed now" in out and billed > 0
+    workbook = tmp_path / "t" / "postedit_Religion.xlsx"
+    assert f"wrote {workbook}" in out and "mtBBQ" not in out  # the workbook format's twin needs its vocabulary
+    fields = [r[5] for r in load_workbook(workbook)["templates"].iter_rows(min_row=2, values_only=True)]
+    assert len(fields) == 2 * (9 + 8) and fields.count("stated_gender_info") == 2
+    monkeypatch.delenv("DEEPL_AUTH_KEY")
+    assert main(["postedit", "export", *command, "--out", str(tmp_path / "e"), "--cache",
+                 str(tmp_path / "t" / "translation_cache.sqlite")]) == 0
+    assert server.state.billed_characters == billed
+    assert (tmp_path / "e" / "postedit_Religion.xlsx").read_bytes() == workbook.read_bytes()
+
+
+def test_kobbq_translate_profile_ca_is_one_clear_error(server, bbq_templates_dir, tmp_path, monkeypatch, capsys):
+    """Before Prefect starts: one error line, no traceback, nothing sent."""
+    from kobbq.cli import main
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text("subject,label\nbbq:Religion:1,t\n", encoding="utf-8")
+    monkeypatch.setenv("DEEPL_AUTH_KEY", FAKE_KEY)
+    monkeypatch.setenv("DEEPL_SERVER_URL", server.url)
+    code = main(["translate", "--profile", "ca", "--bbq", str(bbq_templates_dir / "new_templates - Religion.csv"),
+                 "--labels", str(labels), "--out", str(tmp_path / "t")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("error:") == 1 and "Traceback" not in err
+    assert "DeepL does not offer CA as a target language" in err
+    assert server.state.translate_requests == 0 and not (tmp_path / "t").exists()

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from core.profile import load_profile
     from tasks.translation.cost import dry_run
     from tasks.translation.glossary import load_glossary, profile_glossary
-    from tasks.translation.pretranslate_stage import CACHE_FILE, translatable_templates
+    from tasks.translation.pretranslate_stage import CACHE_FILE, check_target_language, translatable_templates
 
     profile = load_profile(args.profile)
     glossary = load_glossary(args.glossary) if args.glossary else profile_glossary(profile)
@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     print(estimate.render(dry_run=args.dry_run))
     if args.dry_run:
         return 0
+    if not args.replay:
+        check_target_language(profile)  # before Prefect starts (5-15 s): a language DeepL lacks is one error
     return run_flow(args, replay=args.replay)
 
 

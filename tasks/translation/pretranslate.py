@@ -169,7 +169,10 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
         missing = [s for s in sents if s not in answers]
         glossary_id = None
         if missing and stopped is None:
-            require_target_language(translator, settings.target_lang, profile)
+            try:
+                require_target_language(translator, settings.target_lang, profile)
+            except TranslationStopped as exc:
+                stopped = exc.message
         if missing and mode == "deepl" and stopped is None:
             try:
                 glossary_id = translator.create_glossary(glossary, settings.source_lang, settings.target_lang)

@@ -20,10 +20,12 @@ from pathlib import Path
 from core.profile import Profile
 from tasks.stage import Context, Stage, StageOutput, Waiting
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
-from tasks.translation.deepl_client import KEY_VARIABLE, ReplayTranslator, Translator, translator_from_environment
+from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
+                                            translator_from_environment)
 from tasks.translation.glossary import Glossary, glossary_path, profile_glossary
 from tasks.translation.postedit import ImportResult, write_machine_translation
-from tasks.translation.pretranslate import PretranslationResult, load_labels, pretranslate, translatable
+from tasks.translation.pretranslate import (PretranslationResult, load_labels, pretranslate, require_target_language,
+                                            translatable)
 from tasks.translation.workbook import export_postedit_workbooks
 
 NAME = "pretranslate"
@@ -51,6 +53,17 @@ def translatable_templates(bbq_path: Path, labels_path: Path, profile: Profile
 def translator_for(auth_key: str | None) -> Translator:
     """Live DeepL with a key (``DEEPL_SERVER_URL`` may point elsewhere); without one, a replay of the cache."""
     return translator_from_environment(auth_key) if auth_key else ReplayTranslator()
+
+
+def check_target_language(profile: Profile) -> None:
+    """Before a live run starts anything: one clear error when DeepL does not translate into the profile's
+    language (Catalan). Without a key in the environment there is nothing to ask; the run checks again."""
+    key = os.environ.get(KEY_VARIABLE)
+    if key:
+        try:
+            require_target_language(translator_for(key), profile.translation.target_lang(profile.language), profile)
+        except TranslationStopped:
+            pass  # DeepL did not answer; the run itself stops cleanly and keeps what it has
 
 
 def draft_and_export(templates: list[BBQTemplate], labels: dict[str, str], translator: Translator, cache: Path,
