@@ -193,7 +193,7 @@ def test_kobbq_translate_profile_es_then_postedit_export(prefect_harness, server
     assert main(["translate", *command, "--out", str(tmp_path / "t")]) == 0
     out = capsys.readouterr().out
     billed = server.state.billed_characters
-    assert f"2 rows, " in out and f"{billed} characters billed now" in out and billed > 0
+    assert "2 rows, " in out and f"{billed} characters billed now" in out and billed > 0
     workbook = tmp_path / "t" / "postedit_Religion.xlsx"
     assert f"wrote {workbook}" in out and "mtBBQ" not in out  # the workbook format's twin needs its vocabulary
     fields = [r[5] for r in load_workbook(workbook)["templates"].iter_rows(min_row=2, values_only=True)]
