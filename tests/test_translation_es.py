@@ -219,3 +219,23 @@ def test_kobbq_translate_profile_ca_is_one_clear_error(server, bbq_templates_dir
     assert code == 1 and err.count("error:") == 1 and "Traceback" not in err
     assert "DeepL does not offer CA as a target language" in err
     assert server.state.translate_requests == 0 and not (tmp_path / "t").exists()
+
+
+def test_labels_compare_by_meaning_and_templates_get_the_profiles_own_label():
+    """A labelling decision log says ST/TM (KoBBQ's terms); an EsBBQ labels file says t/m. Both select the same
+    BBQ rows for es, and the es templates carry t/m whichever was given."""
+    from tasks.templates.bbq import BBQTemplate
+    from tasks.translation.pretranslate import own_label, translatable
+
+    def row(q_id: str) -> BBQTemplate:
+        return BBQTemplate("new_templates - Age.csv", int(q_id) + 1, "Age", q_id, "", {}, "", "", "", "")
+
+    rows = [row("1"), row("2"), row("3"), row("4")]
+    es, ko = load_profile("es"), load_profile("ko")
+    from_log = {"bbq:Age:1": "ST", "bbq:Age:2": "TM", "bbq:Age:3": "SR"}
+    from_file = {"bbq:Age:1": "t", "bbq:Age:2": "m", "bbq:Age:4": "n"}
+    assert [t.q_id for t in translatable(rows, from_log, es)] == ["1", "2"]
+    assert [t.q_id for t in translatable(rows, from_file, es)] == ["1", "2"]
+    assert [t.q_id for t in translatable(rows, from_log, ko)] == ["1", "2"]
+    assert [own_label(x, es) for x in ("ST", "TM", "t", "m", "")] == ["t", "m", "t", "m", ""]
+    assert [own_label(x, ko) for x in ("ST", "TM", "")] == ["ST", "TM", ""]

@@ -292,9 +292,20 @@ def draft_decisions(drafts: list[Draft], flagged: list[Finding], substitutions: 
 
 
 def translatable(templates: list[BBQTemplate], labels: dict[str, str], profile: Profile) -> list[BBQTemplate]:
-    """The rows whose template is labelled with one of the profile's translated labels (ST, TM)."""
-    wanted = set(profile.translation.labels)
-    return [t for t in templates if labels.get(t.subject) in wanted]
+    """The rows whose template is labelled with one of the profile's translated labels (ST, TM; EsBBQ's t, m).
+
+    Labels compare by meaning: a labelling decision log says ST where an EsBBQ labels file says t.
+    """
+    meaning = profile.templates.meaning
+    wanted = {meaning(label) for label in profile.translation.labels}
+    return [t for t in templates if t.subject in labels and meaning(labels[t.subject]) in wanted]
+
+
+def own_label(label: str, profile: Profile) -> str:
+    """A label in the profile's own terms, for the templates it writes: KoBBQ's ST is EsBBQ's t."""
+    if label in profile.templates.labels:
+        return label
+    return next((own for own, meaning in profile.templates.label_meanings.items() if meaning == label), label)
 
 
 

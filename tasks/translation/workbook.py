@@ -36,7 +36,7 @@ from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile
 from tasks.templates.slots import normalise_text
-from tasks.translation.pretranslate import Draft
+from tasks.translation.pretranslate import Draft, own_label
 from core.workbooks import save_workbook, set_text
 
 SHEET = "templates"
@@ -163,7 +163,8 @@ def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]
             version = row_version(draft, position, profile)
             for field, english, text in draft_rows(draft, profile):
                 template_rows.append(ExportRow(category, next_id[category], version, bbq_category, q_id,
-                                               labels.get(draft.template.subject, ""), field, english, text))
+                                               own_label(labels.get(draft.template.subject, ""), profile), field,
+                                               english, text))
         if (profile.templates.swapped_versions and len(by_template[key]) == 1
                 and not by_template[key][0].template.version):
             template_rows += swapped_version(template_rows, "b")
