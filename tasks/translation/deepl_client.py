@@ -97,9 +97,9 @@ class DeepLTranslator:
             languages = self._client.get_target_languages()
         except deepl.DeepLException as exc:
             raise self._stop(exc) from None
-        wanted = target_lang.upper()  # "EN" is accepted where DeepL lists only its variants EN-GB, EN-US
-        return any(lang.code.upper() in (wanted, f"{wanted}-{lang.code.upper().partition('-')[2]}")
-                   for lang in languages)
+        wanted, codes = target_lang.upper(), {lang.code.upper() for lang in languages}
+        # "EN" is accepted where DeepL lists only its variants EN-GB, EN-US
+        return wanted in codes or any(code.startswith(f"{wanted}-") for code in codes)
 
     def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
         try:
