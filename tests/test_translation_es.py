@@ -176,11 +176,16 @@ def test_es_workbooks_round_trip_to_the_released_esbbq_rows(server, bbq_template
 
 
 @pytest.mark.flow
-def test_kobbq_translate_profile_es_then_postedit_export(prefect_harness, server, bbq_templates_dir, tmp_path,
-                                                          monkeypatch, capsys):
-    """The command a team runs, against the fake server: drafts, cache, one workbook per category; then
-    ``kobbq postedit export`` writes the same workbooks from the cache alone, nothing billed."""
+def test_kobbq_translate_profile_es_then_postedit_export_and_import(prefect_harness, server, bbq_templates_dir,
+                                                                     shared_data, tmp_path, monkeypatch, capsys):
+    """The commands a team runs, against the fake server: drafts, cache, one workbook per category; then
+    ``kobbq postedit export`` writes the same workbooks from the cache alone, nothing billed; then the
+    returned workbook (filled with the released EsBBQ rows) imports as template workbooks."""
+    import shutil
+
     from openpyxl import load_workbook
+
+    from core.decisions import read_decisions
 
     from kobbq.cli import main
 
@@ -203,6 +208,26 @@ def test_kobbq_translate_profile_es_then_postedit_export(prefect_harness, server
                  str(tmp_path / "t" / "translation_cache.sqlite")]) == 0
     assert server.state.billed_characters == billed
     assert (tmp_path / "e" / "postedit_Religion.xlsx").read_bytes() == workbook.read_bytes()
+    returned = tmp_path / "returned"
+    returned.mkdir()
+    esbbq = shared_data / "esbbq" / "templates"
+    for name in ("vocabulary.xlsx", "vocabulary_proper_names.xlsx"):
+        shutil.copy(esbbq / name, returned / name)
+    released = released_rows(esbbq, "Religion")
+    book = load_workbook(workbook)
+    for cells in book["templates"].iter_rows(min_row=2):
+        cells[8].value = released[cells[3].value].get(cells[5].value, "")
+    book.save(returned / workbook.name)
+    capsys.readouterr()
+    assert main(["postedit", "import", "--profile", "es", str(returned / workbook.name), "--out",
+                 str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert "2 template rows, 0 error(s)" in out and f"wrote {tmp_path / 'p' / 'postedit_templates'}" in out
+    assert sorted(p.name for p in (tmp_path / "p" / "postedit_templates").iterdir()) == [
+        "Religion.xlsx", "vocabulary.xlsx", "vocabulary_proper_names.xlsx"]
+    decisions = read_decisions(tmp_path / "p" / "decisions_postedit.csv")
+    assert {(d.subject, d.outcome) for d in decisions if d.rule == "postedit-import"} == {
+        ("Religion|1", "imported"), ("Religion|2", "imported")}
 
 
 def test_kobbq_translate_profile_ca_is_one_clear_error(server, bbq_templates_dir, tmp_path, monkeypatch, capsys):
