@@ -264,3 +264,26 @@ def test_labels_compare_by_meaning_and_templates_get_the_profiles_own_label():
     assert [t.q_id for t in translatable(rows, from_log, ko)] == ["1", "2"]
     assert [own_label(x, es) for x in ("ST", "TM", "t", "m", "")] == ["t", "m", "t", "m", ""]
     assert [own_label(x, ko) for x in ("ST", "TM", "")] == ["ST", "TM", ""]
+
+
+def test_rows_that_only_exchange_the_people_are_not_sent_where_the_generator_flips():
+    """BBQ's SES 1 b is SES 1 a with NAME1 and NAME2 swapped; EsBBQ has one row for it (version ""), KoBBQ keeps
+    both. Age 3 b has other texts: both stay."""
+    from tasks.templates.bbq import BBQTemplate
+    from tasks.translation.pretranslate import Draft, DraftField
+    from tasks.translation.workbook import export_rows
+
+    def row(category: str, q_id: str, version: str, names: str, context: str) -> Draft:
+        texts = {"ambiguous_context": context}
+        return Draft(BBQTemplate(f"new_templates - {category}.csv", 2, category, q_id, version, texts, names, "", "",
+                                 ""), (DraftField("Ambiguous_context", context, context),))
+
+    drafts = [row("SES", "1", "a", "NAME1: [rich, wealthy]; NAME2: [poor]", "the {{NAME1}} and the {{NAME2}}"),
+              row("SES", "1", "b", "NAME1: [poor]; NAME2: [rich, wealthy]", "the {{NAME1}} and the {{NAME2}}"),
+              row("Age", "3", "a", "NAME1: [old]; NAME2: [young]", "the {{NAME1}} met the {{NAME2}}"),
+              row("Age", "3", "b", "NAME1: [young]; NAME2: [old]", "a {{NAME1}} met a {{NAME2}}")]
+    labels = {"bbq:SES:1": "t", "bbq:Age:3": "t"}
+    es = {(r.category, r.bbq_id, r.version) for r in export_rows(drafts, load_profile("es"), labels)}
+    assert es == {("SES", "1", ""), ("Age", "3", "a"), ("Age", "3", "b")}
+    ko = {(r.category, r.bbq_id, r.version) for r in export_rows(drafts, load_profile("ko"), labels)}
+    assert ko == {("SES", "1", "a"), ("SES", "1", "b"), ("Age", "3", "a"), ("Age", "3", "b")}

@@ -36,7 +36,7 @@ from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile
 from tasks.templates.slots import normalise_text
-from tasks.translation.pretranslate import Draft, own_label
+from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
 from core.workbooks import save_workbook, set_text
 
 SHEET = "templates"
@@ -118,13 +118,34 @@ def swapped_version(rows: list[ExportRow], version: str) -> list[ExportRow]:
             for row in rows]
 
 
-def row_version(draft: Draft, position: int, profile: Profile) -> str:
+def row_version(draft: Draft, position: int, rows: int, profile: Profile) -> str:
     """KoBBQ's explicit versions: a, b, c, d in file order where BBQ has none. A generated-flips format
-    keeps BBQ's version where it is one of the format's, else none."""
+    keeps BBQ's version where it is one of the format's and the template has several rows, else none."""
     version = draft.template.version
     if profile.templates.swapped_versions:
         return version or "abcd"[position]
-    return version if version in profile.templates.versions else ""
+    return version if rows > 1 and version in profile.templates.versions else ""
+
+
+def people_swapped(draft: Draft, other: Draft) -> bool:
+    """Whether ``draft`` is ``other`` with the two people exchanged: the same texts and words, the NAME1 and
+    NAME2 lists swapped (BBQ's version b of 50 templates)."""
+    mine, theirs = dict(bbq_declarations(draft.template.names)), dict(bbq_declarations(other.template.names))
+    return (bool(mine) and draft.template.texts == other.template.texts
+            and draft.template.lexical == other.template.lexical
+            and mine.get("N1") == theirs.get("N2") and mine.get("N2") == theirs.get("N1"))
+
+
+def rows_to_translate(drafts: list[Draft], profile: Profile) -> list[Draft]:
+    """A template's BBQ rows for the translator. A format whose generator flips the people itself (no
+    ``swapped_versions``: EsBBQ) needs no row that only exchanges them: EsBBQ made one row of BBQ's SES 1 a/b."""
+    if profile.templates.swapped_versions:
+        return drafts
+    kept: list[Draft] = []
+    for draft in drafts:
+        if not any(people_swapped(draft, earlier) for earlier in kept):
+            kept.append(draft)
+    return kept
 
 
 def draft_rows(draft: Draft, profile: Profile) -> list[tuple[str, str, str]]:
@@ -159,14 +180,14 @@ def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]
         category, bbq_category, q_id = key
         next_id[category] += 1
         template_rows: list[ExportRow] = []
-        for position, draft in enumerate(by_template[key]):
-            version = row_version(draft, position, profile)
+        kept = rows_to_translate(by_template[key], profile)
+        for position, draft in enumerate(kept):
+            version = row_version(draft, position, len(kept), profile)
             for field, english, text in draft_rows(draft, profile):
                 template_rows.append(ExportRow(category, next_id[category], version, bbq_category, q_id,
                                                own_label(labels.get(draft.template.subject, ""), profile), field,
                                                english, text))
-        if (profile.templates.swapped_versions and len(by_template[key]) == 1
-                and not by_template[key][0].template.version):
+        if profile.templates.swapped_versions and len(kept) == 1 and not kept[0].template.version:
             template_rows += swapped_version(template_rows, "b")
         rows += template_rows
     return rows
