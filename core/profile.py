@@ -273,6 +273,19 @@ class SurveyProfile(Strict):
     paper_effects: dict[str, str] = Field(default_factory=dict)
 
 
+class RowCell(Strict):
+    """One cell of a template row that the translator fills besides the texts (EsBBQ: the stated gender).
+
+    The post-edit workbook gives it a row of its own, pre-filled from a BBQ column where BBQ has
+    the same information in English, and the import writes it into the template column ``name``.
+    """
+
+    name: str  # the template column (language-selected name, e.g. "stated_gender_info")
+    help: str  # what to write; shown beside the cell and in the Instructions sheet
+    bbq_column: str = ""  # the BBQ column shown as the English source ("" for none)
+    per_language: bool = False  # written with the profile's language suffix (words of the language)
+
+
 class TranslationProfile(Strict):
     """Machine pre-translation and post-edit settings. Owned by the translation stage (tasks/translation)."""
 
@@ -287,6 +300,11 @@ class TranslationProfile(Strict):
     price_per_million_characters: float = 25.0  # for the dry-run estimate; check your DeepL plan
     currency: str = "USD"
     secret_block: str = "deepl-auth-key"  # Prefect Secret block read when DEEPL_AUTH_KEY is unset
+    # The translated fields as the target template format names its columns (KoBBQ's column name ->
+    # the format's, e.g. Ambiguous_context -> ambiguous_context); empty: KoBBQ's own names.
+    fields: dict[str, str] = Field(default_factory=dict)
+    # Workbook formats: the cells the translator fills besides the texts (gender, proper-noun flag, groups).
+    row_cells: list[RowCell] = Field(default_factory=list)
 
     def target_lang(self, language: str) -> str:
         return (self.deepl_target_lang or language).upper()
@@ -326,6 +344,8 @@ class ProfileFiles(Strict):
     survey: str = "survey"  # folder: type1.j2, type2.j2, reading.j2, options.toml, groups.csv, overrides.csv
     glossary: str = "glossary.csv"  # cultural substitutions for pre-translation (source,target,note)
     corrections: str = "corrections.csv"  # known upstream errors of the template files, fixed before validation
+    # The post-edit workbook's Instructions sheet, one line per row (the translator's language and slot syntax).
+    postedit_instructions: str = "postedit_instructions.txt"
 
 
 class Profile(Strict):

@@ -11,6 +11,10 @@
 Each writes ``decisions_translation.csv`` or ``decisions_postedit.csv`` into its output folder.
 Tasks are not cached by Prefect: the SQLite translation cache is the persistent cache,
 keyed on exactly what DeepL receives, and the other steps take well under a second.
+
+The work is the pipeline stages' own (``tasks/translation/pretranslate_stage.py``,
+``postedit_stage.py``): these flows wrap the same functions, so ``kobbq translate`` and
+``kobbq build --pipeline`` cannot drift apart.
 """
 
 from __future__ import annotations
@@ -26,21 +30,18 @@ from core import interrupt
 from core.errors import UserError
 from core.profile import Profile, load_profile
 from core.atomic import write_with
-from tasks.templates.bbq import BBQTemplate, load_bbq_templates
+from tasks.templates.bbq import BBQTemplate
 from tasks.templates.corrections import load_corrections
 from core.decisions import Decision, write_decisions_csv
 from core.findings import Finding
-from tasks.templates.load import load_kobbq_templates
-from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, Translator, set_network_retries,
-                                            translator_from_environment)
+from tasks.templates.validate import load_templates
+from tasks.translation.deepl_client import KEY_VARIABLE, Translator, set_network_retries
 from tasks.translation.glossary import Glossary, load_glossary, profile_glossary
-from tasks.translation.postedit import ImportResult, import_postedit, render_report, write_machine_translation
-from tasks.translation.pretranslate import PretranslationResult, load_labels, pretranslate, translatable
-from tasks.translation.pretranslate_stage import CACHE_FILE, MT_TEMPLATES
-from tasks.translation.reference import ReferenceLinks, link_reference
-from tasks.translation.workbook import export_postedit_workbooks
-
-POSTEDIT_TEMPLATES = "postedit_templates.tsv"
+from tasks.translation.postedit import ImportResult
+from tasks.translation.postedit_stage import import_returned, link_released
+from tasks.translation.pretranslate_stage import (CACHE_FILE, MT_TEMPLATES, Drafted, draft_and_export,
+                                                  translatable_templates, translator_for)
+from tasks.translation.reference import ReferenceLinks
 
 
 @dataclass(frozen=True)
@@ -93,26 +94,19 @@ def auth_key(profile: Profile) -> str:
 
 
 @task(name="load-bbq-templates", cache_policy=NO_CACHE)
-def load_translatable(bbq_path: Path, labels_path: Path, profile: Profile) -> list[BBQTemplate]:
-    templates, _ = load_bbq_templates(bbq_path)
-    chosen = translatable(templates, load_labels(labels_path), profile)
+def load_translatable(bbq_path: Path, labels_path: Path, profile: Profile
+                      ) -> tuple[list[BBQTemplate], dict[str, str]]:
+    chosen, labels = translatable_templates(bbq_path, labels_path, profile)
     if not chosen:
         raise UserError(f"no BBQ template is labelled {' or '.join(profile.translation.labels)} in the labels file",
                         str(labels_path))
-    return chosen
+    return chosen, labels
 
 
-@task(name="deepl-pretranslate", cache_policy=NO_CACHE)
-def pretranslate_task(templates: list[BBQTemplate], translator: Translator, cache_path: Path, profile: Profile,
-                      glossary: Glossary) -> PretranslationResult:
-    return pretranslate(templates, translator, cache_path, profile, glossary)
-
-
-@task(name="export-postedit-workbooks", cache_policy=NO_CACHE)
-def export_task(result: PretranslationResult, out: Path, profile: Profile, labels: dict[str, str]):
-    workbooks = export_postedit_workbooks(result.drafts, out, profile, labels)
-    mt = write_machine_translation(result.drafts, profile, labels, out / MT_TEMPLATES)
-    return workbooks, mt
+@task(name="deepl-pretranslate-and-export", cache_policy=NO_CACHE)
+def pretranslate_task(templates: list[BBQTemplate], labels: dict[str, str], translator: Translator, cache_path: Path,
+                      profile: Profile, glossary: Glossary, out: Path) -> Drafted:
+    return draft_and_export(templates, labels, translator, cache_path, profile, glossary, out, out / MT_TEMPLATES)
 
 
 @flow(name="kobbq-translate", log_prints=False)
@@ -125,46 +119,35 @@ def translate_flow(bbq_path: Path, labels_path: Path, out: Path, profile_name: s
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     glossary = resolve_glossary(profile, glossary_path)
-    templates = load_translatable(Path(bbq_path), Path(labels_path), profile)
-    if replay:
-        translator: Translator = ReplayTranslator()
-    else:
+    templates, labels = load_translatable(Path(bbq_path), Path(labels_path), profile)
+    if not replay:
         set_network_retries(profile.translation.max_network_retries)
-        translator = translator_from_environment(auth_key(profile))
-    result = pretranslate_task(templates, translator, Path(cache_path or out / CACHE_FILE), profile, glossary)
-    workbooks, mt_path, decisions = [], None, list(result.decisions)
-    if result.complete:
-        labels = load_labels(labels_path)
-        workbooks, mt = export_task(result, out, profile, labels)
-        mt_path = mt.tsv_path
-        decisions += mt.decisions
+    translator = translator_for(None if replay else auth_key(profile))
+    drafted = pretranslate_task(templates, labels, translator, Path(cache_path or out / CACHE_FILE), profile, glossary,
+                                out)
+    result, machine = drafted.result, drafted.machine
+    decisions = result.decisions + (machine.decisions if machine else [])
     path = write_decisions(decisions, out / "decisions_translation.csv")
     return TranslateResult(len(templates), result.segments, result.segments_left, result.chars_billed,
                            result.chars_from_cache, sum(1 for f in result.flagged if f.severity == "error"),
-                           result.stopped, workbooks, mt_path, path, decisions)
+                           result.stopped, drafted.workbooks, machine.tsv_path if machine else None, path, decisions)
 
 
 @task(name="import-postedit-workbooks", cache_policy=NO_CACHE)
-def import_task(workbooks: list[Path], profile: Profile, out_path: Path, glossary: Glossary) -> ImportResult:
-    return import_postedit(workbooks, profile, out_path, glossary)
+def import_task(workbooks: list[Path], profile: Profile, out: Path, glossary: Glossary
+                ) -> tuple[ImportResult, Path | None]:
+    return import_returned(workbooks, profile, out, glossary)
 
 
 @flow(name="kobbq-postedit-import", log_prints=False)
 def postedit_import_flow(workbooks: list[Path], out: Path, profile_name: str = "ko",
                          glossary_path: Path | None = None) -> PosteditResult:
-    """Returned workbooks -> KoBBQ-format templates, post-edit report and decisions (nothing on errors)."""
+    """Returned workbooks -> the profile's template format, post-edit report and decisions (nothing on errors)."""
     interrupt.take_over()
     profile = load_profile(profile_name)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    result = import_task([Path(w) for w in workbooks], profile, out / POSTEDIT_TEMPLATES,
-                         resolve_glossary(profile, glossary_path))
-    report = None
-    if result.tsv_path is not None:
-        report = out / "postedit_report.md"
-        temporary = report.with_name(f".{report.name}.tmp")
-        temporary.write_text(render_report(result), encoding="utf-8")
-        temporary.replace(report)
+    result, report = import_task([Path(w) for w in workbooks], profile, out, resolve_glossary(profile, glossary_path))
     path = write_decisions(result.decisions, out / "decisions_postedit.csv")
     errors = len(result.errors)
     return PosteditResult(len(result.rows), errors, len(result.findings) - errors, result.tsv_path, report, path,
@@ -174,14 +157,13 @@ def postedit_import_flow(workbooks: list[Path], out: Path, profile_name: str = "
 @flow(name="kobbq-postedit-reference", log_prints=False)
 def postedit_reference_flow(templates_path: Path, bbq_path: Path, out: Path, profile_name: str = "ko",
                             corrections_path: Path | None = None) -> ReferenceLinks:
-    """A released KoBBQ template file as the post-edit: link rows to BBQ, record the decisions."""
+    """A released template file (or workbook folder) as the post-edit: link rows to BBQ, record the decisions."""
     interrupt.take_over()
     profile = load_profile(profile_name)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    loaded = load_kobbq_templates(Path(templates_path),
-                                  load_corrections(corrections_path) if corrections_path else None)
-    bbq, _ = load_bbq_templates(Path(bbq_path))
-    result = link_reference(loaded.templates, bbq, profile, profile_glossary(profile))
+    loaded = load_templates(Path(templates_path), profile,
+                            load_corrections(corrections_path) if corrections_path else [])
+    result = link_released(loaded.templates, Path(bbq_path), profile)
     write_decisions(result.decisions, out / "decisions_postedit.csv")
     return result

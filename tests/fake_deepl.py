@@ -4,7 +4,8 @@ It speaks just enough of the DeepL API v2 for the official ``deepl`` client: ``/
 (JSON body, ``billed_characters`` in every translation), ``/v2/usage``, ``/v2/languages``,
 ``/v2/glossary-language-pairs`` and ``/v2/glossaries``. The "translation" is deterministic:
 each English word becomes Hangul syllables derived from a hash of the word, XML tags pass
-through unchanged, and a glossary (when given) replaces its terms first. Faults are
+through unchanged, and a glossary (when given) replaces its terms first. Into Korean the words are
+Hangul syllables; into any other target language, Latin syllables (``ES``: pseudo-Spanish). Faults are
 switched on per test: an HTTP status for the next N requests (429, 503, 456, 403), a delay,
 a quota in characters, or dropping the first placeholder tag of every translation.
 
@@ -29,14 +30,19 @@ _TAG_OR_TEXT = re.compile(r"(<[^>]+>|&[a-z]+;|&#[0-9]+;)")  # tags and XML entit
 _PLACEHOLDER_TAG = re.compile(r'<ph\s+n="[^"]*"\s*/>')
 
 
-def fake_word(word: str) -> str:
-    """A stable pseudo-Korean rendering of one English word: 1-3 Hangul syllables."""
+_CONSONANTS, _VOWELS = "bcdfglmnprstv", "aeiou"
+
+
+def fake_word(word: str, target_lang: str = "KO") -> str:
+    """A stable rendering of one English word: 1-3 Hangul syllables (KO), else 1-3 Latin syllables."""
     digest = hashlib.sha256(word.lower().encode("utf-8")).digest()
     count = 1 + digest[0] % 3
+    if target_lang.upper() != "KO":
+        return "".join(_CONSONANTS[digest[1 + 2 * i] % 13] + _VOWELS[digest[2 + 2 * i] % 5] for i in range(count))
     return "".join(chr(0xAC00 + int.from_bytes(digest[1 + 2 * i:3 + 2 * i], "big") % 11172) for i in range(count))
 
 
-def fake_translate(text: str, glossary: dict[str, str]) -> str:
+def fake_translate(text: str, glossary: dict[str, str], target_lang: str = "KO") -> str:
     """Glossary terms first (whole words, any case), then every remaining English word; tags untouched."""
     pieces = _TAG_OR_TEXT.split(text)
     out = []
@@ -50,7 +56,7 @@ def fake_translate(text: str, glossary: dict[str, str]) -> str:
                 protected.append(target)
                 return f"\x00{len(protected) - 1}\x00"
             piece = re.sub(r"(?<![\w-])" + re.escape(source) + r"(?![\w-])", keep, piece, flags=re.IGNORECASE)
-        piece = _WORD.sub(lambda m: fake_word(m.group(0)), piece)
+        piece = _WORD.sub(lambda m: fake_word(m.group(0), target_lang), piece)
         out.append(re.sub(r"\x00(\d+)\x00", lambda m: protected[int(m.group(1))], piece))
     return "".join(out)
 
@@ -63,7 +69,7 @@ class FakeState:
     delay_seconds: float = 0.0
     quota_characters: int | None = None  # 456 once a request would go past this many billed characters
     drop_placeholder: bool = False
-    glossary_pairs: list[tuple[str, str]] = field(default_factory=lambda: [("en", "ko"), ("en", "de"), ("en", "ja")])
+    glossary_pairs: list[tuple[str, str]] = field(default_factory=lambda: [("en", "ko"), ("en", "de"), ("en", "ja"), ("en", "es")])
     billed_characters: int = 0
     translate_requests: int = 0
     texts_received: list[str] = field(default_factory=list)
@@ -121,14 +127,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         state = self.server.state
         url = urlparse(self.path)
-        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        query = {**{k: v[0] for k, v in parse_qs(url.query).items()}, **self._body()}  # the client sends a form body
         if url.path == "/v2/usage":
             limit = state.quota_characters if state.quota_characters is not None else 500_000
             self._send(200, {"character_count": state.billed_characters, "character_limit": limit})
         elif url.path == "/v2/languages":
             if query.get("type") == "target":
                 self._send(200, [{"language": "KO", "name": "Korean", "supports_formality": False},
-                                 {"language": "DE", "name": "German", "supports_formality": True}])
+                                 {"language": "DE", "name": "German", "supports_formality": True},
+                                 {"language": "ES", "name": "Spanish", "supports_formality": True}])
             else:
                 self._send(200, [{"language": "EN", "name": "English"}])
         elif url.path == "/v2/glossary-language-pairs":
@@ -172,7 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
             entries = state.glossaries[glossary_id]["entries"] if glossary_id in state.glossaries else {}
             translations = []
             for text in texts:
-                out = fake_translate(text, entries)
+                out = fake_translate(text, entries, str(body.get("target_lang") or "KO"))
                 if state.drop_placeholder:
                     out = _PLACEHOLDER_TAG.sub("", out, count=1)
                 translations.append({"detected_source_language": "EN", "text": out, "billed_characters": len(text)})

@@ -38,20 +38,20 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from core.profile import load_profile
-    from tasks.templates.bbq import load_bbq_templates
     from tasks.translation.cost import dry_run
     from tasks.translation.glossary import load_glossary, profile_glossary
-    from tasks.translation.pretranslate import load_labels, translatable
+    from tasks.translation.pretranslate_stage import CACHE_FILE, check_target_language, translatable_templates
 
     profile = load_profile(args.profile)
     glossary = load_glossary(args.glossary) if args.glossary else profile_glossary(profile)
-    templates, _ = load_bbq_templates(args.bbq)
-    chosen = translatable(templates, load_labels(args.labels), profile)
-    cache = args.cache or args.out / "translation_cache.sqlite"
+    chosen, _ = translatable_templates(args.bbq, args.labels, profile)
+    cache = args.cache or args.out / CACHE_FILE
     estimate = dry_run(chosen, cache, profile, glossary)
     print(estimate.render(dry_run=args.dry_run))
     if args.dry_run:
         return 0
+    if not args.replay:
+        check_target_language(profile)  # before Prefect starts (5-15 s): a language DeepL lacks is one error
     return run_flow(args, replay=args.replay)
 
 

@@ -4,8 +4,11 @@ Modules: ``placeholders`` (protect/restore/verify ``{{NAME1}}``), ``glossary`` (
 substitutions, the profile folder's ``glossary.csv``), ``cache`` (SQLite; never pay twice;
 resume), ``deepl_client`` (``Translator``: live DeepL or replay of a recorded cache),
 ``pretranslate``, ``cost`` (dry run), ``workbook`` (xlsx export/read), ``postedit`` (import,
-edit rates, mtBBQ twin), ``particles`` (Korean particles with hgtk), ``reference`` (the
-released KoBBQ file as the post-edit, linked to BBQ).
+edit rates, mtBBQ twin), ``template_workbooks`` (the post-edit as a workbook culture's
+``<Category>.xlsx`` templates, validated before publication), ``particles`` (Korean particles with
+hgtk), ``reference`` (the released template file as the post-edit, linked to BBQ). Drafts use the
+target format's slots (``placeholders.SlotStyle``: KoBBQ's ``[N1]``, or BBQ's own ``{{NAME1}}`` for a
+workbook format); DeepL's target languages are checked before anything is sent (no Catalan).
 
 Entry points for the build flow:
 - ``pretranslate.pretranslate(templates: list[BBQTemplate], translator, cache_path, profile, glossary)
@@ -19,13 +22,16 @@ Entry points for the build flow:
 - ``workbook.export_postedit_workbooks(drafts, out_dir, profile, labels) -> list[Path]``
   (``postedit_<Category>.xlsx``).
 - ``postedit.import_postedit(workbook_paths, profile, out_path, glossary) -> ImportResult(rows,
-  tsv_path (None when errors; written atomically), decisions, findings, template_rates,
-  category_rates, substitutions)``; ``postedit.render_report(result)`` is the post-edit report.
+  tsv_path (the TSV, or a workbook format's folder; None when errors; written atomically), decisions,
+  findings, template_rates, category_rates, substitutions)``; ``postedit.render_report(result)`` is the
+  post-edit report.
 - ``postedit.write_machine_translation(drafts, profile, labels, out_path) -> ImportResult``: the
   unedited drafts as ``mtBBQ_templates.tsv`` (expand it like the post-edit for ``mtBBQ_*``).
 - ``reference.link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile, glossary)
   -> ReferenceLinks(decisions, linked, unlinked, rows_linked, rows, substitutions, shared)``: the
   release as the post-edit, without DeepL.
 - ``particles.check_items(templates, pairs) -> ParticleReport``; ``particles.expand_shorthand``.
-Flows: ``flows/translate.py`` (``translate_flow``, ``postedit_import_flow``, ``postedit_reference_flow``).
+Stages: ``pretranslate_stage`` (``translatable_templates``, ``draft_and_export``, ``check_target_language``)
+and ``postedit_stage`` (``import_returned``, ``link_released``); the flows in ``flows/translate.py``
+(``translate_flow``, ``postedit_import_flow``, ``postedit_reference_flow``) call the same functions.
 """

@@ -53,6 +53,9 @@ class Translator(Protocol):
     def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
         """Upload the glossary and return its id."""
 
+    def target_supported(self, target_lang: str) -> bool:
+        """Whether DeepL translates into this language at all (Catalan, for one, is not in its list)."""
+
     def translate(self, sents: list[str], settings: RequestSettings, glossary_id: str | None) -> list[CachedTranslation]:
         """Translate texts already protected as XML; one result per text, in order."""
 
@@ -89,6 +92,15 @@ class DeepLTranslator:
         return any(p.source_lang.lower() == source_lang.lower() and p.target_lang.lower() == target_lang.lower()
                    for p in pairs)
 
+    def target_supported(self, target_lang: str) -> bool:
+        try:
+            languages = self._client.get_target_languages()
+        except deepl.DeepLException as exc:
+            raise self._stop(exc) from None
+        wanted, codes = target_lang.upper(), {lang.code.upper() for lang in languages}
+        # "EN" is accepted where DeepL lists only its variants EN-GB, EN-US
+        return wanted in codes or any(code.startswith(f"{wanted}-") for code in codes)
+
     def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
         try:
             info = self._client.create_glossary(f"kobbq-{glossary.fingerprint}", source_lang, target_lang,
@@ -122,6 +134,9 @@ class ReplayTranslator:
 
     def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
         return ""
+
+    def target_supported(self, target_lang: str) -> bool:
+        return True  # a replay sends nothing; what is not recorded is reported as left to translate
 
     def translate(self, sents: list[str], settings: RequestSettings, glossary_id: str | None) -> list[CachedTranslation]:
         raise TranslationStopped("not-recorded", f"{len(sents)} text(s) are not in the recorded translation cache")

@@ -33,6 +33,33 @@ def kobbq_slot(kind: str, number: str) -> str:
 
 
 @dataclass(frozen=True)
+class SlotStyle:
+    """How a target template format writes BBQ's slots: its name for them and its inline syntax.
+
+    KoBBQ's TSV writes ``{{NAME1}}`` as ``[N1]`` and declares ``N1: [...]``; a workbook format
+    (EsBBQ) keeps BBQ's own ``{{NAME1}}`` and declares ``NAME1: [...]``.
+    """
+
+    short_names: bool  # NAME1 -> N1, WORD1 -> W1 (KoBBQ)
+    opening: str
+    closing: str
+
+    def name(self, kind: str, number: str) -> str:
+        return kobbq_slot(kind, number) if self.short_names else f"{kind}{number}"
+
+    def inline(self, kind: str, number: str) -> str:
+        return f"{self.opening}{self.name(kind, number)}{self.closing}"
+
+    def source_text(self, text: str) -> str:
+        """English BBQ text in this style, for reading beside the draft: ``{{NAME1}}`` -> ``[N1]``."""
+        return BBQ_PLACEHOLDER.sub(lambda m: self.inline(m.group(1), m.group(2)), text)
+
+
+KOBBQ_SLOTS = SlotStyle(True, "[", "]")
+BBQ_SLOTS = SlotStyle(False, "{{", "}}")
+
+
+@dataclass(frozen=True)
 class Protected:
     """A segment as sent to DeepL, with what it must get back."""
 
@@ -80,8 +107,10 @@ class Restored:
         return not self.missing and not self.extra
 
 
-def restore(protected: Protected, translated: str, term_targets: dict[str, str]) -> Restored:
-    """Tags back to KoBBQ slots (``<ph n="NAME1"/>`` -> ``[N1]``) and terms to their target text.
+def restore(protected: Protected, translated: str, term_targets: dict[str, str],
+            style: SlotStyle = KOBBQ_SLOTS) -> Restored:
+    """Tags back to the target format's slots (``<ph n="NAME1"/>`` -> ``[N1]`` or ``{{NAME1}}``) and terms
+    to their target text.
 
     ``term_targets`` maps each protected source term to its target-language substitute.
     """
@@ -97,7 +126,7 @@ def restore(protected: Protected, translated: str, term_targets: dict[str, str])
             return ""
         seen.append(value)
         slot = BBQ_PLACEHOLDER.fullmatch("{{" + value + "}}")
-        return f"[{kobbq_slot(slot.group(1), slot.group(2))}]" if slot else f"[{value}]"
+        return style.inline(slot.group(1), slot.group(2)) if slot else f"{style.opening}{value}{style.closing}"
 
     text = unescape(_TAG.sub(back, translated))
     missing, extra = placeholder_difference(protected.placeholders, tuple(seen))
@@ -112,4 +141,4 @@ def placeholder_difference(expected: tuple[str, ...], got: tuple[str, ...]) -> t
 
 def bbq_to_kobbq_slots(text: str) -> str:
     """English BBQ text with KoBBQ bare slots, for the ``_translated`` twin columns: ``{{NAME1}}`` -> ``[N1]``."""
-    return BBQ_PLACEHOLDER.sub(lambda m: f"[{kobbq_slot(m.group(1), m.group(2))}]", text)
+    return KOBBQ_SLOTS.source_text(text)

@@ -30,7 +30,8 @@ from tasks.templates.load import load_kobbq_templates
 from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary
 from tasks.translation.particles import expand_shorthand
 from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS, Draft
-from tasks.translation.workbook import EditedCell, export_rows, read_workbook
+from tasks.translation.template_workbooks import workbook_rows, write_checked_workbooks
+from tasks.translation.workbook import EditedCell, clean_text, export_rows, read_workbook
 from tasks.templates.validate import validate_loaded
 
 STAGE = "postedit"
@@ -82,13 +83,6 @@ class ImportResult:
         return [f for f in self.findings if f.severity == "error"]
 
 
-def _clean(value: str, where: Location, findings: list[Finding]) -> str:
-    text, change = normalise_text(value)
-    if change.control_characters:
-        findings.append(Finding("warning", where, "control-character", "control character replaced by a space"))
-    return text
-
-
 def rows_from_cells(cells: list[EditedCell], pairs: list[tuple[str, str]], use_draft: bool = False
                     ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding]]:
     """KoBBQ rows from returned cells (or from the drafts alone, for the machine-translated twin).
@@ -112,7 +106,7 @@ def rows_from_cells(cells: list[EditedCell], pairs: list[tuple[str, str]], use_d
         for column in FIELD_ORDER:
             cell = by_field[column]
             origin[(key, column)] = cell.where
-            texts[column] = _clean(cell.row.draft if use_draft else cell.postedit, cell.where, findings)
+            texts[column] = clean_text(cell.row.draft if use_draft else cell.postedit, cell.where, findings)
         declared: dict[str, tuple[str, ...]] = {}
         for column in LIST_FIELDS:
             try:
@@ -131,7 +125,7 @@ def rows_from_cells(cells: list[EditedCell], pairs: list[tuple[str, str]], use_d
             row[f"{column}_translated"] = by_field[column].row.english
         notes = "; ".join(by_field[c].notes.strip() for c in FIELD_ORDER if by_field[c].notes.strip())
         row.update({"Target_group": "", "BBQ_id": first.bbq_id, "BBQ_category": first.bbq_category,
-                    "Translator_notes": _clean(notes, by_field["Stereotype"].where, findings)})
+                    "Translator_notes": clean_text(notes, by_field["Stereotype"].where, findings)})
         rows.append(row)
     return rows, origin, findings
 
@@ -216,13 +210,22 @@ def cultural_substitutions(cells: list[EditedCell], glossary: Glossary) -> list[
 
 
 def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glossary: Glossary,
-                 use_draft: bool = False) -> ImportResult:
-    """Rows, checks, the TSV (only without errors), edit rates, substitutions and their decisions."""
-    pairs = [tuple(p) for p in profile.particles.pairs] if profile.particles.enabled else []
-    rows, origin, findings = rows_from_cells(cells, pairs, use_draft)
-    rows = sort_rows(rows, profile)
-    if not any(f.severity == "error" for f in findings):
-        findings += _checked_write(rows, origin, out_path, profile)
+                 use_draft: bool = False, vocabulary: Path | None = None) -> ImportResult:
+    """Rows, checks, the template file (only without errors), edit rates, substitutions and their decisions.
+
+    The profile's template format decides what is written: a KoBBQ TSV at ``out_path``, or (a workbook
+    format) the folder ``out_path`` of template workbooks, with the vocabulary copied from ``vocabulary``.
+    """
+    if profile.templates.workbook is not None:
+        rows, origin, findings = workbook_rows(cells, profile, use_draft)
+        if not any(f.severity == "error" for f in findings):
+            findings += write_checked_workbooks(rows, origin, out_path, profile, vocabulary or out_path.parent)
+    else:
+        pairs = [tuple(p) for p in profile.particles.pairs] if profile.particles.enabled else []
+        rows, origin, findings = rows_from_cells(cells, pairs, use_draft)
+        rows = sort_rows(rows, profile)
+        if not any(f.severity == "error" for f in findings):
+            findings += _checked_write(rows, origin, out_path, profile)
     written = out_path if not any(f.severity == "error" for f in findings) and out_path.exists() else None
     template_rates, category_rates = edit_rates(cells) if not use_draft else ([], [])
     substitutions = cultural_substitutions(cells, glossary) if not use_draft else []
@@ -263,11 +266,19 @@ def postedit_decisions(cells: list[EditedCell], rates: list[EditRate], substitut
 
 
 def import_postedit(workbook_paths: list[Path], profile: Profile, out_path: Path, glossary: Glossary) -> ImportResult:
-    """Read every returned workbook and write ``out_path`` (KoBBQ format) when nothing is wrong."""
+    """Read every returned workbook and write ``out_path`` (the profile's template format) when nothing is wrong.
+
+    A workbook format's vocabulary workbooks are taken from beside the returned workbooks.
+    """
     cells = [cell for path in workbook_paths for cell in read_workbook(Path(path), profile)]
     if not cells:
         raise UserError("no workbook rows to import")
-    return import_cells(cells, Path(out_path), profile, glossary)
+    return import_cells(cells, Path(out_path), profile, glossary, vocabulary=Path(workbook_paths[0]).parent)
+
+
+def templates_output(profile: Profile, folder: Path, stem: str) -> Path:
+    """Where an import writes: ``<stem>.tsv`` for KoBBQ's format, the folder ``<stem>`` of workbooks otherwise."""
+    return Path(folder) / (stem if profile.templates.workbook is not None else f"{stem}.tsv")
 
 
 def write_machine_translation(drafts: list[Draft], profile: Profile, labels: Mapping[str, str],

@@ -3,6 +3,9 @@
 Inputs: the workbooks the pretranslate stage sent out (``workbooks``) and the folder where the
 returned ones are put. Outputs: ``templates`` (``postedit_templates.tsv``) and the post-edit
 report. In real-data mode the released template file is the post-edit, linked to BBQ row by row.
+
+``import_returned`` and ``link_released`` are the stage's work without the pipeline around it;
+``flows/translate.py`` (``kobbq postedit import``, ``kobbq postedit reference``) calls the same two.
 """
 
 from __future__ import annotations
@@ -11,13 +14,31 @@ from pathlib import Path
 
 from core.atomic import write_text
 from core.findings import raise_if_errors
+from core.profile import Profile
 from tasks.stage import Context, Stage, StageOutput, Waiting, require
 from tasks.templates.bbq import load_bbq_templates
-from tasks.translation.glossary import profile_glossary
-from tasks.translation.postedit import import_postedit, render_report
-from tasks.translation.reference import link_reference
+from tasks.templates.load import TemplateRow
+from tasks.translation.glossary import Glossary, profile_glossary
+from tasks.translation.postedit import ImportResult, import_postedit, render_report, templates_output
+from tasks.translation.reference import ReferenceLinks, link_reference
 
 NAME = "postedit"
+REPORT = "postedit_report.md"
+
+
+def import_returned(workbooks: list[Path], profile: Profile, folder: Path, glossary: Glossary
+                    ) -> tuple[ImportResult, Path | None]:
+    """The returned workbooks as the profile's template format in ``folder`` (``postedit_templates.tsv``, or
+    the folder ``postedit_templates`` of workbooks), and the post-edit report once something was imported."""
+    result = import_postedit(workbooks, profile, templates_output(profile, folder, "postedit_templates"), glossary)
+    report = write_text(Path(folder) / REPORT, render_report(result)) if result.tsv_path is not None else None
+    return result, report
+
+
+def link_released(templates: list[TemplateRow], bbq_path: Path, profile: Profile) -> ReferenceLinks:
+    """A released template file as the post-edit: its ST/TM rows linked to the BBQ templates they adapt."""
+    bbq, _ = load_bbq_templates(bbq_path)
+    return link_reference(templates, bbq, profile, profile_glossary(profile))
 
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
@@ -40,12 +61,10 @@ def run(ctx: Context) -> StageOutput:
     missing = [p.name for p in sent if not (returned_dir / p.name).exists()]
     if missing:
         raise Waiting(f"the translator's post-edited workbooks: {', '.join(missing)} not yet in {returned_dir}. {hint}")
-    folder = ctx.stage_dir(NAME)
-    result = import_postedit([returned_dir / p.name for p in sent], ctx.profile, folder / "postedit_templates.tsv",
-                             profile_glossary(ctx.profile))
-    report = write_text(folder / "postedit_report.md", render_report(result))
+    result, report = import_returned([returned_dir / p.name for p in sent], ctx.profile, ctx.stage_dir(NAME),
+                                     profile_glossary(ctx.profile))
     raise_if_errors("the returned workbooks", result.findings, "nothing was imported")
-    return StageOutput({"rows": len(result.rows)}, {"templates": result.tsv_path, "report:postedit_report.md": report},
+    return StageOutput({"rows": len(result.rows)}, {"templates": result.tsv_path, f"report:{REPORT}": report},
                        result.decisions, f"{len(result.rows)} post-edited template rows imported")
 
 
@@ -53,8 +72,7 @@ def _from_reference(ctx: Context) -> StageOutput:
     """Real-data mode: the released template file is the post-edit; its rows are linked to BBQ."""
     cfg = ctx.pipeline.config
     reference = require(ctx.file(cfg.translation.reference), "reference post-edit", "")
-    bbq, _ = load_bbq_templates(ctx.file(cfg.labels.bbq))
-    result = link_reference(ctx.templates(reference), bbq, ctx.profile, profile_glossary(ctx.profile))
+    result = link_released(ctx.templates(reference), ctx.file(cfg.labels.bbq), ctx.profile)
     counts = {"rows_linked": result.rows_linked, "rows": result.rows, "unlinked": len(result.unlinked)}
     return StageOutput(counts, {"templates": reference}, result.decisions,
                        f"{result.rows_linked} of {result.rows} ST/TM rows of {reference.name} linked to BBQ")

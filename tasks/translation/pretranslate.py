@@ -23,7 +23,7 @@ from core.findings import Finding
 from tasks.translation.cache import CachedTranslation, RequestSettings, TranslationCache
 from tasks.translation.deepl_client import TranslationStopped, Translator
 from tasks.translation.glossary import Glossary
-from tasks.translation.placeholders import Protected, bbq_to_kobbq_slots, kobbq_slot, protect, restore
+from tasks.translation.placeholders import BBQ_SLOTS, KOBBQ_SLOTS, Protected, SlotStyle, protect, restore
 
 STAGE = "pretranslate"
 # KoBBQ column -> where its English text is in a BBQ row. Names/Lexical_diversity are lists.
@@ -43,13 +43,27 @@ _BBQ_DECLARATION = re.compile(r"\{*([A-Z]+)([0-9]*)\}*\s*:\s*\[([^\]]*)\]")
 MODES = ("deepl", "after", "none")
 
 
-def bbq_declarations(cell: str) -> list[tuple[str, list[str]]]:
-    """``NAME1: [a, b]; NAME2: [c]`` -> ``[("N1", ["a", "b"]), ("N2", ["c"])]`` (KoBBQ slot names).
+def bbq_declarations(cell: str, style: SlotStyle = KOBBQ_SLOTS) -> list[tuple[str, list[str]]]:
+    """``NAME1: [a, b]; NAME2: [c]`` -> ``[("N1", ["a", "b"]), ("N2", ["c"])]`` (slot names of ``style``).
 
     BBQ writes lists with commas, once with semicolons (``[deaf person; hard-of-hearing person]``).
     """
-    return [(kobbq_slot(kind, number), [i.strip() for i in re.split(r"[;,]", body) if i.strip()])
+    return [(style.name(kind, number), [i.strip() for i in re.split(r"[;,]", body) if i.strip()])
             for kind, number, body in _BBQ_DECLARATION.findall(cell)]
+
+
+def slot_style(profile: Profile) -> SlotStyle:
+    """The target template format's slots: a workbook format keeps BBQ's ``{{NAME1}}``, KoBBQ's TSV writes ``[N1]``."""
+    return BBQ_SLOTS if profile.templates.workbook is not None else KOBBQ_SLOTS
+
+
+def require_target_language(translator: Translator, target: str, profile: Profile) -> None:
+    """One clear error, before anything is sent, when DeepL does not translate into the profile's language."""
+    if not translator.target_supported(target):
+        raise UserError(f"DeepL does not offer {target} as a target language (its /v2/languages list), so profile "
+                        f"{profile.name!r} cannot be pre-translated with DeepL; translate the templates by other means "
+                        "and import them as the post-edit, or set [translation] deepl_target_lang to a language DeepL "
+                        "offers", str(profile.path or profile.name))
 
 
 @dataclass(frozen=True)
@@ -154,6 +168,11 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
         from_cache = sum(len(s) for s in answers)
         missing = [s for s in sents if s not in answers]
         glossary_id = None
+        if missing and stopped is None:
+            try:
+                require_target_language(translator, settings.target_lang, profile)
+            except TranslationStopped as exc:
+                stopped = exc.message
         if missing and mode == "deepl" and stopped is None:
             try:
                 glossary_id = translator.create_glossary(glossary, settings.source_lang, settings.target_lang)
@@ -174,14 +193,14 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
     left = sum(1 for s in sents if s not in answers)
     if stopped:
         stopped = f"{stopped}; {len(sents) - left} of {len(sents)} segments are translated and cached, {left} left"
-    drafts, flagged, substitutions = build_drafts(templates, protected, answers, glossary, mode)
+    drafts, flagged, substitutions = build_drafts(templates, protected, answers, glossary, mode, slot_style(profile))
     decisions = draft_decisions(drafts, flagged, substitutions, protected, answers, mode)
     return PretranslationResult(drafts, decisions, billed, from_cache, flagged, len(sents), left, stopped, mode,
                                 substitutions)
 
 
 def build_drafts(templates: list[BBQTemplate], protected: dict[str, Protected],
-                 answers: dict[str, CachedTranslation], glossary: Glossary, mode: str
+                 answers: dict[str, CachedTranslation], glossary: Glossary, mode: str, style: SlotStyle = KOBBQ_SLOTS
                  ) -> tuple[list[Draft], list[Finding], list[Substitution]]:
     drafts, flagged, substitutions = [], [], []
     targets = glossary.targets
@@ -201,7 +220,7 @@ def build_drafts(templates: list[BBQTemplate], protected: dict[str, Protected],
                 answer = answers.get(p.sent)
                 if answer is None:
                     return None
-                restored = restore(p, answer.translated, targets)
+                restored = restore(p, answer.translated, targets, style)
                 if restored.missing:
                     flag("error", "placeholder-lost", f"the translation lost {', '.join(restored.missing)}: "
                                                       f"{restored.text!r}")
@@ -217,7 +236,7 @@ def build_drafts(templates: list[BBQTemplate], protected: dict[str, Protected],
                 return restored.text
 
             if column in LIST_FIELDS:
-                declared = bbq_declarations(LIST_FIELDS[column](template))
+                declared = bbq_declarations(LIST_FIELDS[column](template), style)
                 if column == "Names" and not declared:
                     flag("warning", "names-from-vocabulary", "BBQ gives no Names for this row (its fillers come from "
                                                              "BBQ's vocabulary); the post-editor writes the fillers")
@@ -227,7 +246,7 @@ def build_drafts(templates: list[BBQTemplate], protected: dict[str, Protected],
                          else "; ".join(f"{slot}: [{', '.join(items)}]" for slot, items in parts))
             else:
                 source = TEXT_FIELDS[column](template)
-                english, draft = bbq_to_kobbq_slots(source), one(source)
+                english, draft = style.source_text(source), one(source)
             if draft is None:
                 flag("warning", "not-translated", "not translated yet (the run stopped first)")
             fields.append(DraftField(column, english, draft, tuple(codes)))
@@ -273,9 +292,20 @@ def draft_decisions(drafts: list[Draft], flagged: list[Finding], substitutions: 
 
 
 def translatable(templates: list[BBQTemplate], labels: dict[str, str], profile: Profile) -> list[BBQTemplate]:
-    """The rows whose template is labelled with one of the profile's translated labels (ST, TM)."""
-    wanted = set(profile.translation.labels)
-    return [t for t in templates if labels.get(t.subject) in wanted]
+    """The rows whose template is labelled with one of the profile's translated labels (ST, TM; EsBBQ's t, m).
+
+    Labels compare by meaning: a labelling decision log says ST where an EsBBQ labels file says t.
+    """
+    meaning = profile.templates.meaning
+    wanted = {meaning(label) for label in profile.translation.labels}
+    return [t for t in templates if t.subject in labels and meaning(labels[t.subject]) in wanted]
+
+
+def own_label(label: str, profile: Profile) -> str:
+    """A label in the profile's own terms, for the templates it writes: KoBBQ's ST is EsBBQ's t."""
+    if label in profile.templates.labels:
+        return label
+    return next((own for own, meaning in profile.templates.label_meanings.items() if meaning == label), label)
 
 
 

@@ -5,25 +5,82 @@ from, the profile's glossary. Without ``DEEPL_AUTH_KEY`` it replays the cache an
 segment is missing from it. Outputs: ``workbooks`` (the post-edit workbooks to send out) and
 ``mt_templates`` (the unedited machine translation, expanded into a twin release). In
 real-data mode the released file is the post-edit and nothing is translated.
+
+``translatable_templates`` and ``draft_and_export`` are the stage's work without the pipeline
+around it; ``flows/translate.py`` (``kobbq translate``, ``kobbq postedit export``) calls the same two.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
+from core.profile import Profile
 from tasks.stage import Context, Stage, StageOutput, Waiting
-from tasks.templates.bbq import load_bbq_templates
-from tasks.translation.deepl_client import KEY_VARIABLE, ReplayTranslator, translator_from_environment
-from tasks.translation.glossary import glossary_path, profile_glossary
-from tasks.translation.postedit import write_machine_translation
-from tasks.translation.pretranslate import load_labels, pretranslate, translatable
+from tasks.templates.bbq import BBQTemplate, load_bbq_templates
+from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
+                                            translator_from_environment)
+from tasks.translation.glossary import Glossary, glossary_path, profile_glossary
+from tasks.translation.postedit import ImportResult, write_machine_translation
+from tasks.translation.pretranslate import (PretranslationResult, load_labels, pretranslate, require_target_language,
+                                            translatable)
 from tasks.translation.workbook import export_postedit_workbooks
 
 NAME = "pretranslate"
 MT_TEMPLATES = "mtBBQ_templates.tsv"  # the unedited machine translation, expanded into a twin release
 CACHE_FILE = "translation_cache.sqlite"
+
+
+@dataclass(frozen=True)
+class Drafted:
+    """A pre-translation run and, once every segment is drafted, what it sends out."""
+
+    result: PretranslationResult
+    workbooks: list[Path]
+    machine: ImportResult | None  # None until complete, and for a workbook format (see draft_and_export)
+
+
+def translatable_templates(bbq_path: Path, labels_path: Path, profile: Profile
+                           ) -> tuple[list[BBQTemplate], dict[str, str]]:
+    """The BBQ rows labelled with one of the profile's translated labels, and every label."""
+    bbq, _ = load_bbq_templates(bbq_path)
+    labels = load_labels(labels_path)
+    return translatable(bbq, labels, profile), labels
+
+
+def translator_for(auth_key: str | None) -> Translator:
+    """Live DeepL with a key (``DEEPL_SERVER_URL`` may point elsewhere); without one, a replay of the cache."""
+    return translator_from_environment(auth_key) if auth_key else ReplayTranslator()
+
+
+def check_target_language(profile: Profile) -> None:
+    """Before a live run starts anything: one clear error when DeepL does not translate into the profile's
+    language (Catalan). Without a key in the environment there is nothing to ask; the run checks again."""
+    key = os.environ.get(KEY_VARIABLE)
+    if key:
+        try:
+            require_target_language(translator_for(key), profile.translation.target_lang(profile.language), profile)
+        except TranslationStopped:
+            pass  # DeepL did not answer; the run itself stops cleanly and keeps what it has
+
+
+def draft_and_export(templates: list[BBQTemplate], labels: dict[str, str], translator: Translator, cache: Path,
+                     profile: Profile, glossary: Glossary, workbooks_dir: Path, mt_path: Path) -> Drafted:
+    """Pre-translate (paying only for what the cache lacks); once complete, write the post-edit workbooks and
+    the machine-translated twin.
+
+    A workbook format's twin would need the culture's vocabulary beside it, which translation does not
+    make: for such a profile the twin is not written (the machine translation stays in the drafts).
+    """
+    result = pretranslate(templates, translator, cache, profile, glossary)
+    if not result.complete:
+        return Drafted(result, [], None)
+    workbooks = export_postedit_workbooks(result.drafts, workbooks_dir, profile, labels)
+    machine = (write_machine_translation(result.drafts, profile, labels, mt_path)
+               if profile.templates.workbook is None else None)
+    return Drafted(result, workbooks, machine)
 
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
@@ -39,27 +96,24 @@ def run(ctx: Context) -> StageOutput:
     cache = _working_cache(folder, ctx.file(ctx.pipeline.config.translation.cache))
     bbq_path = ctx.file(ctx.pipeline.config.labels.bbq)
     labels_path = ctx.output("labels", "labels")
-    bbq, _ = load_bbq_templates(bbq_path)
-    labels = load_labels(labels_path)
-    templates = translatable(bbq, labels, ctx.profile)
-    live = bool(os.environ.get(KEY_VARIABLE))
-    translator = translator_from_environment() if live else ReplayTranslator()
-    result = pretranslate(templates, translator, cache, ctx.profile, profile_glossary(ctx.profile))
+    templates, labels = translatable_templates(bbq_path, labels_path, ctx.profile)
+    key = os.environ.get(KEY_VARIABLE)
+    drafted = draft_and_export(templates, labels, translator_for(key), cache, ctx.profile,
+                               profile_glossary(ctx.profile), folder / "postedit_out", folder / MT_TEMPLATES)
+    result, machine = drafted.result, drafted.machine
     if not result.complete:
         raise Waiting(f"DeepL: {result.segments_left} segment(s) are not in the translation cache {cache}"
-                      f"{'' if live else f' and {KEY_VARIABLE} is not set'}. Set {KEY_VARIABLE} and re-run; "
+                      f"{'' if key else f' and {KEY_VARIABLE} is not set'}. Set {KEY_VARIABLE} and re-run; "
                       f"`kobbq translate --dry-run --bbq {bbq_path} --labels {labels_path} --cache {cache}` prints "
                       "the characters and the cost first. Everything already translated is kept.")
-    workbooks = export_postedit_workbooks(result.drafts, folder / "postedit_out", ctx.profile, labels)
-    machine = write_machine_translation(result.drafts, ctx.profile, labels, folder / MT_TEMPLATES)
     counts = {"rows": len(templates), "segments": result.segments, "chars_billed": result.chars_billed,
-              "chars_from_cache": result.chars_from_cache, "workbooks": len(workbooks),
-              "mt_rows": len(machine.rows) if machine.tsv_path else 0}
+              "chars_from_cache": result.chars_from_cache, "workbooks": len(drafted.workbooks),
+              "mt_rows": len(machine.rows) if machine and machine.tsv_path else 0}
     outputs = {"workbooks": folder / "postedit_out"}
-    if machine.tsv_path:
+    if machine and machine.tsv_path:
         outputs["mt_templates"] = machine.tsv_path
     return StageOutput(counts, outputs, result.decisions,
-                       f"{len(templates)} BBQ rows drafted; {len(workbooks)} post-edit workbook(s) to send out")
+                       f"{len(templates)} BBQ rows drafted; {len(drafted.workbooks)} post-edit workbook(s) to send out")
 
 
 def _working_cache(folder: Path, seed: Path | None) -> Path:

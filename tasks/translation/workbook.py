@@ -9,7 +9,12 @@ was changed and reject the workbook.
 
 A KoBBQ template needs versions a and b; a BBQ template with a single unversioned row (files
 without a ``version`` column) is exported with a generated version b, its texts with N1 and
-N2 swapped (``swapped_version``), so the translator post-edits both.
+N2 swapped (``swapped_version``), so the translator post-edits both. A format whose generator
+swaps the people itself (no ``swapped_versions``: EsBBQ) keeps BBQ's rows as they are.
+
+Fields are named as the target format names its columns (the profile's ``[translation] fields``),
+and a workbook format adds one row per cell the translator fills besides the texts (the profile's
+``row_cells``: stated gender, proper-noun flag, groups), each with its help as a cell comment.
 
 Text that a spreadsheet would run as a formula (leading ``=``, ``+``, ``-``, ``@``) is stored
 as a text cell: a BBQ stereotype such as ``-Women are secretaries`` stays text.
@@ -24,11 +29,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from openpyxl import Workbook, load_workbook
+from openpyxl.comments import Comment
 from openpyxl.styles import Alignment, Font, Protection
 
 from core.errors import Location, UserError
+from core.findings import Finding
 from core.profile import Profile
-from tasks.translation.pretranslate import Draft
+from tasks.templates.slots import normalise_text
+from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
 from core.workbooks import save_workbook, set_text
 
 SHEET = "templates"
@@ -110,11 +118,51 @@ def swapped_version(rows: list[ExportRow], version: str) -> list[ExportRow]:
             for row in rows]
 
 
+def row_version(draft: Draft, position: int, rows: int, profile: Profile) -> str:
+    """KoBBQ's explicit versions: a, b, c, d in file order where BBQ has none. A generated-flips format
+    keeps BBQ's version where it is one of the format's and the template has several rows, else none."""
+    version = draft.template.version
+    if profile.templates.swapped_versions:
+        return version or "abcd"[position]
+    return version if rows > 1 and version in profile.templates.versions else ""
+
+
+def people_swapped(draft: Draft, other: Draft) -> bool:
+    """Whether ``draft`` is ``other`` with the two people exchanged: the same texts and words, the NAME1 and
+    NAME2 lists swapped (BBQ's version b of 50 templates)."""
+    mine, theirs = dict(bbq_declarations(draft.template.names)), dict(bbq_declarations(other.template.names))
+    return (bool(mine) and draft.template.texts == other.template.texts
+            and draft.template.lexical == other.template.lexical
+            and mine.get("N1") == theirs.get("N2") and mine.get("N2") == theirs.get("N1"))
+
+
+def rows_to_translate(drafts: list[Draft], profile: Profile) -> list[Draft]:
+    """A template's BBQ rows for the translator. A format whose generator flips the people itself (no
+    ``swapped_versions``: EsBBQ) needs no row that only exchanges them: EsBBQ made one row of BBQ's SES 1 a/b."""
+    if profile.templates.swapped_versions:
+        return drafts
+    kept: list[Draft] = []
+    for draft in drafts:
+        if not any(people_swapped(draft, earlier) for earlier in kept):
+            kept.append(draft)
+    return kept
+
+
+def draft_rows(draft: Draft, profile: Profile) -> list[tuple[str, str, str]]:
+    """(field, English, draft) of one BBQ row: its translated fields under the target format's names, then
+    the cells the translator fills (English: BBQ's own column, where it has one)."""
+    names = profile.translation.fields
+    rows = [(names.get(f.column, f.column), f.english, f.draft or "") for f in draft.fields]
+    return rows + [(c.name, draft.template.columns.get(c.bbq_column, "") if c.bbq_column else "", "")
+                   for c in profile.translation.row_cells]
+
+
 def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]) -> list[ExportRow]:
     """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields.
 
     Rows without a version (BBQ files without that column) get a, b, c, d in file order; a
-    template with a single such row also gets version b, its N1/N2-swapped partner.
+    template with a single such row also gets version b, its N1/N2-swapped partner (KoBBQ's
+    explicit versions only, see ``row_version``).
     """
     by_template: dict[tuple[str, str, str], list[Draft]] = defaultdict(list)
     for draft in drafts:
@@ -132,19 +180,30 @@ def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]
         category, bbq_category, q_id = key
         next_id[category] += 1
         template_rows: list[ExportRow] = []
-        for position, draft in enumerate(by_template[key]):
-            version = draft.template.version or "abcd"[position]
-            for f in draft.fields:
+        kept = rows_to_translate(by_template[key], profile)
+        for position, draft in enumerate(kept):
+            version = row_version(draft, position, len(kept), profile)
+            for field, english, text in draft_rows(draft, profile):
                 template_rows.append(ExportRow(category, next_id[category], version, bbq_category, q_id,
-                                               labels.get(draft.template.subject, ""), f.column, f.english,
-                                               f.draft or ""))
-        if len(by_template[key]) == 1 and not by_template[key][0].template.version:
+                                               own_label(labels.get(draft.template.subject, ""), profile), field,
+                                               english, text))
+        if profile.templates.swapped_versions and len(kept) == 1 and not kept[0].template.version:
             template_rows += swapped_version(template_rows, "b")
         rows += template_rows
     return rows
 
 
-def write_workbook(rows: list[ExportRow], path: Path) -> None:
+def instruction_lines(profile: Profile) -> list[str]:
+    """The Instructions sheet: the culture's own (its folder's postedit_instructions.txt, in the translator's
+    terms) or KoBBQ's, then what each extra cell takes."""
+    path = profile.existing_file("postedit_instructions")
+    lines = path.read_text(encoding="utf-8").splitlines() if path else list(INSTRUCTION_LINES)
+    cells = profile.translation.row_cells
+    return lines + (["", "Cells to fill for every template row (one row each, Field = the column name):"]
+                    + [f"- {c.name}: {c.help}" for c in cells] if cells else [])
+
+
+def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
     """Write one category's post-edit workbook atomically; the same rows give the same bytes."""
     workbook = Workbook()
     sheet = workbook.active
@@ -153,6 +212,7 @@ def write_workbook(rows: list[ExportRow], path: Path) -> None:
     for cell in sheet[1]:
         cell.font = Font(bold=True)
     unlocked = Protection(locked=False)
+    helps = {c.name: c.help for c in profile.translation.row_cells}
     for number, row in enumerate(rows, start=2):
         for column, value in enumerate([*row.locked(), row.draft, ""], start=1):
             cell = sheet.cell(number, column)
@@ -160,6 +220,8 @@ def write_workbook(rows: list[ExportRow], path: Path) -> None:
             cell.alignment = Alignment(wrap_text=True, vertical="top")
             if HEADER[column - 1] in EDITABLE:
                 cell.protection = unlocked
+        if row.field in helps:
+            sheet.cell(number, HEADER.index("Field") + 1).comment = Comment(helps[row.field], "kobbq")
     for column, name in enumerate(HEADER, start=1):
         sheet.column_dimensions[sheet.cell(1, column).column_letter].width = WIDTHS.get(name, 12)
     sheet.freeze_panes = "A2"
@@ -177,7 +239,7 @@ def write_workbook(rows: list[ExportRow], path: Path) -> None:
     manifest.protection.sheet = True
 
     instructions = workbook.create_sheet(INSTRUCTIONS, 0)
-    for line in INSTRUCTION_LINES:
+    for line in instruction_lines(profile):
         instructions.append([line])
     instructions.column_dimensions["A"].width = 120
     instructions.protection.sheet = True
@@ -197,7 +259,7 @@ def export_postedit_workbooks(drafts: list[Draft], out_dir: Path, profile: Profi
     for category in profile.category_names:
         if grouped.get(category):
             path = out_dir / f"postedit_{category}.xlsx"
-            write_workbook(grouped[category], path)
+            write_workbook(grouped[category], path, profile)
             paths.append(path)
     return paths
 
@@ -211,6 +273,14 @@ class EditedCell:
     postedit: str
     notes: str
     where: Location  # the Post-edit cell
+
+
+def clean_text(value: str, where: Location, findings: list[Finding]) -> str:
+    """A returned cell's text normalised (NFC, whitespace); a control character is replaced and noted."""
+    text, change = normalise_text(value)
+    if change.control_characters:
+        findings.append(Finding("warning", where, "control-character", "control character replaced by a space"))
+    return text
 
 
 def _text(value: object) -> str:
