@@ -8,8 +8,7 @@ import io
 import pytest
 
 from core.errors import UserError
-from core.tables import csv_for_people, read_records, read_rows
-from tasks.survey.results import read_table
+from core.tables import csv_for_people, read_records, read_rows, read_table
 
 
 def test_formula_like_cells_are_neutralised_for_people_and_read_back_exactly(tmp_path):

@@ -1,4 +1,5 @@
-"""``survey_agreement.md``: the rules run on released survey results beside the released templates.
+"""The group check (written as ``survey_agreement.md``): the rules run on released survey results beside
+the released templates.
 
 The released templates are the survivors of the paper's process, so every template the rules
 drop, and every group the rules would choose differently, is a difference between our reading
@@ -165,7 +166,7 @@ def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     return lines
 
 
-def render_agreement(outcome: SurveyOutcome) -> str:
+def render_group_check(outcome: SurveyOutcome) -> str:
     rows_of: dict[tuple[str, int], list[TemplateRow]] = {}
     for template in outcome.input_templates:
         rows_of.setdefault(template.template_key, []).append(template)
