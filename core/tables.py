@@ -16,14 +16,14 @@ from pathlib import Path
 
 from core.atomic import replacing
 from core.errors import Location, UserError
-from core.workbooks import read_first_sheet
+from core.workbooks import read_sheets
 
 MAX_FILE_BYTES = 1 << 30  # 1 GiB: far above any real input (the KoBBQ template file is ~1 MB)
 MAX_CELL_CHARS = 1 << 20  # 1 Mi characters per cell (the longest real cell has ~1,500)
 
 
-def read_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL) -> list[list[str]]:
-    """Every row of a delimited UTF-8 file (a byte-order mark is dropped); blank lines read as ``[]``."""
+def check_input_file(path: Path) -> Path:
+    """An input file that exists, is a file, and is within ``MAX_FILE_BYTES``; else a UserError naming it."""
     path = Path(path)
     if not path.exists():
         raise UserError("file does not exist", path)
@@ -32,6 +32,12 @@ def read_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise UserError(f"is {size:,} bytes; an input file may have at most {MAX_FILE_BYTES:,}", path)
+    return path
+
+
+def read_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL) -> list[list[str]]:
+    """Every row of a delimited UTF-8 file (a byte-order mark is dropped); blank lines read as ``[]``."""
+    path = check_input_file(path)
     csv.field_size_limit(MAX_CELL_CHARS)
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
@@ -84,7 +90,7 @@ def read_table(path: Path, required: list[str]) -> tuple[list[dict[str, str]], l
     if suffix == ".csv":
         lines, sheet = read_rows(path), None
     elif suffix in (".xlsx", ".xlsm"):
-        lines, sheet = read_first_sheet(path)
+        sheet, lines = next(iter(read_sheets(path).items()))
     else:
         raise UserError("expected a .csv or .xlsx file", path)
     if not lines:

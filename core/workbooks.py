@@ -7,8 +7,8 @@ places: ``docProps/core.xml`` (``dcterms:created`` is the time the Workbook obje
 zip entry. ``save_workbook`` fixes both, and writes a temp file in the target folder that
 ``os.replace`` moves into place, so a crash never leaves half a workbook under the real name.
 
-Entry points: ``save_workbook(workbook, path) -> Path``; ``read_first_sheet(path)`` for a table that
-arrives as an xlsx (``core.tables.read_table`` reads CSV and xlsx alike through it).
+Entry points: ``save_workbook(workbook, path) -> Path``; ``read_sheets(path)``, every sheet as text
+(``core.tables.read_table`` reads a CSV and an xlsx's first sheet alike through it).
 """
 
 from __future__ import annotations
@@ -61,20 +61,19 @@ def save_workbook(workbook: Workbook, path: Path) -> Path:
     return write_bytes(path, reproducible_bytes(workbook))
 
 
-def read_first_sheet(path: Path) -> tuple[list[list[str]], str]:
-    """The first sheet's cells as text (empty cells as ``""``) and the sheet's name; a file that is not a
-    readable workbook is a UserError naming it."""
+def read_sheets(path: Path) -> dict[str, list[list[str]]]:
+    """Every sheet's cells as text (empty cells as ``""``), by sheet name in workbook order (hidden sheets
+    included); a file that is not a readable workbook is a UserError naming it."""
     import openpyxl
     from openpyxl.utils.exceptions import InvalidFileException
 
     # Not a zip, a zip without a workbook, a damaged sheet (XML errors are SyntaxErrors, lxml's too).
-    unreadable = (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, SyntaxError, IndexError)
+    unreadable = (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, SyntaxError, IndexError, ValueError)
     try:
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
         try:
-            worksheet = workbook.worksheets[0]
-            lines = [["" if v is None else str(v) for v in row] for row in worksheet.iter_rows(values_only=True)]
-            return lines, worksheet.title
+            return {sheet.title: [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+                    for sheet in workbook.worksheets}
         finally:
             workbook.close()
     except unreadable as exc:
