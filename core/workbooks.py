@@ -72,8 +72,8 @@ def read_sheets(path: Path) -> dict[str, list[list[str]]]:
     try:
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
         try:
-            return {sheet.title: [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
-                    for sheet in workbook.worksheets}
+            return {sheet.title: [["" if v is None else str(v) for v in row]
+                                  for row in sheet.iter_rows(values_only=True)] for sheet in workbook.worksheets}
         finally:
             workbook.close()
     except unreadable as exc:

@@ -63,7 +63,8 @@ def labels_task(bbq: Path, consensus: Path, annotations: list[Path], profile: Pr
     rows = sum(len(item.rows) for item in labels.items)
     console.step(f"{len(labels.items)} BBQ templates ({rows} rows) to label from {bbq}")
     if labels.agreement is not None:
-        console.step(f"{labels.annotator_files} annotators: raw agreement {labels.agreement.rows[0].raw_agreement:.1%}, "
+        overall = labels.agreement.rows[0]
+        console.step(f"{labels.annotator_files} annotators: raw agreement {overall.raw_agreement:.1%}, "
                      f"{len(labels.agreement.disagreements)} disagreement(s)")
     console.step(f"consensus: {labels.counts()}")
     return labels

@@ -72,13 +72,14 @@ def _evaluate(stereotype: Stereotype, result: SurveyResult | None, near: tuple[S
 
 
 def rule_decision(subject_type: str, subject: str, rule: RuleResult, source: str, override: Override | None,
-              stage: str = STAGE, extra: dict | None = None) -> Decision:
+                  extra: dict | None = None) -> Decision:
+    """A rule's result as a decision; a curated override replaces its outcome and keeps the rule's in the reason."""
     numbers = {**rule.numbers, **(extra or {})}
     if override is None:
-        return Decision(stage, subject_type, subject, rule.rule, rule.outcome, rule.reason, numbers, False, source)
+        return Decision(STAGE, subject_type, subject, rule.rule, rule.outcome, rule.reason, numbers, False, source)
     reason = (f"override ({override.where}): {override.reason}; the rule said {rule.outcome}: {rule.reason}")
     numbers["rule_outcome"] = rule.outcome
-    return Decision(stage, subject_type, subject, rule.rule, override.outcome, reason, numbers, True, source)
+    return Decision(STAGE, subject_type, subject, rule.rule, override.outcome, reason, numbers, True, source)
 
 
 def passes(rule: RuleResult, override: Override | None) -> bool:

@@ -13,7 +13,7 @@ from core.errors import UserError
 from core.profile import Profile
 from tasks.survey.evaluate_stereotypes import passes, rule_decision
 from tasks.survey.groups import group_key
-from tasks.survey.outcome import READING_STAGE, STAGE, StereotypeEvaluation, TemplateEvaluation
+from tasks.survey.outcome import STAGE, StereotypeEvaluation, TemplateEvaluation
 from tasks.survey.overrides import Override
 from tasks.survey.reading_comprehension import ReadingResults
 from tasks.survey.rules import (RULE_READING, RULE_STEREOTYPE_SURVEY, RULE_TYPE1_GROUPS, RuleResult,
@@ -132,10 +132,10 @@ def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | 
         if override is not None:  # it would silently do nothing: a curated decision must never be ignored
             raise UserError(f"override for the reading-comprehension rule of {subject}, but no reading-comprehension "
                             "results were given", override.where)
-        return None, True, Decision(READING_STAGE, "template", subject, RULE_READING, "not-applied",
+        return None, True, Decision(STAGE, "template", subject, RULE_READING, "not-applied",
                                     "no reading-comprehension results were given", {}, False, "")
     result = _reading_result(key, reading, profile)
-    decision = rule_decision("template", subject, result, reading.source, override, stage=READING_STAGE)
+    decision = rule_decision("template", subject, result, reading.source, override)
     return result, passes(result, override), decision
 
 

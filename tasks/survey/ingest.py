@@ -40,13 +40,14 @@ def released_format(results: SurveyResults) -> bytes:
 
 
 def write_ingest_outputs(stage: SurveyStage, out: Path) -> dict[str, Path]:
+    """Every file of ``kobbq survey ingest``, by the name ``IngestResult.outputs`` gives it."""
     out.mkdir(parents=True, exist_ok=True)
     results = stage.outcome.results
+    quota = [[q.question_id, q.what, str(q.expected), str(q.actual)] for q in results.quota]
     outputs = {"funnel": write_text(out / FUNNEL, stage.reports[FUNNEL]),
                "group_check": write_text(out / GROUP_CHECK, stage.reports[GROUP_CHECK]),
                "results": write_bytes(out / "survey_results.json", released_format(results)),
-               "quota": write_csv_rows(out / "quota_shortfalls.csv", QUOTA_COLUMNS,
-                                       [[q.question_id, q.what, str(q.expected), str(q.actual)] for q in results.quota])}
+               "quota": write_csv_rows(out / "quota_shortfalls.csv", QUOTA_COLUMNS, quota)}
     outputs.update(write_survey_decisions(stage.decisions, out))
     return outputs
 

@@ -18,8 +18,7 @@ from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_RESULT_PRESENT, RULE_TYP
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates.load import TemplateRow
 
-STAGE = "survey"
-READING_STAGE = "survey"  # the reading-comprehension rule runs in the survey stage
+STAGE = "survey"  # every decision of the survey rules, the reading-comprehension rule's included
 
 
 def question_rules(survey_type: int) -> tuple[str, str, str]:
