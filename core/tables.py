@@ -3,7 +3,9 @@
 Every CSV/TSV input goes through ``read_rows``: UTF-8 with or without a byte-order mark, within the
 stated limits (``MAX_FILE_BYTES`` per file, ``MAX_CELL_CHARS`` per cell), and any problem is a
 ``UserError`` naming the file and row. ``read_records`` adds the header; ``read_csv_table`` is the
-reader of the small curated tables (corrections, glossaries, group lists).
+reader of the small curated tables (corrections, glossaries, group lists); ``read_table`` reads a
+table that may arrive as a CSV or as an xlsx (survey results, questionnaires, overrides: files
+people edit in a spreadsheet) with the location of every row, the sheet included.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from pathlib import Path
 
 from core.atomic import replacing
 from core.errors import Location, UserError
+from core.workbooks import read_sheets
 
 MAX_FILE_BYTES = 1 << 30  # 1 GiB: far above any real input (the KoBBQ template file is ~1 MB)
 MAX_CELL_CHARS = 1 << 20  # 1 Mi characters per cell (the longest real cell has ~1,500)
 
 
-def read_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL) -> list[list[str]]:
-    """Every row of a delimited UTF-8 file (a byte-order mark is dropped); blank lines read as ``[]``."""
+def check_input_file(path: Path) -> Path:
+    """An input file that exists, is a file, and is within ``MAX_FILE_BYTES``; else a UserError naming it."""
     path = Path(path)
     if not path.exists():
         raise UserError("file does not exist", path)
@@ -29,6 +32,12 @@ def read_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise UserError(f"is {size:,} bytes; an input file may have at most {MAX_FILE_BYTES:,}", path)
+    return path
+
+
+def read_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL) -> list[list[str]]:
+    """Every row of a delimited UTF-8 file (a byte-order mark is dropped); blank lines read as ``[]``."""
+    path = check_input_file(path)
     csv.field_size_limit(MAX_CELL_CHARS)
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
@@ -66,6 +75,53 @@ def read_csv_table(path: Path, columns: list[str] | tuple[str, ...], what: str) 
     if missing:
         raise UserError(f"missing column(s) {', '.join(missing)}; {what} needs {', '.join(columns)}", path)
     return records
+
+
+def read_table(path: Path, required: list[str]) -> tuple[list[dict[str, str]], list[Location]]:
+    """Rows of a CSV or the first sheet of an xlsx, as text, with the location of every row.
+
+    Cells are stripped and read back from the formula-safe form (``restore``); blank rows are skipped.
+    An empty file, a header naming a column twice, or a missing ``required`` column is a UserError.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UserError("file does not exist", path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        lines, sheet = read_rows(path), None
+    elif suffix in (".xlsx", ".xlsm"):
+        sheet, lines = next(iter(read_sheets(path).items()))
+    else:
+        raise UserError("expected a .csv or .xlsx file", path)
+    if not lines:
+        raise UserError("empty file; expected a header row", path)
+    header = _checked_header(lines[0], required, path, sheet)
+    rows, where = [], []
+    for number, values in enumerate(lines[1:], start=2):
+        if not any(str(v).strip() for v in values):
+            continue
+        rows.append({h: (restore(values[i].strip()) if i < len(values) else "") for i, h in enumerate(header)})
+        where.append(Location(str(path), number, None, sheet))
+    return rows, where
+
+
+def _checked_header(cells: list[str], required: list[str], path: Path, sheet: str | None) -> list[str]:
+    header = [h.strip() for h in cells]
+    seen: set[str] = set()
+    for index, name in enumerate(header):
+        if name and name in seen:  # a second column of the same name would silently replace the first
+            raise UserError(f"duplicate column {name!r} (column {index + 1})", Location(str(path), 1, name, sheet))
+        seen.add(name)
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise UserError(f"missing column(s) {', '.join(missing)}; expected {', '.join(required)}",
+                        Location(str(path), 1, None, sheet))
+    return header
+
+
+def at_column(where: Location, column: str) -> Location:
+    """A row's location (from ``read_table``) narrowed to one of its columns."""
+    return Location(where.file, where.row, column, where.sheet)
 
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet would evaluate

@@ -1,4 +1,4 @@
-"""Saving an openpyxl workbook so that the same content gives the same bytes, atomically.
+"""Workbooks: saved so that the same content gives the same bytes, atomically; read as text.
 
 Why: the pipeline fingerprints exported folders to tell whether a stage is stale, so an
 export that changes nothing must not change a byte. openpyxl stamps the save time in two
@@ -7,7 +7,8 @@ places: ``docProps/core.xml`` (``dcterms:created`` is the time the Workbook obje
 zip entry. ``save_workbook`` fixes both, and writes a temp file in the target folder that
 ``os.replace`` moves into place, so a crash never leaves half a workbook under the real name.
 
-Entry point: ``save_workbook(workbook, path) -> Path``.
+Entry points: ``save_workbook(workbook, path) -> Path``; ``read_sheets(path)``, every sheet as text
+(``core.tables.read_table`` reads a CSV and an xlsx's first sheet alike through it).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import io
 import zipfile
 from datetime import datetime
 from pathlib import Path
-
-from openpyxl import Workbook
+from typing import TYPE_CHECKING
 
 from core.atomic import write_bytes
-from openpyxl.xml.functions import tostring
+from core.errors import UserError
+
+if TYPE_CHECKING:  # openpyxl takes ~0.3 s to import: only the functions that use it import it
+    from openpyxl import Workbook
 
 # Not the real save time: the output must depend on the content only.
 FIXED_TIME = datetime(2000, 1, 1)
@@ -37,6 +40,8 @@ def set_text(cell, value: object) -> None:
 
 def reproducible_bytes(workbook: Workbook) -> bytes:
     """The xlsx bytes of ``workbook`` with created/modified and every zip entry time set to ``FIXED_TIME``."""
+    from openpyxl.xml.functions import tostring
+
     buffer = io.BytesIO()
     workbook.save(buffer)  # sets properties.modified to now; put the fixed time back in core.xml below
     properties = workbook.properties
@@ -54,3 +59,22 @@ def reproducible_bytes(workbook: Workbook) -> bytes:
 def save_workbook(workbook: Workbook, path: Path) -> Path:
     """Write ``workbook`` to ``path`` reproducibly (see ``reproducible_bytes``) and atomically; return ``path``."""
     return write_bytes(path, reproducible_bytes(workbook))
+
+
+def read_sheets(path: Path) -> dict[str, list[list[str]]]:
+    """Every sheet's cells as text (empty cells as ``""``), by sheet name in workbook order (hidden sheets
+    included); a file that is not a readable workbook is a UserError naming it."""
+    import openpyxl
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    # Not a zip, a zip without a workbook, a damaged sheet (XML errors are SyntaxErrors, lxml's too).
+    unreadable = (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, SyntaxError, IndexError, ValueError)
+    try:
+        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        try:
+            return {sheet.title: [["" if v is None else str(v) for v in row]
+                                  for row in sheet.iter_rows(values_only=True)] for sheet in workbook.worksheets}
+        finally:
+            workbook.close()
+    except unreadable as exc:
+        raise UserError(f"not a readable .xlsx workbook ({type(exc).__name__}: {exc})", path) from None

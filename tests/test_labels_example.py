@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from fractions import Fraction
 
 import pytest
@@ -68,3 +69,20 @@ def test_example_annotators_agreement_and_consensus(ko_profile):
     adapted = templates_to_adapt(templates, consensus)
     assert sorted({t.subject for t in adapted}) == ["bbq:Age:1", "bbq:Race_ethnicity:1", "bbq:Religion:1", "bbq:SES:1"]
     assert len(adapted) == 2 + 2 + 2 + 4  # Race_ethnicity:1 has versions a-d
+
+
+def test_the_stage_functions_label_the_example_and_write_labels_by_subject(ko_profile, tmp_path):
+    from tasks.labels.stage import final_labels, write_labels
+
+    labels = final_labels(BBQ, CONSENSUS, ANNOTATORS, ko_profile)
+    # consensus.csv: ST Age:1; TM Race_ethnicity:1, Religion:1, SES:1; SR Age:2, Race_ethnicity:2, Religion:2, SES:2
+    assert labels.counts() == {"SR": 4, "ST": 1, "TM": 3}
+    assert labels.annotator_files == 3 and len(labels.agreement.disagreements) == 3
+    written = write_labels(labels, tmp_path)
+    assert set(written) == {"labels", "report:labels_agreement.txt"}
+    with written["labels"].open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["subject", "label", "rationale"] and len(rows) == 9
+    assert [row[0] for row in rows[1:]] == sorted(row[0] for row in rows[1:])
+    assert rows[1][:2] == ["bbq:Age:1", "ST"] and rows[-1][:2] == ["bbq:SES:2", "SR"]
+    assert "Fleiss" in written["report:labels_agreement.txt"].read_text(encoding="utf-8")

@@ -6,7 +6,8 @@ from core.decisions import Decision
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import DONE, STAGES, StageState, load_pipeline, write_state
 from tasks.stages import PEOPLE_STAGES, RELEASE, context
-from tasks.survey.stage import SurveyInputs, survey_stage, survivors
+from tasks.survey.inputs import SurveyInputs
+from tasks.survey.stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
 
 EXAMPLE_SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"

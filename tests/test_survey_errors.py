@@ -7,8 +7,9 @@ import pytest
 
 from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
-from tasks.survey import filter_templates, load_survey_results
-from tasks.survey.stage import SurveyInputs, survey_stage
+from tasks.survey.apply import apply_survey_rules
+from tasks.survey.inputs import SurveyData, SurveyInputs, load_survey_results
+from tasks.survey.stage import survey_stage
 from tasks.templates.load import load_kobbq_templates
 
 EXAMPLE = SURVEY_DIR / "ko" / "example"
@@ -48,7 +49,7 @@ def test_template_errors_stop_the_filter_and_the_build_stage(tmp_path, ko_profil
     templates = load_kobbq_templates(path).templates
     results = load_survey_results(EXAMPLE / "responses.csv", ko_profile)
     with pytest.raises(UserError, match=message) as error:
-        filter_templates(templates, results, None, [], ko_profile)
+        apply_survey_rules(templates, SurveyData(results), ko_profile)
     assert f"{path}, row {row}, column {column}: " in error.value.render()  # file, row and column named
     with pytest.raises(UserError, match=message):
         survey_stage(templates, SurveyInputs(EXAMPLE / "responses.csv"), ko_profile)
@@ -147,20 +148,16 @@ def test_build_and_ingest_apply_the_profile_default_overrides(tmp_path, monkeypa
     marked = [d for d in stage.decisions if d.override]
     assert [(d.subject, d.rule) for d in marked] == [("stereotype:Age:고집이 셈", "type2-two-thirds")]
     assert "checked by a second survey wave" in stage.reports["funnel.md"]
-    from flows.survey import read_ingest_inputs
-    from tasks.survey.inputs import apply_survey_rules
+    from flows.survey import check_ingest
 
-    inputs = read_ingest_inputs("ko", EXAMPLE_TEMPLATES, EXAMPLE / "responses.csv")
-    assert inputs.data.overrides_path == default
-    outcome = apply_survey_rules(inputs.templates, inputs.data, inputs.profile, allow_unmatched=False)
-    assert [t.template_key for t in outcome.kept] == [t.template_key for t in stage.kept]
+    assert SurveyInputs(EXAMPLE / "responses.csv").read(ko_profile).overrides_path == default
+    ingest = check_ingest("ko", EXAMPLE_TEMPLATES, SurveyInputs(EXAMPLE / "responses.csv"))
+    assert [t.template_key for t in ingest.kept] == [t.template_key for t in stage.kept]
     # The build's fingerprint can name the file used.
     assert SurveyInputs(EXAMPLE / "responses.csv").resolve(ko_profile).files()["survey_overrides"] == default
 
 
 def test_unmatched_results_are_refused_unless_allowed_in_the_build_as_in_ingest(ko_profile):
-    from tasks.survey.inputs import apply_survey_rules, load_survey_data
-
     survivors = [t for t in load_kobbq_templates(EXAMPLE_TEMPLATES).templates if t.template_key != ("Age", 2)]
     with pytest.raises(UserError, match="1 survey result\\(s\\) match no template's question.*--allow-unmatched"):
         survey_stage(survivors, SurveyInputs(EXAMPLE / "responses.csv"), ko_profile)
@@ -168,6 +165,6 @@ def test_unmatched_results_are_refused_unless_allowed_in_the_build_as_in_ingest(
     unmatched = [d for d in stage.decisions if d.rule == "result-without-template"]
     assert [d.subject for d in unmatched] == ["stereotype:Age:고집이 셈"]
     assert "Results that match no template's question: 1." in stage.reports["funnel.md"]
-    data = load_survey_data(ko_profile, EXAMPLE / "responses.csv")
+    data = SurveyInputs(EXAMPLE / "responses.csv").read(ko_profile)
     with pytest.raises(UserError, match="1 survey result\\(s\\) match no template's question"):
         apply_survey_rules(survivors, data, ko_profile, allow_unmatched=False)

@@ -10,7 +10,10 @@ import pytest
 
 from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
-from tasks.survey import collect_stereotypes, filter_templates, load_reading_results, load_survey_results
+from tasks.survey.apply import apply_survey_rules
+from tasks.survey.inputs import SurveyData, load_survey_results
+from tasks.survey.reading_comprehension import load_reading_results
+from tasks.survey.stereotypes import collect_stereotypes
 from tasks.survey.groups import profile_group_lists
 from tasks.survey.questionnaires import build_questions, build_reading, group_rows, load_wording, write_export
 from tasks.templates.load import load_kobbq_templates
@@ -94,7 +97,7 @@ def test_respondent_level_ingest_aggregates_and_checks_quota(ko_profile):
 def test_example_end_to_end(example_templates, ko_profile):
     results = load_survey_results(EXAMPLE / "responses.csv", ko_profile)
     reading = load_reading_results(EXAMPLE / "reading_results.csv")
-    outcome = filter_templates(example_templates, results, reading, [], ko_profile)
+    outcome = apply_survey_rules(example_templates, SurveyData(results, reading), ko_profile)
     kept = {t.template_key for t in outcome.kept}
     # 고집이 셈: 55 of 85 group votes (64.7%) is not above 2/3; 사투리가 심함: 55% "no stereotype";
     # race template: 45 of 100 readers correct.

@@ -13,8 +13,10 @@ import re
 import pytest
 
 from core.errors import UserError
-from tasks.survey import filter_templates, load_overrides, load_survey_results
-from tasks.survey.agreement import render_agreement
+from tasks.survey.apply import apply_survey_rules
+from tasks.survey.group_check import render_group_check
+from tasks.survey.inputs import SurveyData, load_survey_results
+from tasks.survey.overrides import load_overrides
 from tasks.survey.funnel import mean_no_stereotype_share, render_funnel
 from tasks.templates.load import load_kobbq_templates
 
@@ -25,7 +27,7 @@ MISSING = "불공정한 신체 능력 우위로 운동 시합에서 배제됨"
 def released(kobbq_templates_tsv, survey_result_json, ko_profile):
     templates = load_kobbq_templates(kobbq_templates_tsv).templates
     results = load_survey_results(survey_result_json, ko_profile)
-    return templates, results, filter_templates(templates, results, None, [], ko_profile)
+    return templates, results, apply_survey_rules(templates, SurveyData(results), ko_profile, allow_unmatched=True)
 
 
 def test_released_results_load(released, survey_result_json):
@@ -61,8 +63,8 @@ def test_type1_equal_share_formulas_on_the_released_results(released, ko_profile
     assert 'Used: `type1_equal_share = "respondents"`' in funnel and "8.3%" in funnel
 
 
-def test_agreement_reproduces_the_type2_check(released):
-    report = render_agreement(released[2])
+def test_group_check_reproduces_the_type2_check(released):
+    report = render_group_check(released[2])
     assert "with a released template of the same stereotype text: **148**" in report
     assert "Kept by the rules: **146 of 148**" in report
     # Both rule-dropped results are listed with their numbers.
@@ -78,7 +80,7 @@ def test_stereotype_without_result_is_reported_and_dropped(released):
     kept_ids = {t.template_key for t in outcome.kept}
     missing_ids = {t.template_key for t in templates if t.stereotype == MISSING}
     assert missing_ids and not missing_ids & kept_ids
-    assert MISSING in render_agreement(outcome)
+    assert MISSING in render_group_check(outcome)
 
 
 def test_decisions_cover_every_stereotype_and_template(released):
@@ -96,7 +98,7 @@ def test_decisions_cover_every_stereotype_and_template(released):
 
 
 def test_type1_candidates_beside_release(released):
-    report = render_agreement(released[2])
+    report = render_group_check(released[2])
     section = report.split("## Type 1")[1].split("\n## ")[0]
     # The race stereotype '높은 범죄율' is listed with the rule's candidates and the release's groups.
     line = next(l for l in section.splitlines() if "| 높은 범죄율 |" in l)
@@ -110,7 +112,7 @@ def test_override_keeps_and_is_marked(released, ko_profile, tmp_path):
     path.write_text("category,stereotype,template_id,rule,outcome,reason\n"
                     f"Gender_identity,{MISSING},,survey-result-present,keep,asked in a later survey wave\n",
                     encoding="utf-8")
-    outcome = filter_templates(templates, results, None, load_overrides(path), ko_profile)
+    outcome = apply_survey_rules(templates, SurveyData(results, overrides=load_overrides(path)), ko_profile, allow_unmatched=True)
     marked = [d for d in outcome.decisions if d.override]
     assert marked and all("asked in a later survey wave" in d.reason for d in marked)
     assert {("Gender_identity", 13), ("Gender_identity", 14)} <= {t.template_key for t in outcome.kept}
@@ -123,7 +125,7 @@ def test_stale_override_is_an_error(released, ko_profile, tmp_path):
     path.write_text("category,stereotype,template_id,rule,outcome,reason\n"
                     "Age,없는 고정관념,,type2-two-thirds,keep,typo\n", encoding="utf-8")
     with pytest.raises(UserError, match="matches no candidate"):
-        filter_templates(templates, results, None, load_overrides(path), ko_profile)
+        apply_survey_rules(templates, SurveyData(results, overrides=load_overrides(path)), ko_profile, allow_unmatched=True)
 
 
 def test_reading_override_without_reading_results_is_an_error(released, ko_profile, tmp_path):
@@ -133,7 +135,7 @@ def test_reading_override_without_reading_results_is_an_error(released, ko_profi
     path.write_text("category,stereotype,template_id,rule,outcome,reason\n"
                     "Age,,1,reading-comprehension,keep,re-tested by hand\n", encoding="utf-8")
     with pytest.raises(UserError, match="reading-comprehension rule of Age\\|1, but no reading"):
-        filter_templates(templates, results, None, load_overrides(path), ko_profile)
+        apply_survey_rules(templates, SurveyData(results, overrides=load_overrides(path)), ko_profile, allow_unmatched=True)
 
 
 def _write(tmp_path, entries):

@@ -8,8 +8,7 @@ import io
 import pytest
 
 from core.errors import UserError
-from core.tables import csv_for_people, read_records, read_rows
-from tasks.survey.results import read_table
+from core.tables import csv_for_people, read_records, read_rows, read_table
 
 
 def test_formula_like_cells_are_neutralised_for_people_and_read_back_exactly(tmp_path):
@@ -37,3 +36,47 @@ def test_a_cell_over_the_limit_names_its_row(tmp_path):
     with pytest.raises(UserError, match="a cell is longer than 1,048,576 characters") as error:
         read_rows(path, "\t", csv.QUOTE_NONE)
     assert error.value.where.row == 3
+
+
+def test_an_xlsx_table_reads_its_first_sheet_like_a_csv_and_names_the_sheet(tmp_path):
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = "responses"
+    for row in (["question_id", " answer "], ["Age-1", " 노인 "], [None, None], ["Age-2", "'=1+1"], [3, None]):
+        sheet.append(row)
+    workbook.create_sheet("notes").append(["question_id", "ignored"])
+    path = tmp_path / "responses.xlsx"
+    workbook.save(path)
+    rows, where = read_table(path, ["question_id", "answer"])
+    # Cells stripped, the blank row skipped (rows keep the sheet's numbers), numbers as text,
+    # a formula-safe cell read back as written.
+    assert rows == [{"question_id": "Age-1", "answer": "노인"}, {"question_id": "Age-2", "answer": "=1+1"},
+                    {"question_id": "3", "answer": ""}]
+    assert [(w.row, w.sheet) for w in where] == [(2, "responses"), (4, "responses"), (5, "responses")]
+    with pytest.raises(UserError, match="missing column\\(s\\) respondent_id") as error:
+        read_table(path, ["question_id", "respondent_id"])
+    assert (error.value.where.row, error.value.where.sheet) == (1, "responses")
+
+
+def test_a_table_in_another_format_or_a_folder_is_refused(tmp_path):
+    (tmp_path / "t.txt").write_text("a\n1\n", encoding="utf-8")
+    with pytest.raises(UserError, match="expected a .csv or .xlsx file"):
+        read_table(tmp_path / "t.txt", [])
+    (tmp_path / "t.csv").mkdir()
+    with pytest.raises(UserError, match="is a folder; expected a file"):
+        read_table(tmp_path / "t.csv", [])
+
+
+def test_predictions_with_a_byte_order_mark_read_like_without(tmp_path):
+    from tasks.evaluation.predictions import read_predictions
+
+    text = "sample_id,prediction\nage-001-amb-bsd-0,노인\nage-001-amb-bsd-1,B\n"
+    plain, marked = tmp_path / "plain.csv", tmp_path / "marked.csv"
+    plain.write_text(text, encoding="utf-8")
+    marked.write_text("\ufeff" + text, encoding="utf-8")
+    [without] = read_predictions(plain, model="m", prompt=1)
+    [with_mark] = read_predictions(marked, model="m", prompt=1)
+    assert with_mark.ids == without.ids == ["age-001-amb-bsd-0", "age-001-amb-bsd-1"]
+    assert with_mark.values == ["노인", "B"] and with_mark.file_rows == [2, 3]

@@ -61,7 +61,7 @@ def resolve_corrections(args: argparse.Namespace) -> Path | None:
 
 
 def survey_inputs(args: argparse.Namespace, profile):
-    from tasks.survey.stage import SurveyInputs
+    from tasks.survey.inputs import SurveyInputs
 
     given = [args.reading_results, args.overrides, args.questions]
     if args.survey_results is None:

@@ -125,16 +125,14 @@ def run_consensus(args: argparse.Namespace) -> int:
 
 
 def run_reference(args: argparse.Namespace) -> int:
-    from core.profile import load_profile
-    from tasks.templates.bbq import load_bbq_templates
-    from core.decisions import write_decisions_csv
     from core.atomic import write_with
-    from tasks.labels.reference import reference_labels
+    from core.decisions import write_decisions_csv
+    from core.profile import load_profile
+    from tasks.labels.stage import labels_from_links
     from tasks.templates.validate import load_templates
 
     profile = load_profile(args.profile)
-    bbq_templates, _ = load_bbq_templates(args.bbq)
-    result = reference_labels(load_templates(args.templates, profile).templates, bbq_templates, profile)
+    result = labels_from_links(load_templates(args.templates, profile).templates, args.bbq, profile)
     print(result.text)
     if any(f.code == "unknown-bbq-link" for f in result.findings):
         print(f"\nSome links do not resolve: pass --bbq with the BBQ templates {args.templates.name} was built from.")

@@ -71,13 +71,12 @@ def run_ingest(args: argparse.Namespace) -> int:
 
     console.set_quiet(args.quiet)
     configure_environment()
-    from flows.survey import ingest_survey, read_ingest_inputs
-    from tasks.survey.inputs import apply_survey_rules
+    from flows.survey import check_ingest, ingest_survey
+    from tasks.survey.inputs import SurveyInputs
 
     # Check the inputs before the Prefect server starts, so a bad file fails at once and cleanly.
-    inputs = read_ingest_inputs(args.profile, args.templates, args.results, args.reading, args.overrides,
-                                args.questions, args.corrections)
-    apply_survey_rules(inputs.templates, inputs.data, inputs.profile, args.allow_unmatched)
+    inputs = SurveyInputs(args.results, args.reading, args.overrides, args.questions, args.allow_unmatched)
+    check_ingest(args.profile, args.templates, inputs, args.corrections)
 
     result = ingest_survey(profile_name=args.profile, templates=args.templates, results=args.results, out=args.out,
                            reading=args.reading, overrides=args.overrides, questions=args.questions,

@@ -15,6 +15,11 @@ Accepted (one file may hold several models and prompts when its rows say so):
 Nothing is guessed: an ID the release lacks, a duplicate, a missing prediction (unless
 allowed), an answer in another prompt's unknown wording (a prompt mismatch) stop with the
 file, row and column.
+
+Why pandas here and not ``core.tables``: scoring works on the whole frame at once (vectorised), and a
+model run's files hold 100k+ rows, which a row-by-row reader would first build as Python dicts. The
+project's input rules still apply: ``core.tables.check_input_file`` (exists, size limit) and a UTF-8
+byte-order mark is dropped, as ``core.tables`` does.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from core.errors import Location, UserError
+from core.tables import check_input_file
 from tasks.evaluation.parse import LETTERS, PARSERS, parse_answers
 from tasks.evaluation.prompts import Prompt, ReleaseSamples, ordered_choices, read_table
 
@@ -66,11 +72,12 @@ def read_predictions(path: Path, model: str | None = None, prompt: int | None = 
     """Read one predictions file into submissions, one per (model, prompt) it holds."""
     if not path.exists():
         raise UserError("predictions file not found", path)
+    check_input_file(path)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         frame = _read_jsonl(path)
     elif suffix in (".tsv", ".csv"):
-        frame = read_table(path, "\t" if suffix == ".tsv" else ",")
+        frame = read_table(path, "\t" if suffix == ".tsv" else ",", encoding="utf-8-sig")
         frame["_row"] = np.arange(2, len(frame) + 2)
     else:
         raise UserError("unknown predictions format: give a .tsv, .csv or .jsonl file", path)

@@ -29,7 +29,13 @@ Modules:
   which), plus one ``NC`` decision per unlinked released template; ``rows`` and ``.text``: per
   category the linked ST/TM counts beside the paper's Table 1 and the unlinked count beside SR).
 
-Flows (``flows/labels.py``): ``labels_flow(bbq, consensus, out, annotations=(), newly_created=None,
-profile_name="ko", categories=None) -> LabelsResult`` writes ``labels.csv``, ``agreement.txt``,
-``decisions_labels.csv``; ``labels_reference_flow(templates, bbq, out, profile_name="ko")``.
+- ``stage``: the stage's functions, the one path for the pipeline and the commands:
+  ``final_labels(bbq, consensus, annotations, profile, categories=None) -> FinalLabels`` (items, consensus,
+  agreement), ``write_labels(labels, folder)`` (``labels.csv`` by subject, ``agreement.txt``),
+  ``labels_from_links(templates, bbq, profile)`` and ``write_reference(result, folder)`` (real-data mode).
+
+Flows (``flows/labels.py``, thin wrappers around ``stage``): ``labels_flow(bbq, consensus, out,
+annotations=(), newly_created=None, profile_name="ko", categories=None) -> LabelsResult`` writes
+``labels.csv``, ``agreement.txt``, ``decisions_labels.csv``; ``labels_reference_flow(templates, bbq, out,
+profile_name="ko")``.
 """

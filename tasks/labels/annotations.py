@@ -19,6 +19,7 @@ from pathlib import Path
 
 from core.errors import Location, UserError
 from core.tables import read_records
+from core.workbooks import read_sheets
 from core.findings import Finding
 from tasks.labels.problems import raise_if_errors
 from tasks.labels.template_set import ANNOTATOR_LABELS, LabelItem, categories_of, fingerprint
@@ -79,32 +80,28 @@ def _text(value: object) -> str:
 
 
 def _read_workbook(path: Path) -> AnnotatorFile:
-    from openpyxl import load_workbook
-    from openpyxl.utils.exceptions import InvalidFileException
+    from openpyxl.utils import get_column_letter
 
-    try:
-        workbook = load_workbook(path, data_only=True)
-    except (InvalidFileException, OSError, KeyError, ValueError) as exc:
-        raise UserError(f"cannot read the workbook: {exc}", path) from None
-    if META_SHEET not in workbook.sheetnames or LABELS_SHEET not in workbook.sheetnames:
+    sheets = read_sheets(path)
+    if META_SHEET not in sheets or LABELS_SHEET not in sheets:
         raise UserError(f"not a labelling workbook made by 'kobbq labels export' (no {META_SHEET!r} or "
                         f"{LABELS_SHEET!r} sheet)", path)
-    meta = {_text(k): _text(v) for k, v, *_ in workbook[META_SHEET].iter_rows(values_only=True) if k}
-    sheet = workbook[LABELS_SHEET]
-    header = [_text(cell.value) for cell in sheet[1]]
+    meta = {k.strip(): v.strip() for k, v, *_ in sheets[META_SHEET] if k}
+    lines = sheets[LABELS_SHEET]
+    header = [cell.strip() for cell in lines[0]] if lines else []
     missing = [c for c in CSV_COLUMNS if c not in header]
     if missing:
         raise UserError(f"the header lacks column(s) {', '.join(missing)}", Location(str(path), 1, sheet=LABELS_SHEET))
     index = {name: header.index(name) for name in CSV_COLUMNS}
     rows = []
-    for cells in sheet.iter_rows(min_row=2):
-        values = {name: _text(cells[i].value) if i < len(cells) else "" for name, i in index.items()}
+    for number, cells in enumerate(lines[1:], start=2):
+        values = {name: cells[i].strip() if i < len(cells) else "" for name, i in index.items()}
         if not any(values.values()):
             continue
 
         def where(name: str) -> Location:
-            cell = cells[index[name]]
-            return Location(path.name, cell.row, f"{name} (cell {cell.coordinate})", LABELS_SHEET)
+            return Location(path.name, number, f"{name} (cell {get_column_letter(index[name] + 1)}{number})",
+                            LABELS_SHEET)
 
         rows.append(RawLabel(values["template"], values["label"], values["rationale"],
                              where("template"), where("label"), where("rationale")))

@@ -2,26 +2,85 @@
 
 Inputs: the BBQ templates, the annotators' files (optional) and their consensus; or, in
 real-data mode, a released template file whose BBQ links imply the labels. Outputs: ``labels``
-(``labels.csv``: subject, label, rationale) and the agreement report.
+(``labels.csv``: subject, label, rationale) and the agreement report (Fleiss' kappa).
+
+The stage's functions are the one path for every entry point: ``final_labels`` and ``write_labels``
+(the pipeline's ``run`` below, and ``kobbq labels consensus`` through ``flows.labels.labels_flow``),
+``labels_from_links`` and ``write_reference`` (real-data mode, and ``kobbq labels reference``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic import write_text
+from core.profile import Profile
 from core.tables import write_csv_rows
-from tasks.labels.agreement import agreement, format_agreement
+from tasks.labels.agreement import AgreementReport, agreement
 from tasks.labels.annotations import import_annotations, votes_by_template
-from tasks.labels.consensus import load_consensus, require_final_labels
-from tasks.labels.reference import reference_labels
-from tasks.labels.template_set import load_label_items
+from tasks.labels.consensus import Consensus, load_consensus, require_final_labels
+from tasks.labels.reference import ReferenceLabels, reference_labels
+from tasks.labels.template_set import LabelItem, load_label_items
 from tasks.stage import Context, Stage, StageOutput, require
 from tasks.templates.bbq import load_bbq_templates
+from tasks.templates.load import TemplateRow
 
 NAME = "labels"
+LABELS_COLUMNS = ["subject", "label", "rationale"]
 
+
+@dataclass(frozen=True)
+class FinalLabels:
+    """What the labels stage decided: the items labelled, the consensus (labels and decisions) and,
+    with annotators' files, their agreement."""
+
+    items: list[LabelItem]
+    consensus: Consensus
+    agreement: AgreementReport | None  # None without annotators' files
+    annotator_files: int
+
+    def counts(self) -> dict[str, int]:
+        """Final label -> BBQ templates, in label order."""
+        return dict(sorted(Counter(f.label for f in self.consensus.labels.values()).items()))
+
+
+def final_labels(bbq: Path, consensus: Path, annotations: list[Path], profile: Profile,
+                 categories: list[str] | None = None) -> FinalLabels:
+    """Every BBQ template's final label from the consensus file, the annotators' votes recorded beside it;
+    a template without a final label is an error (nothing is translated on a guess). Nothing is written."""
+    bbq_rows, items = load_label_items(bbq, profile, categories)
+    report, votes = None, None
+    if annotations:
+        annotators = import_annotations(annotations, items, profile.labels.require_rationale)
+        report, votes = agreement(annotators, items), votes_by_template(annotators)
+    final = load_consensus(consensus, bbq_rows, profile.labels.require_rationale, annotations=votes)
+    require_final_labels(bbq_rows, final)
+    return FinalLabels(items, final, report, len(annotations))
+
+
+def write_labels(labels: FinalLabels, folder: Path) -> dict[str, Path]:
+    """``labels.csv`` (by subject) and, with annotators' files, ``agreement.txt``, by the role later stages
+    and the release ask for them."""
+    rows = [[s, f.label, f.rationale] for s, f in sorted(labels.consensus.labels.items())]
+    outputs = {"labels": write_csv_rows(folder / "labels.csv", LABELS_COLUMNS, rows)}
+    if labels.agreement is not None:
+        outputs["report:labels_agreement.txt"] = write_text(folder / "agreement.txt", labels.agreement.text + "\n")
+    return outputs
+
+
+def labels_from_links(templates: list[TemplateRow], bbq: Path, profile: Profile) -> ReferenceLabels:
+    """Real-data mode: the labels a released template file implies through its BBQ links."""
+    bbq_rows, _ = load_bbq_templates(bbq)
+    return reference_labels(templates, bbq_rows, profile)
+
+
+def write_reference(result: ReferenceLabels, folder: Path) -> Path:
+    return write_text(folder / "reference_labels.txt", result.text + "\n")
+
+
+# --- the stage in a pipeline -------------------------------------------------------------------
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
     cfg = ctx.pipeline.config.labels
@@ -40,31 +99,16 @@ def run(ctx: Context) -> StageOutput:
                              f"Send the workbooks of `kobbq labels export --bbq {bbq_path} --annotator NAME ...` to "
                              "the annotators, compare their answers with `kobbq labels import FILES --draft`, and "
                              "write the final label and rationale of every template into the consensus file.")
-    bbq, items = load_label_items(bbq_path, ctx.profile)
-    folder = ctx.stage_dir(NAME)
-    votes = None
-    outputs: dict[str, Path] = {}
-    annotation_files = ctx.pipeline.files(cfg.annotations)
-    if annotation_files:
-        annotators = import_annotations(annotation_files, items, ctx.profile.labels.require_rationale)
-        outputs["report:labels_agreement.txt"] = write_text(
-            folder / "agreement.txt", format_agreement(agreement(annotators, items)) + "\n")
-        votes = votes_by_template(annotators)
-    consensus = load_consensus(consensus_path, bbq, ctx.profile.labels.require_rationale, annotations=votes)
-    require_final_labels(bbq, consensus)
-    labels_csv = write_csv_rows(folder / "labels.csv", ["subject", "label", "rationale"],
-                                [[s, f.label, f.rationale] for s, f in sorted(consensus.labels.items())])
-    counts = dict(sorted(Counter(f.label for f in consensus.labels.values()).items()))
-    return StageOutput(counts, {"labels": labels_csv, **outputs}, consensus.decisions,
-                       f"final labels {counts} from {len(annotation_files)} annotator file(s) and the consensus")
+    labels = final_labels(bbq_path, consensus_path, ctx.pipeline.files(cfg.annotations), ctx.profile)
+    counts = labels.counts()
+    return StageOutput(counts, write_labels(labels, ctx.stage_dir(NAME)), labels.consensus.decisions,
+                       f"final labels {counts} from {labels.annotator_files} annotator file(s) and the consensus")
 
 
 def _from_reference(ctx: Context, bbq_path: Path) -> StageOutput:
-    """Real-data mode: the labels a released template file implies through its BBQ links."""
     reference = require(ctx.file(ctx.pipeline.config.labels.reference), "reference template file", "")
-    bbq, _ = load_bbq_templates(bbq_path)
-    result = reference_labels(ctx.templates(reference), bbq, ctx.profile)
-    report = write_text(ctx.stage_dir(NAME) / "reference_labels.txt", result.text + "\n")
+    result = labels_from_links(ctx.templates(reference), bbq_path, ctx.profile)
+    report = write_reference(result, ctx.stage_dir(NAME))
     outcomes = dict(sorted(Counter(d.outcome.split(":")[0] for d in result.decisions).items()))
     return StageOutput(outcomes, {"report:labels_reference.txt": report}, result.decisions,
                        f"labels from the release's BBQ links: {outcomes}")

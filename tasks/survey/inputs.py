@@ -1,41 +1,70 @@
-"""The survey stage's inputs, read one way for every entry point (``kobbq survey ingest`` and the build).
-
-Behaviour, the same wherever the survey rules run:
+"""The survey stage's inputs (``SurveyInputs``: which files) and their contents (``SurveyData``: read and
+checked), read one way for every entry point (the pipeline's survey stage, ``kobbq build --templates
+--survey-results`` and ``kobbq survey ingest``).
 
 - results: the released aggregated JSON, or respondent-level CSV/xlsx checked against the exported
   ``questions.csv`` (given, else the one beside the results);
 - reading comprehension (optional): aggregated, or respondent answers scored against the
   ``reading_questions.csv`` beside them;
 - overrides: the given file, else the profile's ``survey/<profile>/overrides.csv`` when it exists,
-  else none. ``SurveyData.overrides_path`` says which file was used, so it can be hashed and shown;
-- results that match no candidate template's question are always recorded (a
-  ``result-without-template`` decision each, counted in ``funnel.md``). ``apply_survey_rules``
-  then rejects them unless ``allow_unmatched``: ``kobbq survey ingest`` allows them only with
-  ``--allow-unmatched``; the build always allows them, because a released template file holds
-  only the templates that survived.
+  else none (``SurveyInputs.resolve`` names it, so that a fingerprint of ``files()`` includes it);
+- ``allow_unmatched``: results that match no candidate template's question are always recorded (a
+  ``result-without-template`` decision each, counted in ``funnel.md``) and refused unless allowed
+  (``--allow-unmatched``, or ``allow_unmatched = true`` in a pipeline file's ``[survey]``, as the
+  real-data pipeline does: a released template file holds only the survivors).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.errors import UserError
 from core.profile import Profile
-from tasks.survey.filter import filter_templates
-from tasks.survey.outcome import SurveyOutcome
+from tasks.survey.aggregated_results import load_survey_json
 from tasks.survey.groups import profile_survey_dir
 from tasks.survey.overrides import Override, load_overrides
-from tasks.survey.results import ReadingResults, SurveyResults, load_reading_results, load_survey_results
-from tasks.templates.load import TemplateRow
+from tasks.survey.reading_comprehension import ReadingResults, load_reading_results
+from tasks.survey.respondents import load_respondent_results
+from tasks.survey.results import SurveyResults
 
 
 @dataclass(frozen=True)
 class SurveyData:
     results: SurveyResults
-    reading: ReadingResults | None
-    overrides: list[Override]
-    overrides_path: Path | None  # the overrides file used (given, or the profile's default), if any
+    reading: ReadingResults | None = None
+    overrides: list[Override] = field(default_factory=list)
+    overrides_path: Path | None = None  # the overrides file used (given, or the profile's default), if any
+
+
+@dataclass(frozen=True)
+class SurveyInputs:
+    results: Path  # released JSON, or respondent-level CSV/xlsx
+    reading: Path | None = None
+    overrides: Path | None = None
+    questions: Path | None = None  # the exported questions.csv, for respondent-level results
+    allow_unmatched: bool = False  # results no template asks about: an error, unless the templates are survivors
+
+    def files(self) -> dict[str, Path]:
+        files = {"survey_results": self.results, "reading_results": self.reading,
+                 "survey_overrides": self.overrides, "survey_questions": self.questions}
+        return {role: path for role, path in files.items() if path is not None}
+
+    def resolve(self, profile: Profile) -> SurveyInputs:
+        """The same inputs with the overrides file that will be used: the given one, else the profile's default."""
+        return replace(self, overrides=self.overrides or default_overrides_path(profile))
+
+    def check_exist(self) -> None:
+        for role, path in self.files().items():
+            if not path.exists():
+                raise UserError(f"{role.replace('_', ' ')} file does not exist", path)
+
+    def read(self, profile: Profile) -> SurveyData:
+        """Read and check every survey input (see the module docstring for the defaults)."""
+        survey = load_survey_results(self.results, profile, self.questions)
+        reading = load_reading_results(self.reading) if self.reading else None
+        overrides = self.overrides or default_overrides_path(profile)
+        return SurveyData(survey, reading, load_overrides(overrides) if overrides else [], overrides)
 
 
 def default_overrides_path(profile: Profile) -> Path | None:
@@ -44,28 +73,16 @@ def default_overrides_path(profile: Profile) -> Path | None:
     return path if path.exists() else None
 
 
-def load_survey_data(profile: Profile, results: Path, reading: Path | None = None, overrides: Path | None = None,
-                     questions: Path | None = None) -> SurveyData:
-    """Read and check every survey input (see the module docstring for the defaults)."""
-    survey = load_survey_results(results, profile, questions)
-    reading_results = load_reading_results(reading) if reading else None
-    override_path = overrides or default_overrides_path(profile)
-    return SurveyData(survey, reading_results, load_overrides(override_path) if override_path else [], override_path)
-
-
-def check_unmatched(outcome: SurveyOutcome, allow_unmatched: bool) -> None:
-    """A result no candidate template asks about is bad input, unless the templates are survivors only."""
-    if outcome.unmatched and not allow_unmatched:
-        first = outcome.unmatched[0]
-        raise UserError(f"{len(outcome.unmatched)} survey result(s) match no template's question; first: "
-                        f"{first.category} '{first.stereotype}' ({first.as_stats()}). If the templates are "
-                        "survivors only (e.g. a released template file), allow them (`--allow-unmatched` on the "
-                        "command line, `allow_unmatched = true` in a pipeline file's [survey] section)", first.where)
-
-
-def apply_survey_rules(templates: list[TemplateRow], data: SurveyData, profile: Profile,
-                       allow_unmatched: bool) -> SurveyOutcome:
-    """The paper's rules and the overrides on the candidate templates; unmatched results checked."""
-    outcome = filter_templates(templates, data.results, data.reading, data.overrides, profile)
-    check_unmatched(outcome, allow_unmatched)
-    return outcome
+def load_survey_results(path: Path, profile: Profile, questions: Path | None = None) -> SurveyResults:
+    """The released JSON, or a respondent-level CSV/xlsx (which needs the exported ``questions.csv``;
+    by default the one in the same folder)."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError("survey results file does not exist", path)
+    if path.suffix.lower() == ".json":
+        return load_survey_json(path, profile)
+    questions = questions or path.parent / "questions.csv"
+    if not questions.exists():
+        raise UserError(f"respondent-level results need the exported questions.csv (`--questions` on the command "
+                        f"line, `survey.questions` in a pipeline file); {questions} does not exist", path)
+    return load_respondent_results(path, questions, profile)

@@ -1,7 +1,7 @@
 """What the survey rules produced: one evaluation per question and per template, and the outcome.
 
-Data only: ``tasks.survey.filter`` fills it, ``tasks.survey.funnel`` and ``tasks.survey.agreement``
-render it (``render_funnel``, ``render_agreement``), so the three import this module and not each other.
+Data only: ``tasks.survey.apply`` fills it, ``tasks.survey.funnel`` and ``tasks.survey.group_check``
+render it (``render_funnel``, ``render_group_check``), so they import this module and not each other.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from core.decisions import Decision
 from core.findings import Finding
 from core.profile import Profile
 from tasks.survey.overrides import Override
-from tasks.survey.results import ReadingResults, SurveyResult, SurveyResults
+from tasks.survey.reading_comprehension import ReadingResults
+from tasks.survey.results import SurveyResult, SurveyResults
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_RESULT_PRESENT, RULE_TYPE1, RULE_TYPE2, RuleResult
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates.load import TemplateRow
 
-STAGE = "survey"
-READING_STAGE = "survey"  # the reading-comprehension rule runs in the survey stage
+STAGE = "survey"  # every decision of the survey rules, the reading-comprehension rule's included
 
 
 def question_rules(survey_type: int) -> tuple[str, str, str]:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import Location, UserError
+from core.tables import at_column, read_table
 from tasks.survey.groups import norm
-from tasks.survey.results import read_table
 from tasks.survey.rules import (RULE_NO_STEREOTYPE, RULE_READING, RULE_RESULT_PRESENT, RULE_STEREOTYPE_SURVEY,
                                 RULE_TYPE1, RULE_TYPE1_GROUPS, RULE_TYPE2)
 
@@ -54,7 +54,7 @@ def load_overrides(path: Path) -> list[Override]:
     seen: set[tuple] = set()
     for row, at in zip(rows, where):
         def loc(column: str) -> Location:
-            return Location(at.file, at.row, column, at.sheet)
+            return at_column(at, column)
 
         if not row["category"]:
             raise UserError("empty category", loc("category"))

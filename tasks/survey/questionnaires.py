@@ -24,7 +24,9 @@ from core.profile import Profile
 from core.atomic import write_bytes
 from tasks.release.expand import expand_templates
 from tasks.survey.groups import GroupList, norm, profile_survey_dir
-from tasks.survey.results import OPTION_SEPARATOR, QUESTION_COLUMNS, READING_QUESTION_COLUMNS
+from tasks.survey.reading_comprehension import READING_QUESTION_COLUMNS
+from tasks.survey.respondents import QUESTION_COLUMNS
+from tasks.survey.results import OPTION_SEPARATOR
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates.load import TemplateRow
 from core.tables import csv_for_people

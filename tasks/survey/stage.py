@@ -1,73 +1,55 @@
 """The survey stage: the survey results through the paper's rules, once per build.
 
-The rules themselves live in ``tasks.survey``; this module bundles the survey inputs of a
-build (results, reading comprehension, overrides, the exported questions), runs the rules, and
-records what the release needs: the decisions (which templates survive is read back from them
-by ``survivors``; the release never runs the rules again), ``funnel.md`` and ``survey_agreement.md``.
-
-The inputs are read by ``tasks.survey.inputs.load_survey_data``, the loader ``kobbq survey ingest``
-uses too, so both behave alike: without an overrides file the profile's
-``survey/<profile>/overrides.csv`` applies (``SurveyInputs.resolve(profile)`` names it, so that a
-caller hashing ``files()`` for a fingerprint includes it). Unlike the ingest command, the build
-accepts survey results that match no template (a released template file holds only the survivors);
-each is recorded as a ``result-without-template`` decision and counted in ``funnel.md``.
+``survey_stage(templates, inputs, profile)`` is the stage's one function, called by every entry point:
+the pipeline (``run`` below), ``kobbq build --templates --survey-results`` (``record_for_release``
+writes its decisions and reports where a pipeline's would be) and ``kobbq survey ingest``
+(``flows.survey.ingest_survey``). It reads the inputs (``SurveyInputs.read``), runs the rules
+(``tasks.survey.apply.apply_survey_rules``) and renders what the release needs: the decisions (which
+templates survive is read back from them by ``survivors``; the release never runs the rules again),
+``funnel.md`` and ``survey_agreement.md`` (the group check).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic import write_text, write_with
 from core.decisions import OUTCOME_DROP, Decision, template_subject, write_decisions_csv
-from core.errors import UserError
 from core.profile import Profile
 from tasks.stage import Context, Stage, StageOutput, require
-from tasks.survey.inputs import apply_survey_rules, default_overrides_path, load_survey_data
-from tasks.survey.agreement import render_agreement
+from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import render_funnel
+from tasks.survey.group_check import render_group_check
+from tasks.survey.inputs import SurveyInputs
+from tasks.survey.outcome import SurveyOutcome
 from tasks.survey.rules import RULE_READING, RULE_STEREOTYPE_SURVEY
 from tasks.templates.load import TemplateRow
 
 NAME = "survey"
 KEEP_RULES = (RULE_STEREOTYPE_SURVEY, RULE_READING)  # a template survives when neither says drop
-
-
-@dataclass(frozen=True)
-class SurveyInputs:
-    results: Path  # released JSON, or respondent-level CSV/xlsx
-    reading: Path | None = None
-    overrides: Path | None = None
-    questions: Path | None = None  # the exported questions.csv, for respondent-level results
-    allow_unmatched: bool = False  # results no template asks about: an error, unless the templates are survivors
-
-    def files(self) -> dict[str, Path]:
-        files = {"survey_results": self.results, "reading_results": self.reading,
-                 "survey_overrides": self.overrides, "survey_questions": self.questions}
-        return {role: path for role, path in files.items() if path is not None}
-
-    def resolve(self, profile: Profile) -> SurveyInputs:
-        """The same inputs with the overrides file that will be used: the given one, else the profile's default."""
-        return replace(self, overrides=self.overrides or default_overrides_path(profile))
-
-    def check_exist(self) -> None:
-        for role, path in self.files().items():
-            if not path.exists():
-                raise UserError(f"{role.replace('_', ' ')} file does not exist", path)
+FUNNEL = "funnel.md"
+GROUP_CHECK = "survey_agreement.md"  # the group check's file keeps its first name
 
 
 @dataclass(frozen=True)
 class SurveyStage:
-    kept: list[TemplateRow]
-    decisions: list[Decision]
+    outcome: SurveyOutcome
     reports: dict[str, str]  # file name in the release folder -> text
+
+    @property
+    def kept(self) -> list[TemplateRow]:
+        return self.outcome.kept
+
+    @property
+    def decisions(self) -> list[Decision]:
+        return self.outcome.decisions
 
 
 def survey_stage(templates: list[TemplateRow], inputs: SurveyInputs, profile: Profile) -> SurveyStage:
-    data = load_survey_data(profile, inputs.results, inputs.reading, inputs.overrides, inputs.questions)
-    outcome = apply_survey_rules(templates, data, profile, allow_unmatched=inputs.allow_unmatched)
-    reports = {"funnel.md": render_funnel(outcome), "survey_agreement.md": render_agreement(outcome)}
-    return SurveyStage(outcome.kept, outcome.decisions, reports)
+    """Read the survey inputs, run the rules on ``templates``, render the reports: nothing is written."""
+    outcome = apply_survey_rules(templates, inputs.read(profile), profile, allow_unmatched=inputs.allow_unmatched)
+    return SurveyStage(outcome, {FUNNEL: render_funnel(outcome), GROUP_CHECK: render_group_check(outcome)})
 
 
 def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[TemplateRow]:

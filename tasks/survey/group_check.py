@@ -1,4 +1,5 @@
-"""``survey_agreement.md``: the rules run on released survey results beside the released templates.
+"""The group check (written as ``survey_agreement.md``): the rules run on released survey results beside
+the released templates.
 
 The released templates are the survivors of the paper's process, so every template the rules
 drop, and every group the rules would choose differently, is a difference between our reading
@@ -14,7 +15,7 @@ import ast
 from tasks.survey.funnel import pct, table
 from tasks.survey.groups import group_key, norm
 from tasks.survey.results import NO_STEREO, SurveyResult
-from tasks.survey.rules import RULE_TYPE1, type2_rule
+from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2, type2_rule
 from tasks.survey.stereotypes import RELEASED_STATS_COLUMN
 from tasks.templates.load import TemplateRow
 
@@ -57,43 +58,64 @@ def _more_voted_rule(entry: SurveyResult, outcome: SurveyOutcome):
     return type2_rule(target, entry.votes[target], other, entry.votes[other], outcome.profile.survey)
 
 
-def _type2_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
-    lines = ["## Type 2 (two groups compared)", ""]
+def _type2_judgement(entry: SurveyResult, asked: dict[tuple, StereotypeEvaluation],
+                     outcome: SurveyOutcome) -> tuple[bool, str, str]:
+    """Whether the rules keep a type-2 result, which target they judged it for, and why it is dropped."""
+    evaluation = asked.get(entry.key)
+    if evaluation is not None:
+        rules = (evaluation.rules.get(RULE_NO_STEREOTYPE), evaluation.rules.get(RULE_TYPE2))
+        reason = "; ".join(r.reason for r in rules if r is not None and not r.keep)
+        return evaluation.keep(), "intended target of the template asking this question", reason
+    rule = _more_voted_rule(entry, outcome)
+    ns_ok = entry.no_stereotype * outcome.profile.survey.no_stereotype_max.denominator <= \
+        entry.respondents * outcome.profile.survey.no_stereotype_max.numerator
+    reason = rule.reason if not rule.keep else f"'no stereotype' {entry.no_stereotype} of {entry.respondents}"
+    return rule.keep and ns_ok, "more-voted group (no released template asks exactly these two groups)", reason
+
+
+def _type2_results(outcome: SurveyOutcome) -> list[str]:
+    """The type-2 results whose stereotype a released template has, judged by the rules."""
     entries = [e for e in outcome.results.entries if e.survey_type == 2]
     texts = {(t.category, norm(t.stereotype)) for t in outcome.input_templates}
     with_template = [e for e in entries if (e.category, e.stereotype) in texts]
     asked = {e.stereotype.key: e for e in outcome.stereotypes if e.stereotype.survey_type == 2}
     kept, dropped = [], []
     for entry in with_template:
-        evaluation = asked.get(entry.key)
-        if evaluation is not None:
-            keep = evaluation.keep()
-            how = "intended target of the template asking this question"
-            rule = evaluation.rules.get("type2-two-thirds")
-            ns = evaluation.rules.get("no-stereotype-majority")
-            reason = "; ".join(r.reason for r in (ns, rule) if r is not None and not r.keep)
-        else:
-            rule = _more_voted_rule(entry, outcome)
-            ns_ok = entry.no_stereotype * outcome.profile.survey.no_stereotype_max.denominator <= \
-                entry.respondents * outcome.profile.survey.no_stereotype_max.numerator
-            keep = rule.keep and ns_ok
-            how = "more-voted group (no released template asks exactly these two groups)"
-            reason = rule.reason if not rule.keep else f"'no stereotype' {entry.no_stereotype} of {entry.respondents}"
+        keep, how, reason = _type2_judgement(entry, asked, outcome)
         (kept if keep else dropped).append((entry, how, reason))
-    lines.append(f"- Type-2 results: {len(entries)}; with a released template of the same stereotype text: "
-                 f"**{len(with_template)}**.")
-    lines.append(f"- Kept by the rules: **{len(kept)} of {len(with_template)}** (intended target: the target of the "
-                 "released template asking the same two groups, else the more-voted group).")
+    lines = [f"- Type-2 results: {len(entries)}; with a released template of the same stereotype text: "
+             f"**{len(with_template)}**.",
+             f"- Kept by the rules: **{len(kept)} of {len(with_template)}** (intended target: the target of the "
+             "released template asking the same two groups, else the more-voted group)."]
     if dropped:
         lines += ["", "Results of surviving stereotypes that the rules would drop:", ""]
         lines += table(["Category", "Stereotype", "Numbers", "Target taken from", "Why"],
                        [[e.category, e.stereotype, e.as_stats(), how, reason] for e, how, reason in dropped])
-    lines.append("")
+    return lines + [""]
 
+
+def _released_stats_verdict(evaluation: StereotypeEvaluation, own: dict[str, int] | None,
+                            outcome: SurveyOutcome) -> str:
+    """The type-2 rule on the released template file's own numbers for a question, where it can be judged."""
+    if not own or len(own) != 3:
+        return "-"
+    s = evaluation.stereotype
+    target = s.targets[s.templates[0]]
+    names = {group_key(g): g for g in own if g != NO_STEREO}
+    if group_key(target) not in names:
+        return "-"
+    t = names[group_key(target)]
+    other = next(g for g in names.values() if g != t)
+    r = type2_rule(t, own[t], other, own[other], outcome.profile.survey)
+    return f"{r.outcome}: {r.reason}"
+
+
+def _type2_questions(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
+    """The type-2 questions the released templates ask, and those without a result of the same two groups."""
     questions = [e for e in outcome.stereotypes if e.stereotype.survey_type == 2]
     with_result = [e for e in questions if e.result is not None]
-    lines.append(f"- Type-2 questions asked by the released templates: {len(questions)}; with a result of the same "
-                 f"two groups: {len(with_result)}; kept: {sum(e.keep() for e in with_result)}.")
+    lines = [f"- Type-2 questions asked by the released templates: {len(questions)}; with a result of the same "
+             f"two groups: {len(with_result)}; kept: {sum(e.keep() for e in with_result)}."]
     missing = [e for e in questions if e.result is None]
     if missing:
         lines += ["", "Questions of released templates with no result for the same two groups. The released "
@@ -103,21 +125,16 @@ def _type2_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
             s = evaluation.stereotype
             ids = ", ".join(f"{c}|{i}" for c, i in s.templates)
             own = _released_stats(rows_of[s.templates[0]][0])
-            verdict = "-"
-            if own and len(own) == 3:
-                target = s.targets[s.templates[0]]
-                names = {group_key(g): g for g in own if g != NO_STEREO}
-                if group_key(target) in names:
-                    t = names[group_key(target)]
-                    other = next(g for g in names.values() if g != t)
-                    r = type2_rule(t, own[t], other, own[other], outcome.profile.survey)
-                    verdict = f"{r.outcome}: {r.reason}"
             near = "; ".join(n.as_stats() for n in evaluation.near) or "none"
-            rows.append([ids, s.label, near, _stats_text(own) if own else "-", verdict])
+            rows.append([ids, s.label, near, _stats_text(own) if own else "-",
+                         _released_stats_verdict(evaluation, own, outcome)])
         lines += table(["Templates", "Question", "Results file, same text", f"Release {RELEASED_STATS_COLUMN}",
                         "Type-2 rule on the release's numbers"], rows)
-    lines.append("")
-    return lines
+    return lines + [""]
+
+
+def _type2_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
+    return ["## Type 2 (two groups compared)", ""] + _type2_results(outcome) + _type2_questions(outcome, rows_of)
 
 
 def _type1_row(evaluation: StereotypeEvaluation, rows_of: dict) -> tuple[list[object], bool, bool, bool]:
@@ -165,30 +182,8 @@ def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     return lines
 
 
-def render_agreement(outcome: SurveyOutcome) -> str:
-    rows_of: dict[tuple[str, int], list[TemplateRow]] = {}
-    for template in outcome.input_templates:
-        rows_of.setdefault(template.template_key, []).append(template)
-    total = len(outcome.templates)
-    kept = sum(t.keep for t in outcome.templates)
-    lines = [f"# Survey rules against the released templates ({outcome.profile.name})", "",
-             f"Results: `{outcome.results.source}`. Templates: {total} template IDs "
-             f"({len(outcome.input_templates)} rows), all survivors of the paper's process.", "",
-             f"- Template IDs the rules keep: **{kept} of {total}** ({pct(kept, total)}).", ""]
-    dropped = [t for t in outcome.templates if not t.keep]
-    if dropped:
-        lines += ["Released templates the rules drop:", ""]
-        reasons = {}
-        for decision in outcome.decisions:
-            if decision.subject_type == "template" and decision.outcome == "drop":
-                reasons.setdefault(decision.subject, decision.reason)
-        lines += table(["Template", "Label", "Dropped by", "Reason"],
-                       [[f"{t.key[0]}|{t.key[1]}", t.label, t.survey_failure or "reading-comprehension",
-                         reasons.get(f"{t.key[0]}|{t.key[1]}", "")] for t in dropped])
-        lines.append("")
-    lines += _type2_section(outcome, rows_of)
-    lines += _type1_section(outcome, rows_of)
-
+def _released_stats_differences(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
+    """Template rows (``category|ID|version``) whose own ``Survey_stats`` differ from the matched result."""
     differing = []
     for evaluation in outcome.stereotypes:
         if evaluation.result is None:
@@ -201,22 +196,57 @@ def render_agreement(outcome: SurveyOutcome) -> str:
                 file_stats = {**evaluation.result.votes, NO_STEREO: evaluation.result.no_stereotype}
                 if own != file_stats:
                     differing.append(f"{row.category}|{row.template_id}|{row.version}")
+    return differing
+
+
+def _dropped_templates(outcome: SurveyOutcome) -> list[str]:
+    """The released templates the rules drop, each with the rule and the reason of its first drop."""
+    dropped = [t for t in outcome.templates if not t.keep]
+    if not dropped:
+        return []
+    reasons: dict[str, str] = {}
+    for decision in outcome.decisions:
+        if decision.subject_type == "template" and decision.outcome == "drop":
+            reasons.setdefault(decision.subject, decision.reason)
+    return (["Released templates the rules drop:", ""]
+            + table(["Template", "Label", "Dropped by", "Reason"],
+                    [[f"{t.key[0]}|{t.key[1]}", t.label, t.survey_failure or "reading-comprehension",
+                      reasons.get(f"{t.key[0]}|{t.key[1]}", "")] for t in dropped])
+            + [""])
+
+
+def _unmatched_section(outcome: SurveyOutcome) -> list[str]:
+    lines = ["## Results that match no released template's question", ""]
+    if not outcome.unmatched:
+        return lines + ["None.", ""]
+    lines.append(f"{len(outcome.unmatched)} results (type 1: "
+                 f"{sum(e.survey_type == 1 for e in outcome.unmatched)}, type 2: "
+                 f"{sum(e.survey_type == 2 for e in outcome.unmatched)}); for a release these are the "
+                 "stereotypes of templates that did not survive, or questions the release asked differently:")
+    lines.append("")
+    lines += table(["Category", "Stereotype", "Type", "Numbers"],
+                   [[e.category, e.stereotype, e.survey_type, e.as_stats()] for e in outcome.unmatched])
+    return lines + [""]
+
+
+def render_group_check(outcome: SurveyOutcome) -> str:
+    rows_of: dict[tuple[str, int], list[TemplateRow]] = {}
+    for template in outcome.input_templates:
+        rows_of.setdefault(template.template_key, []).append(template)
+    total = len(outcome.templates)
+    kept = sum(t.keep for t in outcome.templates)
+    lines = [f"# Survey rules against the released templates ({outcome.profile.name})", "",
+             f"Results: `{outcome.results.source}`. Templates: {total} template IDs "
+             f"({len(outcome.input_templates)} rows), all survivors of the paper's process.", "",
+             f"- Template IDs the rules keep: **{kept} of {total}** ({pct(kept, total)}).", ""]
+    lines += _dropped_templates(outcome)
+    lines += _type2_section(outcome, rows_of)
+    lines += _type1_section(outcome, rows_of)
+    differing = _released_stats_differences(outcome, rows_of)
     lines += [f"## The release's own `{RELEASED_STATS_COLUMN}` column", "",
               f"Template rows whose `{RELEASED_STATS_COLUMN}` differs from the matched result: {len(differing)}"
               + (f" ({', '.join(differing)})." if differing else "."), ""]
-
-    lines += ["## Results that match no released template's question", ""]
-    if outcome.unmatched:
-        lines.append(f"{len(outcome.unmatched)} results (type 1: "
-                     f"{sum(e.survey_type == 1 for e in outcome.unmatched)}, type 2: "
-                     f"{sum(e.survey_type == 2 for e in outcome.unmatched)}); for a release these are the "
-                     "stereotypes of templates that did not survive, or questions the release asked differently:")
-        lines.append("")
-        lines += table(["Category", "Stereotype", "Type", "Numbers"],
-                       [[e.category, e.stereotype, e.survey_type, e.as_stats()] for e in outcome.unmatched])
-    else:
-        lines.append("None.")
-    lines.append("")
+    lines += _unmatched_section(outcome)
     if outcome.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in outcome.notes] + [""]
     return "\n".join(lines)
