@@ -41,7 +41,12 @@ def _cell(value: object) -> object:
 
 
 def read_sheet(path: Path) -> tuple[list[str], list[tuple[int, Row]]]:
-    """The first sheet as (header, [(spreadsheet row number, row)]); blank rows are skipped."""
+    """The first sheet as (header, [(spreadsheet row number, row)]); blank rows are skipped.
+
+    Not ``core.workbooks.read_sheets``, which reads every cell as text: the generator needs the
+    workbook's own types (a FALSE in ``include_name``, integer IDs, booleans written as ``False`` in
+    the released CSVs), so cells keep them here (``_cell``).
+    """
     if not path.exists():
         raise UserError("file does not exist", path)
     try:
