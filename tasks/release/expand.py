@@ -16,6 +16,7 @@ import itertools
 import math
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,6 +96,7 @@ _PER_FILL = ["stem", "label", "amb", "dis", "q_b", "q_c", "ans_b", "ans_c", "ste
 
 
 def expand_templates(templates: list[TemplateRow], profile: Profile) -> Expansion:
+    """Every sample of ``templates`` in memory; a release is written from ``row_chunks`` of them instead."""
     fills: dict[str, list[str]] = {name: [] for name in _PER_FILL}
     row_keys, row_starts, row_fills = [], [], []
     total = 0
@@ -232,6 +234,25 @@ def _expand_row(template: TemplateRow, profile: Profile, out: dict[str, list[str
     return count
 
 
+# Samples expanded at a time when a release is written: memory is bounded by a chunk, not by the release.
+CHUNK_SAMPLES = 16_384
+
+
+def row_chunks(templates: list[TemplateRow], limit: int = CHUNK_SAMPLES) -> Iterator[range]:
+    """Consecutive template rows (as index ranges) whose samples stay within ``limit``; a row larger than
+    ``limit`` is a chunk of its own. Expanding each chunk with ``expand_templates`` and concatenating gives
+    the whole expansion, since a row's samples depend on that row alone."""
+    start, samples = 0, 0
+    for index, template in enumerate(templates):
+        count = 4 * fill_count(template)
+        if samples and samples + count > limit:
+            yield range(start, index)
+            start, samples = index, 0
+        samples += count
+    if start < len(templates) or not templates:  # an empty release is one empty chunk
+        yield range(start, len(templates))
+
+
 def evaluation_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, seed: int) -> list[int]:
     """One fill number per template row, drawn per version pair so that a and b share it.
 
@@ -253,9 +274,10 @@ def evaluation_fills(templates: list[TemplateRow], fills: list[int], profile: Pr
     return result
 
 
-def evaluation_indices(expansion: Expansion, chosen_fills: list[int]) -> list[int]:
+def evaluation_indices(row_starts: list[int], chosen_fills: list[int]) -> list[int]:
+    """The test split's positions: the four samples of each row's chosen fill."""
     indices = []
-    for start, fill in zip(expansion.row_starts, chosen_fills):
+    for start, fill in zip(row_starts, chosen_fills):
         first = start + 4 * (fill - 1)
         indices.extend(range(first, first + 4))
     return indices
