@@ -23,7 +23,8 @@ import subprocess
 import sys
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -115,29 +116,33 @@ def _group_sizes(keys: pd.Series) -> tuple[np.ndarray, np.ndarray, pd.Index]:
     return codes, np.bincount(codes, minlength=len(groups)), groups
 
 
-def derived_all(frame: pd.DataFrame, unknown: str, expected_by_prefix: dict[str, int]) -> pd.DataFrame:
-    """The release plus one boolean column per cross-column rule (true = the row obeys it)."""
-    matrix, distinct = _choice_matrix(frame["choices"])
-    ids = frame["sample_id"]
+def row_rules_all(batch: pd.DataFrame, unknown: str) -> dict[str, np.ndarray]:
+    """The cross-column rules a row of the full set obeys on its own (true = it does)."""
+    matrix, distinct = _choice_matrix(batch["choices"])
+    return {"three_distinct_choices": distinct,
+            "answer_in_choices": _in_row(batch["answer"], matrix),
+            "biased_answer_in_choices": _in_row(batch["biased_answer"], matrix),
+            "answer_unknown_iff_ambiguous": ((batch["answer"] == unknown) == batch["sample_id"].str.contains("-amb-")
+                                             ).to_numpy(dtype=bool)}
+
+
+def id_rules_all(ids: pd.Series, expected_by_prefix: dict[str, int]) -> dict[str, np.ndarray]:
+    """The rules of the full set that count its rows (per fill, per category), from its IDs alone."""
     fill_codes, fill_sizes, _ = _group_sizes(ids.str.slice(0, -8))
     prefix_codes, prefix_sizes, prefixes = _group_sizes(ids.str.partition("-")[0])
     category_ok = np.array([size == expected_by_prefix.get(prefix, -1) for prefix, size in zip(prefixes, prefix_sizes)],
                            dtype=bool)
-    return frame.assign(
-        three_distinct_choices=distinct,
-        answer_in_choices=_in_row(frame["answer"], matrix),
-        biased_answer_in_choices=_in_row(frame["biased_answer"], matrix),
-        answer_unknown_iff_ambiguous=(frame["answer"] == unknown) == ids.str.contains("-amb-"),
-        four_samples_per_fill=fill_sizes[fill_codes] == 4,
-        category_count_matches_manifest=category_ok[prefix_codes],
-    )
+    return {"four_samples_per_fill": fill_sizes[fill_codes] == 4,
+            "category_count_matches_manifest": category_ok[prefix_codes]}
 
 
-def derived_test(test: pd.DataFrame, all_ids: pd.Series) -> pd.DataFrame:
-    known = set(all_ids.tolist())  # pandas' isin on string columns takes seconds for a large release
-    row_codes, row_sizes, _ = _group_sizes(test["sample_id"].str.rsplit("-", n=3).str[0])
-    return test.assign(in_all_samples=np.fromiter((i in known for i in test["sample_id"].tolist()), bool, len(test)),
-                       four_samples_per_template_row=row_sizes[row_codes] == 4)
+def id_rules_test(ids: pd.Series, all_ids: pd.Series) -> dict[str, np.ndarray]:
+    """The test split's rules, from its IDs and the full set's (compared in Arrow: a Python set of 765,680 IDs
+    would cost ~80 MB)."""
+    row_codes, row_sizes, _ = _group_sizes(ids.str.rsplit("-", n=3).str[0])
+    known = pc.is_in(pa.array(ids, type=pa.string()), value_set=pa.array(all_ids, type=pa.string()))
+    return {"in_all_samples": known.fill_null(False).to_numpy(zero_copy_only=False),
+            "four_samples_per_template_row": row_sizes[row_codes] == 4}
 
 
 RULES_ALL = {
@@ -200,28 +205,34 @@ RULES_TEST = {
 }
 
 
-def _suite(gx, name: str, columns: list[str], rules: dict[str, str], unknown: str | None, total: int):
+def _expectations(gx, columns: list[str], rules: dict[str, str], unknown: str | None, total: int) -> list:
+    """The suite of a template release's sample set, in report order."""
     expectations = gx.expectations
-    suite = gx.ExpectationSuite(name=name)
-    suite.add_expectation(expectations.ExpectTableColumnsToMatchSet(column_set=columns, exact_match=True,
-                                                                    meta={"rule": "the release's column set"}))
-    suite.add_expectation(expectations.ExpectTableRowCountToEqual(value=total, meta={"rule": "row count"}))
-    suite.add_expectation(expectations.ExpectColumnValuesToBeUnique(column="sample_id",
-                                                                    meta={"rule": "sample_id is unique"}))
-    suite.add_expectation(expectations.ExpectColumnValuesToMatchRegex(
-        column="sample_id", regex=SAMPLE_ID_PATTERN, meta={"rule": "sample_id has the documented form"}))
+    found = [expectations.ExpectTableColumnsToMatchSet(column_set=columns, exact_match=True,
+                                                       meta={"rule": "the release's column set"}),
+             expectations.ExpectTableRowCountToEqual(value=total, meta={"rule": "row count"}),
+             expectations.ExpectColumnValuesToBeUnique(column="sample_id", meta={"rule": "sample_id is unique"}),
+             expectations.ExpectColumnValuesToMatchRegex(column="sample_id", regex=SAMPLE_ID_PATTERN,
+                                                         meta={"rule": "sample_id has the documented form"})]
     for column in VALUED_COLUMNS:
-        suite.add_expectation(expectations.ExpectColumnValuesToNotBeNull(
-            column=column, meta={"rule": f"{column} has no nulls"}))
-        suite.add_expectation(expectations.ExpectColumnValueLengthsToBeBetween(
+        found.append(expectations.ExpectColumnValuesToNotBeNull(column=column, meta={"rule": f"{column} has no nulls"}))
+        found.append(expectations.ExpectColumnValueLengthsToBeBetween(
             column=column, min_value=1, meta={"rule": f"{column} has no empty values"}))
     if unknown is not None:
-        suite.add_expectation(expectations.ExpectColumnValuesToNotBeInSet(
+        found.append(expectations.ExpectColumnValuesToNotBeInSet(
             column="biased_answer", value_set=[unknown], meta={"rule": "the biased answer is never 'unknown'"}))
     for column, rule in rules.items():
-        suite.add_expectation(expectations.ExpectColumnValuesToBeInSet(column=column, value_set=[True],
-                                                                       meta={"rule": rule}))
-    return suite
+        found.append(expectations.ExpectColumnValuesToBeInSet(column=column, value_set=[True], meta={"rule": rule}))
+    return found
+
+
+# Expectations that need every row of a set at once; they run on its IDs, the others batch by batch.
+WHOLE_SET = ("expect_table_row_count_to_equal", "expect_column_values_to_be_unique")
+
+
+def _key(expectation_type: str, column: object, rule: object) -> tuple[str, str, str]:
+    """An expectation in a report: its type, column and rule (unique within a suite)."""
+    return expectation_type, str(column or ""), str(rule or "")
 
 
 def _outcomes(sample_set: str, result, id_column: str = "sample_id") -> list[CheckOutcome]:
@@ -260,10 +271,14 @@ def _gx_context():
 RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}
 
 
-def _run(gx, context, definition, frame: pd.DataFrame, docs_dir: Path | None, sample_set: str, result_format):
+def _runner(gx, context, definition, docs_dir: Path | None, name: str, result_format
+            ) -> Callable[[pd.DataFrame], object]:
+    """Validates a frame with ``definition``, as often as called; with ``docs_dir``, through a checkpoint
+    whose action renders each result into Data Docs."""
     if docs_dir is None:
-        return definition.run(batch_parameters={"dataframe": frame}, result_format=result_format)
-    return _run_with_docs(gx, context, definition, frame, docs_dir, sample_set, result_format)
+        return lambda frame: definition.run(batch_parameters={"dataframe": frame}, result_format=result_format)
+    checkpoint = _docs_checkpoint(gx, context, definition, docs_dir, name, result_format)
+    return lambda frame: next(iter(checkpoint.run(batch_parameters={"dataframe": frame}).run_results.values()))
 
 
 def validate_generated(frame: pd.DataFrame, unknown: str, expected_by_category: dict[str, int],
@@ -277,35 +292,114 @@ def validate_generated(frame: pd.DataFrame, unknown: str, expected_by_category: 
     definition = context.validation_definitions.add(gx.ValidationDefinition(name="all_samples", data=batch,
                                                                             suite=suite))
     result_format = {**RESULT_FORMAT, "unexpected_index_column_names": ["instance_key"]}
-    outcomes = _outcomes("all", _run(gx, context, definition, derived, docs_dir, "all", result_format),
+    outcomes = _outcomes("all", _runner(gx, context, definition, docs_dir, "all_samples", result_format)(derived),
                          "instance_key")
     if docs_dir is not None and docs_dir.is_dir():
         make_docs_offline(docs_dir)
     return ValidationReport(all(o.success for o in outcomes), outcomes)
 
 
-def validate_release(all_frame: pd.DataFrame, test_frame: pd.DataFrame, unknown: str,
-                     expected_by_prefix: dict[str, int], docs_dir: Path | None = None) -> ValidationReport:
-    """Run the suite on both sample sets; write Data Docs into ``docs_dir`` when given."""
+VALIDATION_BATCH = 65_536  # rows checked at a time: the suite's memory does not grow with the release
+
+
+@dataclass
+class SampleSet:
+    """A sample set as the suite reads it: its columns, its IDs whole (compact) and its rows in batches."""
+
+    columns: list[str]
+    ids: pd.Series
+    batches: Callable[[], Iterator[pd.DataFrame]]
+
+    @classmethod
+    def of_frame(cls, frame: pd.DataFrame) -> SampleSet:
+        """A set held in memory (tests), read in the same batches as a staged file."""
+        return cls(list(frame.columns), frame["sample_id"],
+                   lambda: (frame.iloc[start:start + VALIDATION_BATCH]
+                            for start in range(0, max(len(frame), 1), VALIDATION_BATCH)))
+
+    @classmethod
+    def staged(cls, path: Path) -> SampleSet:
+        """A staged Parquet file, read batch by batch (an empty file is one empty batch)."""
+        def batches() -> Iterator[pd.DataFrame]:
+            source = pq.ParquetFile(path)
+            if not source.metadata.num_rows:
+                yield staged_frame(source.schema_arrow.empty_table())
+                return
+            for batch in source.iter_batches(batch_size=VALIDATION_BATCH):
+                yield staged_frame(pa.Table.from_batches([batch]))
+
+        schema = pq.read_schema(path)
+        return cls(schema.names, pq.read_table(path, columns=["sample_id"]).to_pandas()["sample_id"], batches)
+
+
+def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expected_by_prefix: dict[str, int],
+                     docs_dir: Path | None = None) -> ValidationReport:
+    """Run the suite on both sample sets; write Data Docs into ``docs_dir`` when given.
+
+    Each set's rows are checked batch by batch (a rule that counts rows, per fill or per category, is
+    computed from the set's IDs first and handed to each batch as a column); row count and unique IDs
+    run once on the IDs. A batch's results are summed into one outcome per expectation.
+    """
     gx, context = _gx_context()
     source = context.data_sources.add_pandas("release")
-    frames = {"all": derived_all(all_frame, unknown, expected_by_prefix),
-              "test": derived_test(test_frame, all_frame["sample_id"])}
-    definitions = []
-    for sample_set, frame in frames.items():
-        rules = RULES_ALL if sample_set == "all" else RULES_TEST
-        suite = context.suites.add(_suite(gx, f"{sample_set}_samples", [*all_frame.columns, *rules],
-                                          rules, unknown, len(frame)))
-        batch = source.add_dataframe_asset(f"{sample_set}_samples").add_batch_definition_whole_dataframe("whole")
-        definitions.append(context.validation_definitions.add(
-            gx.ValidationDefinition(name=f"{sample_set}_samples", data=batch, suite=suite)))
-    result_format = {**RESULT_FORMAT, "unexpected_index_column_names": ["sample_id"]}
+    id_rules = {"all": id_rules_all(all_set.ids, expected_by_prefix), "test": id_rules_test(test_set.ids, all_set.ids)}
     outcomes = []
-    for (sample_set, frame), definition in zip(frames.items(), definitions):
-        outcomes += _outcomes(sample_set, _run(gx, context, definition, frame, docs_dir, sample_set, result_format))
+    for sample_set, samples in (("all", all_set), ("test", test_set)):
+        rules = RULES_ALL if sample_set == "all" else RULES_TEST
+        asset = source.add_dataframe_asset(f"{sample_set}_samples")
+        expectations = _expectations(gx, [*all_set.columns, *rules], rules, unknown, len(samples.ids))
+        whole = _suite_runner(gx, context, asset, f"{sample_set}_samples_ids",
+                              [e for e in expectations if e.expectation_type in WHOLE_SET], docs_dir)
+        batches = _suite_runner(gx, context, asset, f"{sample_set}_samples_batches",
+                                [e for e in expectations if e.expectation_type not in WHOLE_SET], docs_dir)
+        found = _outcomes(sample_set, whole(samples.ids.to_frame()))
+        offset = 0
+        for batch in samples.batches():
+            columns = {name: values[offset:offset + len(batch)] for name, values in id_rules[sample_set].items()}
+            derived = batch.assign(**(row_rules_all(batch, unknown) if sample_set == "all" else {}), **columns)
+            found += _outcomes(sample_set, batches(derived[[*batch.columns, *rules]]))
+            offset += len(batch)
+        outcomes += _in_order(expectations, found)
     if docs_dir is not None and docs_dir.is_dir():
         make_docs_offline(docs_dir)
     return ValidationReport(all(o.success for o in outcomes), outcomes)
+
+
+def _suite_runner(gx, context, asset, name: str, expectations: list, docs_dir: Path | None
+                  ) -> Callable[[pd.DataFrame], object]:
+    """A suite of ``expectations`` on frames of ``asset``, run on as many frames as it is given."""
+    suite = context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
+    definition = context.validation_definitions.add(gx.ValidationDefinition(
+        name=name, data=asset.add_batch_definition_whole_dataframe(name), suite=suite))
+    result_format = {**RESULT_FORMAT, "unexpected_index_column_names": ["sample_id"]}
+    return _runner(gx, context, definition, docs_dir, name, result_format)
+
+
+def _report_order(expectations: list) -> list:
+    """The order Great Expectations reports a suite's results in: grouped by column, columns (and the
+    table-level expectations) in order of first appearance."""
+    groups: dict[str, list] = {}
+    for expectation in expectations:
+        groups.setdefault(getattr(expectation, "column", None) or "", []).append(expectation)
+    return [expectation for group in groups.values() for expectation in group]
+
+
+def _in_order(expectations: list, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
+    """One outcome per expectation, in the order of one whole-set run: a batch's failures are added up
+    (their first examples kept); a table-level result is the first failing batch's."""
+    by_key: dict[tuple[str, str, str], list[CheckOutcome]] = {}
+    for outcome in outcomes:
+        by_key.setdefault(_key(outcome.expectation, outcome.column, outcome.rule), []).append(outcome)
+    merged = []
+    for expectation in _report_order(expectations):
+        found = by_key[_key(expectation.expectation_type, getattr(expectation, "column", ""), expectation.meta["rule"])]
+        failed = [o for o in found if not o.success]
+        if not failed or expectation.expectation_type.startswith("expect_table_"):
+            merged.append(failed[0] if failed else found[0])
+            continue
+        merged.append(replace(failed[0], unexpected_count=sum(o.unexpected_count for o in failed),
+                              examples=[e for o in failed for e in o.examples][:EXAMPLES]))
+    return merged
 
 
 _REMOTE_ASSET = re.compile(r'<link[^>]*href="https?://[^"]*"[^>]*>|<script[^>]*src="https?://[^"]*"[^>]*>\s*</script>')
@@ -333,19 +427,16 @@ def _remove_default_docs_site(context) -> None:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _run_with_docs(gx, context, definition, frame: pd.DataFrame, docs_dir: Path, sample_set: str,
-                   result_format: dict[str, object]):
-    """Validate through a checkpoint whose action renders the result into offline Data Docs."""
+def _docs_checkpoint(gx, context, definition, docs_dir: Path, name: str, result_format: dict[str, object]):
+    """A checkpoint whose action renders each result into offline Data Docs."""
     site_name = "release"
     if site_name not in context.get_site_names():
         context.add_data_docs_site(site_name=site_name, site_config={
             "class_name": "SiteBuilder", "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(docs_dir.resolve())}})
-    checkpoint = context.checkpoints.add(gx.Checkpoint(
-        name=f"{sample_set}_samples", validation_definitions=[definition], result_format=result_format,
+    return context.checkpoints.add(gx.Checkpoint(
+        name=name, validation_definitions=[definition], result_format=result_format,
         actions=[gx.checkpoint.UpdateDataDocsAction(name="docs", site_names=[site_name])]))
-    run = checkpoint.run(batch_parameters={"dataframe": frame})
-    return next(iter(run.run_results.values()))
 
 
 def summary_markdown(report: ValidationReport) -> str:
@@ -359,7 +450,11 @@ def summary_markdown(report: ValidationReport) -> str:
 
 def read_staged(folder: Path, name: str) -> pd.DataFrame:
     """A staged sample set, with ``choices`` back in the list-literal form of the TSV files."""
-    table = pq.read_table(folder / name)
+    return staged_frame(pq.read_table(folder / name))
+
+
+def staged_frame(table: pa.Table) -> pd.DataFrame:
+    """Staged rows as a frame, with ``choices`` back in the list-literal form of the TSV files."""
     frame = table.drop_columns(["choices"]).to_pandas()
     frame.insert(table.schema.get_field_index("choices"), "choices", choice_literals(table.column("choices")))
     return frame
@@ -430,8 +525,8 @@ def main(argv: list[str] | None = None) -> int:
         report = validate_generated(pd.read_parquet(args.folder / args.all_parquet), args.unknown,
                                     json.loads(args.expected), docs_dir=docs)
     else:
-        report = validate_release(read_staged(args.folder, args.all_parquet),
-                                  read_staged(args.folder, args.test_parquet), args.unknown,
+        report = validate_release(SampleSet.staged(args.folder / args.all_parquet),
+                                  SampleSet.staged(args.folder / args.test_parquet), args.unknown,
                                   json.loads(args.expected), docs_dir=docs)
     write_results(report, args.folder)
     return 0 if report.success else 1
