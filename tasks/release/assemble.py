@@ -58,6 +58,7 @@ class ExpandedRelease:
     row_samples: list[int]
     test_fills: list[int]
     generated: Expansion | None = None
+    chunk_samples: int = CHUNK_SAMPLES  # the most samples a chunk holds (unless one template row has more)
 
     @property
     def samples(self) -> int:
@@ -73,12 +74,12 @@ class ExpandedRelease:
     def expansion(self) -> Expansion:
         return self.generated if self.generated is not None else expand_templates(self.templates, self.profile)
 
-    def chunks(self, limit: int = CHUNK_SAMPLES) -> Iterator[tuple[Expansion, list[int]]]:
+    def chunks(self) -> Iterator[tuple[Expansion, list[int]]]:
         """The samples chunk by chunk of template rows, each with its test-split positions (in the chunk)."""
         if self.generated is not None:
             yield self.generated, []
             return
-        for rows in row_chunks(self.templates, limit):
+        for rows in row_chunks(self.templates, self.chunk_samples):
             chunk = expand_templates(self.templates[rows.start:rows.stop], self.profile)
             yield chunk, evaluation_indices(chunk.row_starts, self.test_fills[rows.start:rows.stop])
 
@@ -212,23 +213,20 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
     twin, _ = load_checked(templates_path, None, profile)
     keys = {t.template_key for t in kept}
     expanded = expand_release([t for t in twin.templates if t.template_key in keys], profile, seed)
-    test = _write_all_samples(folder, all_samples_name(name), expanded, FORMATS)
-    write_samples(test, folder, test_samples_name(name))
-    return {"samples": expanded.samples, "test_samples": len(test),
+    write_sample_sets(folder, name, expanded, FORMATS)
+    return {"samples": expanded.samples, "test_samples": len(expanded.test_indices),
             "template_ids": len({t.template_key for t in expanded.templates})}
 
 
-def _write_all_samples(folder: Path, tsv_name: str, release: ExpandedRelease, formats: tuple[str, ...]
-                       ) -> pd.DataFrame:
-    """Every sample in ``formats``, expanded and written chunk by chunk; returns the test split, collected on
-    the way (four samples a template row)."""
-    test_parts = []
-    with SampleFiles(folder, tsv_name, formats) as files:
+def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats: tuple[str, ...]) -> None:
+    """All samples and the test split (four samples a template row) in ``formats``, both expanded and written
+    chunk by chunk of template rows."""
+    with SampleFiles(folder, all_samples_name(name), formats) as all_files, \
+            SampleFiles(folder, test_samples_name(name), formats) as test_files:
         for chunk, test_rows in release.chunks():
             frame = samples_frame(chunk)
-            files.append(frame)
-            test_parts.append(frame.iloc[test_rows])
-    return pd.concat(test_parts, ignore_index=True)
+            all_files.append(frame)
+            test_files.append(frame.iloc[test_rows])
 
 
 def _write_kobbq_samples(folder: Path, profile: Profile, release: ExpandedRelease, validate: bool,
@@ -237,16 +235,13 @@ def _write_kobbq_samples(folder: Path, profile: Profile, release: ExpandedReleas
 
     The samples are expanded twice, once for the Parquet files the validation reads and once for the
     others: expanding is ~40x cheaper than writing, and it keeps the validation alongside the writes."""
-    name = profile.release.name
     # Parquet first: the validation child reads it while the other files are written.
-    test = _write_all_samples(folder, all_samples_name(name), release, ("parquet",))
-    write_samples(test, folder, test_samples_name(name), ("parquet",))
+    write_sample_sets(folder, profile.release.name, release, ("parquet",))
     started = time.perf_counter()
     child = start_release_checks(folder, profile, release) if validate else None
 
     def rest() -> None:
-        _write_all_samples(folder, all_samples_name(name), release, ("tsv", "jsonl"))
-        write_samples(test, folder, test_samples_name(name), ("tsv", "jsonl"))
+        write_sample_sets(folder, profile.release.name, release, ("tsv", "jsonl"))
         progress("sample files written (Parquet, TSV, JSONL)")
 
     write_while_checking(child, started, rest, progress)

@@ -74,13 +74,14 @@ PARQUET_ROW_GROUP = 131_072
 
 
 class ParquetRowGroups:
-    """A Parquet file written chunk by chunk: rows are buffered (as Arrow) until a row group is full, so the
-    file is the same whether its rows come in one piece or many."""
+    """A Parquet file written chunk by chunk: rows are buffered (as Arrow, column by column) until a row group
+    is full, so the file is the same whether its rows come in one piece or many. (Writing a chunked table
+    cuts the pages elsewhere: other bytes.)"""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.writer: pq.ParquetWriter | None = None
-        self.pending: list[pa.Table] = []
+        self.pending: list[list[pa.Array]] = []  # per column, the arrays of the rows not yet written
         self.rows = 0
         self.groups = 0
 
@@ -89,26 +90,34 @@ class ParquetRowGroups:
             # The schema (with pandas' metadata) of what ``to_parquet`` would write, taken from the first row.
             schema = pa.Table.from_pandas(frame.iloc[:1].assign(choices=choices[:1]), preserve_index=False).schema
             self.writer = pq.ParquetWriter(self.path, schema, compression="zstd")
-        schema = self.writer.schema
-        self.pending.append(pa.Table.from_arrays(
-            [pa.array(choices, type=field.type) if field.name == "choices"
-             else _arrow_column(frame[field.name].tolist(), field.type) for field in schema], schema=schema))
-        self.rows += len(frame)
-        while self.rows >= PARQUET_ROW_GROUP:
-            self._write_group(PARQUET_ROW_GROUP)
+            self.pending = [[] for _ in schema]
+        arrays = [pa.array(choices, type=field.type) if field.name == "choices"
+                  else _arrow_column(frame[field.name].tolist(), field.type) for field in self.writer.schema]
+        start = 0
+        while start < len(frame):  # a chunk that fills a row group is split there
+            take = min(len(frame) - start, PARQUET_ROW_GROUP - self.rows)
+            for pieces, array in zip(self.pending, arrays):
+                pieces.append(array.slice(start, take))
+            self.rows, start = self.rows + take, start + take
+            if self.rows == PARQUET_ROW_GROUP:
+                self._write_group()
 
-    def _write_group(self, rows: int) -> None:
+    def _write_group(self) -> None:
+        """Write the pending rows as one row group. Each column is made contiguous in turn and its pieces
+        dropped, so the buffer is not held twice."""
         assert self.writer is not None
-        table = pa.concat_tables(self.pending).combine_chunks()
-        self.writer.write_table(table.slice(0, rows))
-        rest = table.slice(rows)
-        self.pending, self.rows, self.groups = [rest] if len(rest) else [], len(rest), self.groups + 1
+        columns = []
+        for index, pieces in enumerate(self.pending):
+            columns.append(pa.concat_arrays(pieces))
+            self.pending[index] = []
+        self.writer.write_table(pa.Table.from_arrays(columns, schema=self.writer.schema))
+        self.rows, self.groups = 0, self.groups + 1
 
     def close(self) -> None:
         if self.writer is None:  # no rows at all: the file of an empty frame
             self.append(pd.DataFrame({name: [] for name in SAMPLE_COLUMNS}, dtype=object), [])
         if self.rows or not self.groups:
-            self._write_group(self.rows)
+            self._write_group()
         self.writer.close()  # type: ignore[union-attr]
 
 
