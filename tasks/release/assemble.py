@@ -33,8 +33,7 @@ from core.findings import Finding
 from core.fingerprint import sha256_file
 from tasks.release.category_csv import write_category_csvs, write_records_jsonl
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import (FORMATS, SampleFiles, all_samples_name, samples_frame, test_samples_name, write_json,
-                                 write_samples)
+from tasks.release.write import FORMATS, SampleFiles, all_samples_name, samples_frame, test_samples_name, write_json
 from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.release.table1 import build_table1, render_csv, render_markdown
 from tasks.templates.load import LoadedTemplates, TemplateRow

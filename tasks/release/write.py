@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import json
-from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
@@ -176,10 +175,6 @@ def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str, formats: tup
 
 def write_json(data: object, path: Path) -> None:
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-
-def sample_counts(frame: pd.DataFrame, by: str) -> dict[str, int]:
-    return dict(sorted(Counter(frame[by].tolist()).items()))
 
 
 # --- atomic publication ---------------------------------------------------------------------
