@@ -97,12 +97,12 @@ def test_staged_choices_read_back_as_the_tsv_literals(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tasks.release.checks import read_staged
+    from tasks.release.checks import staged_frame
 
     choices = [["ab", "c", UNKNOWN], ["a", "bc", UNKNOWN], ["ab", "c", UNKNOWN], ["it's", "b", UNKNOWN], None]
     pq.write_table(pa.table({"sample_id": ["s1", "s2", "s3", "s4", "s5"], "choices": choices}),
                    tmp_path / "set.parquet")
-    frame = read_staged(tmp_path, "set.parquet")
+    frame = staged_frame(pq.read_table(tmp_path / "set.parquet"))
     assert list(frame.columns) == ["sample_id", "choices"]
     assert frame["choices"].tolist()[:4] == ["['ab', 'c', '알 수 없음']", "['a', 'bc', '알 수 없음']",
                                              "['ab', 'c', '알 수 없음']", "[\"it's\", 'b', '알 수 없음']"]

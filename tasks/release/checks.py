@@ -8,7 +8,9 @@ result carries run IDs and times); its Data Docs go to ``data_docs/`` beside it.
 
 Great Expectations takes seconds to import and ~130 MB, so the build runs the suite in a child
 process (``python -m tasks.release.checks FOLDER ...``) on the Parquet files it has just staged:
-the check sees exactly what will be published, and the build's peak memory stays low.
+the check sees exactly what will be published, and the build's peak memory stays low. The child
+reads those files a batch of rows at a time (``validate_release``), so its memory does not grow
+with the release either.
 """
 
 from __future__ import annotations
@@ -469,11 +471,6 @@ def summary_markdown(report: ValidationReport) -> str:
         lines.append(f"| {o.sample_set} | {o.rule} | `{o.expectation}` {o.column} | {result} |")
     return "\n".join(lines) + "\n"
 
-
-
-def read_staged(folder: Path, name: str) -> pd.DataFrame:
-    """A staged sample set, with ``choices`` back in the list-literal form of the TSV files."""
-    return staged_frame(pq.read_table(folder / name))
 
 
 def staged_frame(table: pa.Table) -> pd.DataFrame:
