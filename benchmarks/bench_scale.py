@@ -14,10 +14,11 @@ Printed per k (medians over --runs):
 
 - samples;
 - wall time split by the build's own progress lines (stderr, seconds since the command started):
-  start-up (imports and Prefect's API, until "build flow started"), expansion ("loaded" to
-  "expanded", template loading included), writing the sample files (the staged Parquet, then
-  TSV and JSONL: "expanded" to "sample files written"), the wait for validation after the
-  writes, and the rest (reports, manifest, audit, publication, shutdown);
+  start-up (imports and Prefect's API, until "build flow started"), loading (the templates read,
+  validated and counted: until "expansion: N samples"), expanding and writing the sample files
+  (chunk by chunk of template rows: the staged Parquet, then TSV and JSONL, until "sample files
+  written"), the wait for validation after the writes, and the rest (reports, manifest, audit,
+  publication, shutdown);
 - validation: the release checks' own time ("release checks: ... in X s"), which runs in a child
   process from the moment the Parquet files are staged, alongside the TSV/JSONL writes;
 - peak RSS of the largest process: every 50 ms the benchmark reads VmHWM (the kernel's peak
@@ -115,7 +116,7 @@ class Run:
     corrections: int
     wall: float
     startup: float
-    expansion: float
+    loading: float
     writing: float
     validation_wait: float
     rest: float
@@ -150,13 +151,13 @@ def build_once(templates: Path, corrections: Path, out: Path) -> Run:
     def at(prefix: str) -> float:
         return next(seconds for seconds, message in steps if message.startswith(prefix))
 
-    samples = int(re.search(r"expanded into ([0-9,]+) samples", log).group(1).replace(",", ""))
+    samples = int(re.search(r"expansion: ([0-9,]+) samples", log).group(1).replace(",", ""))
     corrections_applied = int(re.search(r"\((\d+) correction\(s\) applied", log).group(1))
     validation = float(re.search(r"release checks: .* in ([0-9.]+) s", log).group(1))
     written, checked = at("sample files written"), at("release checks:")
     return Run(samples, corrections_applied, wall, startup=at("build flow started"),
-               expansion=at("expanded into") - at("build flow started"),
-               writing=written - at("expanded into"), validation_wait=max(0.0, checked - written),
+               loading=at("expansion:") - at("build flow started"),
+               writing=written - at("expansion:"), validation_wait=max(0.0, checked - written),
                rest=wall - max(written, checked), validation=validation,
                peak_mb={role: kib / 1024 for role, kib in peaks.items()})
 
@@ -166,7 +167,7 @@ def median_run(runs: list[Run]) -> Run:
         return statistics.median(getattr(r, name) for r in runs)
 
     return Run(runs[0].samples, runs[0].corrections, *(med(n) for n in (
-        "wall", "startup", "expansion", "writing", "validation_wait", "rest", "validation")),
+        "wall", "startup", "loading", "writing", "validation_wait", "rest", "validation")),
         peak_mb={role: statistics.median(r.peak_mb[role] for r in runs) for role in runs[0].peak_mb})
 
 
@@ -196,15 +197,15 @@ def print_run(k: int, run: Run, base: Run, runs: int) -> None:
     largest = max(run.peak_mb.values())
     who = max(run.peak_mb, key=run.peak_mb.get)
     print(f"k={k}: {run.samples:,} samples ({run.corrections} corrections applied), median of {runs} build(s): "
-          f"{run.wall:.1f} s wall = {run.startup:.1f} start-up + {run.expansion:.1f} loading and expansion + "
-          f"{run.writing:.1f} writing sample files + {run.validation_wait:.1f} waiting for validation + "
+          f"{run.wall:.1f} s wall = {run.startup:.1f} start-up + {run.loading:.1f} loading + "
+          f"{run.writing:.1f} expanding and writing sample files + {run.validation_wait:.1f} waiting for validation + "
           f"{run.rest:.1f} reports, publication, shutdown; validation {run.validation:.1f} s "
           f"(child process, from the staged Parquet on, alongside the writes)", flush=True)
     print(f"  peak RSS: largest process {largest:.0f} MB ({who}); build {run.peak_mb['build']:.0f} MB, "
           f"validation child {run.peak_mb['validation']:.0f} MB, Prefect server {run.peak_mb['server']:.0f} MB")
     if k != 1:
         print(f"  growth vs k=1: samples x{run.samples / base.samples:.1f}, wall x{run.wall / base.wall:.2f}, "
-              f"expansion x{run.expansion / base.expansion:.2f}, writing x{run.writing / base.writing:.2f}, "
+              f"loading x{run.loading / base.loading:.2f}, writing x{run.writing / base.writing:.2f}, "
               f"validation x{run.validation / base.validation:.2f}, largest peak RSS "
               f"x{largest / max(base.peak_mb.values()):.2f}, build peak x{run.peak_mb['build'] / base.peak_mb['build']:.2f}"
               f", validation peak x{run.peak_mb['validation'] / base.peak_mb['validation']:.2f}", flush=True)

@@ -50,10 +50,12 @@ def load_templates(inputs: BuildInputs) -> tuple[LoadedTemplates, list[Finding]]
 
 @task(name="expand-templates", cache_policy=NO_CACHE)
 def expand(templates: list[TemplateRow], profile: Profile, seed: int, vocabulary: object = None) -> ExpandedRelease:
-    """Not cached: expanding the full release takes ~0.1 s, less than reading a cached result back."""
+    """Not cached: template releases are only counted here (their samples are expanded chunk by chunk as
+    they are written, ~0.1 s for the full release); generated ones are generated here, in seconds."""
     interrupt.checkpoint("expansion")
     release = expand_release(templates, profile, seed, vocabulary)
-    console.step(f"expanded into {len(release.expansion):,} samples ({len(release.test_indices):,} in the test split)")
+    how = "generated" if release.generated is not None else "expanded chunk by chunk as they are written"
+    console.step(f"expansion: {release.samples:,} samples ({len(release.test_indices):,} in the test split), {how}")
     return release
 
 
@@ -63,7 +65,7 @@ def write_and_publish(target: Path, inputs: BuildInputs, loaded: LoadedTemplates
                       texts: dict[str, str]) -> dict[str, object]:
     with staged_release(target) as staging:
         manifest = write_release_folder(staging, inputs, loaded, findings, release, decisions=earlier,
-                                        reports=texts, parallel=parallel)
+                                        reports=texts, parallel=parallel, progress=console.step)
         publish(staging, target)
     console.step(f"validated and published {target}")
     attach_reports(target)

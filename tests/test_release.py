@@ -91,7 +91,7 @@ def test_a_failed_write_leaves_the_previous_release_untouched(tmp_path, ko_profi
     def crash(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(release_module, "write_parquet", crash)
+    monkeypatch.setattr(release_module.ParquetRowGroups, "append", crash)
     with pytest.raises(OSError, match="disk full"):
         build_into(target, EXAMPLE_TEMPLATES, ko_profile, seed=7)
     assert {p.name: p.read_bytes() for p in target.iterdir()} == before

@@ -11,7 +11,7 @@ from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
 from tasks.release.assemble import expand_release, samples_by_category
 from tasks.templates.validate import load_checked
 from tasks.release.write import samples_frame
-from tasks.release.checks import ReleaseValidationError, validate_release
+from tasks.release.checks import ReleaseValidationError, SampleSet, validate_release
 from test_release import build_into
 
 UNKNOWN = "알 수 없음"
@@ -26,13 +26,17 @@ def example(ko_profile):
     return samples_frame(release.expansion), samples_frame(release.expansion, release.test_indices), expected
 
 
+def validate(all_frame, test_frame, expected):
+    return validate_release(SampleSet.of_frame(all_frame), SampleSet.of_frame(test_frame), UNKNOWN, expected)
+
+
 def failed_rules(report):
     return {o.rule: o for o in report.failures()}
 
 
 def test_a_correct_release_passes_every_check(example):
     all_frame, test_frame, expected = example
-    report = validate_release(all_frame, test_frame, UNKNOWN, expected)
+    report = validate(all_frame, test_frame, expected)
     assert report.success and len(report.outcomes) >= 20
 
 
@@ -45,7 +49,7 @@ def test_each_broken_rule_is_named_with_its_rows(example):
     broken.loc[dis, "biased_answer"] = UNKNOWN
     broken.loc[3, "choices"] = "['가', '가', '알 수 없음']"
     broken = broken.drop(index=[10])  # a fill loses one sample; its category count no longer matches
-    report = validate_release(broken, test_frame, UNKNOWN, expected)
+    report = validate(broken, test_frame, expected)
     failed = failed_rules(report)
     assert not report.success
     assert failed["ambiguous samples, and only they, are answered with the unknown expression"].examples == [
@@ -59,7 +63,7 @@ def test_each_broken_rule_is_named_with_its_rows(example):
 
 def test_test_split_must_be_a_subset_with_four_samples_per_row(example):
     all_frame, test_frame, expected = example
-    report = validate_release(all_frame, test_frame.drop(index=[0]), UNKNOWN, expected)
+    report = validate(all_frame, test_frame.drop(index=[0]), expected)
     assert "the test split has four samples per template row" in failed_rules(report)
 
 
@@ -93,12 +97,12 @@ def test_staged_choices_read_back_as_the_tsv_literals(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tasks.release.checks import read_staged
+    from tasks.release.checks import staged_frame
 
     choices = [["ab", "c", UNKNOWN], ["a", "bc", UNKNOWN], ["ab", "c", UNKNOWN], ["it's", "b", UNKNOWN], None]
     pq.write_table(pa.table({"sample_id": ["s1", "s2", "s3", "s4", "s5"], "choices": choices}),
                    tmp_path / "set.parquet")
-    frame = read_staged(tmp_path, "set.parquet")
+    frame = staged_frame(pq.read_table(tmp_path / "set.parquet"))
     assert list(frame.columns) == ["sample_id", "choices"]
     assert frame["choices"].tolist()[:4] == ["['ab', 'c', '알 수 없음']", "['a', 'bc', '알 수 없음']",
                                              "['ab', 'c', '알 수 없음']", "[\"it's\", 'b', '알 수 없음']"]
@@ -110,7 +114,7 @@ def test_a_missing_or_short_choice_list_is_reported_not_a_crash(example):
     broken = all_frame.copy()
     broken.loc[0, "choices"] = None
     broken.loc[1, "choices"] = "['가', '나']"
-    failed = failed_rules(validate_release(broken, test_frame, UNKNOWN, expected))
+    failed = failed_rules(validate(broken, test_frame, expected))
     assert failed["choices has no nulls"].examples == [all_frame.loc[0, "sample_id"]]
     assert failed["every sample has three distinct choices"].examples == [all_frame.loc[i, "sample_id"] for i in (0, 1)]
 

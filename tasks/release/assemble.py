@@ -9,29 +9,32 @@ Prefect task; tests and benchmarks call them directly.
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
 
 import core
-from core import console, interrupt
+from core import interrupt
 from core.profile import Profile
 from tasks.audit.report import write_audit_report
 from core.decisions import Decision, template_subject, write_decisions_csv, write_decisions_parquet
 from tasks.release.engine import Expansion
-from tasks.release.expand import evaluation_fills, evaluation_indices, expand_templates
+from tasks.release.expand import (CHUNK_SAMPLES, evaluation_fills, evaluation_indices, expand_templates, fill_count,
+                                  row_chunks)
 from tasks.release.generate import expand_workbook
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import all_samples_name, sample_counts, samples_frame, test_samples_name, write_json, write_samples
+from tasks.release.write import FORMATS, SampleFiles, all_samples_name, samples_frame, test_samples_name, write_json
 from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.release.table1 import build_table1, render_csv, render_markdown
 from tasks.templates.load import LoadedTemplates, TemplateRow
@@ -41,10 +44,44 @@ from tasks.templates.validate import load_checked
 
 @dataclass
 class ExpandedRelease:
+    """The release's sample sets, described row by row.
+
+    Template releases are expanded when they are written, chunk by chunk of template rows (``chunks``),
+    so no process holds every sample; ``expansion`` expands them all at once for callers that want the
+    samples in memory (tests, benchmarks, the audit diff). Generated (workbook) releases are small and
+    generated whole when planned (``generated``).
+    """
+
     templates: list[TemplateRow]
-    expansion: Expansion
+    profile: Profile
+    row_fills: list[int]
+    row_samples: list[int]
     test_fills: list[int]
-    test_indices: list[int]
+    generated: Expansion | None = None
+    chunk_samples: int = CHUNK_SAMPLES  # the most samples a chunk holds (unless one template row has more)
+
+    @property
+    def samples(self) -> int:
+        return sum(self.row_samples)
+
+    @property
+    def test_indices(self) -> list[int]:
+        if self.generated is not None:
+            return []
+        return evaluation_indices(list(itertools.accumulate(self.row_samples, initial=0)), self.test_fills)
+
+    @cached_property
+    def expansion(self) -> Expansion:
+        return self.generated if self.generated is not None else expand_templates(self.templates, self.profile)
+
+    def chunks(self) -> Iterator[tuple[Expansion, list[int]]]:
+        """The samples chunk by chunk of template rows, each with its test-split positions (in the chunk)."""
+        if self.generated is not None:
+            yield self.generated, []
+            return
+        for rows in row_chunks(self.templates, self.chunk_samples):
+            chunk = expand_templates(self.templates[rows.start:rows.stop], self.profile)
+            yield chunk, evaluation_indices(chunk.row_starts, self.test_fills[rows.start:rows.stop])
 
 
 def expand_release(templates: list[TemplateRow], profile: Profile, seed: int,
@@ -53,10 +90,12 @@ def expand_release(templates: list[TemplateRow], profile: Profile, seed: int,
     if profile.templates.workbook is not None:
         if vocabulary is None:
             raise ValueError("workbook templates need their vocabulary (LoadedTemplates.vocabulary)")
-        return ExpandedRelease(templates, expand_workbook(templates, profile, vocabulary), [0] * len(templates), [])
-    expansion = expand_templates(templates, profile)
-    test_fills = evaluation_fills(templates, expansion.row_fills, profile, seed)
-    return ExpandedRelease(templates, expansion, test_fills, evaluation_indices(expansion, test_fills))
+        generated = expand_workbook(templates, profile, vocabulary)
+        return ExpandedRelease(templates, profile, generated.row_fills, generated.row_samples, [0] * len(templates),
+                               generated)
+    fills = [fill_count(template) for template in templates]
+    return ExpandedRelease(templates, profile, fills, [4 * count for count in fills],
+                           evaluation_fills(templates, fills, profile, seed))
 
 
 def _template_numbers(template: TemplateRow) -> dict[str, object]:
@@ -66,16 +105,16 @@ def _template_numbers(template: TemplateRow) -> dict[str, object]:
 
 def expansion_decisions(release: ExpandedRelease) -> list[Decision]:
     """One decision per template row: it is in the release, with its fills and its test fill."""
-    expansion = release.expansion
-    if expansion.row_generated is not None:
+    generated = release.generated
+    if generated is not None and generated.row_generated is not None:
         return [Decision(
             stage="release", subject_type="template_row", subject=template.key, rule="expanded", outcome="keep",
-            reason=f"in the release: {generated} instance(s) generated, {kept} kept after de-duplication",
-            numbers={"generated": generated, "samples": kept, **_template_numbers(template)},
+            reason=f"in the release: {made} instance(s) generated, {kept} kept after de-duplication",
+            numbers={"generated": made, "samples": kept, **_template_numbers(template)},
             source=f"{Path(template.source).name} row {template.row}")
-            for template, generated, kept in zip(release.templates, expansion.row_generated, expansion.row_samples)]
+            for template, made, kept in zip(release.templates, generated.row_generated, generated.row_samples)]
     decisions = []
-    for template, fills, test_fill in zip(release.templates, release.expansion.row_fills, release.test_fills):
+    for template, fills, test_fill in zip(release.templates, release.row_fills, release.test_fills):
         decisions.append(Decision(
             stage="release", subject_type="template_row", subject=template.key, rule="expanded", outcome="keep",
             reason=f"in the release: {fills} fill(s) x 4 = {4 * fills} samples; evaluation split uses fill {test_fill}",
@@ -146,12 +185,19 @@ def start_release_checks(folder: Path, profile: Profile, release: ExpandedReleas
                            profile.release.unknown_expression, expected)
 
 
-def finish_release_checks(child: ValidationChild, started: float) -> ValidationReport:
+Progress = Callable[[str], None]
+
+
+def _silent(_: str) -> None:
+    """The default progress callback: pure code reports through its caller, which may print."""
+
+
+def finish_release_checks(child: ValidationChild, started: float, progress: Progress) -> ValidationReport:
     """Wait for the suite; a failure raises, so the staged release is never published."""
     report = child.result()
-    console.step(f"release checks: {len(report.outcomes) - len(report.failures())} of {len(report.outcomes)} "
-                 f"expectations passed in {time.perf_counter() - started:.1f} s (Great Expectations, child process, "
-                 "alongside the other writes)")
+    progress(f"release checks: {len(report.outcomes) - len(report.failures())} of {len(report.outcomes)} "
+             f"expectations passed in {time.perf_counter() - started:.1f} s (Great Expectations, child process, "
+             "alongside the other writes)")
     if not report.success:
         raise ReleaseValidationError(report)
     return report
@@ -167,33 +213,42 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
     twin, _ = load_checked(templates_path, None, profile)
     keys = {t.template_key for t in kept}
     expanded = expand_release([t for t in twin.templates if t.template_key in keys], profile, seed)
-    write_samples(samples_frame(expanded.expansion), folder, all_samples_name(name))
-    write_samples(samples_frame(expanded.expansion, expanded.test_indices), folder, test_samples_name(name))
-    return {"samples": len(expanded.expansion), "test_samples": len(expanded.test_indices),
+    write_sample_sets(folder, name, expanded, FORMATS)
+    return {"samples": expanded.samples, "test_samples": len(expanded.test_indices),
             "template_ids": len({t.template_key for t in expanded.templates})}
 
 
-def _write_kobbq_samples(folder: Path, profile: Profile, release: ExpandedRelease, validate: bool):
-    """All samples and the test split as Parquet, TSV and JSONL; validated while the TSV/JSONL are written."""
-    name = profile.release.name
-    all_frame = samples_frame(release.expansion)
-    test_frame = samples_frame(release.expansion, release.test_indices)
+def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats: tuple[str, ...]) -> None:
+    """All samples and the test split (four samples a template row) in ``formats``, both expanded and written
+    chunk by chunk of template rows."""
+    with SampleFiles(folder, all_samples_name(name), formats) as all_files, \
+            SampleFiles(folder, test_samples_name(name), formats) as test_files:
+        for chunk, test_rows in release.chunks():
+            frame = samples_frame(chunk)
+            all_files.append(frame)
+            test_files.append(frame.iloc[test_rows])
+
+
+def _write_kobbq_samples(folder: Path, profile: Profile, release: ExpandedRelease, validate: bool,
+                         progress: Progress) -> None:
+    """All samples and the test split as Parquet, TSV and JSONL; validated while the TSV/JSONL are written.
+
+    The samples are expanded twice, once for the Parquet files the validation reads and once for the
+    others: expanding is ~40x cheaper than writing, and it keeps the validation alongside the writes."""
     # Parquet first: the validation child reads it while the other files are written.
-    write_samples(all_frame, folder, all_samples_name(name), ("parquet",))
-    write_samples(test_frame, folder, test_samples_name(name), ("parquet",))
+    write_sample_sets(folder, profile.release.name, release, ("parquet",))
     started = time.perf_counter()
     child = start_release_checks(folder, profile, release) if validate else None
 
     def rest() -> None:
-        write_samples(all_frame, folder, all_samples_name(name), ("tsv", "jsonl"))
-        write_samples(test_frame, folder, test_samples_name(name), ("tsv", "jsonl"))
-        console.step("sample files written (Parquet, TSV, JSONL)")
+        write_sample_sets(folder, profile.release.name, release, ("tsv", "jsonl"))
+        progress("sample files written (Parquet, TSV, JSONL)")
 
-    write_while_checking(child, started, rest)
-    return all_frame, test_frame
+    write_while_checking(child, started, rest, progress)
 
 
-def write_while_checking(child: ValidationChild | None, started: float, write: Callable[[], None]) -> None:
+def write_while_checking(child: ValidationChild | None, started: float, write: Callable[[], None],
+                         progress: Progress) -> None:
     """Run ``write`` while the release checks run; failed checks raise; the checks never outlive this call
     (a failed write, an error or a signal ends them)."""
     try:
@@ -201,14 +256,16 @@ def write_while_checking(child: ValidationChild | None, started: float, write: C
         write()
         if child:
             interrupt.checkpoint("validation")
-            finish_release_checks(child, started)
+            finish_release_checks(child, started, progress)
     finally:
         if child:
             child.stop()
 
 
-def _write_generated_samples(folder: Path, profile: Profile, release: ExpandedRelease, validate: bool):
-    """Per-category CSVs in the culture's own layout, plus all samples as Parquet and JSONL."""
+def _write_generated_samples(folder: Path, profile: Profile, release: ExpandedRelease, validate: bool,
+                             progress: Progress) -> None:
+    """Per-category CSVs in the culture's own layout, plus all samples as Parquet and JSONL (held whole: a
+    generated release is small)."""
     fmt = profile.templates.workbook
     assert fmt is not None
     name = profile.release.name
@@ -226,25 +283,25 @@ def _write_generated_samples(folder: Path, profile: Profile, release: ExpandedRe
         write_category_csvs(records, folder / category_folder(profile.language), fmt.output_of(fmt.category_column),
                             profile.category_names,
                             fmt.output_columns, fmt.list_columns)
-        console.step("sample files written (Parquet, JSONL, per-category CSV)")
+        progress("sample files written (Parquet, JSONL, per-category CSV)")
 
-    write_while_checking(child, started, rest)
-    return frame, frame.iloc[0:0]
+    write_while_checking(child, started, rest, progress)
 
 
 def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                          release: ExpandedRelease, decisions: list[Decision],
                          reports: dict[str, str] | None = None, validate: bool = True,
-                         parallel: dict[str, Path] | None = None) -> dict[str, object]:
+                         parallel: dict[str, Path] | None = None, progress: Progress = _silent) -> dict[str, object]:
     """Write every release file into ``folder`` and return the manifest (also written there).
 
     ``validate=False`` skips the Great Expectations suite (and its ~3 s import); only tests of
-    other parts use it.
+    other parts use it. ``progress`` receives a line when the sample files are written and when
+    the checks are done.
     """
     profile = inputs.profile
     name = profile.release.name
     write = _write_generated_samples if profile.release.layout == "per-category-csv" else _write_kobbq_samples
-    all_frame, test_frame = write(folder, profile, release, validate)
+    write(folder, profile, release, validate, progress)
     table = build_table1(release.templates, samples_by_category(release), profile)
     (folder / "table1.md").write_text(render_markdown(table, name), encoding="utf-8")
     (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
@@ -258,7 +315,7 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
         (folder / report_name).write_text(portable.text(text), encoding="utf-8")
     twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, inputs.seed)
              for twin, path in sorted((parallel or {}).items())}
-    manifest = build_manifest(folder, inputs, release, all_frame, test_frame, table)
+    manifest = build_manifest(folder, inputs, release, table)
     if twins:
         manifest["parallel_releases"] = twins
     write_json(manifest, folder / "manifest.json")
@@ -271,23 +328,33 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
 
 def samples_by_category(release: ExpandedRelease) -> dict[str, int]:
     counts: Counter[str] = Counter()
-    for template, samples in zip(release.templates, release.expansion.row_samples):
+    for template, samples in zip(release.templates, release.row_samples):
         counts[template.category] += samples
     return dict(counts)
 
 
-def build_manifest(folder: Path, inputs: BuildInputs, release: ExpandedRelease, all_frame, test_frame,
-                   table) -> dict[str, object]:
+def samples_by_label(release: ExpandedRelease) -> dict[str, int]:
+    """Samples per template label: each template row's samples carry its label (a generated release's
+    are counted in its label column)."""
+    if release.generated is not None:
+        return dict(sorted(Counter(release.generated.columns[label_output(release.profile)].tolist()).items()))
+    counts: Counter[str] = Counter()
+    for template, samples in zip(release.templates, release.row_samples):
+        counts[template.label] += samples
+    return dict(sorted(counts.items()))
+
+
+def build_manifest(folder: Path, inputs: BuildInputs, release: ExpandedRelease, table) -> dict[str, object]:
     profile = inputs.profile
     by_category = {}
     test_by_category = Counter()
-    for template, samples in zip(release.templates, release.expansion.row_samples):
+    for template, samples in zip(release.templates, release.row_samples):
         entry = by_category.setdefault(template.category, {"samples": 0, "test_samples": 0, "template_rows": 0,
                                                            "template_ids": set(), "labels": Counter()})
         entry["samples"] += samples
         entry["template_rows"] += 1
         entry["template_ids"].add(template.template_id)
-        test_by_category[template.category] += 4 if release.test_indices else 0
+        test_by_category[template.category] += 0 if release.generated is not None else 4
     for template in {(t.category, t.template_id): t for t in release.templates}.values():
         by_category[template.category]["labels"][template.label] += 1
     categories = {
@@ -301,11 +368,11 @@ def build_manifest(folder: Path, inputs: BuildInputs, release: ExpandedRelease, 
         "project_version": core.__version__,
         "seed": inputs.seed,
         "build_fingerprint": inputs.fingerprint(),
-        "samples": len(all_frame),
-        "test_samples": len(test_frame),
+        "samples": release.samples,
+        "test_samples": len(release.test_indices),
         "template_rows": len(release.templates),
         "template_ids": len({(t.category, t.template_id) for t in release.templates}),
-        "samples_by_label": sample_counts(all_frame, label_output(profile)),
+        "samples_by_label": samples_by_label(release),
         "categories": categories,
         "paper_total_samples": profile.release.paper_total_samples,
         "table1_differences": [{"category": d.category, "column": d.column, "ours": d.ours, "paper": d.paper,

@@ -15,6 +15,7 @@ import itertools
 import math
 import random
 import re
+from collections.abc import Iterator
 
 from core.profile import Profile
 from tasks.release.engine import (Columns, CompiledText, Engine, Expansion, FillGrid, Ref, Variant, escape,
@@ -56,6 +57,7 @@ def inline_engine(profile: Profile) -> Engine:
 
 
 def expand_templates(templates: list[TemplateRow], profile: Profile) -> Expansion:
+    """Every sample of ``templates`` in memory; a release is written from ``row_chunks`` of them instead."""
     return expand(templates, inline_engine(profile))
 
 
@@ -135,6 +137,25 @@ def paired_questions(template: TemplateRow, variant: Variant, grid: FillGrid, pr
     }
 
 
+# Samples expanded at a time when a release is written: memory is bounded by a chunk, not by the release.
+CHUNK_SAMPLES = 16_384
+
+
+def row_chunks(templates: list[TemplateRow], limit: int = CHUNK_SAMPLES) -> Iterator[range]:
+    """Consecutive template rows (as index ranges) whose samples stay within ``limit``; a row larger than
+    ``limit`` is a chunk of its own. Expanding each chunk with ``expand_templates`` and concatenating gives
+    the whole expansion, since a row's samples depend on that row alone."""
+    start, samples = 0, 0
+    for index, template in enumerate(templates):
+        count = 4 * fill_count(template)
+        if samples and samples + count > limit:
+            yield range(start, index)
+            start, samples = index, 0
+        samples += count
+    if start < len(templates) or not templates:  # an empty release is one empty chunk
+        yield range(start, len(templates))
+
+
 def evaluation_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, seed: int) -> list[int]:
     """One fill number per template row, drawn per version pair so that a and b share it.
 
@@ -156,9 +177,10 @@ def evaluation_fills(templates: list[TemplateRow], fills: list[int], profile: Pr
     return result
 
 
-def evaluation_indices(expansion: Expansion, chosen_fills: list[int]) -> list[int]:
+def evaluation_indices(row_starts: list[int], chosen_fills: list[int]) -> list[int]:
+    """The test split's positions: the four samples of each row's chosen fill."""
     indices = []
-    for start, fill in zip(expansion.row_starts, chosen_fills):
+    for start, fill in zip(row_starts, chosen_fills):
         first = start + 4 * (fill - 1)
         indices.extend(range(first, first + 4))
     return indices

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ast
 import json
-from collections import Counter
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import pandas as pd
@@ -38,8 +38,8 @@ def samples_frame(expansion: Expansion, indices: list[int] | None = None) -> pd.
     return pd.DataFrame({name: columns[name] for name in SAMPLE_COLUMNS}, dtype=object, copy=False)
 
 
-def write_tsv(frame: pd.DataFrame, path: Path) -> None:
-    frame.to_csv(path, sep="\t", index=False, lineterminator="\n", encoding="utf-8")
+def write_tsv(frame: pd.DataFrame, target: Path | TextIO, header: bool = True) -> None:
+    frame.to_csv(target, sep="\t", index=False, header=header, lineterminator="\n", encoding="utf-8")
 
 
 def _choice_lists(frame: pd.DataFrame) -> list[list[str]]:
@@ -58,65 +58,124 @@ def _json_column(values: list[object]) -> list[str]:
 JSONL_CHUNK = 10_000  # rows encoded at a time, so memory does not grow with the release
 
 
-def write_jsonl(frame: pd.DataFrame, path: Path, choices: list[list[str]]) -> None:
+def write_jsonl(frame: pd.DataFrame, handle: TextIO, choices: list[list[str]]) -> None:
     keys = [json.dumps(name) + ": " for name in SAMPLE_COLUMNS]
-    with path.open("w", encoding="utf-8", newline="\n") as handle:
-        for start in range(0, len(frame), JSONL_CHUNK):
-            stop = start + JSONL_CHUNK
-            columns = [_json_column(choices[start:stop] if name == "choices" else frame[name].iloc[start:stop].tolist())
-                       for name in SAMPLE_COLUMNS]
-            handle.writelines("{" + ", ".join(k + v for k, v in zip(keys, values)) + "}\n"
-                              for values in zip(*columns))
+    for start in range(0, len(frame), JSONL_CHUNK):
+        stop = start + JSONL_CHUNK
+        columns = [_json_column(choices[start:stop] if name == "choices" else frame[name].iloc[start:stop].tolist())
+                   for name in SAMPLE_COLUMNS]
+        handle.writelines("{" + ", ".join(k + v for k, v in zip(keys, values)) + "}\n" for values in zip(*columns))
 
 
-# Rows converted to Arrow at a time, and the most a row group holds. At least the real release (76,568
-# samples) so that its file is one row group, byte for byte what a single ``to_parquet`` call writes; a
-# larger release gets more row groups instead of a whole second copy of itself in Arrow.
+# The most rows a Parquet row group holds. At least the real release (76,568 samples) so that its file is
+# one row group, byte for byte what a single ``to_parquet`` call writes; a larger release gets more row
+# groups instead of a whole second copy of itself in Arrow.
 PARQUET_ROW_GROUP = 131_072
 
 
-def write_parquet(frame: pd.DataFrame, path: Path, choices: list[list[str]]) -> None:
-    # The schema (with pandas' metadata) of what ``to_parquet`` would write, taken from the first row.
-    schema = pa.Table.from_pandas(frame.iloc[:1].assign(choices=choices[:1]), preserve_index=False).schema
-    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
-        for start in range(0, max(len(frame), 1), PARQUET_ROW_GROUP):
-            stop = start + PARQUET_ROW_GROUP
-            writer.write_table(pa.Table.from_arrays(
-                [pa.array(choices[start:stop], type=field.type) if field.name == "choices"
-                 else _arrow_column(frame[field.name].iloc[start:stop].tolist(), field.type) for field in schema],
-                schema=schema))
+class ParquetRowGroups:
+    """A Parquet file written chunk by chunk: rows are buffered (as Arrow, column by column) until a row group
+    is full, so the file is the same whether its rows come in one piece or many. (Writing a chunked table
+    cuts the pages elsewhere: other bytes.)"""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.writer: pq.ParquetWriter | None = None
+        self.pending: list[list[pa.Array]] = []  # per column, the arrays of the rows not yet written
+        self.rows = 0
+        self.groups = 0
+
+    def append(self, frame: pd.DataFrame, choices: list[list[str]]) -> None:
+        if self.writer is None:
+            # The schema (with pandas' metadata) of what ``to_parquet`` would write, taken from the first row.
+            schema = pa.Table.from_pandas(frame.iloc[:1].assign(choices=choices[:1]), preserve_index=False).schema
+            self.writer = pq.ParquetWriter(self.path, schema, compression="zstd")
+            self.pending = [[] for _ in schema]
+        arrays = [pa.array(choices, type=field.type) if field.name == "choices"
+                  else _arrow_column(frame[field.name].tolist(), field.type) for field in self.writer.schema]
+        start = 0
+        while start < len(frame):  # a chunk that fills a row group is split there
+            take = min(len(frame) - start, PARQUET_ROW_GROUP - self.rows)
+            for pieces, array in zip(self.pending, arrays):
+                pieces.append(array.slice(start, take))
+            self.rows, start = self.rows + take, start + take
+            if self.rows == PARQUET_ROW_GROUP:
+                self._write_group()
+
+    def _write_group(self) -> None:
+        """Write the pending rows as one row group. Each column is made contiguous in turn and its pieces
+        dropped, so the buffer is not held twice."""
+        assert self.writer is not None
+        columns = []
+        for index, pieces in enumerate(self.pending):
+            columns.append(pa.concat_arrays(pieces))
+            self.pending[index] = []
+        self.writer.write_table(pa.Table.from_arrays(columns, schema=self.writer.schema))
+        self.rows, self.groups = 0, self.groups + 1
+
+    def close(self) -> None:
+        if self.writer is None:  # no rows at all: the file of an empty frame
+            self.append(pd.DataFrame({name: [] for name in SAMPLE_COLUMNS}, dtype=object), [])
+        if self.rows or not self.groups:
+            self._write_group()
+        self.writer.close()  # type: ignore[union-attr]
 
 
 def _arrow_column(values: list[object], kind: pa.DataType) -> pa.Array:
     """Text is encoded here rather than by pyarrow: its conversion keeps a UTF-8 copy inside every (non-ASCII)
-    Python string it reads (CPython caches it there), which would live as long as the expansion: +340 MB
-    for 765,680 samples."""
+    Python string it reads (CPython caches it there), which would live as long as the strings."""
     if not pa.types.is_string(kind):
         return pa.array(values, type=kind)
     return pa.array([v.encode() if isinstance(v, str) else v for v in values], type=pa.binary()).cast(kind)
 
 
-def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str, formats: tuple[str, ...] = ("tsv", "jsonl",
-                                                                                                  "parquet")
-                  ) -> list[str]:
-    """One sample set in the given formats; returns the file names written."""
-    writers = {"tsv": lambda path, choices: write_tsv(frame, path), "jsonl": lambda path, choices: write_jsonl(
-        frame, path, choices), "parquet": lambda path, choices: write_parquet(frame, path, choices)}
-    choices = _choice_lists(frame)
-    names = []
-    for kind in formats:
-        name = tsv_name.removesuffix(".tsv") + "." + kind
-        writers[kind](folder / name, choices)
-        names.append(name)
-    return names
+FORMATS = ("tsv", "jsonl", "parquet")
+
+
+class SampleFiles:
+    """One sample set written chunk by chunk in the given formats (``<name>.tsv``, ``.jsonl``, ``.parquet``).
+
+    A TSV or JSONL row does not depend on its neighbours and Parquet rows are buffered into full row
+    groups, so the files are byte for byte those of the whole set written at once.
+    """
+
+    def __init__(self, folder: Path, tsv_name: str, formats: tuple[str, ...] = FORMATS) -> None:
+        stem = tsv_name.removesuffix(".tsv")
+        self.names = [f"{stem}.{kind}" for kind in formats]
+        self.text = {kind: (folder / f"{stem}.{kind}").open("w", encoding="utf-8", newline="\n")
+                     for kind in formats if kind != "parquet"}
+        self.parquet = ParquetRowGroups(folder / f"{stem}.parquet") if "parquet" in formats else None
+        self.header = True
+
+    def append(self, frame: pd.DataFrame) -> None:
+        choices = _choice_lists(frame)
+        if "tsv" in self.text:
+            write_tsv(frame, self.text["tsv"], header=self.header)
+        if "jsonl" in self.text:
+            write_jsonl(frame, self.text["jsonl"], choices)
+        if self.parquet is not None:
+            self.parquet.append(frame, choices)
+        self.header = False
+
+    def __enter__(self) -> SampleFiles:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        for handle in self.text.values():
+            handle.close()
+        if self.parquet is not None and kind is None:
+            self.parquet.close()
+
+
+def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str, formats: tuple[str, ...] = FORMATS) -> list[str]:
+    """One sample set, held whole, in the given formats; returns the file names written."""
+    with SampleFiles(folder, tsv_name, formats) as files:
+        files.append(frame)
+    return files.names
 
 
 def write_json(data: object, path: Path) -> None:
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-
-def sample_counts(frame: pd.DataFrame, by: str) -> dict[str, int]:
-    return dict(sorted(Counter(frame[by].tolist()).items()))
 
 
 # --- atomic publication ---------------------------------------------------------------------
