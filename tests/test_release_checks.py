@@ -67,6 +67,7 @@ def test_test_split_must_be_a_subset_with_four_samples_per_row(example):
     assert "the test split has four samples per template row" in failed_rules(report)
 
 
+@pytest.mark.subprocess  # Great Expectations in a child process: seconds, not milliseconds
 def test_a_failed_validation_publishes_nothing(tmp_path, ko_profile, monkeypatch):
     target = tmp_path / "KoBBQ"
     build_into(target, EXAMPLE_TEMPLATES, ko_profile)
@@ -85,6 +86,7 @@ def test_a_failed_validation_publishes_nothing(tmp_path, ko_profile, monkeypatch
     assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == ["KoBBQ"]
 
 
+@pytest.mark.subprocess  # Great Expectations in a child process: seconds, not milliseconds
 def test_validation_result_is_written_with_the_release(tmp_path, ko_profile):
     build_into(tmp_path / "KoBBQ", EXAMPLE_TEMPLATES, ko_profile, validate=True)
     result = json.loads((tmp_path / "KoBBQ" / "validation.json").read_text(encoding="utf-8"))

@@ -81,6 +81,7 @@ def test_the_real_release_written_in_small_chunks_has_the_same_files(tmp_path, k
     assert manifests["small"]["outputs"] == manifests["default"]["outputs"]
 
 
+@pytest.mark.subprocess  # Great Expectations in a child process: seconds, not milliseconds
 def test_a_release_checked_in_small_batches_gets_the_same_report(tmp_path, example, ko_profile, monkeypatch):
     lines: list[str] = []
     write_folder(tmp_path / "whole", example, ko_profile, 16_384, validate=True)
@@ -95,6 +96,7 @@ def test_a_release_checked_in_small_batches_gets_the_same_report(tmp_path, examp
     assert lines[1].startswith("release checks: 46 of 46 expectations passed in ") and len(lines) == 2
 
 
+@pytest.mark.subprocess  # Great Expectations in a child process: seconds, not milliseconds
 def test_failures_in_different_batches_are_added_up_with_their_sample_ids(tmp_path, example, ko_profile, monkeypatch):
     """Row 5 is age-001a-002-amb-cnt (fill 2: rows 4-7); row 70 (age-002a-002-dis-bsd, in the test split)
     takes its ID. In batches of 16 the two rows are in batches 1 and 5: the duplicate, both broken fills, the
