@@ -67,10 +67,11 @@ def write_jsonl(frame: pd.DataFrame, handle: TextIO, choices: list[list[str]]) -
         handle.writelines("{" + ", ".join(k + v for k, v in zip(keys, values)) + "}\n" for values in zip(*columns))
 
 
-# The most rows a Parquet row group holds. At least the real release (76,568 samples) so that its file is
-# one row group, byte for byte what a single ``to_parquet`` call writes; a larger release gets more row
-# groups instead of a whole second copy of itself in Arrow.
-PARQUET_ROW_GROUP = 131_072
+# The most rows a Parquet row group holds, and so the most the writer buffers in Arrow. At least the real
+# release (76,568 samples) so that its file is one row group, byte for byte what a single ``to_parquet`` call
+# writes; no more, because a larger release's memory would grow with its groups (131,072 before: 10x
+# templates then buffered 1.7x the rows of the real release).
+PARQUET_ROW_GROUP = 81_920
 
 
 class ParquetRowGroups:

@@ -66,11 +66,12 @@ def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
         if any(not item for item in items):
             add("error", column, "empty-item", f"slot {name} has an empty item")
     used: set[str] = set()
+    parsed = template.parsed
     for field, column in TEXT_COLUMNS.items():
         text = template.texts[field]
         for problem in bracket_problems(text):
             add("error", column, "brackets", problem)
-        for inline in template.parsed[field].slots:
+        for inline in parsed[field].slots:
             used.add(inline.name)
             findings.extend(_check_inline(template, column, inline.name, inline.items))
     for name in template.slots:
@@ -79,7 +80,7 @@ def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
             add("warning", column, "slot-unused", f"slot {name} is declared but never used in the text")
     for field, column in (("biased_answer", "Biased_question_answer"),
                           ("counter_biased_answer", "Counter-biased_question_answer")):
-        people = {s.name for s in template.parsed[field].slots if s.name in PERSON_SLOTS}
+        people = {s.name for s in parsed[field].slots if s.name in PERSON_SLOTS}
         if len(people) != 1:
             add("error", column, "answer-person",
                 f"an answer must name exactly one person slot (N1 or N2); found {sorted(people) or 'none'}")
