@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from core.decisions import Decision
+from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import DONE, STAGES, StageState, load_pipeline, write_state
 from tasks.stages import PEOPLE_STAGES, RELEASE, context
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
+from tasks.templates.stage import STAGE as TEMPLATES_STAGE
 
 EXAMPLE_SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"
 
@@ -53,3 +57,25 @@ def test_survivors_equal_what_the_rules_kept_on_the_example(ko_profile):
     dropped = {t.template_key for t in templates} - {t.template_key for t in stage.kept}
     assert ("Age", 2) in dropped and ("Race_ethnicity_nationality", 1) in dropped  # both rules drop something
     assert survivors(templates, stage.decisions) == stage.kept
+
+
+@pytest.mark.realdata
+def test_a_workbook_profile_passes_its_post_edited_workbooks_on(tmp_path, shared_data):
+    """EsBBQ's templates stage outside real-data mode: the post-edit's workbook folder (here the released
+    one, as `kobbq postedit import --profile es` writes it) is checked and passed on; no groups file."""
+    released = shared_data / "esbbq" / "templates"
+    if not (released / "vocabulary.xlsx").exists():
+        pytest.skip("EsBBQ templates not found")
+    pipeline_path = tmp_path / "esbbq.toml"
+    pipeline_path.write_text('profile = "es"\nname = "EsBBQ"\n', encoding="utf-8")
+    ctx = context(load_pipeline(pipeline_path), tmp_path / "out")
+    write_state(ctx.states, StageState("postedit", DONE, "f", "", {}, {"templates": str(released)}))
+    assert TEMPLATES_STAGE.inputs(ctx) == {"postedit": released, "corrections": None}
+    result = TEMPLATES_STAGE.run(ctx)
+    assert result.outputs == {"templates": released}
+    # Every row of the twelve workbooks, labelled t, m or n.
+    assert result.counts["rows"] == len(ctx.templates(released)) and set(result.counts) == {"rows", "t", "m", "n"}
+
+    pipeline_path.write_text('profile = "es"\nname = "EsBBQ"\n[templates]\ngroups = "groups.csv"\n', encoding="utf-8")
+    with pytest.raises(UserError, match="keeps groups and new templates in its workbooks"):
+        TEMPLATES_STAGE.run(context(load_pipeline(pipeline_path), tmp_path / "out"))

@@ -4,6 +4,10 @@ Inputs: the postedit stage's ``templates``, the groups file (N1_info, N2_info, T
 Reference per row, which the post-edit does not carry) and the newly-created (NC) templates.
 Output: ``templates`` (``templates.tsv``), checked like any template file. In real-data mode
 the released file is the template file.
+
+A workbook profile (EsBBQ) needs neither merge: its translators fill the groups in the post-edit
+workbooks themselves (the profile's row cells), and its new templates are rows of the same
+workbooks. The post-edit's workbook folder is checked as the profile's template format and passed on.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ def inputs(ctx: Context) -> dict[str, Path | None]:
     cfg = ctx.pipeline.config.templates
     if ctx.pipeline.reference_mode:
         return {"reference": ctx.file(ctx.pipeline.config.translation.reference), "corrections": ctx.corrections}
+    if ctx.profile.templates.workbook is not None:
+        return {"postedit": ctx.output("postedit", "templates"), "corrections": ctx.corrections}
     return {"postedit": ctx.output("postedit", "templates"), "groups": ctx.file(cfg.groups),
             "newly_created": ctx.file(cfg.newly_created), "corrections": ctx.corrections}
 
@@ -55,8 +61,10 @@ def run(ctx: Context) -> StageOutput:
         loaded, _ = load_checked(reference, ctx.corrections, ctx.profile)
         return StageOutput({"rows": len(loaded.templates)}, {"templates": reference}, [],
                            f"{len(loaded.templates)} template rows: the released file")
+    postedit = require(ctx.output("postedit", "templates"), "post-edited templates", "Run the postedit stage.")
+    if ctx.profile.templates.workbook is not None:
+        return _workbook_folder(ctx, postedit)
     cfg = ctx.pipeline.config.templates
-    postedit = ctx.output("postedit", "templates")
     header, rows, _ = read_tsv(postedit)
     groups = require(ctx.file(cfg.groups), "template groups (N1_info, N2_info, Target_group per row)",
                      "Write them for every post-edited template row.")
@@ -75,6 +83,18 @@ def run(ctx: Context) -> StageOutput:
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": path}, decisions,
                        f"{len(loaded.templates)} template rows ({labels}) in {path.name}")
+
+
+def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
+    """The post-edit's workbook folder, checked in the profile's format; groups and new rows are already in it."""
+    cfg = ctx.pipeline.config.templates
+    if cfg.groups or cfg.newly_created:
+        raise UserError(f"profile {ctx.profile.name} keeps groups and new templates in its workbooks; remove "
+                        "[templates] groups / newly_created from the pipeline file", ctx.pipeline.path)
+    loaded, _ = load_checked(folder, ctx.corrections, ctx.profile)
+    labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
+    return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": folder}, [],
+                       f"{len(loaded.templates)} template rows ({labels}) in {folder.name}")
 
 
 STAGE = Stage(NAME, inputs, run)
