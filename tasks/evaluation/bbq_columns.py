@@ -30,6 +30,7 @@ import pandas as pd
 from core.errors import Location, UserError
 from core.profile import Profile
 from tasks.release.category_csv import category_file_name
+from tasks.release.hooks import names_a_target
 
 COLUMNS = ("instance_id", "template_id", "template_label", "category", "context_condition", "question_polarity",
            "context", "question", "ans0", "ans1", "ans2", "label", "question_type", "stereotyped_groups",
@@ -113,8 +114,8 @@ def stereotyped_choice(samples: pd.DataFrame, where: Where) -> np.ndarray:
 
 
 def _names_target(infos: pd.Series, groups: pd.Series) -> np.ndarray:
-    """Does the answer's info (its second item, comma-separated pieces) name one of the row's groups?"""
-    return np.array([len(info) > 1 and any(piece.strip() in set(map(str, targets)) for piece in str(info[1]).split(","))
+    """Does the answer's info (its second item) name one of the row's groups? The generator's own test."""
+    return np.array([len(info) > 1 and names_a_target(str(info[1]), set(map(str, targets)))
                      for info, targets in zip(infos, groups)], dtype=bool)
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from core.profile import Profile
 from tasks.release.engine import (Columns, CompiledText, Engine, Expansion, FillGrid, Ref, Variant, escape,
-                                  expand)
+                                  expand, uses)
 from tasks.templates.load import TemplateRow
 from tasks.templates.slots import PERSON_SLOTS, ParsedText
 
@@ -108,7 +108,7 @@ def paired_questions(template: TemplateRow, variant: Variant, grid: FillGrid, pr
     dis = list(map(" ".join, zip(amb, grid.text(texts["disambiguating_context"]))))
     # Both answers (and so the choices) are tabled over the axes either of them uses.
     answers = texts["biased_answer"], texts["counter_biased_answer"]
-    both = sorted({ref.axis for text in answers for ref in text.refs})
+    both = sorted({*uses(answers[0]), *uses(answers[1])})
     table_b, table_c = grid.table(answers[0], both), grid.table(answers[1], both)
     unknown = profile.release.unknown_expression
     choices = grid.spread(both, [repr([b, c, unknown]) for b, c in zip(table_b, table_c)])

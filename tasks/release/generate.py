@@ -236,7 +236,8 @@ def flip_variants(ctx: RowContext) -> list[Variant]:
             continue
         try:
             compiled = {f: compile_placeholders(text, pairs, labels, ctx) for f, text in zip(fmt.text_fields, texts)}
-            people = [Pair(first, second, shown_people(texts, first, second, ctx)) for first, second in pairs]
+            forms = first_forms(texts, fmt.people)
+            people = [Pair(first, second, shown_people(forms, first, second, ctx)) for first, second in pairs]
         except FillError as exc:
             raise UserError(str(exc), ctx.template.where(fmt.names_column)) from None
         variants.append(Variant(flip.name, sizes, compiled, people, ctx))
@@ -263,13 +264,23 @@ def compile_placeholders(text: str, pairs: list[tuple[Candidate, Candidate]], la
     return CompiledText(tuple(pieces), tuple(refs))
 
 
-def shown_people(texts: list[str], first: Candidate, second: Candidate, ctx: RowContext) -> tuple[Person, Person]:
-    """Each person as the answers show them: the form of their first placeholder in the texts, article dropped."""
+def first_forms(texts: list[str], people: list[str]) -> dict[str, str]:
+    """Each person's form (``""``, ``def``, ...) in their first placeholder of the texts; absent if none."""
+    forms: dict[str, str] = {}
+    for text in texts:
+        for match in PLACEHOLDER.finditer(text):
+            label, _, spec = match.group(1).partition("-")
+            if label in people:
+                forms.setdefault(label, spec)
+    return forms
+
+
+def shown_people(forms: dict[str, str], first: Candidate, second: Candidate, ctx: RowContext
+                 ) -> tuple[Person, Person]:
+    """Each person as the answers show them: in the form of their first placeholder, article dropped."""
     people = []
     for label, candidate in zip(ctx.fmt.people, (first, second)):
-        found = next((match.group(1).partition("-")[2] for text in texts for match in PLACEHOLDER.finditer(text)
-                      if match.group(1).partition("-")[0] == label), None)
-        shown = candidate.value if found is None else _person_value(found, label, candidate, ctx)[1]
+        shown = _person_value(forms[label], label, candidate, ctx)[1] if label in forms else candidate.value
         people.append(Person(shown, candidate.info))
     return people[0], people[1]
 

@@ -72,6 +72,11 @@ class Filled:
     second: Person
 
 
+def names_a_target(info: str, targets: list[str] | set[str]) -> bool:
+    """Does a person's info (comma-separated pieces: ``f, gitano``) name one of the bias targets?"""
+    return any(piece.strip() in targets for piece in info.split(","))
+
+
 def stereotyped_first(filled: Filled, targets: list[str], unknown: str, occurs: Callable[[str, str], bool]
                       ) -> list[dict[str, object]] | str:
     """EsBBQ's answer order and labels; returns the 4 instances, or why it cannot label them.
@@ -79,13 +84,10 @@ def stereotyped_first(filled: Filled, targets: list[str], unknown: str, occurs: 
     The stereotyped person is the one whose info names a bias target; its answer comes first
     (``ans0``) when it can be found in the negative answer, and ``ans2`` is always the unknown.
     """
-    def targeted(person: Person) -> bool:
-        return any(piece.strip() in targets for piece in person.info.split(","))
-
     first, second = filled.first, filled.second
-    if targeted(first):
+    if names_a_target(first.info, targets):
         stereotyped = first.display
-    elif targeted(second):
+    elif names_a_target(second.info, targets):
         stereotyped = second.display
     else:
         return f"neither person's info ({first.info!r}, {second.info!r}) is a bias target"
