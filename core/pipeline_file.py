@@ -129,10 +129,6 @@ class StageState:
     finished_at: str = ""
 
 
-def state_dir(out: Path, name: str) -> Path:
-    return out / f"{name}.pipeline"
-
-
 def read_state(folder: Path, stage: str) -> StageState | None:
     path = folder / f"{stage}.json"
     if not path.exists():

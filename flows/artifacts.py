@@ -95,10 +95,10 @@ def release_tables(release_dir: Path, profile: Profile) -> dict[str, list[dict[s
     return tables
 
 
-def publish_release(release_dir: Path, profile: Profile) -> None:
-    """The release's artifacts: summary, funnel, Table 1, validation, and where the folder and report are."""
+def publish_release(release_dir: Path, profile: Profile, manifest: dict) -> None:
+    """The release's artifacts: summary, funnel, Table 1, validation, and where the folder and report are
+    (``manifest``: the one the build has just written)."""
     release_dir = Path(release_dir).resolve()
-    manifest = json.loads((release_dir / "manifest.json").read_text(encoding="utf-8"))
     release = str(manifest["release"])
     tables = release_tables(release_dir, profile)
     passed = sum(row["result"] == "pass" for row in tables.get("validation", []))

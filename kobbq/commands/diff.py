@@ -28,8 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kobbq.commands.build import resolve_corrections
-    from core.profile import load_profile
+    from kobbq.commands._options import corrections_file, profile_of
     from tasks.audit.diff import diff_releases, diff_template_files, render_diff
     from tasks.audit.fates import release_profile
 
@@ -46,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
                             "compare two releases of one profile")
         diff = diff_releases(args.old, args.new, old)
     else:
-        diff = diff_template_files(args.old, args.new, load_profile(args.profile or "ko"), resolve_corrections(args))
+        profile = profile_of(args)
+        diff = diff_template_files(args.old, args.new, profile, corrections_file(args, profile))
     print(render_diff(diff), end="")
     return 0

@@ -27,6 +27,7 @@ from tasks.survey.outcome import SurveyOutcome
 from tasks.survey.rules import RULE_READING, RULE_STEREOTYPE_SURVEY
 from tasks.survey.votes import VOTES, render_votes
 from tasks.templates.load import TemplateRow
+from tasks.templates.validate import load_corrected
 
 NAME = "survey"
 KEEP_RULES = (RULE_STEREOTYPE_SURVEY, RULE_READING)  # a template survives when neither says drop
@@ -114,7 +115,7 @@ def run(ctx: Context) -> StageOutput:
             f"Send {questionnaire} (written again by `kobbq survey export --profile {ctx.profile.argument} "
             f"--templates {templates_path} --out FOLDER`) to the survey company and put the results "
             "(respondent-level CSV/xlsx, or the aggregated JSON) where survey.results points.")
-    templates = ctx.templates(templates_path)
+    templates = load_corrected(templates_path, ctx.corrections, ctx.profile)
     stage = survey_stage(templates, files, ctx.profile)
     reports = write_reports(stage, ctx.stage_dir(NAME))
     ids, kept = len({t.template_key for t in templates}), len({t.template_key for t in stage.kept})
