@@ -8,7 +8,7 @@ from core.decisions import Decision
 from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import DONE, STAGES, StageState, load_pipeline, write_state
-from tasks.build.pipeline import PEOPLE_STAGES, RELEASE, context
+from tasks.build.pipeline import PEOPLE_STAGES, RELEASE, context, each_stage
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
@@ -81,3 +81,14 @@ def test_a_workbook_profile_passes_its_post_edited_workbooks_on(tmp_path, shared
     pipeline_path.write_text('profile = "es"\nname = "EsBBQ"\n[templates]\ngroups = "groups.csv"\n', encoding="utf-8")
     with pytest.raises(UserError, match="keeps groups and new templates in its workbooks"):
         TEMPLATES_STAGE.run(context(load_pipeline(pipeline_path), tmp_path / "out"))
+
+
+def test_each_walk_starts_without_an_earlier_walks_upstream(tmp_path):
+    """The command's up-to-date check walks the stages before the flow walks them again with the same context:
+    decisions the first walk collected must not reach the fingerprints of the second (they would make a skipped
+    stage run again and `kobbq status` call it stale)."""
+    pipeline = load_pipeline(EXAMPLE_PIPELINE)
+    fresh = next(each_stage(context(pipeline, tmp_path))).fingerprint
+    ctx = context(pipeline, tmp_path)
+    ctx.upstream["labels"] = tmp_path / "decisions.csv"  # as a walk that found the labels stage done leaves it
+    assert next(each_stage(ctx)).fingerprint == fresh

@@ -58,7 +58,9 @@ class StageCheck:
 def each_stage(ctx: Context) -> Iterator[StageCheck]:
     """The stages in order, each with its fingerprint and recorded state; after each, its decisions (when it
     has any, e.g. once the caller has run it) become the later stages' upstream. The caller stops where it
-    wants (a stage not current, a stage that waits)."""
+    wants (a stage not current, a stage that waits). Every walk starts from the first stage: the upstream an
+    earlier walk of the same context collected (the command's up-to-date check) is not carried into it."""
+    ctx.upstream.clear()
     for stage in PEOPLE_STAGES:
         current = stage_fingerprint(ctx, stage)
         state = read_state(ctx.states, stage.name)
