@@ -117,8 +117,8 @@ class Flip(Strict):
     swap: list[str] = Field(default_factory=list)
 
 
-HOOK_KINDS = ("capitalise", "occurs", "label")  # registered functions: tasks/release/hooks.py
-# Fields the label hook makes for every instance (tasks/release/hooks.py:stereotyped_first).
+HOOK_KINDS = ("capitalise", "occurs", "label")  # registered functions: tasks/templates/hooks.py
+# Fields the label hook makes for every instance (tasks/templates/hooks.py:stereotyped_first).
 GENERATED_FIELDS = ("question_polarity", "context_condition", "context", "question", "ans0", "ans1", "ans2",
                     "answer_info.ans0", "answer_info.ans1", "answer_info.ans2", "question_type", "label")
 
@@ -127,7 +127,7 @@ class WorkbookFormat(Strict):
     """Workbook templates with placeholders, a vocabulary and proper names (the EsBBQ format).
 
     Everything the generator needs to know about the culture's files and language is here;
-    what cannot be data is a named hook (``hooks``), registered in ``tasks/release/hooks.py``.
+    what cannot be data is a named hook (``hooks``), registered in ``tasks/templates/hooks.py``.
     """
 
     language_suffixes: list[str]  # column-name suffixes that mark a language (["_es", "_ca"])

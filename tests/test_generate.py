@@ -15,7 +15,7 @@ import pytest
 from core.profile import load_profile
 from tasks.release.category_csv import render_category_csv
 from tasks.release.generate import expand_workbook, polish, records, swap_people
-from tasks.release.hooks import occurs_after_article, sentence_case
+from tasks.templates.hooks import occurs_after_article, sentence_case
 from tasks.templates.workbook import load_vocabulary, load_workbook_templates, parse_list, parse_mapping
 
 ARTICLES = ["el ", "la ", "al ", "els ", "las ", "los ", "l'"]
@@ -125,7 +125,8 @@ def test_released_files_are_reproduced_byte_for_byte(generated, esbbq: Path):
 @pytest.fixture(scope="module")
 def es_release(tmp_path_factory, esbbq: Path):
     """The EsBBQ release folder, validated, built once without Prefect (the flow adds only staging)."""
-    from tasks.release.assemble import BuildInputs, expand_release, write_release_folder
+    from tasks.release.assemble import BuildInputs, expand_release
+    from tasks.audit.report import write_release_folder
     from tasks.templates.validate import load_checked
 
     profile = load_profile("es")

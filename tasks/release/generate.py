@@ -11,7 +11,7 @@ pairs from the row's own lists, and no de-duplication (``tasks.release.expand``)
 The culture is data (``core.profile.WorkbookFormat``): where candidates come from (pools:
 queries over the vocabulary, the proper names, the row's own cells), which vocabulary column
 holds a gendered or definite form, the ordered text fixes, the output columns. What is not data
-is a named hook (``tasks.release.hooks``). The rules are written up in
+is a named hook (``tasks.templates.hooks``). The rules are written up in
 ``../shared/docs/esbbq-generation.md``; section numbers below refer to it.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from core.errors import UserError
 from core.profile import Condition, Pool, PoolRule, Profile, WorkbookFormat
 from tasks.release.engine import Columns, CompiledText, Engine, Expansion, FillGrid, Ref, Variant, escape, expand
-from tasks.release.hooks import HOOKS, Filled, Person
+from tasks.templates.hooks import HOOKS, Filled, Person
 from tasks.templates.load import TemplateRow
 from tasks.templates.workbook import (PLACEHOLDER, Forms, Row, Vocabulary, forms_by_label, matching_rule,
                                       parse_list)
