@@ -20,7 +20,7 @@ from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import load_pipeline
 from core.profile import load_profile
 from tasks.evaluation.parse import answer_forms, paper_parser, strict_parser
-from tasks.release.expand import expand_templates
+from tasks.templates.kobbq_format import expand_templates
 from tasks.release.table1 import build_table1, render_csv, render_markdown
 from tasks.survey.rules import survey_type
 from tasks.templates.load import load_kobbq_templates

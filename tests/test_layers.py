@@ -10,11 +10,12 @@ from core.paths import PROJECT_ROOT
 
 PACKAGES = ("core", "tasks", "flows", "kobbq")
 
-# The ``tasks`` sub-packages, lowest first: each may import those before it, never one after it. Templates are read
-# by every stage; labels and translation make them; the release expands them (and the survey shows samples of
-# them); the audit reads a release folder back; the evaluation scores models on a release. A new sub-package
-# takes its place here. (Modules directly in ``tasks/``, the stage contract and the stage list, are outside it.)
-TASK_LAYERS = ("templates", "labels", "translation", "release", "survey", "audit", "evaluation")
+# The ``tasks`` sub-packages, lowest first, in the pipeline's order: each may import those before it, never one after
+# it. Template formats (read, check, expand into samples) serve every stage; labels, translation and the survey
+# decide which templates survive; the release assembles them; the audit reads a release folder back; the evaluation
+# scores models on a release. A new sub-package takes its place here. (Modules directly in ``tasks/``, the stage
+# contract and the stage list, are outside it.)
+TASK_LAYERS = ("templates", "labels", "translation", "survey", "release", "audit", "evaluation")
 
 
 def _modules() -> dict[str, ast.Module]:

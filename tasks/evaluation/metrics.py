@@ -31,7 +31,7 @@ import pandas as pd
 from core.errors import Location, UserError
 from core.profile import Profile
 from tasks.evaluation.metric_table import family, names
-from tasks.release.sample_ids import SAMPLE_ID
+from tasks.templates.sample_ids import SAMPLE_ID
 
 METRICS = names("paper")  # the paper's five, then BBQ's two scores (tasks.evaluation.metric_table)
 BBQ_METRICS = names("bbq")

@@ -25,10 +25,10 @@ import core
 from core import interrupt
 from core.profile import Profile
 from core.decisions import Decision, template_subject, write_decisions_csv, write_decisions_parquet
-from tasks.release.engine import Expansion
-from tasks.release.expand import (CHUNK_SAMPLES, evaluation_fills, evaluation_indices, expand_templates, fill_count,
-                                  row_chunks)
-from tasks.release.generate import expand_workbook
+from tasks.templates.engine import Expansion
+from tasks.templates.formats import template_format
+from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evaluation_indices, expand_templates,
+                                          fill_count, row_chunks)
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
@@ -97,10 +97,9 @@ def expand_release(templates: list[TemplateRow], profile: Profile, seed: int, vo
     """The sample sets. Workbook templates are generated (with their vocabulary) and have no test split; template
     releases get ``split`` (default: the seeded draw with ``seed``; a build passes the split its inputs chose,
     ``BuildInputs.test_split``). ``partial``: a twin release of some templates (``tasks.release.test_split``)."""
-    if profile.templates.workbook is not None:
-        if vocabulary is None:
-            raise ValueError("workbook templates need their vocabulary (LoadedTemplates.vocabulary)")
-        generated = expand_workbook(templates, profile, vocabulary)
+    fmt = template_format(profile)
+    if fmt.generated:
+        generated = fmt.expand(templates, profile, vocabulary)
         return ExpandedRelease(templates, profile, generated.row_fills, generated.row_samples, [0] * len(templates),
                                split or TestSplit(NONE, seed, "a generated release has no test split"), generated)
     split = split or TestSplit(SEEDED, seed, "the seeded draw, expand_release's default")

@@ -1,7 +1,7 @@
 """Newly-created (NC) templates: written directly in the target language, in the KoBBQ format.
 
 They enter the pipeline here with label NC and face exactly the checks of any template
-(``tasks.templates.validate.validate_loaded``), plus two of their own: the label must be NC and there
+(``tasks.templates.validate_kobbq.validate_loaded``), plus two of their own: the label must be NC and there
 must be no BBQ link (an NC template has no English source; a linked one is an adapted
 template in the wrong file). IDs must not clash with the adapted templates they join.
 
@@ -18,7 +18,7 @@ from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from tasks.templates.corrections import Correction
 from tasks.templates.load import NC, LoadedTemplates, TemplateRow, load_kobbq_templates
-from tasks.templates.validate import validate_loaded
+from tasks.templates.validate_kobbq import validate_loaded
 
 STAGE = "labels"  # the stage its decisions carry: NC is a label, decided beside the labelling's ST/TM/SR
 
