@@ -39,7 +39,7 @@ from core.decisions import Decision
 from tasks.release.assemble import write_release_files
 from tasks.release.inputs import BuildInputs
 from tasks.release.write import write_json
-from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
+from tasks.survey.rule_table import STEREOTYPE_RULES
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 REPORT_NAME = "audit.html"
@@ -133,7 +133,7 @@ def read_table1(path: Path) -> tuple[list[str], dict[str, dict[str, Table1Cell]]
     return columns, table
 
 
-SURVEY_RULES = (RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2)
+SURVEY_RULES = tuple(rule.name for rule in STEREOTYPE_RULES if rule.needs_result)  # the rules that judge votes
 
 
 def survey_questions(decisions: list[Decision]) -> list[dict[str, object]]:

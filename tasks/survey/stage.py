@@ -24,12 +24,12 @@ from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
 from tasks.survey.group_check import render_group_check
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.outcome import SurveyOutcome
-from tasks.survey.rules import RULE_READING, RULE_STEREOTYPE_SURVEY
+from tasks.survey.rule_table import TEMPLATE_RULES
 from tasks.survey.votes import VOTES, render_votes
 from tasks.templates.load import TemplateRow
 
 NAME = "survey"
-KEEP_RULES = (RULE_STEREOTYPE_SURVEY, RULE_READING)  # a template survives when neither says drop
+KEEP_RULES = tuple(rule.name for rule in TEMPLATE_RULES if rule.decides)  # a template survives when none says drop
 FUNNEL = "funnel.md"
 GROUP_CHECK = "survey_agreement.md"  # the group check's file keeps its first name
 
