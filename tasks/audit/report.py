@@ -39,7 +39,7 @@ from core.decisions import Decision
 from tasks.release.assemble import write_release_files
 from tasks.release.inputs import BuildInputs
 from tasks.release.write import write_json
-from tasks.survey.rule_table import STEREOTYPE_RULES
+from tasks.survey.rule_table import STEREOTYPE, rules_of
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 REPORT_NAME = "audit.html"
@@ -133,14 +133,12 @@ def read_table1(path: Path) -> tuple[list[str], dict[str, dict[str, Table1Cell]]
     return columns, table
 
 
-SURVEY_RULES = tuple(rule.name for rule in STEREOTYPE_RULES if rule.needs_result)  # the rules that judge votes
-
-
 def survey_questions(decisions: list[Decision]) -> list[dict[str, object]]:
     """The table under the survey charts: per judged question, each rule's outcome with its reason (numbers)."""
+    voted = {rule.name for rule in rules_of(STEREOTYPE) if rule.needs_result}  # the rules that judge the votes
     questions: dict[str, dict[str, object]] = {}
     for d in decisions:
-        if d.stage != "survey" or d.subject_type != "stereotype" or d.rule not in SURVEY_RULES:
+        if d.stage != "survey" or d.subject_type != "stereotype" or d.rule not in voted:
             continue
         category, text = stereotype_text(d.subject)
         entry = questions.setdefault(str(d.numbers.get("question_id", d.subject)), {

@@ -7,7 +7,7 @@ from collections import Counter
 from fractions import Fraction
 
 from tasks.survey.outcome import SurveyOutcome, TemplateEvaluation
-from tasks.survey.rule_table import RULE_TABLE, STEREOTYPE_RULES
+from tasks.survey.rule_table import STEREOTYPE, effect_rows, rules_of
 from tasks.survey.rules import EQUAL_SHARE_BASES, RULE_NO_STEREOTYPE, RULE_READING, RULE_TYPE1, type1_rule
 
 
@@ -77,7 +77,7 @@ def rule_effects(outcome: SurveyOutcome) -> list[list[object]]:
             first_failures[(template.survey_failure, kind)] += 1
             first_failures[(template.survey_failure, "all")] += 1
     rows = []
-    for rule in sorted((r for r in RULE_TABLE if r.funnel_row), key=lambda r: r.funnel_row):
+    for rule in effect_rows():
         if rule.name == RULE_READING:
             rows.append(_reading_effect(outcome))
             continue
@@ -107,7 +107,7 @@ def _reading_effect(outcome: SurveyOutcome) -> list[object]:
 def _funnel_steps() -> dict[str, list]:
     """funnel.md's "rule by rule" columns: each column's heading and the stereotype rules counted by it."""
     steps: dict[str, list] = {}
-    for rule in STEREOTYPE_RULES:
+    for rule in rules_of(STEREOTYPE):
         steps.setdefault(rule.funnel_step, []).append(rule)
     return steps
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from core.errors import Location, UserError
 from core.tables import at_column, read_table
 from tasks.survey.groups import norm
-from tasks.survey.rule_table import RULES, STEREOTYPE, TEMPLATE
+from tasks.survey.rule_table import STEREOTYPE, TEMPLATE, rule_named, rules_of
 
 OVERRIDE_COLUMNS = ["category", "stereotype", "template_id", "rule", "outcome", "reason"]
 
@@ -66,11 +66,12 @@ def load_overrides(path: Path) -> list[Override]:
         subject = STEREOTYPE if template_id is None else TEMPLATE
         if subject == STEREOTYPE and not row["stereotype"]:
             raise UserError("give a stereotype or a template_id", loc("stereotype"))
-        if rule not in RULES or RULES[rule].subject != subject:
-            names = sorted(r.name for r in RULES.values() if r.subject == subject)
+        named = rule_named(rule)
+        if named is None or named.subject != subject:
+            names = sorted(r.name for r in rules_of(subject))
             raise UserError(f"rule {rule!r} is not a {subject} rule ({', '.join(names)})", loc("rule"))
-        if outcome not in RULES[rule].overrides:
-            raise UserError(f"outcome for {rule} must be {' or '.join(sorted(RULES[rule].overrides))}, got {outcome!r}",
+        if outcome not in named.overrides:
+            raise UserError(f"outcome for {rule} must be {' or '.join(sorted(named.overrides))}, got {outcome!r}",
                             loc("outcome"))
         override = Override(row["category"], norm(row["stereotype"]) if template_id is None else "", template_id, rule,
                             outcome, row["reason"], at)

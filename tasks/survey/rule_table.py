@@ -108,11 +108,22 @@ RULE_TABLE = (
     SurveyRule(RULE_TYPE1_GROUPS, TEMPLATE, overrides=frozenset({"accept"})),
     SurveyRule(RULE_READING, TEMPLATE, decides=True, funnel_row=5),
 )
-RULES = {rule.name: rule for rule in RULE_TABLE}
-STEREOTYPE_RULES = tuple(rule for rule in RULE_TABLE if rule.subject == STEREOTYPE)
-TEMPLATE_RULES = tuple(rule for rule in RULE_TABLE if rule.subject == TEMPLATE)
+
+
+def rules_of(subject: str) -> tuple[SurveyRule, ...]:
+    """The stereotype rules or the template rules, in the table's order (read from the table on every call)."""
+    return tuple(rule for rule in RULE_TABLE if rule.subject == subject)
+
+
+def rule_named(name: str) -> SurveyRule | None:
+    return next((rule for rule in RULE_TABLE if rule.name == name), None)
+
+
+def effect_rows() -> list[SurveyRule]:
+    """The rules with a row in funnel.md's "each rule's own effect", in their rows' order."""
+    return sorted((rule for rule in RULE_TABLE if rule.funnel_row), key=lambda rule: rule.funnel_row)
 
 
 def question_rules(survey_type: int) -> tuple[SurveyRule, ...]:
     """The rules a question of ``survey_type`` is judged by, in order; overrides of a question name only these."""
-    return tuple(rule for rule in STEREOTYPE_RULES if survey_type in rule.types)
+    return tuple(rule for rule in rules_of(STEREOTYPE) if survey_type in rule.types)
