@@ -1,9 +1,9 @@
 """Every survey question (unique stereotype) matched with its result and judged by the paper's rules.
 
 Order of evaluation for every question (the rule table, ``tasks.survey.rule_table``): a survey result must
-exist; the "no stereotype" rule; the type-1 target / non-target rule or the type-2 two-thirds rule. Every rule is evaluated and recorded
-even after an earlier one dropped the stereotype, so the funnel can show each rule's own effect.
-Curated overrides replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``).
+exist; the "no stereotype" rule; the type-1 target / non-target rule or the type-2 two-thirds rule. Every
+rule is evaluated and recorded even after an earlier one dropped the stereotype, so the funnel can show each
+rule's own effect. Curated overrides replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``).
 Results no question asks about are listed (``unmatched_results``) and recorded.
 """
 

@@ -82,8 +82,8 @@ def rule_effects(outcome: SurveyOutcome) -> list[list[object]]:
             rows.append(_reading_effect(outcome))
             continue
         kind = rule.types[0] if len(rule.types) == 1 else None  # a rule of one survey type counts within it
-        judged = [e for e in outcome.stereotypes
-                  if (kind is None or e.stereotype.survey_type == kind) and (not rule.needs_result or e.result is not None)]
+        judged = [e for e in outcome.stereotypes if (kind is None or e.stereotype.survey_type == kind)
+                  and (not rule.needs_result or e.result is not None)]
         dropped = [e for e in judged if not e.passes(rule.name)]
         scope = "all" if kind is None else kind
         rows.append([rule.name, f"{len(dropped)} of {len(judged)} ({pct(len(dropped), len(judged))})",
