@@ -19,7 +19,8 @@ from prefect.utilities.annotations import opaque
 from core import console, interrupt
 from flows.artifacts import publish_release
 from core.profile import Profile, load_profile
-from tasks.release.assemble import ExpandedRelease, expand_release, write_release_folder
+from tasks.release.assemble import ExpandedRelease, expand_release
+from tasks.audit.report import write_release_folder
 from tasks.release.inputs import BuildInputs, release_inputs
 from tasks.templates.validate import load_checked
 from core.decisions import Decision, read_decisions

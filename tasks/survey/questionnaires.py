@@ -22,7 +22,7 @@ import jinja2
 from core.errors import UserError
 from core.profile import Profile
 from core.atomic import write_bytes
-from tasks.release.expand import expand_templates
+from tasks.templates.kobbq_format import expand_templates
 from tasks.survey.groups import GroupList, norm, profile_survey_dir
 from tasks.survey.reading_comprehension import READING_QUESTION_COLUMNS
 from tasks.survey.respondents import QUESTION_COLUMNS
