@@ -104,6 +104,7 @@ def run_command(args: argparse.Namespace) -> int:
     settings = GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
     model = (ReplayModel(settings, args.replay) if args.replay else
              model_from_environment(settings, args.key_env, args.max_retries, args.timeout))
+    model.check()  # a dead server or a refused key: one line now, not a retried request after another
     with AnswerCache(args.cache or args.out / "answer_cache.sqlite") as cache:
         summary = run_requests(requests, model, cache, args.out, args.concurrency, progress=not args.quiet)
     if not args.quiet:
@@ -126,10 +127,12 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     """
     from core.errors import UserError
     from flows.model_runs import RequestsFailed, model_runs_flow
+    from tasks.evaluation.client import check_from_here
     from prefect.settings import PREFECT_API_URL
 
     if not PREFECT_API_URL.value():
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")
+    check_from_here(endpoint, args.model[0], args.key_env, args.replay)
     try:
         table = model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,
                                 prompts=args.prompts, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
