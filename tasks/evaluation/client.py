@@ -27,7 +27,6 @@ The key comes from an environment variable (``OPENAI_API_KEY`` unless another is
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -41,6 +40,7 @@ import openai
 
 from core.errors import Location, UserError
 from tasks.evaluation.answer_cache import Answer, GenerationSettings
+from tasks.evaluation.jsonl import json_records
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 RECORDED_STATUSES = ("ok", "empty", "malformed")
@@ -229,20 +229,16 @@ class ReplayModel:
 
     def __post_init__(self) -> None:
         self._answers: dict[tuple[int, str], Answer] = {}
-        with Path(self.recording).open(encoding="utf-8") as handle:
-            for line_number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = Location(str(self.recording), line_number)
-                try:
-                    row = json.loads(line)
-                    answer = Answer(str(row["raw"]), str(row["status"]))
-                    self._answers[(int(row["prompt_id"]), str(row["id"]))] = answer
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise UserError(f"not a recorded answer ({exc})", where) from None
-                if answer.status not in RECORDED_STATUSES:
-                    raise UserError(f"status must be one of {', '.join(RECORDED_STATUSES)}",
-                                    Location(where.file, where.row, "status"))
+        for where, row in json_records(self.recording):
+            try:
+                answer = Answer(str(row["raw"]), str(row["status"]))  # type: ignore[index]
+                self._answers[(int(row["prompt_id"]), str(row["id"]))] = answer  # type: ignore[index]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise UserError(f"not a recorded answer (no {exc})" if isinstance(exc, KeyError) else
+                                f"not a recorded answer ({exc})", where) from None
+            if answer.status not in RECORDED_STATUSES:
+                raise UserError(f"status must be one of {', '.join(RECORDED_STATUSES)}",
+                                Location(where.file, where.row, "status"))
 
     def ask(self, request_id: str, prompt_id: int, prompt: str) -> Answer:
         recorded = self._answers.get((prompt_id, request_id))
