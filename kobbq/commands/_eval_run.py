@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE, real_number, whole_number
+
 
 def register(eval_subparsers: argparse._SubParsersAction) -> None:
     run = eval_subparsers.add_parser(
@@ -34,8 +36,8 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--model", required=True, action="append",
                      help="model name as the endpoint knows it (repeat it with --deployment for several)")
     run.add_argument("--prompts", type=_prompt_list, default=None, help="prompt ids, e.g. 1,2,3 (default: all)")
-    run.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (default: 4)")
-    run.add_argument("--max-tokens", type=int, default=30, help="new tokens per answer (default: 30, as upstream)")
+    run.add_argument("--concurrency", type=POSITIVE, default=4, help="requests in flight at once (default: 4)")
+    run.add_argument("--max-tokens", type=POSITIVE, default=30, help="new tokens per answer (default: 30, as upstream)")
     api = run.add_mutually_exclusive_group()
     api.add_argument("--chat", dest="chat", action="store_true", default=True, help="chat completions (default)")
     api.add_argument("--completions", dest="chat", action="store_false", help="plain text completions")
@@ -43,18 +45,20 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
                      help="output folder (default: build/evaluation/runs); answers go to <out>/<model>/")
     run.add_argument("--cache", type=Path, default=None, help="answer cache (default: <out>/answer_cache.sqlite)")
     run.add_argument("--key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
-    run.add_argument("--max-retries", type=int, default=5, help="client retries per request (default: 5)")
-    run.add_argument("--timeout", type=float, default=120.0, help="seconds per request attempt (default: 120)")
-    run.add_argument("--price-in", type=float, default=None, help="price per million input tokens, for the estimate")
-    run.add_argument("--price-out", type=float, default=None, help="price per million output tokens")
+    run.add_argument("--max-retries", type=NOT_NEGATIVE, default=5, help="client retries per request (default: 5)")
+    run.add_argument("--timeout", type=real_number(0, above=True), default=120.0,
+                     help="seconds per request attempt (default: 120)")
+    run.add_argument("--price-in", type=real_number(0), default=None,
+                     help="price per million input tokens, for the estimate")
+    run.add_argument("--price-out", type=real_number(0), default=None, help="price per million output tokens")
     run.add_argument("--score", action="store_true", help="score the answers afterwards (kobbq eval score)")
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary (errors still shown)")
     pool = run.add_argument_group("on a work pool (needs PREFECT_API_URL; see the README's distributed section)")
     pool.add_argument("--deployment", help="run every unit as a run of this deployment, e.g. kobbq-model-run/git")
-    pool.add_argument("--endpoint-limit", type=int, default=None,
+    pool.add_argument("--endpoint-limit", type=POSITIVE, default=None,
                       help="units answering at once on this endpoint (sets its Prefect concurrency limit)")
-    pool.add_argument("--shards", type=int, default=1, help="units per (model, prompt) (default: 1)")
-    pool.add_argument("--lost-after", type=int, default=90,
+    pool.add_argument("--shards", type=POSITIVE, default=1, help="units per (model, prompt) (default: 1)")
+    pool.add_argument("--lost-after", type=whole_number(31), default=90,  # more than flows.model_runs' heartbeat
                       help="seconds without a heartbeat before a unit's run is taken for lost and run again "
                            "(default: 90; more than 30)")
     run.set_defaults(handler=run_command)
@@ -82,8 +86,8 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
 
 def _prompt_list(text: str) -> list[int]:
     try:
-        return sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
+        return sorted({POSITIVE(part) for part in text.split(",") if part.strip()})
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"not a list of prompt ids: {text!r}") from None
 
 
@@ -93,8 +97,6 @@ def run_command(args: argparse.Namespace) -> int:
     from tasks.evaluation.client import ReplayModel, model_from_environment
     from tasks.evaluation.runs import load_requests, run_requests
 
-    if args.concurrency < 1 or args.max_tokens < 1 or args.shards < 1:
-        raise UserError("--concurrency, --max-tokens and --shards must be at least 1")
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     if args.deployment:
