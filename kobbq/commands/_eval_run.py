@@ -27,8 +27,10 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     run = eval_subparsers.add_parser(
         "run", help="send prepared prompts to an OpenAI-compatible endpoint (cached, resumable)",
         description="The key comes from OPENAI_API_KEY (or --key-env NAME) and is never printed or written. "
-                    "429/5xx, timeouts and dropped connections are retried with backoff (Retry-After honoured); "
-                    "401/403/404 stop at once. Re-running the same command resumes.")
+                    "The endpoint is checked first (its models listing): no connection or a refused key stops "
+                    "in one line. 429/5xx, timeouts and dropped connections are retried with backoff (Retry-After "
+                    "honoured); 401/403/404 and a server that stops accepting connections stop the run. "
+                    "Re-running the same command resumes.")
     run.add_argument("--prepared", type=Path, required=True, help="folder written by kobbq eval prepare")
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--endpoint", help="base URL of the API, e.g. http://127.0.0.1:8000/v1")
