@@ -49,7 +49,8 @@ NO_KEY = "no-key-set"  # local servers (vLLM, Ollama, llama.cpp) accept any key;
 # client's backoff (0.5, 1, 2, 4, 8 s) makes that ~1.5 s with 4 requests in flight, ~3.5 s with one.
 DOWN_AFTER_SECONDS = 1.0
 DOWN_AFTER_FAILURES = 3
-CHECK_TIMEOUT = httpx2.Timeout(30.0, connect=5.0)  # the models listing before a run
+CONNECT_SECONDS = 5.0  # to open a connection (the openai client's default): a host that drops packets is down
+CHECK_TIMEOUT = httpx2.Timeout(30.0, connect=CONNECT_SECONDS)  # the models listing before a run
 CHECK_RETRIES = 2  # a refused connection is retried twice (~1 s in all) before the run is refused
 
 
@@ -146,7 +147,9 @@ class OpenAIModel:
     def __post_init__(self) -> None:
         self.watch = ConnectionWatch()
         self._client = openai.OpenAI(base_url=self.settings.endpoint, api_key=self.api_key or NO_KEY,
-                                     max_retries=self.max_retries, timeout=self.timeout_seconds,
+                                     max_retries=self.max_retries,
+                                     timeout=httpx2.Timeout(self.timeout_seconds,
+                                                            connect=min(self.timeout_seconds, CONNECT_SECONDS)),
                                      http_client=WatchedHttpClient(self.watch))
 
     def check(self, key_required: bool = True) -> None:
