@@ -15,9 +15,9 @@ module only sorts what comes back:
   it stops the run at once (``RunStopped``) with a message that never contains the key;
 - a server that cannot be reached stops the run too: ``check`` lists the endpoint's models
   before anything is sent, and during the run a ``ConnectionWatch`` shared by every thread
-  stops it once every attempt to connect has failed for ``DOWN_AFTER_SECONDS`` (the server
-  died), instead of retrying each remaining request for its whole backoff (~14 s a request,
-  a day and a half for the real release). Answers received before are in the answer cache.
+  stops it once every attempt to connect has failed for a second (the server died), instead
+  of retrying each remaining request for its whole backoff (~14 s a request, a day and a half
+  for the real release). Answers received before are in the answer cache.
 
 ``ReplayModel`` answers from a recording (``--replay``) by request id, with no network and
 no key; a request not recorded is ``failed``.
@@ -44,6 +44,7 @@ from tasks.evaluation.jsonl import json_records
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 RECORDED_STATUSES = ("ok", "empty", "malformed")
+RECORDED_KEYS = ("id", "prompt_id", "raw", "status")  # a line of a --replay recording
 NO_KEY = "no-key-set"  # local servers (vLLM, Ollama, llama.cpp) accept any key; the client needs one
 # Every connection attempt failing for this long, this many times: the server is down, not blinking. The
 # client's backoff (0.5, 1, 2, 4, 8 s) makes that ~1.5 s with 4 requests in flight, ~3.5 s with one.
@@ -77,9 +78,10 @@ class ConnectionWatch:
     """Whether the endpoint is down, from the connection attempts of every thread of a run.
 
     It is down once ``failures`` connection attempts have failed, with none succeeding in between,
-    over at least ``down_after`` seconds: a server that stopped, not a dropped connection. Once down it stays down for the run: what follows is
-    refused at once rather than retried. Only failures to connect count; a slow answer or a
-    429/5xx is the server alive, and keeps the client's backoff.
+    over at least ``down_after`` seconds: a server that stopped, not a dropped connection. Once
+    down it stays down for the run: what follows is refused at once rather than retried. Only
+    failures to connect count; a slow answer or a 429/5xx is the server alive, and keeps the
+    client's backoff.
     """
 
     def __init__(self, down_after: float = DOWN_AFTER_SECONDS, failures: int = DOWN_AFTER_FAILURES,
@@ -108,7 +110,7 @@ class ConnectionWatch:
 
 
 class EndpointDown(openai.APIConnectionError):
-    """Raised by ``WatchedHttpClient`` once the endpoint is down; an ``OpenAIError``, so the client does not retry it."""
+    """Raised by ``WatchedHttpClient`` once the endpoint is down: an ``OpenAIError``, which the client never retries."""
 
 
 class WatchedHttpClient(openai.DefaultHttpxClient):
@@ -233,12 +235,14 @@ class ReplayModel:
     def __post_init__(self) -> None:
         self._answers: dict[tuple[int, str], Answer] = {}
         for where, row in json_records(self.recording):
+            if not isinstance(row, dict) or not all(key in row for key in RECORDED_KEYS):
+                raise UserError(f"not a recorded answer (an object with {', '.join(RECORDED_KEYS)})", where)
+            answer = Answer(str(row["raw"]), str(row["status"]))
             try:
-                answer = Answer(str(row["raw"]), str(row["status"]))  # type: ignore[index]
-                self._answers[(int(row["prompt_id"]), str(row["id"]))] = answer  # type: ignore[index]
-            except (ValueError, KeyError, TypeError) as exc:
-                raise UserError(f"not a recorded answer (no {exc})" if isinstance(exc, KeyError) else
-                                f"not a recorded answer ({exc})", where) from None
+                self._answers[(int(row["prompt_id"]), str(row["id"]))] = answer
+            except (ValueError, TypeError):
+                raise UserError("prompt_id must be a whole number",
+                                Location(where.file, where.row, "prompt_id")) from None
             if answer.status not in RECORDED_STATUSES:
                 raise UserError(f"status must be one of {', '.join(RECORDED_STATUSES)}",
                                 Location(where.file, where.row, "status"))

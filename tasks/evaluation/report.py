@@ -206,7 +206,9 @@ def run_warning(run: Run, overall: pd.Series) -> str | None:
     if ooc < answers and not undefined:
         return None
     share = f"all {answers:,} answers are" if ooc == answers else f"{ooc:,} of {answers:,} answers are"
-    effects = [f"{', '.join(undefined)} cannot be computed (— in the tables, NaN in the TSV files)"] if undefined else []
+    effects = []
+    if undefined:
+        effects.append(f"{', '.join(undefined)} cannot be computed (— in the tables, NaN in the TSV files)")
     if ooc == answers and len(undefined) < len(metrics):
         effects.append(f"{'the other' if undefined else 'the'} metrics count every answer as wrong (--ooc-as-wrong)")
     return (f"{share} out-of-choice{f' ({blank:,} blank)' if blank else ''}: {'; '.join(effects)}; ooc.tsv lists "
