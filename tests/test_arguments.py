@@ -2,8 +2,9 @@
 
 Before: ``kobbq eval score --bootstrap -1`` was accepted and reported ("-1 bootstrap
 resamples"), ``--seed -5`` ended in a numpy traceback, ``eval run --max-retries -1`` and
-``--timeout -1`` in tracebacks from the HTTP client, and every argparse error printed the
-command's whole usage (nine lines for ``eval score``) before it.
+``--timeout -1`` in tracebacks from the HTTP client, so did ``--endpoint 'http://[::1'`` and
+``--endpoint ''``; and every argparse error printed the command's whole usage (nine lines for
+``eval score``) before it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 
 import pytest
 
-from kobbq.arguments import whole_number, real_number
+from kobbq.arguments import http_url, real_number, whole_number
 from kobbq.cli import main
 
 
@@ -36,6 +37,16 @@ def test_real_number_is_finite_and_bounded() -> None:
         seconds("ten")
 
 
+def test_an_endpoint_is_an_http_url_with_a_host() -> None:
+    assert http_url("https://api.example.org/v1") == "https://api.example.org/v1"
+    for text in ("localhost:8000", "127.0.0.1:8000/v1", "ftp://127.0.0.1/v1", "", "http:///v1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="expected an http:// or https:// URL"):
+            http_url(text)
+    for text, reason in (("http://[::1", "Invalid IPv6 URL"), ("http://127.0.0.1:99999/v1", "Port out of range")):
+        with pytest.raises(argparse.ArgumentTypeError, match=rf"not a URL \({reason}"):
+            http_url(text)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["eval", "score", "p.csv", "--bootstrap", "-1"], "kobbq eval score: argument --bootstrap: must be at least 0, not -1"),
     (["eval", "score", "p.csv", "--seed", "-5"], "kobbq eval score: argument --seed: must be at least 0, not -5"),
@@ -52,6 +63,9 @@ def test_real_number_is_finite_and_bounded() -> None:
      "kobbq eval run: argument --prompts: not a list of prompt ids: '1,-3'"),
     (["eval", "run", "--prepared", "x", "--replay", "y", "--model", "m", "--lost-after", "30"],
      "kobbq eval run: argument --lost-after: must be at least 31, not 30"),
+    (["eval", "run", "--prepared", "x", "--endpoint", "", "--model", "m"],
+     "kobbq eval run: argument --endpoint: expected an http:// or https:// URL such as http://127.0.0.1:8000/v1, "
+     "not ''"),
 ])
 def test_impossible_numbers_are_one_line_before_anything_runs(argv: list[str], message: str,
                                                               capsys: pytest.CaptureFixture[str]) -> None:

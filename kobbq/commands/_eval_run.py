@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kobbq.arguments import NOT_NEGATIVE, POSITIVE, real_number, whole_number
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE, http_url, real_number, whole_number
 
 
 def register(eval_subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
                     "Re-running the same command resumes.")
     run.add_argument("--prepared", type=Path, required=True, help="folder written by kobbq eval prepare")
     source = run.add_mutually_exclusive_group(required=True)
-    source.add_argument("--endpoint", help="base URL of the API, e.g. http://127.0.0.1:8000/v1")
+    source.add_argument("--endpoint", type=http_url, help="base URL of the API, e.g. http://127.0.0.1:8000/v1")
     source.add_argument("--replay", type=Path, help="answers recorded earlier (JSONL id, prompt_id, raw, status)")
     run.add_argument("--model", required=True, action="append",
                      help="model name as the endpoint knows it (repeat it with --deployment for several)")
