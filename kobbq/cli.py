@@ -11,14 +11,22 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from typing import NoReturn
 
 from core import interrupt
 from core.errors import UserError
 from kobbq import __version__, commands
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a wrong argument told in one line (the usage is what ``--help`` is for); exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="kobbq",
         description="Build culturally adapted BBQ benchmarks (KoBBQ first) from their raw templates.",
     )
