@@ -54,4 +54,4 @@ def check_predictions(case: tuple[str, bytes], release: Path, profile: str) -> N
 @pytest.mark.parametrize("profile", FUZZ_PROFILES)
 def test_malformed_predictions(profile, previous_release):
     fuzz(profile, malformed_predictions(previous_release),
-         lambda case: check_predictions(case, previous_release, profile), fast=6, long=150)
+         lambda case: check_predictions(case, previous_release, profile), fast=6, long=100)

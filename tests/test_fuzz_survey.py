@@ -71,10 +71,10 @@ def check_survey(files: dict[str, bytes], release: Path, runner=None) -> None:
 
 @pytest.mark.parametrize("profile", FUZZ_PROFILES)
 def test_malformed_survey_results(profile, previous_release):
-    fuzz(profile, malformed_survey(), lambda files: check_survey(files, previous_release), fast=6, long=250)
+    fuzz(profile, malformed_survey(), lambda files: check_survey(files, previous_release), fast=6, long=150)
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_malformed_survey_results_built_to_the_end(previous_release):
-    fuzz("long", malformed_survey(), lambda files: check_survey(files, previous_release, run_subprocess), long=10)
+    fuzz("long", malformed_survey(), lambda files: check_survey(files, previous_release, run_subprocess), long=5)
