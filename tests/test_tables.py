@@ -80,15 +80,3 @@ def test_predictions_with_a_byte_order_mark_read_like_without(tmp_path):
     [with_mark] = read_predictions(marked, model="m", prompt=1)
     assert with_mark.ids == without.ids == ["age-001-amb-bsd-0", "age-001-amb-bsd-1"]
     assert with_mark.values == ["노인", "B"] and with_mark.file_rows == [2, 3]
-
-
-def test_predictions_jsonl_that_is_not_utf8_names_its_line(tmp_path):
-    from core.errors import UserError
-    from tasks.evaluation.predictions import read_predictions
-
-    answers = tmp_path / "answers.jsonl"
-    answers.write_bytes('{"id": "age-001-amb-bsd-0", "raw": "노인"}\n\n{"id": "x", "raw": "가'.encode("utf-8")
-                        + b"\xff\"}\n")
-    with pytest.raises(UserError) as raised:
-        read_predictions(answers, model="m", prompt=1)
-    assert raised.value.render().startswith(f"{answers}, row 3") and "character 22 of the line" in str(raised.value)

@@ -104,9 +104,8 @@ def _with_lines(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _read_jsonl(path: Path) -> pd.DataFrame:
     records = []
-    with path.open("rb") as handle:  # decoded line by line, so a byte that is not UTF-8 has its line
-        for number, raw in enumerate(handle, start=1):
-            line = _utf8_line(raw, Location(str(path), number))
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
@@ -121,14 +120,6 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
                 continue  # the request got no answer: missing, not out-of-choice
             records.append({**{k: "" if v is None else v for k, v in record.items()}, "_row": number})
     return pd.DataFrame.from_records(records)
-
-
-def _utf8_line(raw: bytes, where: Location) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        column = len(raw[:exc.start].decode("utf-8")) + 1
-        raise UserError(f"not UTF-8 text (character {column} of the line)", where) from None
 
 
 def _from_log_sample(sample: dict, where: Location) -> dict:
