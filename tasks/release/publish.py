@@ -17,9 +17,8 @@ from pathlib import Path
 
 from core import interrupt
 from core.errors import UserError
+from core.release_folder import RETIRED_PREFIX, STAGING_PREFIX, check_release_name, check_replaceable
 
-STAGING_PREFIX = ".staging-"
-RETIRED_PREFIX = ".retired-"
 
 
 def staging_folder(target: Path) -> Path:
@@ -50,9 +49,11 @@ def staged_release(target: Path) -> Iterator[Path]:
 
     The caller writes everything into the staging folder and then calls ``publish``.
     """
+    check_release_name(target.name)
     target.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(target):
         recover(target)
+        check_replaceable(target)  # also when the flow runs without the command (a deployment)
         staging = staging_folder(target)
         staging.mkdir()
         interrupt.register_staging(staging)
@@ -112,4 +113,5 @@ def publish(staging: Path, target: Path) -> None:
             os.replace(target, retired)
         interrupt.checkpoint("publish")
         os.replace(staging, target)
+        interrupt.mark_published(target)
     shutil.rmtree(retired, ignore_errors=True)
