@@ -186,3 +186,15 @@ def test_a_signal_after_publication_says_the_release_was_published(tmp_path):
 
 def test_read_text_drops_a_byte_order_mark(tmp_path):
     assert read_text(_write(tmp_path / "bom.csv", b"\xef\xbb\xbfa,b\n")) == "a,b\n"
+
+
+def test_a_full_disk_while_staging_names_the_release_not_the_removed_staging_folder(tmp_path):
+    from tasks.release.publish import release_os_error
+
+    staging, target = tmp_path / ".staging-KoBBQ-1", tmp_path / "KoBBQ"
+    pyarrow = release_os_error(OSError("IOError: No space left on device"), staging, target)
+    assert (pyarrow.errno, pyarrow.filename) == (errno.ENOSPC, str(target))
+    inside = release_os_error(OSError(errno.ENOSPC, "No space left on device", str(staging / "a.tsv")), staging, target)
+    assert inside.filename == str(target)
+    elsewhere = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "cache.sqlite"))
+    assert release_os_error(elsewhere, staging, target) is elsewhere

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core import interrupt
-from core.errors import UserError
+from core.errors import UserError, os_errno
 from core.release_folder import RETIRED_PREFIX, STAGING_PREFIX, check_release_name, check_replaceable
 
 
@@ -59,11 +59,26 @@ def staged_release(target: Path) -> Iterator[Path]:
         interrupt.register_staging(staging)
         try:
             yield staging
+        except OSError as exc:  # a full disk: named by the release it stopped, as the staging folder is gone
+            shutil.rmtree(staging, ignore_errors=True)
+            named = release_os_error(exc, staging, target)
+            if named is exc:
+                raise
+            raise named from exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         finally:
             interrupt.unregister_staging(staging)
+
+
+def release_os_error(exc: OSError, staging: Path, target: Path) -> OSError:
+    """The error as the user can act on it: a file of the removed staging folder (or none: pyarrow's writers
+    name none) is reported as the release being written."""
+    filename = None if exc.filename is None else str(exc.filename)
+    if filename is not None and not filename.startswith(str(staging)):
+        return exc
+    return OSError(os_errno(exc), exc.strerror or str(exc), str(target))
 
 
 _held: dict[Path, int] = {}  # lock file -> depth: a build takes the lock before Prefect starts, the flow again
