@@ -198,3 +198,12 @@ def test_a_full_disk_while_staging_names_the_release_not_the_removed_staging_fol
     assert inside.filename == str(target)
     elsewhere = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "cache.sqlite"))
     assert release_os_error(elsewhere, staging, target) is elsewhere
+
+
+def test_a_damaged_translation_cache_is_one_error_and_is_kept(tmp_path):
+    from tasks.translation.cache import TranslationCache
+
+    cache = _write(tmp_path / "translation_cache.sqlite", b"not a database, but paid for" * 200)
+    with pytest.raises(UserError, match="not a readable translation cache .* left as it is") as error:
+        TranslationCache(cache)
+    assert error.value.where == cache and cache.read_bytes() == b"not a database, but paid for" * 200
