@@ -8,7 +8,6 @@ profile fails at load time with its name, instead of silently using a default.
 
 from __future__ import annotations
 
-import tomllib
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated
@@ -17,6 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from core.errors import UserError
 from core.paths import PROFILE_DIR
+from core.text_files import read_toml
 
 
 def _to_fraction(value: object) -> Fraction:
@@ -516,12 +516,7 @@ def profile_file(name_or_path: str | Path) -> Path:
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load a shipped profile by name (``ko``: ``core/profiles/ko/ko.toml``) or any profile file by path."""
     path = profile_file(name_or_path)
-    if not path.exists():
-        raise UserError("profile file does not exist", path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"not valid TOML: {exc}", path) from None
+    data = read_toml(path, "profile file")
     try:
         return Profile.model_validate({**data, "path": path})
     except ValidationError as exc:

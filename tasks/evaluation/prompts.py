@@ -21,6 +21,7 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.paths import EXAMPLE_DIR
+from core.text_files import check_input_file
 from core.profile import Profile, load_profile
 from core.atomic import write_bytes, write_text, write_with
 from tasks.audit.fates import read_manifest, release_profile
@@ -111,8 +112,7 @@ def resolve_prompt_table(profile: Profile, explicit: Path | None) -> tuple[Path,
     language: an error, never another language's table.
     """
     if explicit is not None:
-        if not explicit.exists():
-            raise UserError("prompt table not found", explicit)
+        check_input_file(explicit, "prompt table")  # absent, or a folder: one line naming it
         return explicit, f"prompt table {explicit} (--prompts)"
     named = profile_prompt_table(profile)
     if named is not None and named.exists():

@@ -32,6 +32,7 @@ from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evalu
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
+from core.release_folder import WRITTEN_BY
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
 from tasks.release.hf_layout import DATA_DIR
@@ -394,6 +395,7 @@ def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[
                    "template_ids_by_label": dict(sorted(entry["labels"].items()))}
         for category, entry in sorted(by_category.items())}
     return {
+        "written_by": WRITTEN_BY,  # the marker a later build checks before it replaces the folder
         "release": profile.release.name,
         "profile": profile.name,
         "project_version": core.__version__,

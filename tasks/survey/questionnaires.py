@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import random
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from tasks.survey.results import OPTION_SEPARATOR
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates.load import TemplateRow
 from core.tables import csv_for_people
+from core.text_files import read_toml
 from core.workbooks import reproducible_bytes, set_text
 
 QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
@@ -57,7 +57,7 @@ def load_wording(profile: Profile) -> Wording:
     options = folder / "options.toml"
     if not options.exists():
         raise UserError("options.toml (the 'no stereotype' option label) is missing", folder)
-    label = tomllib.loads(options.read_text(encoding="utf-8")).get("no_stereotype", "")
+    label = read_toml(options, "survey options file").get("no_stereotype", "")
     if not label:
         raise UserError("no_stereotype label is empty", options)
     return Wording(*templates, label)
