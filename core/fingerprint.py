@@ -53,8 +53,10 @@ def files_fingerprint(files: dict[str, Path | None], extra: str = "") -> str:
         elif path.is_dir():
             for child in sorted(p for p in path.rglob("*") if p.is_file()):
                 digest.update(f"{child.relative_to(path).as_posix()}:{sha256_file(child)};".encode())
-        else:
+        elif path.is_file():
             digest.update(sha256_file(path).encode())
+        else:  # a device or a pipe (/dev/zero never ends): not hashed; the stage that reads it refuses it
+            digest.update(b"<not a file>")
     return digest.hexdigest()
 
 

@@ -22,7 +22,8 @@ from core.findings import Finding
 from core.profile import DEFAULT_PROFILE, Profile, load_profile
 from core.release_folder import ReleaseFolder
 from flows.artifacts import publish_release
-from tasks.release.assemble import ExpandedRelease, expand_release, write_release_folder
+from tasks.audit.report import write_release_folder
+from tasks.release.assemble import ExpandedRelease, expand_release
 from tasks.release.inputs import BuildInputs, BuildResult, ReleaseRequest
 from tasks.release.publish import publish, staged_release
 from tasks.release.test_split import PROFILE, TestSplit
@@ -62,6 +63,7 @@ def write_and_publish(target: Path, inputs: BuildInputs, loaded: LoadedTemplates
                                         reports=texts, parallel=parallel, progress=console.step)
         publish(staging, target)
     console.step(f"validated and published {target}")
+    interrupt.checkpoint("published")
     publish_release(target, inputs.profile, manifest)  # its summary, funnel, Table 1, validation and links
     return manifest
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from core import console
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
-from core.pipeline_file import load_pipeline
+from core.pipeline_file import check_start_inputs, check_states, load_pipeline
 from core.profile import profile_file
-from core.release_folder import ReleaseFolder
+from core.release_folder import ReleaseFolder, check_replaceable
 from core.runtime import configure_environment
 from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
 from tasks.build.folder import build_folder
@@ -81,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
     if args.templates is None:
         raise UserError("--survey-results needs --templates (or use a pipeline file)")
-    result = run_direct(direct_build(args))
+    build = direct_build(args)
+    check_replaceable(build.folder.path)  # a folder this project did not write is never replaced
+    result = run_direct(build)
     state = "up to date" if result.up_to_date else "built"
     print(f"{result.release_dir}: {state}, {result.samples:,} samples, {result.test_samples:,} in the test split")
     return 0
@@ -133,7 +135,12 @@ def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
     # Every stage module and its libraries, imported for a pipeline run only.
     from tasks.build.pipeline import context, pipeline_is_current
 
-    ctx = context(load_pipeline(path), args.out)
+    pipeline = load_pipeline(path)
+    check_start_inputs(pipeline)  # a mistyped path is an error now, not a stage waiting after Prefect's start-up
+    ctx = context(pipeline, args.out)
+    check_replaceable(ctx.folder.path)  # a folder this project did not write is never replaced
+    for removed in check_states(ctx.states, rewrite=args.force):
+        console.step(f"{removed}: unreadable, removed (--force); its stage runs again")
     with build_folder(ctx.folder):
         if not args.force and pipeline_is_current(ctx):
             print(f"{ctx.folder.path}: up to date (every stage's inputs unchanged, release intact); nothing rebuilt")

@@ -39,7 +39,7 @@ assert [s.name for s in PEOPLE_STAGES] + [RELEASE] == STAGES
 def context(pipeline: Pipeline, out: Path) -> Context:
     """The pipeline's context in the build folder ``out``: its profile, loaded here once per command."""
     profile = load_profile(pipeline.profile)
-    return Context(pipeline, profile, ReleaseFolder.of(out, pipeline.config.name, profile))
+    return Context(pipeline, profile, ReleaseFolder.of(out, pipeline.config.name or None, profile))
 
 
 def stage_fingerprint(ctx: Context, stage: Stage) -> str:
