@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("core", "tasks", "flows", "kobbq")
 LAYER = {"core": 0, "tasks": 1, "flows": 2, "kobbq": 3}
 COUNTED = {"load_profile": "profile loads", "release_is_current": "current checks",
+           "current_manifest": "current checks",  # release_is_current's name since issue 21
            "take_over": "take-overs", "apply_survey_rules": "survey rule runs"}
 
 

@@ -12,7 +12,6 @@ from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.pipeline_file import check_start_inputs, check_states, load_pipeline
 from core.profile import profile_file
 from core.release_folder import ReleaseFolder, check_replaceable
-from core.runtime import configure_environment
 from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
 from tasks.build.folder import build_folder
 from tasks.build.request import DirectBuild
@@ -125,8 +124,7 @@ def run_direct(build: DirectBuild) -> BuildResult:
 
 
 def start_build(request: ReleaseRequest) -> BuildResult:
-    configure_environment()
-    from flows.build import build_release  # Prefect is imported after configure_environment sets its settings
+    from flows.build import build_release  # Prefect, imported once kobbq.cli has set its settings
 
     return build_release(request)
 
@@ -145,8 +143,7 @@ def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
         if not args.force and pipeline_is_current(ctx):
             print(f"{ctx.folder.path}: up to date (every stage's inputs unchanged, release intact); nothing rebuilt")
             return 0
-        configure_environment()
-        from flows.pipeline import run_pipeline  # Prefect is imported after configure_environment sets its settings
+        from flows.pipeline import run_pipeline  # Prefect, imported once kobbq.cli has set its settings
 
         result = run_pipeline(ctx, force=args.force)
     if result.failed:

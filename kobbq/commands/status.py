@@ -7,6 +7,8 @@ from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import STAGES, describe, load_pipeline, read_state
+from core.release_folder import release_problem
+from tasks.build.pipeline import context, current_fingerprints
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,10 +22,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Every stage module and its libraries, imported for this command only (not for `kobbq --help`).
-    from core.release_folder import release_problem
-    from tasks.build.pipeline import context, current_fingerprints
-
     ctx = context(load_pipeline(args.pipeline), args.out)
     prints = current_fingerprints(ctx)
     print(f"pipeline {args.pipeline} -> {ctx.folder.path}")

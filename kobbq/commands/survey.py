@@ -7,8 +7,9 @@ from pathlib import Path
 
 from core import console
 from core.paths import EXAMPLE_TEMPLATES
-from core.runtime import configure_environment
 from kobbq.commands._options import add_profile, profile_of
+from tasks.survey.ingest import IngestRequest, check_ingest
+from tasks.survey.inputs import SurveyInputs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,8 +57,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     console.set_quiet(args.quiet)
-    configure_environment()
-    from flows.survey import export_survey  # Prefect is imported after configure_environment sets its settings
+    from flows.survey import export_survey  # Prefect, imported once kobbq.cli has set its settings
 
     result = export_survey(profile_name=args.profile, templates=args.templates, out=args.out,
                            corrections=args.corrections)
@@ -67,17 +67,12 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_ingest(args: argparse.Namespace) -> int:
-    # The survey readers and rules with their libraries, for this command only (not for `kobbq --help`).
-    from tasks.survey.ingest import IngestRequest, check_ingest
-    from tasks.survey.inputs import SurveyInputs
-
     console.set_quiet(args.quiet)
     profile = profile_of(args)
     inputs = SurveyInputs(args.results, args.reading, args.overrides, args.questions, args.allow_unmatched)
     request = IngestRequest(profile, args.templates, inputs.resolve(profile), args.out, args.corrections)
     stage = check_ingest(request)  # the rules, once, before Prefect starts: a bad file fails at once and cleanly
-    configure_environment()
-    from flows.survey import Computed, ingest_survey  # Prefect is imported after configure_environment sets its settings
+    from flows.survey import Computed, ingest_survey  # Prefect, imported once kobbq.cli has set its settings
 
     result = ingest_survey(request, Computed(stage))
     print(f"{args.out}: kept {result.kept} of {result.templates} templates ({result.kept_rows} rows), "
