@@ -29,7 +29,7 @@ from tasks.audit.fates import load_audit_log
 from tasks.audit.report import REPORT_NAME, funnel_rows
 from tasks.release.checks import report_from_json
 from tasks.release.dataset_card import rule_counts
-from tasks.stage import StageOutput, Waiting
+from tasks.stage_contract import StageOutput, Waiting
 
 RELEASE_STAGE = "release"
 

@@ -27,7 +27,7 @@ from tasks.release.assemble import ExpandedRelease, expand_release
 from tasks.release.inputs import BuildInputs, BuildResult, ReleaseRequest
 from tasks.release.publish import publish, staged_release
 from tasks.release.test_split import PROFILE, TestSplit
-from tasks.survey.stage import survivors
+from tasks.survey.survey_stage import survivors
 from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.validate import load_checked
 

@@ -1,4 +1,4 @@
-"""The labelling flows: thin Prefect wrappers around the labels stage's functions (``tasks.labels.stage``),
+"""The labelling flows: thin Prefect wrappers around the labels stage's functions (``tasks.labels.labels_stage``),
 so ``kobbq labels consensus`` and a pipeline's labels stage read, check and write the same way.
 
 - ``labels_flow(bbq, consensus, out, annotations=(), newly_created=None, profile_name="ko", categories=None)
@@ -26,7 +26,7 @@ from core.decisions import Decision, write_decisions_csv
 from core.profile import DEFAULT_PROFILE, Profile, load_profile
 from tasks.templates.newly_created import NewlyCreated, import_newly_created
 from tasks.labels.reference import ReferenceLabels
-from tasks.labels.stage import FinalLabels, final_labels, labels_from_links, write_labels, write_reference
+from tasks.labels.labels_stage import FinalLabels, final_labels, labels_from_links, write_labels, write_reference
 from tasks.templates.validate import load_templates
 
 

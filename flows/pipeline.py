@@ -24,7 +24,7 @@ from core.pipeline_file import DONE, FAILED, WAITING, StageState, read_state, wr
 from flows.artifacts import publish_stage
 from flows.build import release_steps
 from tasks.build.pipeline import RELEASE, StageCheck, check_test_split, each_stage, release_fingerprint, release_request
-from tasks.stage import Context, Waiting
+from tasks.stage_contract import Context, Waiting
 
 
 @task(name="pipeline-stage", cache_policy=NO_CACHE, task_run_name="{check.stage.name}")

@@ -1,7 +1,7 @@
 """The survey stage as two Prefect flows: ``export_survey`` (before) and ``ingest_survey`` (after).
 
 Each is a thin wrapper around the function the pipeline's stage calls: ``export_questionnaires``
-(``tasks.survey.export_stage``) and ``survey_stage`` (``tasks.survey.stage``, through
+(``tasks.survey.survey_export_stage``) and ``survey_stage`` (``tasks.survey.survey_stage``, through
 ``tasks.survey.ingest.check_ingest``), so a standalone run reads the same inputs the same way (default
 overrides included) and takes the same decisions. Nothing is cached: the whole stage runs in well under a
 second. Every input is read and checked before the first file is written, and every file is written
@@ -21,7 +21,7 @@ from core import interrupt
 from core.profile import Profile, load_profile
 from tasks.survey.export import ExportResult, export_questionnaires
 from tasks.survey.ingest import IngestRequest, IngestResult, check_ingest, ingest_result, write_ingest_outputs
-from tasks.survey.stage import SurveyStage
+from tasks.survey.survey_stage import SurveyStage
 from tasks.templates.load import TemplateRow
 from tasks.templates.validate import load_checked
 

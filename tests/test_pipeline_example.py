@@ -54,7 +54,7 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
     from flows.build import build_release
     from flows.pipeline import run_pipeline
     from tasks.survey.inputs import SurveyInputs
-    from tasks.survey.stage import record_for_release, survey_stage
+    from tasks.survey.survey_stage import record_for_release, survey_stage
 
     pipeline = load_pipeline(write_pipeline(tmp_path))
     out = tmp_path / "build"

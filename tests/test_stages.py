@@ -10,9 +10,9 @@ from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import DONE, STAGES, StageState, load_pipeline, write_state
 from tasks.build.pipeline import PEOPLE_STAGES, RELEASE, context, each_stage
 from tasks.survey.inputs import SurveyInputs
-from tasks.survey.stage import survey_stage, survivors
+from tasks.survey.survey_stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
-from tasks.templates.stage import STAGE as TEMPLATES_STAGE
+from tasks.templates.templates_stage import STAGE as TEMPLATES_STAGE
 from tasks.templates.validate import load_corrected
 
 EXAMPLE_SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"

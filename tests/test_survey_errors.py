@@ -9,7 +9,7 @@ from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.inputs import SurveyData, SurveyInputs, load_survey_results
-from tasks.survey.stage import survey_stage
+from tasks.survey.survey_stage import survey_stage
 from tasks.templates.load import load_kobbq_templates
 
 EXAMPLE = SURVEY_DIR / "ko" / "example"

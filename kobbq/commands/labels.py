@@ -15,7 +15,7 @@ from tasks.labels.agreement import DRAFT_COLUMNS, agreement, draft_consensus_row
 from tasks.labels.annotations import categories_in, check_annotator_files, read_annotator_file
 from tasks.labels.consensus import write_consensus
 from tasks.labels.problems import raise_if_errors
-from tasks.labels.stage import labels_from_links
+from tasks.labels.labels_stage import labels_from_links
 from tasks.labels.template_set import load_label_items
 from tasks.labels.workbook import write_workbook
 from tasks.templates.validate import load_templates

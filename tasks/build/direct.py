@@ -14,7 +14,7 @@ from dataclasses import replace
 from tasks.build.request import DirectBuild
 from tasks.release.assemble import expand_release
 from tasks.release.inputs import BuildResult, ReleaseRequest
-from tasks.survey.stage import SurveyStage, record_for_release, survey_stage
+from tasks.survey.survey_stage import SurveyStage, record_for_release, survey_stage
 from tasks.templates.validate import load_checked
 
 

@@ -18,15 +18,15 @@ from core.fingerprint import fingerprint
 from core.pipeline_file import STAGES, Pipeline, StageState, is_current, read_state
 from core.profile import load_profile
 from core.release_folder import ReleaseFolder
-from tasks.labels.stage import STAGE as LABELS
+from tasks.labels.labels_stage import STAGE as LABELS
 from tasks.release.assemble import expand_release
 from tasks.release.inputs import ReleaseRequest
 from tasks.release.test_split import LISTED
-from tasks.stage import Context, Stage
-from tasks.survey.export_stage import STAGE as SURVEY_EXPORT
-from tasks.survey.stage import STAGE as SURVEY
-from tasks.survey.stage import pipeline_inputs, survivors
-from tasks.templates.stage import STAGE as TEMPLATES
+from tasks.stage_contract import Context, Stage
+from tasks.survey.survey_export_stage import STAGE as SURVEY_EXPORT
+from tasks.survey.survey_stage import STAGE as SURVEY
+from tasks.survey.survey_stage import pipeline_inputs, survivors
+from tasks.templates.templates_stage import STAGE as TEMPLATES
 from tasks.templates.validate import load_checked
 from tasks.translation.postedit_stage import STAGE as POSTEDIT
 from tasks.translation.pretranslate_stage import STAGE as PRETRANSLATE

@@ -16,7 +16,7 @@ from core.tables import write_csv_rows
 from tasks.survey.export import write_survey_decisions
 from tasks.survey.results import NO_STEREO, SurveyResults
 from tasks.survey.inputs import SurveyInputs
-from tasks.survey.stage import FUNNEL, GROUP_CHECK, SurveyStage, survey_stage
+from tasks.survey.survey_stage import FUNNEL, GROUP_CHECK, SurveyStage, survey_stage
 from tasks.templates.validate import load_checked
 
 QUOTA_COLUMNS = ["question_id", "what", "expected", "actual"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from core.atomic import write_text
 from core.findings import raise_if_errors
 from core.profile import Profile
-from tasks.stage import Context, Stage, StageOutput, Waiting, require
+from tasks.stage_contract import Context, Stage, StageOutput, Waiting, require
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import TemplateRow
 from tasks.translation.glossary import Glossary, glossary_path, profile_glossary

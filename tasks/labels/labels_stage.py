@@ -23,7 +23,7 @@ from tasks.labels.annotations import import_annotations, votes_by_template
 from tasks.labels.consensus import Consensus, load_consensus, require_final_labels
 from tasks.labels.reference import ReferenceLabels, reference_labels
 from tasks.labels.template_set import LabelItem, load_label_items
-from tasks.stage import Context, Stage, StageOutput, require
+from tasks.stage_contract import Context, Stage, StageOutput, require
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import TemplateRow
 from tasks.templates.validate import load_corrected

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.stage import Context, Stage, StageOutput
+from tasks.stage_contract import Context, Stage, StageOutput
 from tasks.survey.export import export_questionnaires
 from tasks.templates.validate import load_corrected
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from core.atomic import write_text, write_with
 from core.decisions import OUTCOME_DROP, Decision, template_subject, write_decisions_csv
 from core.profile import Profile
-from tasks.stage import Context, Stage, StageOutput, require
+from tasks.stage_contract import Context, Stage, StageOutput, require
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
 from tasks.survey.group_check import render_group_check
