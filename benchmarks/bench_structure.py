@@ -11,7 +11,8 @@
      (a loop over 76k rows counts once), walked depth first. *Files* = distinct project files visited;
      *stays* = consecutive steps in one file, collapsed; *climbs back up* = steps from a file of a lower
      layer into one of a higher layer (core < tasks < flows < kobbq), which is what happens each time
-     control goes back to a layer above to decide what to do next.
+     control goes back to a layer above to decide what to do next; *calls up* = distinct call sites where a
+     function of a lower layer calls one of a higher layer (a callback).
    Commands: ``kobbq build`` (the embedded example's pipeline, first run and up to date),
    ``kobbq build --templates`` (the example's template file, first run and up to date),
    ``kobbq survey ingest`` and ``kobbq eval prepare`` on the example.
@@ -55,6 +56,7 @@ class Walk:
         self.stacks: dict[int, list] = {}
         self.counts: Counter[str] = Counter()
         self.files: dict[str, str | None] = {}
+        self.calls_up: set[tuple] = set()  # (caller file, caller, callee): a lower layer calling into a higher one
 
     def project_file(self, filename: str) -> str | None:
         """The file relative to the project when it is project code, else None (remembered: called per event)."""
@@ -85,9 +87,11 @@ class Walk:
             return
         parent = stack[-1][1] if stack else self.roots.setdefault(thread, {"file": None, "children": {}})
         key = (file, code.co_firstlineno, code.co_name)
+        if parent["file"] is not None and layer(file) > layer(parent["file"]):
+            self.calls_up.add((parent["file"], parent.get("name"), key))
         node = parent["children"].get(key)
         if node is None:
-            node = parent["children"][key] = {"file": file, "children": {}}
+            node = parent["children"][key] = {"file": file, "name": code.co_name, "children": {}}
         stack.append((frame, node))
 
     def steps(self) -> list[str]:
@@ -141,7 +145,8 @@ def measure_one(argv: list[str]) -> dict[str, object]:
         threading.setprofile(None)
     return {"exit": code, "seconds": round(time.perf_counter() - start, 1),
             **{name: walk.counts.get(name, 0) for name in COUNTED.values()},
-            "manifest reads": manifests["manifest reads"], **walk_figures(walk.steps())}
+            "manifest reads": manifests["manifest reads"], **walk_figures(walk.steps()),
+            "calls up": len(walk.calls_up)}
 
 
 def commands(tmp: Path) -> list[tuple[str, list[str]]]:
@@ -254,7 +259,7 @@ def main() -> int:
     if not args.skip_commands:
         rows = run_commands()
         columns = ["profile loads", "current checks", "manifest reads", "take-overs", "survey rule runs",
-                   "files", "stays", "climbs back up", "seconds"]
+                   "files", "stays", "climbs back up", "calls up", "seconds"]
         print("| command | " + " | ".join(columns) + " |")
         print("|---|" + "---|" * len(columns))
         for label, figures in rows:
