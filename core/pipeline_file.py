@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from core.errors import UserError
 from core.atomic import write_text
-from core.profile import is_profile_path
+from core.profile import DEFAULT_PROFILE, is_profile_path
 from core.text_files import read_json, read_toml
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
@@ -64,7 +64,7 @@ class SurveySection(_Section):
 
 
 class PipelineConfig(_Section):
-    profile: str = "ko"  # a shipped profile's name, or the path of a profile file relative to the pipeline file
+    profile: str = DEFAULT_PROFILE  # a shipped profile's name, or the path of a profile file relative to the pipeline file
     name: str = ""  # release folder name; default: the profile's release name
     seed: int | None = None
     # "profile": the test split's IDs the profile lists (ko: the official split), else one fill per template row
@@ -147,10 +147,6 @@ class StageState:
     counts: dict[str, object] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)  # role -> path
     finished_at: str = ""
-
-
-def state_dir(out: Path, name: str) -> Path:
-    return out / f"{name}.pipeline"
 
 
 REWRITE_HINT = "`kobbq build --force` runs the stage again and rewrites it"

@@ -18,6 +18,8 @@ from core.errors import UserError
 from core.paths import PROFILE_DIR
 from core.text_files import read_toml
 
+DEFAULT_PROFILE = "ko"  # the profile of a command, a pipeline file or a flow that names none
+
 
 def _to_fraction(value: object) -> Fraction:
     """Thresholds such as 2/3 must compare exactly; a float 0.6667 would misjudge 200/300."""

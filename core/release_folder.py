@@ -1,5 +1,11 @@
-"""A release folder as this project writes it: its manifest, the marker that says the project wrote it, and
-whether its files are still the ones the manifest records.
+"""A release folder as this project writes it: where it lives, its manifest, the marker that says the project
+wrote it, and whether its files are still the ones the manifest records.
+
+``ReleaseFolder`` is the one place for a release's paths: ``<out>/<name>`` is the release, ``<out>/<name>.work``
+the stages' work and ``<out>/<name>.pipeline`` their recorded states; the name is the one given (``--name``, a
+pipeline's ``name``) or the profile's release name. ``ReleaseFolder.current_manifest`` is the one "is the
+release current" check: it reads ``manifest.json`` once and returns it, so an up-to-date build reports its
+figures from the same read.
 
 A build replaces ``<out>/<name>`` only when that folder is a release this project wrote (``check_replaceable``):
 a folder a user keeps there (a clone, their own files) is refused before anything is written, so a
@@ -10,10 +16,12 @@ No pandas here: a command checks this before anything heavy is imported.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import UserError
 from core.fingerprint import sha256_file
+from core.profile import Profile
 from core.text_files import read_json
 
 MANIFEST = "manifest.json"
@@ -85,12 +93,38 @@ def _intact(path: Path, digest: str) -> bool:
     return path.is_file() and sha256_file(path) == digest
 
 
-def release_is_current(target: Path, fingerprint: str) -> bool:
-    """The release in ``target`` was built from these exact inputs (``core.fingerprint``) and its files are
-    intact. A manifest that cannot be read is a UserError, not a traceback."""
-    manifest = read_manifest(target)
-    return (manifest is not None and manifest.get("build_fingerprint") == fingerprint
-            and not changed_files(target, manifest))
+@dataclass(frozen=True)
+class ReleaseFolder:
+    out: Path  # the build folder
+    name: str  # the release folder's name: one plain folder name (``check_release_name``)
+
+    @classmethod
+    def of(cls, out: Path, name: str | None, profile: Profile) -> ReleaseFolder:
+        """The release folder in ``out``: ``name`` when given, else the profile's release name."""
+        return cls(Path(out), check_release_name(profile.release.name if name is None else name))
+
+    @property
+    def path(self) -> Path:
+        return self.out / self.name
+
+    @property
+    def work(self) -> Path:
+        """The stages' own files (workbooks, decisions, reports), beside the release."""
+        return self.out / f"{self.name}.work"
+
+    @property
+    def states(self) -> Path:
+        """One JSON file per pipeline stage: its status, fingerprint and outputs (``core.pipeline_file``)."""
+        return self.out / f"{self.name}.pipeline"
+
+    def current_manifest(self, fingerprint: str) -> dict[str, object] | None:
+        """The manifest when the folder holds the release built from exactly these inputs (same fingerprint,
+        ``core.fingerprint``) and its files are intact; None when it must be built. A manifest that cannot be
+        read is a UserError, not a traceback."""
+        manifest = read_manifest(self.path)
+        if manifest is None or manifest.get("build_fingerprint") != fingerprint or changed_files(self.path, manifest):
+            return None
+        return manifest
 
 
 def release_problem(target: Path) -> str | None:

@@ -29,7 +29,7 @@ from tasks.audit.fates import load_audit_log
 from tasks.audit.report import REPORT_NAME, funnel_rows
 from tasks.release.checks import report_from_json
 from tasks.release.dataset_card import rule_counts
-from tasks.stage import StageOutput, Waiting
+from tasks.stage_contract import StageOutput, Waiting
 
 RELEASE_STAGE = "release"
 
@@ -95,10 +95,10 @@ def release_tables(release_dir: Path, profile: Profile) -> dict[str, list[dict[s
     return tables
 
 
-def publish_release(release_dir: Path, profile: Profile) -> None:
-    """The release's artifacts: summary, funnel, Table 1, validation, and where the folder and report are."""
+def publish_release(release_dir: Path, profile: Profile, manifest: dict) -> None:
+    """The release's artifacts: summary, funnel, Table 1, validation, and where the folder and report are
+    (``manifest``: the one the build has just written)."""
     release_dir = Path(release_dir).resolve()
-    manifest = json.loads((release_dir / "manifest.json").read_text(encoding="utf-8"))
     release = str(manifest["release"])
     tables = release_tables(release_dir, profile)
     passed = sum(row["result"] == "pass" for row in tables.get("validation", []))

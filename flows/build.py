@@ -1,15 +1,15 @@
 """The build flow: templates in, a validated, reproducible release out.
 
-Each stage is a Prefect task wrapping the pure functions of ``tasks.release.assemble``; the flow
-stages the whole release beside the target and publishes it only when every file is written
-(and, once the validation stage runs, valid). A rebuild whose inputs, seed and code are
+``build_release(request)`` builds one ``ReleaseRequest`` (``tasks.release.inputs``); the pipeline's flow
+runs the same steps (``release_steps``) as its release stage, and ``build_from_files`` is the deployment's
+entry point (file arguments, as ``kobbq build --templates`` without a survey). Each step is a Prefect task
+wrapping the pure functions of ``tasks.release.assemble``; the whole release is staged beside the target
+and published only when every file is written and valid. A request whose inputs, seed and code are
 unchanged finds the release up to date and does nothing.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from prefect import flow, task
@@ -17,27 +17,19 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import opaque
 
 from core import console, interrupt
-from flows.artifacts import publish_release
-from core.profile import Profile, load_profile
-from tasks.release.assemble import ExpandedRelease, expand_release
-from tasks.audit.report import write_release_folder
-from tasks.release.inputs import BuildInputs, release_inputs
-from tasks.templates.validate import load_checked
 from core.decisions import Decision, read_decisions
 from core.findings import Finding
+from core.profile import DEFAULT_PROFILE, Profile, load_profile
+from core.release_folder import ReleaseFolder
+from flows.artifacts import publish_release
+from tasks.audit.report import write_release_folder
+from tasks.release.assemble import ExpandedRelease, expand_release
+from tasks.release.inputs import BuildInputs, BuildResult, ReleaseRequest
 from tasks.release.publish import publish, staged_release
-from core.release_folder import release_is_current
-from tasks.survey.stage import survivors
 from tasks.release.test_split import PROFILE, TestSplit
+from tasks.survey.survey_stage import survivors
 from tasks.templates.load import LoadedTemplates, TemplateRow
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    release_dir: Path
-    samples: int
-    test_samples: int
-    up_to_date: bool  # True when nothing was rebuilt
+from tasks.templates.validate import load_checked
 
 
 @task(name="load-and-validate-templates", cache_policy=NO_CACHE)
@@ -72,42 +64,48 @@ def write_and_publish(target: Path, inputs: BuildInputs, loaded: LoadedTemplates
         publish(staging, target)
     console.step(f"validated and published {target}")
     interrupt.checkpoint("published")
-    publish_release(target, inputs.profile)  # its summary, funnel, Table 1, validation and links, as artifacts
+    publish_release(target, inputs.profile, manifest)  # its summary, funnel, Table 1, validation and links
     return manifest
 
 
-@flow(name="kobbq-build", log_prints=False)
-def build_release(profile_name: str = "ko", templates: Path | None = None, out: Path = Path("build"),
-                  name: str | None = None, seed: int | None = None, corrections: Path | None = None,
-                  survey_files: dict[str, Path] | None = None, survey_decisions: Path | None = None,
-                  upstream: dict[str, Path] | None = None, parallel: dict[str, Path] | None = None,
-                  reports: dict[str, Path] | None = None, test_split: str = PROFILE,
-                  force: bool = False) -> BuildResult:
-    """``survey_files``: the survey stage's inputs (role -> file), recorded in the manifest.
-    ``survey_decisions``: that stage's decisions file; its template decisions say which templates survive.
-    ``upstream``: decision logs of earlier stages (stage -> CSV), merged into the release's log.
-    ``parallel``: twin releases (name -> template file, e.g. mtBBQ) expanded for the surviving templates.
-    ``reports``: earlier stages' reports (name in the release -> file), copied into the release.
-    ``test_split``: ``profile`` (the IDs the profile lists, else the seeded draw) or ``seeded``."""
-    interrupt.take_over(Path(out))
-    console.step("build flow started (Prefect API ready)")
+def release_steps(request: ReleaseRequest) -> BuildResult:
+    """The release's tasks, inside a running flow: ``build_release``'s, or the pipeline's as its last stage."""
     interrupt.checkpoint("start-up")
-    profile = load_profile(profile_name)
-    inputs = release_inputs(profile, templates, corrections, seed, survey_files, upstream, parallel, reports,
-                            test_split)
-    target = Path(out) / (name or profile.release.name)
-    fingerprint = inputs.fingerprint()
-    if not force and release_is_current(target, fingerprint):
-        manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+    target = request.folder.path
+    current = request.current()
+    if current is not None:
         console.step(f"{target} is up to date (same inputs, seed and code); nothing rebuilt")
-        return BuildResult(target, manifest["samples"], manifest["test_samples"], up_to_date=True)
+        return current
+    inputs = request.inputs()
     loaded, findings = load_templates(inputs)
-    earlier = [d for path in (upstream or {}).values() for d in read_decisions(path)]
-    kept = survivors(loaded.templates, read_decisions(survey_decisions)) if survey_decisions else loaded.templates
+    earlier = [d for path in request.upstream.values() for d in read_decisions(path)]
+    decisions = request.survey_decisions
+    kept = survivors(loaded.templates, read_decisions(decisions)) if decisions else loaded.templates
     # Prefect walks every parameter's contents (to find futures and dependencies) unless it is marked opaque:
     # at 10x the real templates, walking the templates and the expansion cost ~60 s of a 170 s build.
-    release = expand(opaque(kept), profile, inputs.test_split, opaque(loaded.vocabulary))
-    texts = {name: path.read_text(encoding="utf-8") for name, path in (reports or {}).items()}
+    release = expand(opaque(kept), request.profile, inputs.test_split, opaque(loaded.vocabulary))
+    texts = {name: path.read_text(encoding="utf-8") for name, path in request.reports.items()}
     manifest = write_and_publish(target, inputs, opaque(loaded), opaque(findings), opaque(release), opaque(earlier),
-                                 parallel or {}, texts)
-    return BuildResult(target, manifest["samples"], manifest["test_samples"], up_to_date=False)
+                                 request.parallel, texts)
+    return BuildResult.of(request.folder, manifest, up_to_date=False)
+
+
+@flow(name="kobbq-release", log_prints=False)
+def build_release(request: ReleaseRequest) -> BuildResult:
+    """One release from its request (``kobbq build --templates``)."""
+    interrupt.take_over(request.folder.out)
+    console.step("build flow started (Prefect API ready)")
+    return release_steps(request)
+
+
+@flow(name="kobbq-build", log_prints=False)
+def build_from_files(templates: Path, out: Path = Path("build"), profile: str = DEFAULT_PROFILE,
+                     name: str | None = None, corrections: Path | None = None, seed: int | None = None,
+                     test_split: str = PROFILE, force: bool = False) -> BuildResult:
+    """A release from one template file, as ``kobbq build --templates`` without a survey: the deployments'
+    entry point (``prefect.yaml``), whose runs pass files, not a request."""
+    interrupt.take_over(Path(out))
+    console.step("build flow started (Prefect API ready)")
+    loaded = load_profile(profile)
+    return release_steps(ReleaseRequest(loaded, ReleaseFolder.of(out, name, loaded), Path(templates), corrections,
+                                        seed, test_split, rebuild=force))

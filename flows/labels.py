@@ -1,4 +1,4 @@
-"""The labelling flows: thin Prefect wrappers around the labels stage's functions (``tasks.labels.stage``),
+"""The labelling flows: thin Prefect wrappers around the labels stage's functions (``tasks.labels.labels_stage``),
 so ``kobbq labels consensus`` and a pipeline's labels stage read, check and write the same way.
 
 - ``labels_flow(bbq, consensus, out, annotations=(), newly_created=None, profile_name="ko", categories=None)
@@ -23,10 +23,10 @@ from prefect.cache_policies import NO_CACHE
 from core import console, interrupt
 from core.atomic import write_with
 from core.decisions import Decision, write_decisions_csv
-from core.profile import Profile, load_profile
+from core.profile import DEFAULT_PROFILE, Profile, load_profile
 from tasks.templates.newly_created import NewlyCreated, import_newly_created
 from tasks.labels.reference import ReferenceLabels
-from tasks.labels.stage import FinalLabels, final_labels, labels_from_links, write_labels, write_reference
+from tasks.labels.labels_stage import FinalLabels, final_labels, labels_from_links, write_labels, write_reference
 from tasks.templates.validate import load_templates
 
 
@@ -79,7 +79,7 @@ def newly_created_templates(path: Path, profile: Profile) -> NewlyCreated:
 
 @flow(name="kobbq-labels", log_prints=False)
 def labels_flow(bbq: Path, consensus: Path, out: Path, annotations: list[Path] | tuple[Path, ...] = (),
-                newly_created: Path | None = None, profile_name: str = "ko",
+                newly_created: Path | None = None, profile_name: str = DEFAULT_PROFILE,
                 categories: list[str] | None = None) -> LabelsResult:
     interrupt.take_over()
     profile = load_profile(profile_name)
@@ -106,7 +106,8 @@ def reference_task(templates: Path, bbq: Path, profile: Profile) -> ReferenceLab
 
 
 @flow(name="kobbq-labels-reference", log_prints=False)
-def labels_reference_flow(templates: Path, bbq: Path, out: Path, profile_name: str = "ko") -> ReferenceFlowResult:
+def labels_reference_flow(templates: Path, bbq: Path, out: Path,
+                          profile_name: str = DEFAULT_PROFILE) -> ReferenceFlowResult:
     interrupt.take_over()
     profile = load_profile(profile_name)
     out = Path(out)

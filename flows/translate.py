@@ -28,7 +28,7 @@ from prefect.cache_policies import NO_CACHE
 
 from core import interrupt
 from core.errors import UserError
-from core.profile import Profile, load_profile
+from core.profile import DEFAULT_PROFILE, Profile, load_profile
 from core.atomic import write_with
 from tasks.templates.bbq import BBQTemplate
 from tasks.templates.corrections import load_corrections
@@ -110,7 +110,7 @@ def pretranslate_task(templates: list[BBQTemplate], labels: dict[str, str], tran
 
 
 @flow(name="kobbq-translate", log_prints=False)
-def translate_flow(bbq_path: Path, labels_path: Path, out: Path, profile_name: str = "ko",
+def translate_flow(bbq_path: Path, labels_path: Path, out: Path, profile_name: str = DEFAULT_PROFILE,
                    replay: bool = False, glossary_path: Path | None = None,
                    cache_path: Path | None = None) -> TranslateResult:
     """Pre-translate the ST/TM templates; export the workbooks and mtBBQ once everything is drafted."""
@@ -140,7 +140,7 @@ def import_task(workbooks: list[Path], profile: Profile, out: Path, glossary: Gl
 
 
 @flow(name="kobbq-postedit-import", log_prints=False)
-def postedit_import_flow(workbooks: list[Path], out: Path, profile_name: str = "ko",
+def postedit_import_flow(workbooks: list[Path], out: Path, profile_name: str = DEFAULT_PROFILE,
                          glossary_path: Path | None = None) -> PosteditResult:
     """Returned workbooks -> the profile's template format, post-edit report and decisions (nothing on errors)."""
     interrupt.take_over()
@@ -155,7 +155,7 @@ def postedit_import_flow(workbooks: list[Path], out: Path, profile_name: str = "
 
 
 @flow(name="kobbq-postedit-reference", log_prints=False)
-def postedit_reference_flow(templates_path: Path, bbq_path: Path, out: Path, profile_name: str = "ko",
+def postedit_reference_flow(templates_path: Path, bbq_path: Path, out: Path, profile_name: str = DEFAULT_PROFILE,
                             corrections_path: Path | None = None) -> ReferenceLinks:
     """A released template file (or workbook folder) as the post-edit: link rows to BBQ, record the decisions."""
     interrupt.take_over()

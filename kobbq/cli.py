@@ -2,7 +2,9 @@
 
 A module there defines ``register(subparsers)``, which adds its parser and sets
 ``handler=<function(args) -> int>``. Modules are discovered, so a stage adds its command
-without editing this file. User errors print one paragraph and exit 1; no traceback.
+without editing this file; a run imports only the module of the command it names (each module
+imports what its command needs at its top), ``kobbq --help`` all of them. User errors print one
+paragraph and exit 1; no traceback.
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_modules() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command`` alone when it names one."""
     parser = Parser(
         prog="kobbq",
         description="Build culturally adapted BBQ benchmarks (KoBBQ first) from their raw templates.",
@@ -34,15 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kobbq {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
-        if not module.startswith("_"):
-            importlib.import_module(f"kobbq.commands.{module}").register(subparsers)
+    names = command_modules()
+    for module in [command] if command in names else names:
+        importlib.import_module(f"kobbq.commands.{module}").register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     interrupt.install()
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:
         parser.print_help()

@@ -402,13 +402,15 @@ def previous_release(tmp_path_factory) -> Path:
     it into its workspace as the release a command must leave alone."""
     from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
     from core.profile import load_profile
+    from core.release_folder import ReleaseFolder
     from tasks.audit.report import write_release_folder
     from tasks.release.assemble import expand_release
-    from tasks.release.inputs import release_inputs
+    from tasks.release.inputs import ReleaseRequest
     from tasks.templates.validate import load_checked
 
     profile = load_profile("ko")
-    inputs = release_inputs(profile, EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, None, test_split="seeded")
+    inputs = ReleaseRequest(profile, ReleaseFolder.of(tmp_path_factory.getbasetemp(), None, profile), EXAMPLE_TEMPLATES,
+                            DEFAULT_CORRECTIONS, test_split="seeded").inputs()
     loaded, findings = load_checked(EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, profile)
     release = expand_release(loaded.templates, profile, inputs.test_split.seed, split=inputs.test_split)
     folder = tmp_path_factory.mktemp("fuzz-previous") / profile.release.name

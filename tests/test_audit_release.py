@@ -25,7 +25,7 @@ from tasks.audit.fates import load_audit_log
 from tasks.audit.lineage import explain, render_lineage
 from tasks.audit.report import REPORT_NAME, write_audit_report
 from tasks.survey.inputs import SurveyInputs
-from tasks.survey.stage import survey_stage
+from tasks.survey.survey_stage import survey_stage
 
 
 def build(folder: Path, templates: Path, profile, corrections: Path | None, survey: Path | None = None) -> Path:

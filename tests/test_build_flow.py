@@ -12,10 +12,10 @@ from core.fingerprint import sha256_file
 
 @pytest.mark.flow
 def test_build_flow_builds_the_example_then_skips_an_unchanged_rebuild(tmp_path, prefect_harness):
-    from flows.build import build_release
+    from flows.build import build_from_files
 
-    first = build_release(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS,
-                          test_split="seeded")
+    first = build_from_files(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS,
+                             test_split="seeded")
     assert not first.up_to_date
     release = tmp_path / "KoBBQ"
     manifest = json.loads((release / "manifest.json").read_text(encoding="utf-8"))
@@ -24,13 +24,13 @@ def test_build_flow_builds_the_example_then_skips_an_unchanged_rebuild(tmp_path,
     assert first.samples == manifest["samples"] == sum(c["samples"] for c in manifest["categories"].values())
     stamp = {p.name: p.stat().st_mtime_ns for p in release.iterdir()}
 
-    second = build_release(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS,
-                           test_split="seeded")
+    second = build_from_files(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS,
+                              test_split="seeded")
     assert second.up_to_date
     assert {p.name: p.stat().st_mtime_ns for p in release.iterdir()} == stamp
 
-    forced = build_release(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS,
-                          test_split="seeded", force=True)
+    forced = build_from_files(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS,
+                              test_split="seeded", force=True)
     assert not forced.up_to_date
     for name, digest in manifest["outputs"].items():
         assert sha256_file(release / name) == digest  # same inputs, same bytes

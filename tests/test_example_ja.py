@@ -24,14 +24,14 @@ from tasks.labels.annotations import import_annotations
 from tasks.labels.consensus import load_consensus, templates_to_adapt
 from tasks.templates.newly_created import import_newly_created
 from tasks.labels.template_set import load_label_items
-from tasks.stage import Context, Waiting
-from tasks.stages import context, stage_fingerprint
+from tasks.stage_contract import Context, Waiting
+from tasks.build.pipeline import context, stage_fingerprint
 from tasks.survey.group_check import render_group_check
 from tasks.survey.inputs import SurveyInputs
-from tasks.survey.stage import survey_stage
+from tasks.survey.survey_stage import survey_stage
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import load_kobbq_templates
-from tasks.templates.stage import check_versions, merge_groups
+from tasks.templates.templates_stage import check_versions, merge_groups
 from tasks.templates.validate import load_templates
 from tasks.translation.deepl_client import ReplayTranslator
 from tasks.translation.glossary import profile_glossary
@@ -187,7 +187,7 @@ def copy_pipeline(tmp_path: Path) -> Path:
 
 def test_a_changed_profile_file_makes_the_stages_it_feeds_stale(tmp_path):
     ctx = context(load_pipeline(copy_pipeline(tmp_path)), tmp_path / "build")
-    stages = {s.name: s for s in __import__("tasks.stages", fromlist=["PEOPLE_STAGES"]).PEOPLE_STAGES}
+    stages = {s.name: s for s in __import__("tasks.build.pipeline", fromlist=["PEOPLE_STAGES"]).PEOPLE_STAGES}
     before = {name: stage_fingerprint(ctx, stage) for name, stage in stages.items()}
     profile = tmp_path / "profile" / "ja"
     (profile / "postedit_instructions.txt").write_text("Post-edit the drafts.\n", encoding="utf-8")
@@ -202,7 +202,7 @@ def test_a_changed_profile_file_makes_the_stages_it_feeds_stale(tmp_path):
 
 def test_the_labels_stage_hint_carries_the_profile_and_where_to_write(tmp_path):
     ctx: Context = context(load_pipeline(copy_pipeline(tmp_path)), tmp_path / "build")
-    stage = next(s for s in __import__("tasks.stages", fromlist=["PEOPLE_STAGES"]).PEOPLE_STAGES if s.name == "labels")
+    stage = next(s for s in __import__("tasks.build.pipeline", fromlist=["PEOPLE_STAGES"]).PEOPLE_STAGES if s.name == "labels")
     with pytest.raises(Waiting) as waiting:
         stage.run(ctx)
     profile = str(tmp_path / "profile" / "ja" / "ja.toml")

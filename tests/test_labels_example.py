@@ -72,7 +72,7 @@ def test_example_annotators_agreement_and_consensus(ko_profile):
 
 
 def test_the_stage_functions_label_the_example_and_write_labels_by_subject(ko_profile, tmp_path):
-    from tasks.labels.stage import final_labels, write_labels
+    from tasks.labels.labels_stage import final_labels, write_labels
 
     labels = final_labels(BBQ, CONSENSUS, ANNOTATORS, ko_profile)
     # consensus.csv: ST Age:1; TM Race_ethnicity:1, Religion:1, SES:1; SR Age:2, Race_ethnicity:2, Religion:2, SES:2

@@ -13,9 +13,9 @@ PACKAGES = ("core", "tasks", "flows", "kobbq")
 # The ``tasks`` sub-packages, lowest first, in the pipeline's order: each may import those before it, never one after
 # it. Template formats (read, check, expand into samples) serve every stage; labels, translation and the survey
 # decide which templates survive; the release assembles them; the audit reads a release folder back; the evaluation
-# scores models on a release. A new sub-package takes its place here. (Modules directly in ``tasks/``, the stage
+# scores models on a release; `build` decides what `kobbq build` runs. A new sub-package takes its place here. (Modules directly in ``tasks/``, the stage
 # contract and the stage list, are outside it.)
-TASK_LAYERS = ("templates", "labels", "translation", "survey", "release", "audit", "evaluation")
+TASK_LAYERS = ("templates", "labels", "translation", "survey", "release", "audit", "evaluation", "build")
 
 
 def _modules() -> dict[str, ast.Module]:

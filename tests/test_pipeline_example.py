@@ -9,7 +9,10 @@ import pytest
 
 from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_DIR, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.decisions import read_decisions
-from core.pipeline_file import DONE, STALE, describe, load_pipeline, read_state, state_dir
+from core.release_folder import ReleaseFolder
+from tasks.build.pipeline import context, current_fingerprints
+from tasks.release.inputs import ReleaseRequest
+from core.pipeline_file import DONE, STALE, describe, load_pipeline, read_state
 from core.profile import load_profile
 from tasks.templates.corrections import load_corrections
 from tasks.templates.load import load_kobbq_templates
@@ -51,18 +54,18 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
     from flows.build import build_release
     from flows.pipeline import run_pipeline
     from tasks.survey.inputs import SurveyInputs
-    from tasks.survey.stage import record_for_release, survey_stage
+    from tasks.survey.survey_stage import record_for_release, survey_stage
 
     pipeline = load_pipeline(write_pipeline(tmp_path))
     out = tmp_path / "build"
-    states = state_dir(out, "KoBBQ")
+    states = ReleaseFolder(out, "KoBBQ").states
 
-    first = run_pipeline(pipeline, out=out)
+    first = run_pipeline(context(pipeline, out))
     assert not first.finished and first.waiting_stage == "labels"
     assert "consensus" in first.message and "kobbq labels export" in first.message
 
     shutil.copyfile(EXAMPLE_DIR / "labels" / "consensus.csv", tmp_path / "arrived" / "consensus.csv")
-    second = run_pipeline(pipeline, out=out)
+    second = run_pipeline(context(pipeline, out))
     assert second.waiting_stage == "postedit"
     sent = sorted(p.name for p in (out / "KoBBQ.work" / "pretranslate" / "postedit_out").glob("*.xlsx"))
     returned = sorted(p.name for p in (EXAMPLE_DIR / "translation" / "returned_chain").glob("*.xlsx"))
@@ -73,7 +76,7 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
 
     for name in returned:
         shutil.copyfile(EXAMPLE_DIR / "translation" / "returned_chain" / name, tmp_path / "arrived" / "returned" / name)
-    third = run_pipeline(pipeline, out=out)
+    third = run_pipeline(context(pipeline, out))
     assert third.finished
     assert read_state(states, "labels").finished_at == labelled_at  # finished work is not redone
     assert [describe(read_state(states, s), None)[0] for s in ("labels", "postedit", "survey")] == [DONE] * 3
@@ -84,9 +87,10 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
     profile = load_profile("ko")
     templates = load_kobbq_templates(EXAMPLE_TEMPLATES, load_corrections(DEFAULT_CORRECTIONS)).templates
     recorded = record_for_release(survey_stage(templates, survey, profile), tmp_path / "direct-survey")
-    direct = build_release(templates=EXAMPLE_TEMPLATES, out=tmp_path / "direct", corrections=DEFAULT_CORRECTIONS,
-                           survey_files=survey.files(), survey_decisions=recorded.decisions,
-                           upstream={"survey": recorded.decisions}, reports=recorded.reports, test_split="seeded")
+    direct = build_release(ReleaseRequest(profile, ReleaseFolder(tmp_path / "direct", "KoBBQ"), EXAMPLE_TEMPLATES,
+                                          DEFAULT_CORRECTIONS, test_split="seeded", survey_files=survey.files(),
+                                          survey_decisions=recorded.decisions, upstream={"survey": recorded.decisions},
+                                          reports=recorded.reports))
     assert (third.samples, third.test_samples) == (direct.samples, direct.test_samples)
     pipeline_ids = (third.release_dir / "KoBBQ_all_samples.tsv").read_text(encoding="utf-8").splitlines()
     direct_ids = (direct.release_dir / "KoBBQ_all_samples.tsv").read_text(encoding="utf-8").splitlines()
@@ -104,9 +108,7 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
 
     consensus = tmp_path / "arrived" / "consensus.csv"
     consensus.write_text(consensus.read_text(encoding="utf-8").replace("unanimous", "unanimously"), encoding="utf-8")
-    from tasks.stages import current_fingerprints
-
-    prints = current_fingerprints(pipeline, out)
+    prints = current_fingerprints(context(pipeline, out))
     assert describe(read_state(states, "labels"), prints["labels"])[0] == STALE
     assert describe(read_state(states, "survey"), prints["survey"])[0] == DONE
 
@@ -115,7 +117,7 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
     path = tmp_path / "pipeline.toml"
     path.write_text(path.read_text(encoding="utf-8").replace('test_split = "seeded"\n', ""), encoding="utf-8")
     published = (third.release_dir / "manifest.json").read_bytes()
-    unsplit = run_pipeline(load_pipeline(path), out=out)
+    unsplit = run_pipeline(context(load_pipeline(path), out))
     assert unsplit.failed and unsplit.waiting_stage == "release"
     assert "KoBBQ_test_sample_ids.txt, row " in unsplit.message and "give --test-split seeded" in unsplit.message
     assert read_state(states, "release").status == "failed"

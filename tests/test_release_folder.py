@@ -16,11 +16,11 @@ import pytest
 
 from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES
-from core.pipeline_file import DONE, StageState, load_pipeline, state_dir, write_state
-from core.release_folder import (LEGACY_KEYS, RETIRED_PREFIX, WRITTEN_BY, check_release_name, check_replaceable,
-                                 is_own_release, release_problem)
+from core.pipeline_file import DONE, StageState, load_pipeline, write_state
+from core.release_folder import (LEGACY_KEYS, RETIRED_PREFIX, WRITTEN_BY, ReleaseFolder, check_release_name,
+                                 check_replaceable, is_own_release, release_problem)
 from kobbq.cli import main
-from tasks.stages import current_fingerprints
+from tasks.build.pipeline import context, current_fingerprints
 from test_release import build_into
 
 BUILD_EXAMPLE = ["build", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded"]
@@ -143,8 +143,8 @@ def test_status_checks_that_the_release_it_reports_is_there_and_intact(release, 
     out = tmp_path / "out"
     shutil.copytree(release, out / "KoBBQ")
     pipeline = load_pipeline(EXAMPLE_PIPELINE)
-    today = current_fingerprints(pipeline, out)["release"]
-    write_state(state_dir(out, "KoBBQ"), StageState("release", DONE, today, "224 samples", {"samples": 224},
+    today = current_fingerprints(context(pipeline, out))["release"]
+    write_state(ReleaseFolder(out, "KoBBQ").states, StageState("release", DONE, today, "224 samples", {"samples": 224},
                                                     {"release": str(out / "KoBBQ")}))
 
     def release_line() -> str:

@@ -8,11 +8,12 @@ from core.decisions import Decision
 from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import DONE, STAGES, StageState, load_pipeline, write_state
-from tasks.stages import PEOPLE_STAGES, RELEASE, context
+from tasks.build.pipeline import PEOPLE_STAGES, RELEASE, context, each_stage
 from tasks.survey.inputs import SurveyInputs
-from tasks.survey.stage import survey_stage, survivors
+from tasks.survey.survey_stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
-from tasks.templates.stage import STAGE as TEMPLATES_STAGE
+from tasks.templates.templates_stage import STAGE as TEMPLATES_STAGE
+from tasks.templates.validate import load_corrected
 
 EXAMPLE_SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"
 
@@ -74,8 +75,20 @@ def test_a_workbook_profile_passes_its_post_edited_workbooks_on(tmp_path, shared
     result = TEMPLATES_STAGE.run(ctx)
     assert result.outputs == {"templates": released}
     # Every row of the twelve workbooks, labelled t, m or n.
-    assert result.counts["rows"] == len(ctx.templates(released)) and set(result.counts) == {"rows", "t", "m", "n"}
+    rows = load_corrected(released, ctx.corrections, ctx.profile)
+    assert result.counts["rows"] == len(rows) and set(result.counts) == {"rows", "t", "m", "n"}
 
     pipeline_path.write_text('profile = "es"\nname = "EsBBQ"\n[templates]\ngroups = "groups.csv"\n', encoding="utf-8")
     with pytest.raises(UserError, match="keeps groups and new templates in its workbooks"):
         TEMPLATES_STAGE.run(context(load_pipeline(pipeline_path), tmp_path / "out"))
+
+
+def test_each_walk_starts_without_an_earlier_walks_upstream(tmp_path):
+    """The command's up-to-date check walks the stages before the flow walks them again with the same context:
+    decisions the first walk collected must not reach the fingerprints of the second (they would make a skipped
+    stage run again and `kobbq status` call it stale)."""
+    pipeline = load_pipeline(EXAMPLE_PIPELINE)
+    fresh = next(each_stage(context(pipeline, tmp_path))).fingerprint
+    ctx = context(pipeline, tmp_path)
+    ctx.upstream["labels"] = tmp_path / "decisions.csv"  # as a walk that found the labels stage done leaves it
+    assert next(each_stage(ctx)).fingerprint == fresh

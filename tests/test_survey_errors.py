@@ -9,7 +9,7 @@ from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.inputs import SurveyData, SurveyInputs, load_survey_results
-from tasks.survey.stage import survey_stage
+from tasks.survey.survey_stage import survey_stage
 from tasks.templates.load import load_kobbq_templates
 
 EXAMPLE = SURVEY_DIR / "ko" / "example"
@@ -148,10 +148,11 @@ def test_build_and_ingest_apply_the_profile_default_overrides(tmp_path, monkeypa
     marked = [d for d in stage.decisions if d.override]
     assert [(d.subject, d.rule) for d in marked] == [("stereotype:Age:고집이 셈", "type2-two-thirds")]
     assert "checked by a second survey wave" in stage.reports["funnel.md"]
-    from flows.survey import check_ingest
+    from tasks.survey.ingest import IngestRequest, check_ingest
 
     assert SurveyInputs(EXAMPLE / "responses.csv").read(ko_profile).overrides_path == default
-    ingest = check_ingest("ko", EXAMPLE_TEMPLATES, SurveyInputs(EXAMPLE / "responses.csv"))
+    inputs = SurveyInputs(EXAMPLE / "responses.csv").resolve(ko_profile)
+    ingest = check_ingest(IngestRequest(ko_profile, EXAMPLE_TEMPLATES, inputs, tmp_path))
     assert [t.template_key for t in ingest.kept] == [t.template_key for t in stage.kept]
     # The build's fingerprint can name the file used.
     assert SurveyInputs(EXAMPLE / "responses.csv").resolve(ko_profile).files()["survey_overrides"] == default

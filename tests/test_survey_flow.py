@@ -8,6 +8,9 @@ import json
 import pytest
 
 from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
+from core.profile import load_profile
+from tasks.survey.ingest import IngestRequest
+from tasks.survey.inputs import SurveyInputs
 
 EXAMPLE = SURVEY_DIR / "ko" / "example"
 
@@ -16,8 +19,9 @@ EXAMPLE = SURVEY_DIR / "ko" / "example"
 def test_ingest_flow_writes_every_output(prefect_harness, tmp_path):
     from flows.survey import ingest_survey
 
-    result = ingest_survey(profile_name="ko", templates=EXAMPLE_TEMPLATES, results=EXAMPLE / "responses.csv",
-                           out=tmp_path, reading=EXAMPLE / "reading_results.csv")
+    ko = load_profile("ko")
+    inputs = SurveyInputs(EXAMPLE / "responses.csv", EXAMPLE / "reading_results.csv").resolve(ko)
+    result = ingest_survey(IngestRequest(ko, EXAMPLE_TEMPLATES, inputs, tmp_path))
     assert (result.templates, result.kept, result.quota_shortfalls) == (6, 3, 5)
     with (tmp_path / "decisions_survey.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))

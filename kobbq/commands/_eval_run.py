@@ -20,7 +20,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from core.errors import UserError
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, http_url, real_number, whole_number
+from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
+from tasks.evaluation.client import ReplayModel, check_from_here, model_from_environment
+from tasks.evaluation.lm_eval_task import answers_from_log_samples, export_task
+from tasks.evaluation.prompts import prepare_release
+from tasks.evaluation.report import ScoreRequest, score
+from tasks.evaluation.runs import load_requests, model_slug, run_requests
 
 
 def register(eval_subparsers: argparse._SubParsersAction) -> None:
@@ -94,11 +101,6 @@ def _prompt_list(text: str) -> list[int]:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from core.errors import UserError
-    from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
-    from tasks.evaluation.client import ReplayModel, model_from_environment
-    from tasks.evaluation.runs import load_requests, run_requests
-
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     if args.deployment:
@@ -129,10 +131,9 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     losing this process costs nothing that the same command, run again, does not pick up (the
     units still running are waited for, not started twice).
     """
-    from core.errors import UserError
+    # Prefect and its client only with --deployment: eval prepare, score and compare never import it.
     from flows.model_runs import RequestsFailed, model_runs_flow
-    from tasks.evaluation.client import check_from_here
-    from prefect.settings import PREFECT_API_URL
+    from prefect.settings import PREFECT_API_URL  # the server the workers use
 
     if not PREFECT_API_URL.value():
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")
@@ -153,23 +154,19 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
                   f"tokens in/out {row['tokens_in']}/{row['tokens_out']}")
     if not args.score:
         return 0
-    from tasks.evaluation.runs import model_slug
-
     return max(score_answers(args, args.out / model_slug(model) / "answers.jsonl") for model in args.model)
 
 
 def score_answers(args: argparse.Namespace, answers: Path) -> int:
-    """Hand the answers to ``kobbq eval score`` (the scoring command owns the metrics)."""
-    from kobbq import cli
-
+    """Score the answers as ``kobbq eval score`` does with its defaults (``ScoreRequest``'s)."""
     release = json.loads((args.prepared / "prepared.json").read_text(encoding="utf-8"))["release"]
-    return cli.main(["eval", "score", "--release", str(release), "--prepared", str(args.prepared),
-                     "--out", str(answers.parent / "scores"), str(answers)])
+    outcome = score(ScoreRequest(release=Path(release), predictions=[answers], out=answers.parent / "scores",
+                                 prepared=args.prepared))
+    print(outcome.summary)
+    return 0
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from tasks.evaluation.lm_eval_task import export_task
-
     if args.prepared is not None:
         written = export_task(args.release, args.out, args.prepared)
     else:
@@ -181,21 +178,17 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def prepared_by_cli(release: Path) -> tempfile.TemporaryDirectory:
-    """The release prepared by ``kobbq eval prepare`` (its defaults) in a temporary folder."""
-    from kobbq import cli
-    from core.errors import UserError
-
+    """The release prepared as ``kobbq eval prepare`` does with its defaults, in a temporary folder."""
     folder = tempfile.TemporaryDirectory(prefix="kobbq-prepared-")
-    if cli.main(["eval", "prepare", "--release", str(release), "--out", folder.name]) != 0:
+    try:
+        prepare_release(release, Path(folder.name))
+    except BaseException:
         folder.cleanup()
-        raise UserError("kobbq eval prepare failed; pass --prepared DIR", release)
+        raise
     return folder
 
 
 def import_command(args: argparse.Namespace) -> int:
-    from tasks.evaluation.lm_eval_task import answers_from_log_samples
-    from tasks.evaluation.runs import model_slug
-
     for path in answers_from_log_samples(args.samples, args.model, args.out / model_slug(args.model)):
         print(f"wrote {path}")
     return 0

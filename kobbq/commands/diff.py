@@ -7,6 +7,10 @@ import argparse
 from pathlib import Path
 
 from core.errors import UserError
+from core.profile import DEFAULT_PROFILE
+from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
+from tasks.audit.diff import diff_releases, diff_template_files, render_diff
+from tasks.audit.fates import release_profile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,21 +22,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "counts, and the corrections each template file needed.")
     parser.add_argument("old", type=Path, help="old template TSV or release folder")
     parser.add_argument("new", type=Path, help="new template TSV or release folder")
-    parser.add_argument("--profile", default=None,
-                        help="culture profile name or .toml path (default: for releases, the one they were built "
-                             "with; for template files, ko)")
-    parser.add_argument("--corrections", type=Path, default=None,
-                        help="corrections CSV applied to template files (default: the profile's corrections.csv)")
+    add_profile(parser, default=None,
+                help=f"culture profile name or .toml path (default: for releases, the one they were built with; "
+                     f"for template files, {DEFAULT_PROFILE})")
+    add_corrections(parser, applied_to="to template files")
     parser.add_argument("--no-corrections", action="store_true", help="compare the template files exactly as they are")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from kobbq.commands.build import resolve_corrections
-    from core.profile import load_profile
-    from tasks.audit.diff import diff_releases, diff_template_files, render_diff
-    from tasks.audit.fates import release_profile
-
     for path in (args.old, args.new):
         if not path.exists():
             raise UserError("does not exist", path)
@@ -46,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
                             "compare two releases of one profile")
         diff = diff_releases(args.old, args.new, old)
     else:
-        diff = diff_template_files(args.old, args.new, load_profile(args.profile or "ko"), resolve_corrections(args))
+        profile = profile_of(args)
+        diff = diff_template_files(args.old, args.new, profile, corrections_file(args, profile))
     print(render_diff(diff), end="")
     return 0

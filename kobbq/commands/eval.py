@@ -10,8 +10,14 @@ import argparse
 import importlib.util
 from pathlib import Path
 
+from core.atomic import write_text
 from core.paths import DEFAULT_BUILD_DIR
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE
+from kobbq.commands._options import add_profile
+from tasks.audit.fates import release_folder
+from tasks.evaluation.compare import comparison, comparison_markdown, comparison_tsv, metric_names, read_results
+from tasks.evaluation.prompts import prepare_release
+from tasks.evaluation.report import ScoreRequest, score
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,9 +42,9 @@ def _add_release(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=("test", "all"), default=None,
                         help="which sample file: the test split (the paper's) or all samples (default: test; all for "
                              "a release without a test split, such as EsBBQ)")
-    parser.add_argument("--profile", default=None,
-                        help="expected profile, refused when the release was built with another one; the culture of "
-                             "a published release folder without manifest.json")
+    add_profile(parser, default=None,
+                help="expected profile, refused when the release was built with another one; the culture of a "
+                     "published release folder without manifest.json")
     parser.add_argument("--prompts", type=Path, default=None,
                         help="prompt table TSV (default: the one the profile names)")
 
@@ -58,18 +64,11 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
-    from tasks.evaluation.prompts import read_prompt_table, read_release, resolve_prompt_table, select_prompts
-    from tasks.evaluation.prompts import write_prepared
-
-    from tasks.audit.fates import release_folder
-
-    release = read_release(release_folder(args.release, args.profile), args.split, args.profile)
-    table, note = resolve_prompt_table(release.profile, args.prompts)
-    prompts = select_prompts(read_prompt_table(table), args.prompt_ids, table)
-    summary = write_prepared(args.out, release, table, prompts)
-    print("\n".join([note, *release.notes]))
-    print(f"{args.out}: {summary['requests']:,} requests ({len(release.frame):,} samples x 3 orders x "
-          f"{len(prompts)} prompt(s)) in requests.jsonl")
+    prepared = prepare_release(release_folder(args.release, args.profile), args.out, args.split, args.profile,
+                               args.prompts, args.prompt_ids)
+    print("\n".join(prepared.notes))
+    print(f"{args.out}: {prepared.requests:,} requests ({prepared.samples:,} samples x 3 orders x "
+          f"{prepared.prompts} prompt(s)) in requests.jsonl")
     return 0
 
 
@@ -106,9 +105,6 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from tasks.audit.fates import release_folder
-    from tasks.evaluation.report import ScoreRequest, score
-
     request = ScoreRequest(release=release_folder(args.release, args.profile), split=args.split,
                            predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
                            prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
@@ -139,9 +135,6 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from core.atomic import write_text
-    from tasks.evaluation.compare import comparison, comparison_markdown, comparison_tsv, metric_names, read_results
-
     table = comparison(read_results(args.results), metric_names(args.metrics))
     text = comparison_markdown(table)
     if args.out is not None:

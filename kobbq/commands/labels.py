@@ -6,8 +6,19 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
+from core.atomic import write_with
+from core.decisions import write_decisions_csv
 from core.errors import UserError
 from core.paths import EXAMPLE_DIR
+from kobbq.commands._options import add_profile, profile_of
+from tasks.labels.agreement import DRAFT_COLUMNS, agreement, draft_consensus_rows
+from tasks.labels.annotations import categories_in, check_annotator_files, read_annotator_file
+from tasks.labels.consensus import write_consensus
+from tasks.labels.problems import raise_if_errors
+from tasks.labels.labels_stage import labels_from_links
+from tasks.labels.template_set import load_label_items
+from tasks.labels.workbook import write_workbook
+from tasks.templates.validate import load_templates
 
 EXAMPLE_BBQ = EXAMPLE_DIR / "bbq"
 
@@ -21,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="labels_command", metavar="SUBCOMMAND")
 
     def common(sub: argparse.ArgumentParser, categories: bool = True) -> None:
-        sub.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+        add_profile(sub)
         sub.add_argument("--bbq", type=Path, default=EXAMPLE_BBQ,
                          help="English BBQ templates: a folder of 'new_templates - <Category>.csv' or one file "
                               "(default: the embedded example, templates_raw/example/bbq)")
@@ -69,10 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _items(args: argparse.Namespace, categories: list[str] | None = None):
-    from core.profile import load_profile
-    from tasks.labels.template_set import load_label_items
-
-    profile = load_profile(args.profile)
+    profile = profile_of(args)
     templates, items = load_label_items(args.bbq, profile, categories if categories is not None else args.categories)
     if not items:
         raise UserError("no BBQ templates of the chosen categories", args.bbq)
@@ -80,8 +88,6 @@ def _items(args: argparse.Namespace, categories: list[str] | None = None):
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from tasks.labels.workbook import write_workbook
-
     profile, _, items = _items(args)
     args.out.mkdir(parents=True, exist_ok=True)
     for annotator in args.annotator:
@@ -91,11 +97,6 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from tasks.labels.agreement import DRAFT_COLUMNS, agreement, draft_consensus_rows
-    from tasks.labels.annotations import categories_in, check_annotator_files, read_annotator_file
-    from tasks.labels.consensus import write_consensus
-    from tasks.labels.problems import raise_if_errors
-
     files = [read_annotator_file(path) for path in args.files]
     profile, _, items = _items(args, args.categories or categories_in(files))
     annotators, findings = check_annotator_files(files, items, profile.labels.require_rationale, profile.name)
@@ -109,10 +110,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_consensus(args: argparse.Namespace) -> int:
-    from core.runtime import configure_environment
-
-    configure_environment()
-    from flows.labels import labels_flow
+    from flows.labels import labels_flow  # Prefect, imported once kobbq.cli has set its settings
 
     result = labels_flow(bbq=args.bbq, consensus=args.consensus, out=args.out, annotations=args.annotations,
                          newly_created=args.newly_created, profile_name=args.profile, categories=args.categories)
@@ -125,13 +123,7 @@ def run_consensus(args: argparse.Namespace) -> int:
 
 
 def run_reference(args: argparse.Namespace) -> int:
-    from core.atomic import write_with
-    from core.decisions import write_decisions_csv
-    from core.profile import load_profile
-    from tasks.labels.stage import labels_from_links
-    from tasks.templates.validate import load_templates
-
-    profile = load_profile(args.profile)
+    profile = profile_of(args)
     result = labels_from_links(load_templates(args.templates, profile).templates, args.bbq, profile)
     print(result.text)
     if any(f.code == "unknown-bbq-link" for f in result.findings):

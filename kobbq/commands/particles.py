@@ -13,7 +13,10 @@ import argparse
 from pathlib import Path
 
 from core.errors import UserError
-from kobbq.commands.build import resolve_corrections
+from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
+from tasks.templates.corrections import load_corrections
+from tasks.templates.load import load_kobbq_templates
+from tasks.translation.particles import check_items
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,25 +28,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "check", help="regenerate each inline item from its filler and particle; report agreement",
         description="Exit code 1 when an item disagrees; items whose stem is not their filler are warnings.")
     check.add_argument("--templates", type=Path, required=True, help="KoBBQ-format template TSV")
-    check.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
-    check.add_argument("--corrections", type=Path, default=None,
-                       help="corrections CSV applied first (default: the profile's corrections.csv)")
+    add_profile(check)
+    add_corrections(check, applied_to="first")
     check.add_argument("--no-corrections", action="store_true", help="check the file exactly as it is")
     check.add_argument("--quiet", action="store_true", help="do not list the warnings")
     check.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.profile import load_profile
-    from tasks.templates.corrections import load_corrections
-    from tasks.templates.load import load_kobbq_templates
-    from tasks.translation.particles import check_items
-
-    profile = load_profile(args.profile)
+    profile = profile_of(args)
     if not profile.particles.enabled:
         raise UserError(f"profile {profile.name} has no particles that change with the word before them "
                         "([particles] enabled = false): nothing to check")
-    corrections_path = resolve_corrections(args)
+    corrections_path = corrections_file(args, profile)
     loaded = load_kobbq_templates(args.templates, load_corrections(corrections_path) if corrections_path else [],
                                   profile.templates.separators)
     report = check_items(loaded.templates, [tuple(p) for p in profile.particles.pairs])

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kobbq.commands.translate import add_common
+from kobbq.commands._options import add_profile, profile_of
+from kobbq.commands.translate import add_common, run_flow
+from tasks.translation.workbook import read_workbook
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("workbooks", type=Path, nargs="+", help="returned postedit_<Category>.xlsx files")
     imp.add_argument("--out", type=Path, default=Path("build/postedit"), help="output folder")
     imp.add_argument("--glossary", type=Path, default=None, help="glossary CSV (default: the profile's)")
-    imp.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    add_profile(imp)
     imp.set_defaults(handler=run_import)
     ref = actions.add_parser("reference", help="take a released KoBBQ template file as the post-edit",
                              description="Link every ST/TM row of a released template file to its BBQ template and "
@@ -41,27 +43,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ref.add_argument("--templates", type=Path, required=True, help="KoBBQ-format template TSV")
     ref.add_argument("--bbq", type=Path, required=True, help="folder of BBQ template CSVs")
     ref.add_argument("--out", type=Path, default=Path("build/postedit"), help="output folder")
-    ref.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    add_profile(ref)
     ref.set_defaults(handler=run_reference)
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from kobbq.commands.translate import run_flow
-
     return run_flow(args, replay=True)
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from core.runtime import configure_environment
-
-    configure_environment()
-    from flows.translate import postedit_import_flow
-    from tasks.translation.workbook import read_workbook
-    from core.profile import load_profile
-
-    profile = load_profile(args.profile)
+    profile = profile_of(args)
     for path in args.workbooks:  # a refused workbook fails here, before Prefect starts
         read_workbook(path, profile)
+    from flows.translate import postedit_import_flow  # Prefect, imported once kobbq.cli has set its settings
+
     result = postedit_import_flow(workbooks=args.workbooks, out=args.out, profile_name=args.profile,
                                   glossary_path=args.glossary)
     for finding in result.findings:
@@ -75,14 +70,10 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_reference(args: argparse.Namespace) -> int:
-    from core.profile import load_profile
-    from core.runtime import configure_environment
-
-    configure_environment()
-    from flows.translate import postedit_reference_flow
+    profile = profile_of(args)
+    from flows.translate import postedit_reference_flow  # Prefect, imported once kobbq.cli has set its settings
 
     result = postedit_reference_flow(templates_path=args.templates, bbq_path=args.bbq, out=args.out,
-                                     profile_name=args.profile,
-                                     corrections_path=load_profile(args.profile).existing_file("corrections"))
-    print(result.render(load_profile(args.profile)))
+                                     profile_name=args.profile, corrections_path=profile.existing_file("corrections"))
+    print(result.render(profile))
     return 1 if result.unlinked else 0

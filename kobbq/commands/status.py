@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
+from core.pipeline_file import STAGES, describe, load_pipeline, read_state
+from core.release_folder import release_problem
+from tasks.build.pipeline import context, current_fingerprints
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,18 +22,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tasks.stages import current_fingerprints
-    from core.profile import load_profile
-    from core.pipeline_file import STAGES, describe, load_pipeline, read_state, state_dir
-    from core.release_folder import release_problem
-
-    pipeline = load_pipeline(args.pipeline)
-    name = pipeline.config.name or load_profile(pipeline.profile).release.name
-    states = state_dir(args.out, name)
-    prints = current_fingerprints(pipeline, args.out)
-    print(f"pipeline {args.pipeline} -> {args.out / name}")
+    ctx = context(load_pipeline(args.pipeline), args.out)
+    prints = current_fingerprints(ctx)
+    print(f"pipeline {args.pipeline} -> {ctx.folder.path}")
     for stage in STAGES:
-        problem = release_problem(args.out / name) if stage == STAGES[-1] else None  # the release is there, intact
-        status, detail = describe(read_state(states, stage), prints.get(stage), problem)
+        problem = release_problem(ctx.folder.path) if stage == STAGES[-1] else None  # the release is there, intact
+        status, detail = describe(read_state(ctx.states, stage), prints.get(stage), problem)
         print(f"  {stage:14} {status:8} {detail}")
     return 0

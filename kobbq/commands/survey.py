@@ -7,6 +7,9 @@ from pathlib import Path
 
 from core import console
 from core.paths import EXAMPLE_TEMPLATES
+from kobbq.commands._options import add_profile, profile_of
+from tasks.survey.ingest import IngestRequest, check_ingest
+from tasks.survey.inputs import SurveyInputs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    add_profile(parser)
     parser.add_argument("--templates", type=Path, default=EXAMPLE_TEMPLATES,
                         help="candidate templates, KoBBQ-format TSV (default: the embedded example)")
     parser.add_argument("--corrections", type=Path, default=None, help="corrections CSV applied to the templates")
@@ -53,11 +56,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from core.runtime import configure_environment
-
     console.set_quiet(args.quiet)
-    configure_environment()
-    from flows.survey import export_survey
+    from flows.survey import export_survey  # Prefect, imported once kobbq.cli has set its settings
 
     result = export_survey(profile_name=args.profile, templates=args.templates, out=args.out,
                            corrections=args.corrections)
@@ -67,20 +67,14 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_ingest(args: argparse.Namespace) -> int:
-    from core.runtime import configure_environment
-
     console.set_quiet(args.quiet)
-    configure_environment()
-    from flows.survey import check_ingest, ingest_survey
-    from tasks.survey.inputs import SurveyInputs
-
-    # Check the inputs before the Prefect server starts, so a bad file fails at once and cleanly.
+    profile = profile_of(args)
     inputs = SurveyInputs(args.results, args.reading, args.overrides, args.questions, args.allow_unmatched)
-    check_ingest(args.profile, args.templates, inputs, args.corrections)
+    request = IngestRequest(profile, args.templates, inputs.resolve(profile), args.out, args.corrections)
+    stage = check_ingest(request)  # the rules, once, before Prefect starts: a bad file fails at once and cleanly
+    from flows.survey import Computed, ingest_survey  # Prefect, imported once kobbq.cli has set its settings
 
-    result = ingest_survey(profile_name=args.profile, templates=args.templates, results=args.results, out=args.out,
-                           reading=args.reading, overrides=args.overrides, questions=args.questions,
-                           corrections=args.corrections, allow_unmatched=args.allow_unmatched)
+    result = ingest_survey(request, Computed(stage))
     print(f"{args.out}: kept {result.kept} of {result.templates} templates ({result.kept_rows} rows), "
           f"{result.stereotypes_kept} of {result.stereotypes} stereotypes; {result.unmatched_results} unmatched "
           f"result(s); {result.quota_shortfalls} quota shortfall(s)")

@@ -11,6 +11,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kobbq.commands._options import add_profile, profile_of
+from tasks.translation.cost import dry_run
+from tasks.translation.glossary import load_glossary, profile_glossary
+from tasks.translation.pretranslate_stage import CACHE_FILE, check_target_language, translatable_templates
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -33,16 +38,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                                                                  "translation_cache.sqlite)")
     parser.add_argument("--glossary", type=Path, default=None,
                         help="glossary CSV source,target,note (default: the profile folder's glossary.csv)")
-    parser.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
+    add_profile(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.profile import load_profile
-    from tasks.translation.cost import dry_run
-    from tasks.translation.glossary import load_glossary, profile_glossary
-    from tasks.translation.pretranslate_stage import CACHE_FILE, check_target_language, translatable_templates
-
-    profile = load_profile(args.profile)
+    profile = profile_of(args)
     glossary = load_glossary(args.glossary) if args.glossary else profile_glossary(profile)
     chosen, _ = translatable_templates(args.bbq, args.labels, profile)
     cache = args.cache or args.out / CACHE_FILE
@@ -56,10 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_flow(args: argparse.Namespace, replay: bool) -> int:
-    from core.runtime import configure_environment
-
-    configure_environment()
-    from flows.translate import translate_flow
+    from flows.translate import translate_flow  # Prefect, once kobbq.cli has set its settings; not for --dry-run
 
     result = translate_flow(bbq_path=args.bbq, labels_path=args.labels, out=args.out, profile_name=args.profile,
                             replay=replay, glossary_path=args.glossary, cache_path=args.cache)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kobbq.commands.build import resolve_corrections
 from core.errors import UserError
 from core.findings import Finding
+from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
+from tasks.templates.bbq import load_bbq_templates
+from tasks.templates.corrections import load_corrections
+from tasks.templates.validate import load_templates, validate_loaded
+from tasks.templates.validate_workbook import validate_workbook
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,30 +22,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "folder of <Category>.xlsx templates; otherwise a .csv file or a folder is read as English "
                     "BBQ templates, and anything else as a KoBBQ-format TSV.")
     parser.add_argument("path", type=Path)
-    parser.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
-    parser.add_argument("--corrections", type=Path, default=None,
-                        help="corrections CSV applied before validation (default: the profile's corrections.csv)")
+    add_profile(parser)
+    add_corrections(parser)
     parser.add_argument("--no-corrections", action="store_true", help="validate the file exactly as it is")
     parser.add_argument("--errors-only", action="store_true", help="do not list warnings")
     parser.set_defaults(handler=run)
 
 
 def findings_for(args: argparse.Namespace) -> tuple[list[Finding], str]:
-    from core.profile import load_profile
-    from tasks.templates.bbq import load_bbq_templates
-    from tasks.templates.corrections import load_corrections
-    from tasks.templates.validate import load_templates, validate_loaded
-    from tasks.templates.validate_workbook import validate_workbook
-
     path: Path = args.path
     if not path.exists():
         raise UserError("path does not exist", path)
-    profile = load_profile(args.profile)
+    profile = profile_of(args)
     workbooks = profile.templates.workbook is not None
     if not workbooks and (path.is_dir() or path.suffix.lower() == ".csv"):
         templates, findings = load_bbq_templates(path)
         return findings, f"{len(templates)} English BBQ template rows"
-    corrections_path = resolve_corrections(args)
+    corrections_path = corrections_file(args, profile)
     loaded = load_templates(path, profile, load_corrections(corrections_path) if corrections_path else [])
     findings = (validate_workbook if workbooks else validate_loaded)(loaded, profile)
     applied = f", {len(loaded.corrections)} correction(s) applied" if loaded.corrections else ""

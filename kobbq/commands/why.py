@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from kobbq.commands._options import add_profile
+from tasks.audit.fates import load_audit_log, release_folder, release_profile
+from tasks.audit.lineage import explain, render_lineage
 
 
 
@@ -20,15 +23,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--release", type=Path, default=None,
                         help="release folder (default: build/<the profile's release name>; without --profile, "
                              "build/KoBBQ, the embedded example's)")
-    parser.add_argument("--profile", default=None,
-                        help="culture profile name or .toml path (default: the one the release was built with)")
+    add_profile(parser, default=None,
+                help="culture profile name or .toml path (default: the one the release was built with)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from tasks.audit.fates import load_audit_log, release_folder, release_profile
-    from tasks.audit.lineage import explain, render_lineage
-
     release = release_folder(args.release, args.profile)
     profile = release_profile(release, args.profile)
     log = load_audit_log(release, profile)

@@ -341,3 +341,21 @@ def write_prepared(out: Path, release: ReleaseSamples, table: Path, prompts: lis
                "unknown": {str(p.prompt_id): p.unknown for p in prompts}}
     write_text(out / "prepared.json", json.dumps(summary, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
     return summary
+
+
+@dataclass(frozen=True)
+class Prepared:
+    notes: list[str]  # which prompt table and why, and what the release reader noticed
+    requests: int
+    samples: int
+    prompts: int
+
+
+def prepare_release(release_dir: Path, out: Path, split: str | None = None, profile: str | None = None,
+                    prompts: Path | None = None, prompt_ids: list[int] | None = None) -> Prepared:
+    """``kobbq eval prepare``: every sample x prompt x 3 choice orders of a release written into ``out``."""
+    release = read_release(release_dir, split, profile)
+    table, note = resolve_prompt_table(release.profile, prompts)
+    chosen = select_prompts(read_prompt_table(table), prompt_ids, table)
+    summary = write_prepared(out, release, table, chosen)
+    return Prepared([note, *release.notes], summary["requests"], len(release.frame), len(chosen))

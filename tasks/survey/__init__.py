@@ -1,6 +1,6 @@
 """The survey stage: questionnaires out, responses in, the paper's filters, every decision on record.
 
-The stage's one function is ``tasks.survey.stage.survey_stage(templates, inputs, profile) -> SurveyStage``
+The stage's one function is ``tasks.survey.survey_stage.survey_stage(templates, inputs, profile) -> SurveyStage``
 (the pipeline, ``kobbq build --templates --survey-results`` and ``kobbq survey ingest`` all call it):
 ``SurveyInputs`` (which files; ``tasks.survey.inputs``) are read into ``SurveyData`` (their contents,
 checked), and ``apply_survey_rules(templates, data, profile, allow_unmatched=False) -> SurveyOutcome``

@@ -1,6 +1,7 @@
-"""What ``kobbq survey ingest`` writes from the survey stage (``tasks.survey.stage.survey_stage``): the
-stage's reports and decisions (CSV and Parquet), the results in the released aggregated format
-(respondent-level input counted into it) and the quota shortfalls. Every file is written atomically."""
+"""``kobbq survey ingest``: its request (``IngestRequest``), the survey stage run once on it
+(``check_ingest``, before Prefect starts: a bad file fails at once), and what it writes from the stage's
+outcome: the stage's reports and decisions (CSV and Parquet), the results in the released aggregated
+format (respondent-level input counted into it) and the quota shortfalls. Every file is written atomically."""
 
 from __future__ import annotations
 
@@ -10,12 +11,33 @@ from pathlib import Path
 
 from core.atomic import write_bytes, write_text
 from core.decisions import Decision
+from core.profile import Profile
 from core.tables import write_csv_rows
 from tasks.survey.export import write_survey_decisions
 from tasks.survey.results import NO_STEREO, SurveyResults
-from tasks.survey.stage import FUNNEL, GROUP_CHECK, SurveyStage
+from tasks.survey.inputs import SurveyInputs
+from tasks.survey.survey_stage import FUNNEL, GROUP_CHECK, SurveyStage, survey_stage
+from tasks.templates.validate import load_checked
 
 QUOTA_COLUMNS = ["question_id", "what", "expected", "actual"]
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    """One ingest: the profile (loaded once), the candidate templates, the survey inputs (resolved: the
+    overrides file that will be used is named) and the output folder."""
+
+    profile: Profile
+    templates: Path
+    inputs: SurveyInputs
+    out: Path
+    corrections: Path | None = None
+
+
+def check_ingest(request: IngestRequest) -> SurveyStage:
+    """Read and check every input and run the survey stage; nothing is written."""
+    rows = load_checked(request.templates, request.corrections, request.profile)[0].templates
+    return survey_stage(rows, request.inputs, request.profile)
 
 
 @dataclass(frozen=True)

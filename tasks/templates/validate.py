@@ -27,6 +27,12 @@ def load_templates(path: Path, profile: Profile, corrections: list[Correction] |
     return template_format(profile).load(path, profile, corrections or [])
 
 
+def load_corrected(path: Path, corrections_path: Path | None, profile: Profile) -> list[TemplateRow]:
+    """A template file (or workbook folder) in the profile's format with a corrections file applied, as a
+    pipeline stage reads the template file an earlier stage checked."""
+    return load_templates(path, profile, load_corrections(corrections_path) if corrections_path else []).templates
+
+
 def load_checked(path: Path, corrections_path: Path | None, profile: Profile) -> tuple[LoadedTemplates, list[Finding]]:
     """Load and validate a template file; any error stops the build with every error listed."""
     corrections = load_corrections(corrections_path) if corrections_path else []

@@ -15,12 +15,13 @@ from pathlib import Path
 from core.atomic import write_text
 from core.findings import raise_if_errors
 from core.profile import Profile
-from tasks.stage import Context, Stage, StageOutput, Waiting, require
+from tasks.stage_contract import Context, Stage, StageOutput, Waiting, require
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import TemplateRow
 from tasks.translation.glossary import Glossary, glossary_path, profile_glossary
 from tasks.translation.postedit import ImportResult, import_postedit, render_report, templates_output
 from tasks.translation.reference import ReferenceLinks, link_reference
+from tasks.templates.validate import load_corrected
 
 NAME = "postedit"
 REPORT = "postedit_report.md"
@@ -73,7 +74,8 @@ def _from_reference(ctx: Context) -> StageOutput:
     """Real-data mode: the released template file is the post-edit; its rows are linked to BBQ."""
     cfg = ctx.pipeline.config
     reference = require(ctx.file(cfg.translation.reference), "reference post-edit", "")
-    result = link_released(ctx.templates(reference), ctx.file(cfg.labels.bbq), ctx.profile)
+    released = load_corrected(reference, ctx.corrections, ctx.profile)
+    result = link_released(released, ctx.file(cfg.labels.bbq), ctx.profile)
     counts = {"rows_linked": result.rows_linked, "rows": result.rows, "unlinked": len(result.unlinked)}
     return StageOutput(counts, {"templates": reference}, result.decisions,
                        f"{result.rows_linked} of {result.rows} ST/TM rows of {reference.name} linked to BBQ")

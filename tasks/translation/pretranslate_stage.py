@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.profile import Profile
-from tasks.stage import Context, Stage, StageOutput, Waiting
+from tasks.stage_contract import Context, Stage, StageOutput, Waiting
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
                                             translator_from_environment)

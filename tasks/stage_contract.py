@@ -18,11 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.decisions import Decision
-from core.pipeline_file import Pipeline, read_state, state_dir
+from core.pipeline_file import Pipeline, read_state
 from core.profile import Profile
-from tasks.templates.corrections import load_corrections
-from tasks.templates.load import TemplateRow
-from tasks.templates.validate import load_templates
+from core.release_folder import ReleaseFolder
 
 
 DECISIONS_FILE = "decisions.csv"
@@ -53,17 +51,20 @@ class Context:
 
     pipeline: Pipeline
     profile: Profile
-    out: Path
-    name: str
+    folder: ReleaseFolder
     upstream: dict[str, Path] = field(default_factory=dict)  # stage -> its decisions file
 
     @property
+    def name(self) -> str:
+        return self.folder.name
+
+    @property
     def work(self) -> Path:
-        return self.out / f"{self.name}.work"
+        return self.folder.work
 
     @property
     def states(self) -> Path:
-        return state_dir(self.out, self.name)
+        return self.folder.states
 
     def stage_dir(self, stage: str) -> Path:
         folder = self.work / stage
@@ -87,11 +88,6 @@ class Context:
     @property
     def corrections(self) -> Path | None:
         return self.file(self.pipeline.config.templates.corrections)
-
-    def templates(self, path: Path) -> list[TemplateRow]:
-        """A template file (or workbook folder) in the profile's format, with the pipeline's corrections applied."""
-        corrections = load_corrections(self.corrections) if self.corrections else []
-        return load_templates(path, self.profile, corrections).templates
 
 
 def require(path: Path | None, what: str, hint: str) -> Path:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.stage import Context, Stage, StageOutput
+from tasks.stage_contract import Context, Stage, StageOutput
 from tasks.survey.export import export_questionnaires
+from tasks.templates.validate import load_corrected
 
 NAME = "survey-export"
 
@@ -21,7 +22,7 @@ def inputs(ctx: Context) -> dict[str, Path | None]:
 def run(ctx: Context) -> StageOutput:
     if not ctx.profile.survey.enabled:
         return StageOutput({}, {}, [], f"profile {ctx.profile.name}: no survey; nothing to send out")
-    templates = ctx.templates(ctx.output("templates", "templates"))
+    templates = load_corrected(ctx.output("templates", "templates"), ctx.corrections, ctx.profile)
     folder = ctx.stage_dir(NAME)
     result = export_questionnaires(templates, ctx.profile, folder)
     counts = {k: v for k, v in vars(result).items() if isinstance(v, int)}

@@ -18,7 +18,7 @@ from pathlib import Path
 from core.atomic import write_text, write_with
 from core.decisions import OUTCOME_DROP, Decision, template_subject, write_decisions_csv
 from core.profile import Profile
-from tasks.stage import Context, Stage, StageOutput, require
+from tasks.stage_contract import Context, Stage, StageOutput, require
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
 from tasks.survey.group_check import render_group_check
@@ -27,6 +27,7 @@ from tasks.survey.outcome import SurveyOutcome
 from tasks.survey.rule_table import TEMPLATE, rules_of
 from tasks.survey.votes import VOTES, render_votes
 from tasks.templates.load import TemplateRow
+from tasks.templates.validate import load_corrected
 
 NAME = "survey"
 FUNNEL = "funnel.md"
@@ -114,7 +115,7 @@ def run(ctx: Context) -> StageOutput:
             f"Send {questionnaire} (written again by `kobbq survey export --profile {ctx.profile.argument} "
             f"--templates {templates_path} --out FOLDER`) to the survey company and put the results "
             "(respondent-level CSV/xlsx, or the aggregated JSON) where survey.results points.")
-    templates = ctx.templates(templates_path)
+    templates = load_corrected(templates_path, ctx.corrections, ctx.profile)
     stage = survey_stage(templates, files, ctx.profile)
     reports = write_reports(stage, ctx.stage_dir(NAME))
     ids, kept = len({t.template_key for t in templates}), len({t.template_key for t in stage.kept})
