@@ -18,14 +18,13 @@ import pandas as pd
 from core.errors import Location, UserError
 from core.atomic import write_bytes, write_text
 from tasks.evaluation import esbbq_metrics
+from tasks.evaluation.metric_table import TITLES
 from tasks.evaluation.metrics import BBQ_METRICS, METRICS, UPSTREAM_HEADER, Bootstrap, over_prompts, score_rows
 from tasks.evaluation.predictions import Run, match_submission, read_predictions, runs_frame
 from tasks.evaluation.prompts import (PREPARED_PROMPTS, ReleaseSamples, read_prompt_table, read_release,
                                       resolve_prompt_table)
 
 INTERVAL_METRICS = METRICS[1:] + BBQ_METRICS
-TITLES = {"ooc_ratio": "OOC", "acc_amb": "Acc amb", "acc_dis": "Acc dis", "diff_bias_amb": "Diff-bias amb",
-          "diff_bias_dis": "Diff-bias dis", "s_dis": "BBQ s_DIS", "s_amb": "BBQ s_AMB"}
 
 
 @dataclass(frozen=True)
