@@ -29,7 +29,15 @@ def test_a_byte_that_is_not_utf8_is_named_by_line_and_character_column(tmp_path:
     with pytest.raises(UserError) as error:
         list(text_lines(path))
     # {"raw": "정답은 caf is 16 characters (the Korean ones 3 bytes each): the byte is the 17th character
-    assert error.value.render() == f"{path}, row 2, column 17: not UTF-8 text (byte 0xe9); save the file as UTF-8"
+    assert error.value.render() == f"{path}, row 2, column 17: not UTF-8 text (byte 0xe9); save it as UTF-8"
+
+
+def test_the_size_limit_counts_the_bytes_read(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text(RECORDED * 3, encoding="utf-8")
+    assert len(list(text_lines(path, limit=len(RECORDED) * 3))) == 3
+    with pytest.raises(UserError, match=f"has more than {len(RECORDED) * 2 + 1:,} bytes"):
+        list(text_lines(path, limit=len(RECORDED) * 2 + 1))
 
 
 def test_lines_lose_their_breaks_and_a_leading_bom(tmp_path: Path) -> None:
@@ -64,7 +72,7 @@ def test_replay_that_is_not_utf8_is_one_error_line(prepared: Path, tmp_path: Pat
     assert main(argv) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == f"error: {recording}, row 2, column 42: not UTF-8 text (byte 0xe9); save the file as UTF-8\n"
+    assert captured.err == f"error: {recording}, row 2, column 42: not UTF-8 text (byte 0xe9); save it as UTF-8\n"
     recording.write_text(RECORDED + "[1, 2]\n", encoding="utf-8")
     assert main(argv) == 1
     assert capsys.readouterr().err.startswith(f"error: {recording}, row 2: not a recorded answer")

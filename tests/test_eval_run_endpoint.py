@@ -24,7 +24,9 @@ import pytest
 
 from fake_openai import FAKE_KEY, FakeOpenAIServer, fake_answer, write_prepared
 from prefect_cluster import free_port
-from tasks.evaluation.client import ConnectionWatch, EndpointDown, WatchedHttpClient
+from tasks.evaluation import client
+from tasks.evaluation.answer_cache import GenerationSettings
+from tasks.evaluation.client import ConnectionWatch, EndpointDown, OpenAIModel, RunStopped, WatchedHttpClient
 
 FAKE_SERVER = Path(__file__).with_name("fake_openai.py")
 
@@ -96,6 +98,47 @@ def test_a_live_endpoint_resets_the_count() -> None:
     http.get("http://127.0.0.1:9/v1/models")
     clock.now += 2.0
     assert not watch.failed("refused")
+
+
+def model_over(monkeypatch: pytest.MonkeyPatch, answer, api_key: str = "sk-mine") -> OpenAIModel:
+    """An ``OpenAIModel`` whose HTTP client answers with ``answer(request)`` (no network), the check not retried."""
+    monkeypatch.setattr(client, "CHECK_RETRIES", 0)
+    monkeypatch.setattr(client, "WatchedHttpClient",
+                        lambda watch: WatchedHttpClient(watch, transport=httpx2.MockTransport(answer)))
+    return OpenAIModel(GenerationSettings("http://10.0.0.5:8000/v1", "m"), api_key)
+
+
+def failing(error: type[httpx2.TransportError], text: str):
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        raise error(text, request=request)
+    return answer
+
+
+def test_check_refuses_an_endpoint_that_cannot_be_connected_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    for error, text in ((httpx2.ConnectError, "[Errno 111] Connection refused"), (httpx2.ConnectTimeout, "timed out"),
+                        (httpx2.ConnectError, "[Errno -2] Name or service not known")):
+        with pytest.raises(RunStopped) as stopped:
+            model_over(monkeypatch, failing(error, text)).check()
+        assert stopped.value.message == (f"cannot connect to http://10.0.0.5:8000/v1 ({text}); check --endpoint and "
+                                         "that the server is running")
+
+
+def test_check_refuses_a_refused_key_unless_the_key_is_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    refuse = lambda request: httpx2.Response(401, json={"error": {"message": "Incorrect API key provided"}})  # noqa: E731
+    with pytest.raises(RunStopped, match="refused the key") as stopped:
+        model_over(monkeypatch, refuse, api_key="sk-secret-42").check()
+    assert "sk-secret-42" not in stopped.value.message
+    model_over(monkeypatch, refuse).check(key_required=False)  # the workers hold the key (--deployment)
+
+
+@pytest.mark.parametrize("answer", [
+    failing(httpx2.ReadTimeout, "timed out"),  # connected, slow to list: alive
+    lambda request: httpx2.Response(404, json={"error": {"message": "no route"}}),  # no models listing
+    lambda request: httpx2.Response(503, json={"error": {"message": "loading"}}),  # busy: the requests back off
+    lambda request: httpx2.Response(200, json={"object": "list", "data": [{"id": "m", "object": "model"}]}),
+])
+def test_check_leaves_a_live_endpoint_to_the_requests(monkeypatch: pytest.MonkeyPatch, answer) -> None:
+    model_over(monkeypatch, answer).check()
 
 
 # --- the command, against the fake server ------------------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kobbq.cli import main
+from tasks.evaluation import report
 from tasks.evaluation.prompts import EXAMPLE_PROMPTS
 from test_eval_fixtures import UNKNOWN, small_release_rows, write_release
 from test_eval_score import write_csv
@@ -40,14 +41,19 @@ def test_blank_answers_exit_0_with_a_warning_on_the_console_and_in_results(relea
     assert f"- **warning: {warning.removeprefix('silent prompt release: ')}**" in results
 
 
-def test_out_of_choice_counted_as_wrong_still_warns(release: Path, tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_out_of_choice_counted_as_wrong_still_warns_also_on_the_page(release: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     ids = [r["sample_id"] for r in small_release_rows()]
     path = write_csv(tmp_path / "chatty.csv", ["sample_id", "prediction"], [[i, "I cannot answer."] for i in ids])
-    assert score_cli(release, path, tmp_path / "out", "--ooc-as-wrong") == 0
-    out = capsys.readouterr().out
-    assert ("warning: chatty prompt release: all 16 answers are out-of-choice: BBQ s_DIS cannot be computed (— in the "
-            "tables, NaN in the TSV files); the other metrics count every answer as wrong (--ooc-as-wrong)") in out
+    page_notes: list[str] = []  # results.html's notes (the figures themselves take seconds to draw)
+    monkeypatch.setattr(report, "figures_and_page", lambda table, notes, display: page_notes.extend(notes) or {})
+    assert main(["eval", "score", "--release", str(release), "--prompts", str(EXAMPLE_PROMPTS), "--bootstrap", "0",
+                 "--out", str(tmp_path / "out"), str(path), "--ooc-as-wrong"]) == 0
+    warning = ("chatty prompt release: all 16 answers are out-of-choice: BBQ s_DIS cannot be computed (— in the "
+               "tables, NaN in the TSV files); the other metrics count every answer as wrong (--ooc-as-wrong)")
+    assert f"warning: {warning}" in capsys.readouterr().out
+    assert page_notes[0].startswith(f"warning: {warning}")
 
 
 def test_a_context_type_without_answers_names_its_metrics(release: Path, tmp_path: Path,

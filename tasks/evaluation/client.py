@@ -51,7 +51,7 @@ NO_KEY = "no-key-set"  # local servers (vLLM, Ollama, llama.cpp) accept any key;
 DOWN_AFTER_SECONDS = 1.0
 DOWN_AFTER_FAILURES = 3
 CONNECT_SECONDS = 5.0  # to open a connection (the openai client's default): a host that drops packets is down
-CHECK_TIMEOUT = httpx2.Timeout(30.0, connect=CONNECT_SECONDS)  # the models listing before a run
+CHECK_TIMEOUT = httpx2.Timeout(10.0, connect=CONNECT_SECONDS)  # the models listing before a run
 CHECK_RETRIES = 2  # a refused connection is retried twice (~1 s in all) before the run is refused
 
 
@@ -164,15 +164,22 @@ class OpenAIModel:
         """
         try:
             self._client.with_options(max_retries=CHECK_RETRIES, timeout=CHECK_TIMEOUT).models.list()
-        except openai.APIConnectionError as exc:  # refused, unknown host, timed out
-            reason = redact(str(exc.__cause__ or exc), self.api_key)
-            raise RunStopped(f"cannot connect to {self.settings.endpoint} ({reason}); check --endpoint and that "
-                             "the server is running") from None
+        except openai.APITimeoutError as exc:
+            if isinstance(exc.__cause__, httpx2.ConnectTimeout):
+                raise self._unreachable(exc) from None
+            # connected but slow to list its models: alive, and the requests have their own timeout
+        except openai.APIConnectionError as exc:  # refused, unknown host
+            raise self._unreachable(exc) from None
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             if key_required:
                 raise self._stop(exc) from None
         except openai.APIError:
             pass
+
+    def _unreachable(self, exc: openai.APIConnectionError) -> RunStopped:
+        reason = redact(str(exc.__cause__ or exc), self.api_key)
+        return RunStopped(f"cannot connect to {self.settings.endpoint} ({reason or type(exc.__cause__).__name__}); "
+                          "check --endpoint and that the server is running")
 
     def ask(self, request_id: str, prompt_id: int, prompt: str) -> Answer:
         try:

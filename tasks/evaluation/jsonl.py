@@ -12,21 +12,30 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from core.errors import Location, UserError
-from core.tables import check_input_file
+from core.text_files import MAX_FILE_BYTES, check_input_file, line_and_column
 
 BOM = "\ufeff"
 
 
-def text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Every line of a UTF-8 file with its number (from 1), without its line break; a leading BOM is dropped."""
+def text_lines(path: Path, limit: int = MAX_FILE_BYTES) -> Iterator[tuple[int, str]]:
+    """Every line of a UTF-8 file with its number (from 1), without its line break; a leading BOM is dropped.
+
+    Streamed (an answers file of the real release is ~1.1 million lines), with the input size limit
+    counted in the bytes read, as ``core.text_files`` counts it.
+    """
     path = check_input_file(Path(path))
+    number, total = 0, 0
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        while raw := handle.readline(limit + 1 - total):
+            number, total = number + 1, total + len(raw)
+            if total > limit:
+                raise UserError(f"has more than {limit:,} bytes (counted while reading); an input file may have "
+                                f"at most {limit:,}", path)
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                column = len(raw[:exc.start].decode("utf-8", errors="replace")) + 1
-                raise UserError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the file as UTF-8",
+                column = line_and_column(raw, exc.start)[1]
+                raise UserError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x}); save it as UTF-8",
                                 Location(str(path), number, str(column))) from None
             yield number, (text.removeprefix(BOM) if number == 1 else text).rstrip("\r\n")
 

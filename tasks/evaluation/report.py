@@ -235,7 +235,8 @@ def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], settings: Sco
     if settings.esbbq_metrics:
         files["results_bias_score.tsv"] = bias_score_tsv(table)
     if figures:
-        notes = [line[2:] for line in [*_settings_lines(settings), *_template_lines(table)]]
+        notes = [*(f"warning: {w}" for w in score_warnings(table, runs)),
+                 *(line[2:] for line in [*_settings_lines(settings), *_template_lines(table)])]
         files.update(figures_and_page(table, notes, display))
     files["results.md"] = results_markdown(table, runs, settings, display)
     return [write_text(out / name, data) if isinstance(data, str) else write_bytes(out / name, data)
