@@ -33,7 +33,7 @@ from core.paths import DEFAULT_CORRECTIONS  # noqa: E402
 from core.profile import load_profile  # noqa: E402
 from tasks.templates.validate import load_checked  # noqa: E402
 from tasks.release.assemble import expand_release  # noqa: E402
-from tasks.release.expand import expand_templates  # noqa: E402
+from tasks.templates.kobbq_format import expand_templates  # noqa: E402
 
 INLINE = re.compile(r"\[([A-Z]+[0-9]*):([^\]]*)\]")
 PROGRESS = re.compile(r"^\[\s*([0-9.]+)s\] (.*)$")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,3 +39,32 @@ class UserError(Exception):
         if self.where is None:
             return self.message
         return f"{self.where}: {self.message}"
+
+
+OS_ERROR_HINTS = {
+    errno.ENOSPC: "the disk is full: free space on it (or choose another --out) and run again",
+    errno.EDQUOT: "the disk quota is used up: free space (or choose another --out) and run again",
+    errno.EISDIR: "a folder was given where a file is expected: give the file",
+    errno.ENOTDIR: "a part of this path is a file, not a folder",
+    errno.ENOENT: "check the path",
+    errno.EACCES: "permission denied: make it readable (or writable), or choose another path",
+    errno.EPERM: "not permitted: make it readable (or writable), or choose another path",
+    errno.EROFS: "the file system is read-only: choose another --out",
+}
+
+
+def os_errno(exc: OSError) -> int | None:
+    """The error's number; pyarrow's writers give none for a full disk, only its message."""
+    if exc.errno is None and "No space left on device" in str(exc):
+        return errno.ENOSPC
+    return exc.errno
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an error of the operating system (a full disk, a folder where a file was expected): the
+    file it names and what to do about it."""
+    code = os_errno(exc)
+    where = f"{exc.filename}: " if exc.filename else ""
+    what = exc.strerror or str(exc)
+    hint = OS_ERROR_HINTS.get(code, "check that the folder exists, has free space and may be written")  # type: ignore[arg-type]
+    return f"{where}{what}; {hint} (or run again with --debug for the traceback)"

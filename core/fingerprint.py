@@ -9,7 +9,6 @@ project's own code. The code is hashed from the files on disk, not from loaded m
 from __future__ import annotations
 
 import hashlib
-import json
 from functools import cache
 from pathlib import Path
 
@@ -64,16 +63,3 @@ def files_fingerprint(files: dict[str, Path | None], extra: str = "") -> str:
 def fingerprint(files: dict[str, Path | None], settings: str = "") -> str:
     """The one recipe: input files' contents, the settings given, the project version and its code."""
     return files_fingerprint(files, extra=f"{settings}|version={core.__version__}|code={code_hash()}")
-
-
-def release_is_current(target: Path, fingerprint: str) -> bool:
-    """The release in ``target`` was built from these exact inputs and its files are intact."""
-    manifest_path = target / "manifest.json"
-    if not manifest_path.exists():
-        return False
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    if manifest.get("build_fingerprint") != fingerprint:
-        return False
-    outputs = manifest.get("outputs", {})
-    return all((target / name).exists() and sha256_file(target / name) == digest
-               for name, digest in outputs.items() if name != "manifest.json")

@@ -3,7 +3,8 @@
 What a build leaves running or half-written is registered here while it exists: its child
 processes (the release validation, Prefect's temporary API server) and its staging folder. On
 SIGINT or SIGTERM the handler ends the children, removes the staging folder, prints one line and
-exits (130 or 143) within a few seconds; nothing is published. During ``critical()`` (the two
+exits (130 or 143) within a few seconds; nothing more is published (the line names a release that was
+published before the signal came). During ``critical()`` (the two
 renames of a publication) a signal waits until the block is done, so a release is never half
 replaced.
 
@@ -38,6 +39,7 @@ PAUSE_SECONDS = 120.0
 
 _children: dict[int, str] = {}  # pid -> what it is
 _staging: set[Path] = set()
+_published: list[Path] = []  # releases this process has published: a later signal must not deny them
 _records: set[Path] = set()  # run records this process writes
 _critical = 0
 _pending: int | None = None
@@ -130,6 +132,20 @@ def unregister_staging(path: Path) -> None:
     _staging.discard(Path(path))
 
 
+def mark_published(release: Path) -> None:
+    """``release`` is published (its second rename is done): a signal from now on says so."""
+    _published.append(Path(release))
+
+
+def stop_message(signal_name: str, published: list[Path]) -> str:
+    """The line a signal prints: what was published before it came, and that nothing is left running."""
+    if published:
+        done = ", ".join(str(p) for p in published)
+        return (f"interrupted ({signal_name}): stopped after {done} was published (complete and validated); "
+                "nothing is left running")
+    return f"interrupted ({signal_name}): stopped; nothing was published and nothing is left running"
+
+
 def record_run(build_folder: Path) -> None:
     """Record this process and its children (now and later) in the build folder, for ``reap_orphans``."""
     for pid in children_of(os.getpid()):
@@ -149,10 +165,11 @@ def _write_records() -> None:
 
 
 def forget_run() -> None:
-    """A normal end: this process's records are no longer needed."""
+    """A command's end: this process's records, and what it published, are no longer needed."""
     for path in list(_records):
         path.unlink(missing_ok=True)
     _records.clear()
+    _published.clear()
 
 
 def reap_orphans(build_folder: Path) -> list[str]:
@@ -218,13 +235,12 @@ def stop(signum: int) -> None:
 
     The children are killed outright: they are this command's own helpers (the validation, Prefect's
     temporary API server, whose graceful shutdown prints tracebacks into the same terminal)."""
+    message = stop_message(signal.Signals(signum).name, _published)
     end_processes(sorted(set(_children) | set(children_of(os.getpid()))), grace=0)
     for folder in sorted(_staging):
         shutil.rmtree(folder, ignore_errors=True)
     forget_run()
-    name = signal.Signals(signum).name
-    print(f"interrupted ({name}): stopped; nothing was published and nothing is left running", file=sys.stderr,
-          flush=True)
+    print(message, file=sys.stderr, flush=True)
     os._exit(EXIT_CODES.get(signum, 128 + signum))
 
 

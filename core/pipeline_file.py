@@ -17,19 +17,19 @@ from __future__ import annotations
 
 import glob
 import json
-import tomllib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from core.errors import UserError
 from core.atomic import write_text
 from core.profile import is_profile_path
+from core.text_files import read_json, read_toml
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
-DONE, WAITING, FAILED, STALE, NOT_RUN = "done", "waiting", "failed", "stale", "not run"
+DONE, WAITING, FAILED, STALE, NOT_RUN, DAMAGED = "done", "waiting", "failed", "stale", "not run", "damaged"
 
 
 class _Section(BaseModel):
@@ -103,14 +103,34 @@ class Pipeline:
         return bool(self.config.translation.reference)
 
 
+# Inputs the pipeline's author has before the first run; a stage waits for the others (people deliver them).
+START_INPUTS = ("labels.bbq", "labels.reference", "translation.cache", "translation.reference", "templates.corrections")
+
+
+def missing_start_inputs(pipeline: Pipeline) -> list[str]:
+    """The start inputs the file names that do not exist: a mistyped path, not something people will deliver."""
+    missing = []
+    for key in START_INPUTS:
+        section, option = key.split(".")
+        value = getattr(getattr(pipeline.config, section), option)
+        path = pipeline.file(value)
+        if path is not None and not path.exists():
+            missing.append(f"{key} = {value!r} ({path})")
+    return missing
+
+
+def check_start_inputs(pipeline: Pipeline) -> None:
+    """Before anything runs: every start input the pipeline file names exists (else one error naming each)."""
+    missing = missing_start_inputs(pipeline)
+    if missing:
+        raise UserError(f"{'; '.join(missing)}: does not exist (paths are relative to the pipeline file); "
+                        "correct the path", pipeline.path)
+
+
 def load_pipeline(path: Path) -> Pipeline:
-    if not path.exists():
-        raise UserError("pipeline file does not exist", path)
+    data = read_toml(path, "pipeline file")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
         return Pipeline(path.resolve(), PipelineConfig.model_validate(data))
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"not valid TOML: {exc}", path) from None
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise UserError(f"invalid pipeline file: {problems}", path) from None
@@ -133,11 +153,42 @@ def state_dir(out: Path, name: str) -> Path:
     return out / f"{name}.pipeline"
 
 
+REWRITE_HINT = "`kobbq build --force` runs the stage again and rewrites it"
+
+
 def read_state(folder: Path, stage: str) -> StageState | None:
+    """A stage's recorded state; None before it ran. A file that is not one (truncated, edited) is a UserError
+    naming it, with what rewrites it."""
     path = folder / f"{stage}.json"
     if not path.exists():
         return None
-    return StageState(**json.loads(path.read_text(encoding="utf-8")))
+    try:
+        state = TypeAdapter(StageState).validate_python(read_json(path, "stage-state file"))
+    except UserError as error:
+        raise UserError(f"{error.message}; {REWRITE_HINT}", error.where) from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors())
+        raise UserError(f"not a stage-state file ({problems}); {REWRITE_HINT}", path) from None
+    if state.stage != stage or state.status not in (DONE, WAITING, FAILED):
+        raise UserError(f"not the state of stage {stage} (stage {state.stage!r}, status {state.status!r}); "
+                        f"{REWRITE_HINT}", path)
+    return state
+
+
+def check_states(folder: Path, rewrite: bool = False) -> list[Path]:
+    """Before a run: every stage's state file can be read. A corrupt one is an error, or with ``rewrite``
+    (``--force``) removed so that its stage runs again and records its state anew; the files removed."""
+    removed = []
+    for stage in STAGES:
+        try:
+            read_state(folder, stage)
+        except UserError:
+            if not rewrite:
+                raise
+            path = folder / f"{stage}.json"
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def write_state(folder: Path, state: StageState) -> None:
@@ -153,10 +204,13 @@ def is_current(state: StageState | None, current: str) -> bool:
             and all(Path(p).exists() for p in state.outputs.values()))
 
 
-def describe(state: StageState | None, current: str | None) -> tuple[str, str]:
-    """(status, detail) of a stage for ``kobbq status``."""
+def describe(state: StageState | None, current: str | None, problem: str | None = None) -> tuple[str, str]:
+    """(status, detail) of a stage for ``kobbq status``; ``problem``: what is wrong with what a done stage
+    made (the release stage: its folder deleted or changed, ``core.release_folder.release_problem``)."""
     if state is None:
         return NOT_RUN, ""
+    if state.status == DONE and problem is not None:
+        return DAMAGED, problem
     if state.status == DONE:
         counts = ", ".join(f"{k} {v}" for k, v in state.counts.items())
         if current is not None and current != state.fingerprint:

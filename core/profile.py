@@ -8,7 +8,6 @@ profile fails at load time with its name, instead of silently using a default.
 
 from __future__ import annotations
 
-import tomllib
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated
@@ -17,6 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from core.errors import UserError
 from core.paths import PROFILE_DIR
+from core.text_files import read_toml
 
 
 def _to_fraction(value: object) -> Fraction:
@@ -117,8 +117,8 @@ class Flip(Strict):
     swap: list[str] = Field(default_factory=list)
 
 
-HOOK_KINDS = ("capitalise", "occurs", "label")  # registered functions: tasks/release/hooks.py
-# Fields the label hook makes for every instance (tasks/release/hooks.py:stereotyped_first).
+HOOK_KINDS = ("capitalise", "occurs", "label")  # registered functions: tasks/templates/hooks.py
+# Fields the label hook makes for every instance (tasks/templates/hooks.py:stereotyped_first).
 GENERATED_FIELDS = ("question_polarity", "context_condition", "context", "question", "ans0", "ans1", "ans2",
                     "answer_info.ans0", "answer_info.ans1", "answer_info.ans2", "question_type", "label")
 
@@ -127,7 +127,7 @@ class WorkbookFormat(Strict):
     """Workbook templates with placeholders, a vocabulary and proper names (the EsBBQ format).
 
     Everything the generator needs to know about the culture's files and language is here;
-    what cannot be data is a named hook (``hooks``), registered in ``tasks/release/hooks.py``.
+    what cannot be data is a named hook (``hooks``), registered in ``tasks/templates/hooks.py``.
     """
 
     language_suffixes: list[str]  # column-name suffixes that mark a language (["_es", "_ca"])
@@ -370,8 +370,9 @@ class EvaluationProfile(Strict):
     answer_markers: list[str] = Field(default_factory=list)  # the text after one of these is read again
     sentence_forms: list[tuple[str, str]] = Field(default_factory=list)  # (written, read as), in order
     normalise: str = Field("", pattern="^(|NFC|NFKC)$")  # applied to the answer and the choices before the cascade
-    # A prompt table in the same language for a machine without ``evaluation_prompts`` (relative to the project
-    # root; ko: the embedded example's, when the released table is not beside the checkout). Empty: none.
+    # A prompt table in the same language for a machine without ``[files] evaluation_prompts`` (relative to the
+    # profile's folder, like every culture file; ko: the embedded example's, when the released table is not beside
+    # the checkout). Empty: none.
     fallback_prompts: str = ""
 
 
@@ -419,6 +420,8 @@ class ProfileFiles(Strict):
     # The test split's sample IDs, one a line in the published file's order (tasks/release/test_split.py); empty:
     # the profile lists none, and a release's test split is one fill per template row drawn with the seed.
     test_split: str = ""
+    # The prompt table of ``kobbq eval`` (TSV: prompt_id, instruction, context, question, a, b, c, answer, unknown).
+    evaluation_prompts: str = "evaluation_prompts.tsv"
 
 
 class Profile(Strict):
@@ -437,9 +440,6 @@ class Profile(Strict):
     categories: list[Category]
     table1_notes: list[Table1Note] = Field(default_factory=list)
     card: CardProfile = CardProfile()
-    # The evaluation prompt table (TSV: prompt_id, instruction, context, question, a, b, c, answer,
-    # unknown) that `kobbq eval prepare` uses; a relative path is relative to the project root.
-    evaluation_prompts: str = ""
     files: ProfileFiles = ProfileFiles()
     path: Path | None = None
 
@@ -473,6 +473,10 @@ class Profile(Strict):
     def file(self, role: str) -> Path:
         """One of the culture's files by its role in ``[files]`` (``survey``, ``glossary``, ``corrections``)."""
         return self.folder / getattr(self.files, role)
+
+    def folder_file(self, value: str) -> Path | None:
+        """A file a profile setting names, relative to the profile's folder like ``file(role)``; None when unset."""
+        return (self.folder / value).resolve() if value else None
 
     def existing_file(self, role: str) -> Path | None:
         """``file(role)`` when the culture has that file, else None (a culture without corrections)."""
@@ -512,12 +516,7 @@ def profile_file(name_or_path: str | Path) -> Path:
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load a shipped profile by name (``ko``: ``core/profiles/ko/ko.toml``) or any profile file by path."""
     path = profile_file(name_or_path)
-    if not path.exists():
-        raise UserError("profile file does not exist", path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"not valid TOML: {exc}", path) from None
+    data = read_toml(path, "profile file")
     try:
         return Profile.model_validate({**data, "path": path})
     except ValidationError as exc:

@@ -10,7 +10,9 @@ import os
 QUIET_OFFLINE = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
+    # Prefect logs a failed task or flow with its traceback at ERROR; the command prints the error in one
+    # paragraph instead, and `kobbq --debug` shows Prefect's log (DEBUG_PREFECT_LOGGING).
+    "PREFECT_LOGGING_LEVEL": "CRITICAL",
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",  # hides harmless CancelledError tracebacks at shutdown
     "PREFECT_LOGGING_TO_API_ENABLED": "false",
     # A first run on a fresh machine creates the database; the default 20 s can be too short.
@@ -18,7 +20,13 @@ QUIET_OFFLINE = {
     "GX_ANALYTICS_ENABLED": "false",
 }
 
+DEBUG_PREFECT_LOGGING = {"PREFECT_LOGGING_LEVEL": "WARNING"}
 
-def configure_environment() -> None:
+
+def configure_environment(debug: bool = False) -> None:
+    """The defaults above; ``debug`` (``kobbq --debug``): with Prefect's warnings and errors, tracebacks included."""
+    if debug:
+        for name, value in DEBUG_PREFECT_LOGGING.items():
+            os.environ.setdefault(name, value)
     for name, value in QUIET_OFFLINE.items():
         os.environ.setdefault(name, value)

@@ -1,8 +1,8 @@
 """Delimited text files, read one way and written atomically.
 
 Every CSV/TSV input goes through ``read_rows``: UTF-8 with or without a byte-order mark, within the
-stated limits (``MAX_FILE_BYTES`` per file, ``MAX_CELL_CHARS`` per cell), and any problem is a
-``UserError`` naming the file and row. ``read_records`` adds the header; ``read_csv_table`` is the
+stated limits (``core.text_files.MAX_FILE_BYTES`` per file, counted as it is read; ``MAX_CELL_CHARS`` per
+cell), and any problem is a ``UserError`` naming the file and row. ``read_records`` adds the header; ``read_csv_table`` is the
 reader of the small curated tables (corrections, glossaries, group lists); ``read_table`` reads a
 table that may arrive as a CSV or as an xlsx (survey results, questionnaires, overrides: files
 people edit in a spreadsheet) with the location of every row, the sheet included.
@@ -16,43 +16,26 @@ from pathlib import Path
 
 from core.atomic import replacing
 from core.errors import Location, UserError
+from core.text_files import MAX_FILE_BYTES, check_input_file, read_text  # noqa: F401 (the input rules)
 from core.workbooks import read_sheets
 
-MAX_FILE_BYTES = 1 << 30  # 1 GiB: far above any real input (the KoBBQ template file is ~1 MB)
 MAX_CELL_CHARS = 1 << 20  # 1 Mi characters per cell (the longest real cell has ~1,500)
-
-
-def check_input_file(path: Path) -> Path:
-    """An input file that exists, is a file, and is within ``MAX_FILE_BYTES``; else a UserError naming it."""
-    path = Path(path)
-    if not path.exists():
-        raise UserError("file does not exist", path)
-    if path.is_dir():
-        raise UserError("is a folder; expected a file", path)
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise UserError(f"is {size:,} bytes; an input file may have at most {MAX_FILE_BYTES:,}", path)
-    return path
 
 
 def read_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL) -> list[list[str]]:
     """Every row of a delimited UTF-8 file (a byte-order mark is dropped); blank lines read as ``[]``."""
-    path = check_input_file(path)
+    text = read_text(path)
     csv.field_size_limit(MAX_CELL_CHARS)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quoting=quoting)
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            reader = csv.reader(handle, delimiter=delimiter, quoting=quoting)
-            try:
-                return list(reader)
-            except csv.Error as exc:
-                row = reader.line_num
-                if "field larger than field limit" in str(exc):
-                    raise UserError(f"a cell is longer than {MAX_CELL_CHARS:,} characters, the limit for any input "
-                                    "cell", Location(str(path), row)) from None
-                raise UserError(f"not a readable {'TSV' if delimiter == chr(9) else 'CSV'} file ({exc})",
-                                Location(str(path), row)) from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"not UTF-8 text (byte {exc.start})", path) from None
+        return list(reader)
+    except csv.Error as exc:
+        row = reader.line_num
+        if "field larger than field limit" in str(exc):
+            raise UserError(f"a cell is longer than {MAX_CELL_CHARS:,} characters, the limit for any input "
+                            "cell", Location(str(path), row)) from None
+        raise UserError(f"not a readable {'TSV' if delimiter == chr(9) else 'CSV'} file ({exc})",
+                        Location(str(path), row)) from None
 
 
 def read_records(path: Path, delimiter: str = ",") -> tuple[list[str], list[tuple[int, dict[str, str]]]]:

@@ -19,13 +19,14 @@ from prefect.utilities.annotations import opaque
 from core import console, interrupt
 from flows.artifacts import publish_release
 from core.profile import Profile, load_profile
-from tasks.release.assemble import ExpandedRelease, expand_release, write_release_folder
+from tasks.release.assemble import ExpandedRelease, expand_release
+from tasks.audit.report import write_release_folder
 from tasks.release.inputs import BuildInputs, release_inputs
 from tasks.templates.validate import load_checked
 from core.decisions import Decision, read_decisions
 from core.findings import Finding
 from tasks.release.publish import publish, staged_release
-from core.fingerprint import release_is_current
+from core.release_folder import release_is_current
 from tasks.survey.stage import survivors
 from tasks.release.test_split import PROFILE, TestSplit
 from tasks.templates.load import LoadedTemplates, TemplateRow
@@ -70,6 +71,7 @@ def write_and_publish(target: Path, inputs: BuildInputs, loaded: LoadedTemplates
                                         reports=texts, parallel=parallel, progress=console.step)
         publish(staging, target)
     console.step(f"validated and published {target}")
+    interrupt.checkpoint("published")
     publish_release(target, inputs.profile)  # its summary, funnel, Table 1, validation and links, as artifacts
     return manifest
 

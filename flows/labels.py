@@ -24,7 +24,7 @@ from core import console, interrupt
 from core.atomic import write_with
 from core.decisions import Decision, write_decisions_csv
 from core.profile import Profile, load_profile
-from tasks.labels.newly_created import NewlyCreated, import_newly_created
+from tasks.templates.newly_created import NewlyCreated, import_newly_created
 from tasks.labels.reference import ReferenceLabels
 from tasks.labels.stage import FinalLabels, final_labels, labels_from_links, write_labels, write_reference
 from tasks.templates.validate import load_templates

@@ -11,14 +11,23 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from typing import NoReturn
 
 from core import interrupt
-from core.errors import UserError
+from core.errors import UserError, describe_os_error
+from core.runtime import configure_environment
 from kobbq import __version__, commands
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a wrong argument told in one line (the usage is what ``--help`` is for); exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="kobbq",
         description="Build culturally adapted BBQ benchmarks (KoBBQ first) from their raw templates.",
     )
@@ -38,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 1
+    configure_environment(debug=args.debug)  # before any command imports Prefect
     try:
         return int(args.handler(args) or 0)
     except UserError as exc:
@@ -52,12 +62,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         interrupt.forget_run()
-
-
-def describe_os_error(exc: OSError) -> str:
-    where = f"{exc.filename}: " if exc.filename else ""
-    return (f"{where}{exc.strerror or exc}; check that the folder exists, has free space and may be written "
-            "(or run again with --debug for the traceback)")
 
 
 if __name__ == "__main__":

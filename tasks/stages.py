@@ -13,11 +13,11 @@ from core.decisions import read_decisions
 from core.fingerprint import fingerprint
 from core.pipeline_file import STAGES, Pipeline, is_current, read_state
 from core.profile import load_profile
+from core.release_folder import check_release_name, release_is_current
 from tasks.labels.stage import STAGE as LABELS
 from tasks.release.assemble import expand_release
 from tasks.release.inputs import release_inputs
 from tasks.release.test_split import LISTED
-from core.fingerprint import release_is_current
 from tasks.stage import Context, Stage
 from tasks.survey.export_stage import STAGE as SURVEY_EXPORT
 from tasks.survey.stage import STAGE as SURVEY
@@ -34,7 +34,7 @@ assert [s.name for s in PEOPLE_STAGES] + [RELEASE] == STAGES
 
 def context(pipeline: Pipeline, out: Path) -> Context:
     profile = load_profile(pipeline.profile)
-    return Context(pipeline, profile, Path(out), pipeline.config.name or profile.release.name)
+    return Context(pipeline, profile, Path(out), check_release_name(pipeline.config.name or profile.release.name))
 
 
 def stage_fingerprint(ctx: Context, stage: Stage) -> str:

@@ -3,7 +3,8 @@
 It speaks just enough of the OpenAI API for the official ``openai`` client and for
 lm-evaluation-harness's ``local-completions`` / ``local-chat-completions`` models:
 ``POST /v1/chat/completions`` (the last message is the prompt) and ``POST /v1/completions``
-(``prompt`` a string or a list), each answer with a ``usage`` block. The "model" is
+(``prompt`` a string or a list), each answer with a ``usage`` block, and ``GET /v1/models`` (the
+listing ``kobbq eval run`` checks the endpoint with before sending anything). The "model" is
 deterministic: a hash of the prompt picks a letter and one of the answer styles real models
 use (``(C)``, ``**A**``, ``답: (A)\\n\\n**이유:** ...``, an explanation, an "unknown" sentence);
 a test can script the answer for any prompt instead.
@@ -82,6 +83,8 @@ class FakeState:
     bodies: list[dict] = field(default_factory=list)  # every request body, in arrival order
     in_flight: int = 0  # requests being answered now
     max_in_flight: int = 0  # the most ever answered at once
+    models: tuple[str, ...] = ("fake-model",)  # what GET /v1/models lists (any model name is answered)
+    models_listed: int = 0  # GET /v1/models requests that reached the server
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail(self, status: int, times: int = 1, retry_after: str | None = None) -> None:
@@ -123,12 +126,30 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _refuse_key(self) -> bool:
+        """Answer 401 (as OpenAI does) unless the request carries the server's key."""
+        if self.headers.get("Authorization") == f"Bearer {self.server.state.api_key}":
+            return False
+        self._send_json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                                        "code": "invalid_api_key"}})
+        return True
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        state = self.server.state
+        with state.lock:
+            state.models_listed += 1
+        if self._refuse_key():
+            return
+        if self.path.rstrip("/") != "/v1/models":
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        self._send_json(200, {"object": "list", "data": [{"id": name, "object": "model", "created": 0,
+                                                          "owned_by": "fake"} for name in state.models]})
+
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         state = self.server.state
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        if self.headers.get("Authorization") != f"Bearer {state.api_key}":
-            self._send_json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
-                                            "code": "invalid_api_key"}})
+        if self._refuse_key():
             return
         route = self.path.rstrip("/")
         if route == "/v1/chat/completions":

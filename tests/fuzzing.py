@@ -402,7 +402,8 @@ def previous_release(tmp_path_factory) -> Path:
     it into its workspace as the release a command must leave alone."""
     from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
     from core.profile import load_profile
-    from tasks.release.assemble import expand_release, write_release_folder
+    from tasks.audit.report import write_release_folder
+    from tasks.release.assemble import expand_release
     from tasks.release.inputs import release_inputs
     from tasks.templates.validate import load_checked
 

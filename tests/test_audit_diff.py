@@ -14,7 +14,8 @@ import pytest
 
 from kobbq.cli import main
 from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
-from tasks.release.assemble import expand_release, write_release_folder
+from tasks.release.assemble import expand_release
+from tasks.audit.report import write_release_folder
 from tasks.release.inputs import BuildInputs
 from tasks.templates.validate import load_checked
 from tasks.audit.diff import ADDED, CHANGED, REMOVED, diff_releases, diff_template_files, render_diff

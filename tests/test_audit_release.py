@@ -17,7 +17,8 @@ import pytest
 
 from core.errors import UserError
 from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
-from tasks.release.assemble import expand_release, write_release_folder
+from tasks.release.assemble import expand_release
+from tasks.audit.report import write_release_folder
 from tasks.release.inputs import BuildInputs
 from tasks.templates.validate import load_checked
 from tasks.audit.fates import load_audit_log

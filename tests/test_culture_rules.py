@@ -20,7 +20,7 @@ from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import load_pipeline
 from core.profile import load_profile
 from tasks.evaluation.parse import answer_forms, paper_parser, strict_parser
-from tasks.release.expand import expand_templates
+from tasks.templates.kobbq_format import expand_templates
 from tasks.release.table1 import build_table1, render_csv, render_markdown
 from tasks.survey.rules import survey_type
 from tasks.templates.load import load_kobbq_templates
@@ -239,10 +239,20 @@ def test_the_fake_deepl_lists_every_documented_target_language_and_the_client_re
 def test_a_profile_without_prompts_in_its_language_never_gets_the_korean_ones(ja, tmp_path):
     from tasks.evaluation.prompts import resolve_prompt_table
 
-    missing = ja.model_copy(update={"evaluation_prompts": str(tmp_path / "absent.tsv")})
+    files = ja.files.model_copy(update={"evaluation_prompts": str(tmp_path / "absent.tsv")})
+    missing = ja.model_copy(update={"files": files})
     with pytest.raises(UserError, match="profile ja names no prompt table that exists"):
         resolve_prompt_table(missing, None)
     assert resolve_prompt_table(ja, None)[0] == PROJECT_ROOT / "core" / "profiles" / "ja" / "evaluation_prompts.tsv"
+
+
+def test_a_profile_copied_out_of_the_project_finds_its_prompt_table_in_its_folder(tmp_path):
+    """The prompt table resolves from the profile's folder like every culture file, not from the project root."""
+    from tasks.evaluation.prompts import resolve_prompt_table
+
+    shutil.copytree(PROJECT_ROOT / "core" / "profiles" / "ja", tmp_path / "ja")
+    copied = load_profile(tmp_path / "ja" / "ja.toml")
+    assert resolve_prompt_table(copied, None)[0] == tmp_path.resolve() / "ja" / "evaluation_prompts.tsv"
 
 
 # --- commands that read a release -----------------------------------------------------------------

@@ -17,7 +17,8 @@ from core.paths import EXAMPLE_TEMPLATES
 from core.profile import load_profile
 from fake_hub import FAKE_TOKEN, FakeHubServer
 from kobbq.cli import main
-from tasks.release.assemble import expand_release, write_release_folder
+from tasks.release.assemble import expand_release
+from tasks.audit.report import write_release_folder
 from tasks.release.dataset_card import rule_counts, size_category
 from tasks.release.inputs import BuildInputs
 from tasks.templates.validate import load_checked

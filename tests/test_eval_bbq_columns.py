@@ -91,7 +91,8 @@ UPSTREAM_TEMPLATES = {"age": 23, "disability_status": 27, "gender": 66, "lgbtqia
 
 @pytest.fixture(scope="module")
 def es_release(shared_data: Path, tmp_path_factory) -> Path:
-    from tasks.release.assemble import BuildInputs, expand_release, write_release_folder
+    from tasks.release.assemble import BuildInputs, expand_release
+    from tasks.audit.report import write_release_folder
     from tasks.templates.validate import load_checked
 
     templates = shared_data / "esbbq" / "templates"

@@ -67,7 +67,8 @@ def test_prepare_command_writes_requests_and_upstream_layout(release: Path, tmp_
 
 
 def test_example_prompts_are_used_only_when_the_profiles_table_is_absent(ko_profile, tmp_path: Path) -> None:
-    missing = ko_profile.model_copy(update={"evaluation_prompts": str(tmp_path / "absent.tsv")})
+    files = ko_profile.files.model_copy(update={"evaluation_prompts": str(tmp_path / "absent.tsv")})
+    missing = ko_profile.model_copy(update={"files": files})
     table, note = resolve_prompt_table(missing, None)
     assert table == EXAMPLE_PROMPTS and "absent.tsv is absent" in note
     explicit = tmp_path / "mine.tsv"

@@ -18,7 +18,8 @@ from core.paths import DEFAULT_CORRECTIONS
 from core.profile import load_profile
 from kobbq.cli import main
 from tasks.evaluation.report import ScoreRequest, score
-from tasks.release.assemble import expand_release, write_release_folder, write_sample_sets
+from tasks.release.assemble import expand_release, write_sample_sets
+from tasks.audit.report import write_release_folder
 from tasks.release.inputs import BuildInputs
 from tasks.templates.validate import load_checked
 

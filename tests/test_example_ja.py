@@ -22,7 +22,7 @@ from core.profile import load_profile
 from tasks.labels.agreement import agreement
 from tasks.labels.annotations import import_annotations
 from tasks.labels.consensus import load_consensus, templates_to_adapt
-from tasks.labels.newly_created import import_newly_created
+from tasks.templates.newly_created import import_newly_created
 from tasks.labels.template_set import load_label_items
 from tasks.stage import Context, Waiting
 from tasks.stages import context, stage_fingerprint

@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.profile import load_profile
+from core.profile import HOOK_KINDS, load_profile
 from tasks.release.category_csv import render_category_csv
-from tasks.release.generate import expand_workbook, polish, records, swap_people
-from tasks.release.hooks import occurs_after_article, sentence_case
+from tasks.templates.workbook_format import expand_workbook, polish, records, swap_people
+from tasks.templates.hooks import HOOKS, occurs_after_article, sentence_case
 from tasks.templates.workbook import load_vocabulary, load_workbook_templates, parse_list, parse_mapping
 
 ARTICLES = ["el ", "la ", "al ", "els ", "las ", "los ", "l'"]
@@ -35,6 +35,11 @@ def test_mapping_cells_derive_a_bare_list_from_indefinite_forms():
     assert parse_mapping("WORD1-def: [el metge, la metgessa]") == {"WORD1": {"def": ["el metge", "la metgessa"]}}
     with pytest.raises(ValueError, match="expected 'KEY"):
         parse_mapping("NAME1 [a]")
+
+
+def test_the_profile_model_knows_every_kind_of_hook_the_registry_holds():
+    """core cannot import the registry: its list of hook kinds (which a profile may name) must be the registry's."""
+    assert HOOK_KINDS == tuple(HOOKS)
 
 
 def test_sentence_case_after_stops_and_inverted_marks():
@@ -125,7 +130,8 @@ def test_released_files_are_reproduced_byte_for_byte(generated, esbbq: Path):
 @pytest.fixture(scope="module")
 def es_release(tmp_path_factory, esbbq: Path):
     """The EsBBQ release folder, validated, built once without Prefect (the flow adds only staging)."""
-    from tasks.release.assemble import BuildInputs, expand_release, write_release_folder
+    from tasks.release.assemble import BuildInputs, expand_release
+    from tasks.audit.report import write_release_folder
     from tasks.templates.validate import load_checked
 
     profile = load_profile("es")

@@ -1,6 +1,7 @@
-"""The structure, checked: core imports nothing above it, tasks never import flows or the CLI, Prefect only in
-flows/ (and the CLI), no import cycles, and project modules imported at module level except in the CLI
-(which delays Prefect's start-up until the inputs are checked)."""
+"""The structure, checked: core imports nothing above it, tasks never import flows or the CLI, the ``tasks``
+sub-packages import only those below them (``TASK_LAYERS``), Prefect only in flows/ (and the CLI), no import
+cycles, and project modules imported at module level except in the CLI (which delays Prefect's start-up until the
+inputs are checked)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,13 @@ import ast
 from core.paths import PROJECT_ROOT
 
 PACKAGES = ("core", "tasks", "flows", "kobbq")
+
+# The ``tasks`` sub-packages, lowest first, in the pipeline's order: each may import those before it, never one after
+# it. Template formats (read, check, expand into samples) serve every stage; labels, translation and the survey
+# decide which templates survive; the release assembles them; the audit reads a release folder back; the evaluation
+# scores models on a release. A new sub-package takes its place here. (Modules directly in ``tasks/``, the stage
+# contract and the stage list, are outside it.)
+TASK_LAYERS = ("templates", "labels", "translation", "survey", "release", "audit", "evaluation")
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -41,6 +49,27 @@ def test_layers_import_only_downwards():
     wrong = [(name, target) for name, targets in _project_edges().items() for target in targets
              if name.split(".")[0] in allowed and target.split(".")[0] not in allowed[name.split(".")[0]]]
     assert wrong == []
+
+
+def task_layer(module: str) -> int | None:
+    """The position of a ``tasks`` module's sub-package in ``TASK_LAYERS`` (None: not in a sub-package)."""
+    parts = module.split(".")
+    return TASK_LAYERS.index(parts[1]) if parts[0] == "tasks" and len(parts) > 2 and parts[1] in TASK_LAYERS else None
+
+
+def arrows_up() -> list[tuple[str, str]]:
+    """Imports (module -> module) from a ``tasks`` sub-package into one declared above it."""
+    return sorted((name, target) for name, targets in _project_edges().items() for target in targets
+                  if None not in (task_layer(name), task_layer(target)) and task_layer(target) > task_layer(name))
+
+
+def test_task_packages_import_only_downwards():
+    assert arrows_up() == []
+
+
+def test_every_task_package_has_its_place_in_the_order():
+    packages = {path.parent.name for path in (PROJECT_ROOT / "tasks").glob("*/__init__.py")}
+    assert packages == set(TASK_LAYERS)
 
 
 def test_prefect_only_in_flows_and_the_cli():

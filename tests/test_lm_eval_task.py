@@ -21,6 +21,7 @@ from fake_openai import FAKE_KEY, FakeOpenAIServer, write_prepared
 from kobbq.cli import main
 from tasks.evaluation import lm_eval_metrics as metrics
 from tasks.evaluation.lm_eval_task import export_task
+from tasks.evaluation.metric_table import names
 from test_eval_run import read_jsonl
 
 DOC = {"choices": {"A": "고등학생", "B": "알 수 없음", "C": "할아버지"}, "answer": "B", "biased": "C", "unknown": "B",
@@ -57,6 +58,14 @@ def test_metrics_by_hand() -> None:
     assert metrics.acc_dis(records) == 3 / 5
     assert metrics.diff_bias_dis(records) == 2 / 3 - 1 / 2
     assert math.isnan(metrics.acc_amb([record("dis", "C", "C", "C")]))
+
+
+def test_the_standalone_utils_aggregate_every_paper_metric_of_the_table() -> None:
+    """utils.py cannot import the project: its own names must be the metric table's paper family, each with its
+    aggregation function, and process_results must give each of them its record."""
+    assert list(metrics.METRICS) == names("paper")
+    assert all(callable(getattr(metrics, name, None)) for name in metrics.METRICS)
+    assert set(metrics.process_results(DOC, ["B"])) == set(names("paper"))
 
 
 @pytest.fixture()

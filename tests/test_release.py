@@ -13,7 +13,8 @@ import pytest
 
 import tasks.release.write as release_module
 from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
-from tasks.release.assemble import expand_release, write_release_folder
+from tasks.release.assemble import expand_release
+from tasks.audit.report import write_release_folder
 from tasks.release.inputs import BuildInputs
 from tasks.templates.validate import load_checked
 from core.fingerprint import sha256_file

@@ -12,9 +12,10 @@ import pytest
 import tasks.release.checks as checks
 import tasks.release.write as write
 from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
-from tasks.release.assemble import expand_release, samples_by_category, write_release_folder
+from tasks.release.assemble import expand_release, samples_by_category
+from tasks.audit.report import write_release_folder
 from tasks.release.checks import SampleSet, validate_release
-from tasks.release.expand import fill_count, row_chunks
+from tasks.templates.kobbq_format import fill_count, row_chunks
 from tasks.release.inputs import BuildInputs
 from tasks.release.write import samples_frame, write_samples
 from tasks.templates.validate import load_checked

@@ -60,7 +60,7 @@ def test_results_json_that_is_not_utf8(tmp_path, ko_profile):
     path.write_bytes('[{"category": "Age", "stereotype": "고집"}]'.encode("cp949"))
     with pytest.raises(UserError, match="not UTF-8") as error:
         load_survey_results(path, ko_profile)
-    assert error.value.where == path
+    assert error.value.render().startswith(f"{path}, row 1, column 37: ")  # line and column, not a byte offset
 
 
 def _zip(path, members):

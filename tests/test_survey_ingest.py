@@ -165,3 +165,35 @@ def test_respondent_level_reading(tmp_path, example_templates, ko_profile):
                        f"SES-rc-001,r1,{ses[0]}\nSES-rc-001,r2,{ses[1]}\n", encoding="utf-8")
     reading = load_reading_results(answers, files["reading"])
     assert reading.rates == {("Age", 1): (2, 3), ("SES", 1): (1, 2)}
+
+
+def test_a_new_rule_is_one_table_entry(example_templates, ko_profile, monkeypatch, tmp_path):
+    """A rule added to the rule table alone runs on every question, is logged, can be overridden and has its own
+    column and row in funnel.md: nothing else is edited (docs/extending.md)."""
+    from tasks.survey import rule_table
+    from tasks.survey.funnel import render_funnel
+    from tasks.survey.overrides import load_overrides
+    from tasks.survey.rules import RuleResult
+
+    def enough_respondents(q: rule_table.Question) -> RuleResult:
+        asked = q.profile.survey.respondents_per_question
+        return RuleResult("enough-respondents", q.result.respondents >= asked,
+                          f"{q.result.respondents} of {asked} respondents", {"respondents": q.result.respondents})
+
+    rule = rule_table.SurveyRule("enough-respondents", rule_table.STEREOTYPE, judge=enough_respondents,
+                                 funnel_step="With enough respondents", funnel_row=6)
+    monkeypatch.setattr(rule_table, "RULE_TABLE", (*rule_table.RULE_TABLE[:2], rule, *rule_table.RULE_TABLE[2:]))
+    results = load_survey_results(EXAMPLE / "responses.csv", ko_profile)
+    outcome = apply_survey_rules(example_templates, SurveyData(results, None), ko_profile)
+    logged = [d for d in outcome.decisions if d.rule == "enough-respondents"]
+    assert len(logged) == len(results.entries) and logged
+    assert all((d.outcome == "keep") == (d.numbers["respondents"] >= 100) for d in logged)
+    dropped = sum(d.outcome == "drop" for d in logged)
+    assert 0 < dropped < len(logged)  # the example has questions on both sides of the cut-off
+    funnel = render_funnel(outcome)
+    assert "| After no-stereotype rule | With enough respondents | After type-1 / type-2 rule |" in funnel
+    assert f"\n| enough-respondents | {dropped} of {len(logged)} " in funnel
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("category,stereotype,template_id,rule,outcome,reason\n"
+                         "Age,고집이 셈,,enough-respondents,keep,asked again\n", encoding="utf-8")
+    assert [o.rule for o in load_overrides(overrides)] == ["enough-respondents"]

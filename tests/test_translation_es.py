@@ -171,7 +171,7 @@ def test_es_workbooks_round_trip_to_the_released_esbbq_rows(server, bbq_template
     # And what the generator makes of them is the released instances of those templates, in order.
     import csv
 
-    from tasks.release.generate import expand_workbook, records
+    from tasks.templates.workbook_format import expand_workbook, records
     from tasks.templates.workbook import load_workbook_templates
 
     loaded = load_workbook_templates(result.tsv_path, es)

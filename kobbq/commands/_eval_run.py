@@ -20,22 +20,26 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE, http_url, real_number, whole_number
+
 
 def register(eval_subparsers: argparse._SubParsersAction) -> None:
     run = eval_subparsers.add_parser(
         "run", help="send prepared prompts to an OpenAI-compatible endpoint (cached, resumable)",
         description="The key comes from OPENAI_API_KEY (or --key-env NAME) and is never printed or written. "
-                    "429/5xx, timeouts and dropped connections are retried with backoff (Retry-After honoured); "
-                    "401/403/404 stop at once. Re-running the same command resumes.")
+                    "The endpoint is checked first (its models listing): no connection or a refused key stops "
+                    "in one line. 429/5xx, timeouts and dropped connections are retried with backoff (Retry-After "
+                    "honoured); 401/403/404 and a server that stops accepting connections stop the run. "
+                    "Re-running the same command resumes.")
     run.add_argument("--prepared", type=Path, required=True, help="folder written by kobbq eval prepare")
     source = run.add_mutually_exclusive_group(required=True)
-    source.add_argument("--endpoint", help="base URL of the API, e.g. http://127.0.0.1:8000/v1")
+    source.add_argument("--endpoint", type=http_url, help="base URL of the API, e.g. http://127.0.0.1:8000/v1")
     source.add_argument("--replay", type=Path, help="answers recorded earlier (JSONL id, prompt_id, raw, status)")
     run.add_argument("--model", required=True, action="append",
                      help="model name as the endpoint knows it (repeat it with --deployment for several)")
     run.add_argument("--prompts", type=_prompt_list, default=None, help="prompt ids, e.g. 1,2,3 (default: all)")
-    run.add_argument("--concurrency", type=int, default=4, help="requests in flight at once (default: 4)")
-    run.add_argument("--max-tokens", type=int, default=30, help="new tokens per answer (default: 30, as upstream)")
+    run.add_argument("--concurrency", type=POSITIVE, default=4, help="requests in flight at once (default: 4)")
+    run.add_argument("--max-tokens", type=POSITIVE, default=30, help="new tokens per answer (default: 30, as upstream)")
     api = run.add_mutually_exclusive_group()
     api.add_argument("--chat", dest="chat", action="store_true", default=True, help="chat completions (default)")
     api.add_argument("--completions", dest="chat", action="store_false", help="plain text completions")
@@ -43,18 +47,20 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
                      help="output folder (default: build/evaluation/runs); answers go to <out>/<model>/")
     run.add_argument("--cache", type=Path, default=None, help="answer cache (default: <out>/answer_cache.sqlite)")
     run.add_argument("--key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
-    run.add_argument("--max-retries", type=int, default=5, help="client retries per request (default: 5)")
-    run.add_argument("--timeout", type=float, default=120.0, help="seconds per request attempt (default: 120)")
-    run.add_argument("--price-in", type=float, default=None, help="price per million input tokens, for the estimate")
-    run.add_argument("--price-out", type=float, default=None, help="price per million output tokens")
+    run.add_argument("--max-retries", type=NOT_NEGATIVE, default=5, help="client retries per request (default: 5)")
+    run.add_argument("--timeout", type=real_number(0, above=True), default=120.0,
+                     help="seconds per request attempt (default: 120)")
+    run.add_argument("--price-in", type=real_number(0), default=None,
+                     help="price per million input tokens, for the estimate")
+    run.add_argument("--price-out", type=real_number(0), default=None, help="price per million output tokens")
     run.add_argument("--score", action="store_true", help="score the answers afterwards (kobbq eval score)")
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary (errors still shown)")
     pool = run.add_argument_group("on a work pool (needs PREFECT_API_URL; see the README's distributed section)")
     pool.add_argument("--deployment", help="run every unit as a run of this deployment, e.g. kobbq-model-run/git")
-    pool.add_argument("--endpoint-limit", type=int, default=None,
+    pool.add_argument("--endpoint-limit", type=POSITIVE, default=None,
                       help="units answering at once on this endpoint (sets its Prefect concurrency limit)")
-    pool.add_argument("--shards", type=int, default=1, help="units per (model, prompt) (default: 1)")
-    pool.add_argument("--lost-after", type=int, default=90,
+    pool.add_argument("--shards", type=POSITIVE, default=1, help="units per (model, prompt) (default: 1)")
+    pool.add_argument("--lost-after", type=whole_number(31), default=90,  # more than flows.model_runs' heartbeat
                       help="seconds without a heartbeat before a unit's run is taken for lost and run again "
                            "(default: 90; more than 30)")
     run.set_defaults(handler=run_command)
@@ -82,8 +88,8 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
 
 def _prompt_list(text: str) -> list[int]:
     try:
-        return sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
+        return sorted({POSITIVE(part) for part in text.split(",") if part.strip()})
+    except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"not a list of prompt ids: {text!r}") from None
 
 
@@ -93,8 +99,6 @@ def run_command(args: argparse.Namespace) -> int:
     from tasks.evaluation.client import ReplayModel, model_from_environment
     from tasks.evaluation.runs import load_requests, run_requests
 
-    if args.concurrency < 1 or args.max_tokens < 1 or args.shards < 1:
-        raise UserError("--concurrency, --max-tokens and --shards must be at least 1")
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     if args.deployment:
@@ -104,6 +108,7 @@ def run_command(args: argparse.Namespace) -> int:
     settings = GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
     model = (ReplayModel(settings, args.replay) if args.replay else
              model_from_environment(settings, args.key_env, args.max_retries, args.timeout))
+    model.check()  # a dead server or a refused key: one line now, not a retried request after another
     with AnswerCache(args.cache or args.out / "answer_cache.sqlite") as cache:
         summary = run_requests(requests, model, cache, args.out, args.concurrency, progress=not args.quiet)
     if not args.quiet:
@@ -126,10 +131,12 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     """
     from core.errors import UserError
     from flows.model_runs import RequestsFailed, model_runs_flow
+    from tasks.evaluation.client import check_from_here
     from prefect.settings import PREFECT_API_URL
 
     if not PREFECT_API_URL.value():
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")
+    check_from_here(endpoint, args.model[0], args.key_env, args.replay)
     try:
         table = model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,
                                 prompts=args.prompts, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,

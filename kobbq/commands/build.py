@@ -12,6 +12,7 @@ from core.atomic import check_writable
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.profile import load_profile
+from core.release_folder import check_release_name, check_replaceable
 from core.runtime import configure_environment
 
 
@@ -100,12 +101,16 @@ def prepare_build_folder(out: Path, target: Path) -> None:
 
 
 def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
-    from core.pipeline_file import load_pipeline
+    from core.pipeline_file import check_start_inputs, check_states, load_pipeline, state_dir
     from tasks.release.publish import build_lock
     from tasks.stages import context, pipeline_is_current
 
     pipeline = load_pipeline(path)
+    check_start_inputs(pipeline)  # a mistyped path is an error now, not a stage waiting after Prefect's start-up
     target = args.out / context(pipeline, args.out).name
+    check_replaceable(target)  # a folder this project did not write is never replaced
+    for removed in check_states(state_dir(args.out, target.name), rewrite=args.force):
+        console.step(f"{removed}: unreadable, removed (--force); its stage runs again")
     prepare_build_folder(args.out, target)
     with build_lock(target):
         if not args.force and pipeline_is_current(pipeline, args.out):
@@ -142,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
     if args.templates is None:
         raise UserError("--survey-results needs --templates (or use a pipeline file)")
-    target = args.out / (args.name or profile.release.name)
+    target = args.out / check_release_name(profile.release.name if args.name is None else args.name)
+    check_replaceable(target)  # a folder this project did not write is never replaced
     if unchanged(args, profile, target):
         prepare_build_folder(args.out, target)  # a killed build's leftovers go, even now
         result = up_to_date(target)
@@ -202,7 +208,7 @@ def up_to_date(target: Path) -> UpToDate:
 def unchanged(args: argparse.Namespace, profile, target: Path) -> bool:
     """Without a survey, the release's fingerprint needs only the input files: compare it with the published
     manifest before reading anything (an unchanged input was valid when it was built)."""
-    from core.fingerprint import release_is_current
+    from core.release_folder import release_is_current
     from tasks.release.inputs import release_inputs
 
     if args.force or args.survey_results is not None:
@@ -215,7 +221,7 @@ def unchanged(args: argparse.Namespace, profile, target: Path) -> bool:
 def build_direct(args: argparse.Namespace, profile, target: Path, checked: CheckedInputs):
     """Everything decidable before Prefect starts is decided here: the survey stage's outcome is recorded
     once (the flow reads its decisions), and an up-to-date release is not rebuilt."""
-    from core.fingerprint import release_is_current
+    from core.release_folder import release_is_current
     from tasks.release.inputs import release_inputs
     from tasks.survey.stage import record_for_release
 

@@ -11,6 +11,7 @@ import importlib.util
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,7 +51,7 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
                     "(OUT/<Release>_<split>/<Release>_<split>_evaluation_<N>.tsv and .json) for existing "
                     "inference scripts. The release's unknown choice becomes each prompt's unknown wording.")
     _add_release(parser)
-    parser.add_argument("--prompt-ids", type=int, nargs="+", default=None, metavar="N",
+    parser.add_argument("--prompt-ids", type=POSITIVE, nargs="+", default=None, metavar="N",
                         help="only these prompt ids (default: every prompt of the table)")
     parser.add_argument("--out", type=Path, required=True, help="folder to write the requests into")
     parser.set_defaults(handler=run_prepare)
@@ -84,7 +85,7 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("predictions", type=Path, nargs="+", metavar="PREDICTIONS", help="prediction files")
     parser.add_argument("--prepared", type=Path, default=None,
                         help="the prepared folder the answers were made from (its prompt table is used)")
-    parser.add_argument("--prompt", type=int, default=None,
+    parser.add_argument("--prompt", type=POSITIVE, default=None,
                         help="prompt id of files that do not say it (file name raw_p<N> / ..._evaluation_<N>_...)")
     parser.add_argument("--model", default=None, help="model name (default: from the rows, the file or folder name)")
     parser.add_argument("--mode", choices=("test", "all"), default=None,
@@ -95,9 +96,9 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
                         help="count out-of-choice answers as wrong instead of dropping them")
     parser.add_argument("--allow-missing", action="store_true",
                         help="score runs with missing predictions (counted and listed in missing.tsv)")
-    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+    parser.add_argument("--bootstrap", type=NOT_NEGATIVE, default=1000, metavar="N",
                         help="bootstrap resamples of templates for the intervals (0: none; default 1000)")
-    parser.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
+    parser.add_argument("--seed", type=NOT_NEGATIVE, default=42, help="bootstrap seed (default 42)")
     parser.add_argument("--no-figures", action="store_true", help="tables only: no PNG/SVG figures, no results.html")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR / "evaluation",
                         help="output folder (default: build/evaluation)")

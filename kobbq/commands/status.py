@@ -11,7 +11,8 @@ from core.paths import DEFAULT_BUILD_DIR
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("status", help="the state of every pipeline stage in a build folder",
                                    description="Show each stage of the pipeline: done (counts, when), waiting "
-                                               "(for what), stale (inputs changed since), failed (why), or not run.")
+                                               "(for what), stale (inputs changed since), failed (why), damaged "
+                                               "(the release deleted or changed since), or not run.")
     parser.add_argument("--pipeline", type=Path, required=True, help="the pipeline file")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: build)")
     parser.set_defaults(handler=run)
@@ -21,6 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from tasks.stages import current_fingerprints
     from core.profile import load_profile
     from core.pipeline_file import STAGES, describe, load_pipeline, read_state, state_dir
+    from core.release_folder import release_problem
 
     pipeline = load_pipeline(args.pipeline)
     name = pipeline.config.name or load_profile(pipeline.profile).release.name
@@ -28,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     prints = current_fingerprints(pipeline, args.out)
     print(f"pipeline {args.pipeline} -> {args.out / name}")
     for stage in STAGES:
-        status, detail = describe(read_state(states, stage), prints.get(stage))
+        problem = release_problem(args.out / name) if stage == STAGES[-1] else None  # the release is there, intact
+        status, detail = describe(read_state(states, stage), prints.get(stage), problem)
         print(f"  {stage:14} {status:8} {detail}")
     return 0

@@ -10,14 +10,14 @@ Every view here reads a release folder back; nothing re-runs a rule.
   ``UserError`` naming the closest matches).
 - ``tasks.audit.report``: the HTML audit report. Entry point for the build flow::
 
-      write_audit_report(release_dir: Path, profile: Profile) -> Path
+      write_release_folder(folder, inputs, loaded, findings, release, decisions, ...) -> manifest
 
-  It reads only files of the release folder (``decisions.csv``, ``table1.csv``, ``manifest.json``,
+  writes the release's files (``tasks.release.assemble.write_release_files``), then ``audit.html``
+  (``write_audit_report(release_dir, profile) -> Path``), then records its hash in the manifest. The
+  report reads only files of the release folder (``decisions.csv``, ``table1.csv``, ``manifest.json``,
   ``funnel.md`` if present, and the 4-samples-a-row evaluation split for BBQ links; never the full
   sample set), takes ~0.1 s on the full release, and writes ``audit.html`` there atomically
-  (temp file + ``os.replace``). Call it in the staging folder after ``write_release_folder`` and
-  before ``publish``; the manifest's ``outputs`` hashes are computed before it, so either add
-  ``audit.html`` to the manifest after writing it or leave it out of ``outputs`` on purpose.
+  (temp file + ``os.replace``).
 - ``tasks.audit.diff``: ``diff_template_files(old, new, profile, corrections)`` and
   ``diff_releases(old_dir, new_dir)`` behind ``kobbq diff OLD NEW``.
 """

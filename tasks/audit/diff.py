@@ -24,8 +24,8 @@ from tasks.audit.fates import SAMPLE_ID, load_audit_log, read_manifest, template
 from tasks.templates.corrections import AppliedCorrection
 from core.decisions import template_subject
 from core.profile import WorkbookFormat
-from tasks.release.expand import SAMPLE_COLUMNS, expand_templates
-from tasks.release.generate import expand_workbook
+from tasks.templates.formats import template_format
+from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 from tasks.release.write import all_samples_name
 from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.validate import load_checked
@@ -116,10 +116,12 @@ def _generated_records(columns: dict[str, list[object]], fmt: WorkbookFormat) ->
 def _expanded_records(loaded: LoadedTemplates, profile: Profile) -> tuple[SampleRecords, dict[str, str]]:
     """Every sample of the file, and sample ID (a generated release: its key) -> template subject."""
     templates = loaded.templates
-    if profile.templates.workbook is not None:
-        generated = expand_workbook(templates, profile, loaded.vocabulary)
+    fmt = template_format(profile)
+    if fmt.generated:
+        generated = fmt.expand(templates, profile, loaded.vocabulary)
+        assert profile.templates.workbook is not None
         return _generated_records({k: list(v) for k, v in generated.columns.items()}, profile.templates.workbook)
-    expansion = expand_templates(templates, profile)
+    expansion = fmt.expand(templates, profile, None)
     columns = [expansion.columns[name] for name in SAMPLE_COLUMNS]
     ids = expansion.columns["sample_id"]
     records: SampleRecords = {}

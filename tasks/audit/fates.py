@@ -9,13 +9,13 @@ decision dropped it. ``kobbq why`` and the HTML report are both views of these f
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.errors import UserError
+from core.release_folder import read_manifest as read_manifest_or_none
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE, PROFILE_DIR
 from core.profile import Profile, is_profile_path, load_profile
 from core.tables import read_records
@@ -107,10 +107,11 @@ class AuditLog:
 
 
 def read_manifest(release_dir: Path) -> dict[str, object]:
-    path = release_dir / "manifest.json"
-    if not path.exists():
+    """The release's manifest; a missing or unreadable one (truncated, edited) is a UserError naming it."""
+    manifest = read_manifest_or_none(release_dir)
+    if manifest is None:
         raise UserError("no manifest.json here; expected a release folder written by `kobbq build`", release_dir)
-    return json.loads(path.read_text(encoding="utf-8"))
+    return manifest
 
 
 def release_folder(given: Path | None, profile: str | None) -> Path:

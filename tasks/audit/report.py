@@ -24,17 +24,22 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
-from core.profile import Profile
 from core.atomic import write_text
+from core.fingerprint import sha256_file
+from core.profile import Profile
 from core.tables import read_records
 from tasks.audit.charts import audit_charts
 from tasks.audit.fates import AuditLog, Fate, load_audit_log, stage_rank, stereotype_text
 from tasks.audit.lineage import display_id
 from core.decisions import Decision
-from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
+from tasks.release.assemble import write_release_files
+from tasks.release.inputs import BuildInputs
+from tasks.release.write import write_json
+from tasks.survey.rule_table import STEREOTYPE, rules_of
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 REPORT_NAME = "audit.html"
@@ -128,14 +133,12 @@ def read_table1(path: Path) -> tuple[list[str], dict[str, dict[str, Table1Cell]]
     return columns, table
 
 
-SURVEY_RULES = (RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2)
-
-
 def survey_questions(decisions: list[Decision]) -> list[dict[str, object]]:
     """The table under the survey charts: per judged question, each rule's outcome with its reason (numbers)."""
+    voted = {rule.name for rule in rules_of(STEREOTYPE) if rule.needs_result}  # the rules that judge the votes
     questions: dict[str, dict[str, object]] = {}
     for d in decisions:
-        if d.stage != "survey" or d.subject_type != "stereotype" or d.rule not in SURVEY_RULES:
+        if d.stage != "survey" or d.subject_type != "stereotype" or d.rule not in voted:
             continue
         category, text = stereotype_text(d.subject)
         entry = questions.setdefault(str(d.numbers.get("question_id", d.subject)), {
@@ -197,3 +200,14 @@ def write_audit_report(release_dir: Path, profile: Profile) -> Path:
     funnel_markdown = funnel_path.read_text(encoding="utf-8") if funnel_path.exists() else None
     html = render_audit_html(log, profile, funnel_markdown)
     return write_text(release_dir / REPORT_NAME, html)
+
+
+def write_release_folder(folder: Path, inputs: BuildInputs, *args: Any, **kwargs: Any) -> dict[str, object]:
+    """Every file of a release: the release's own (``tasks.release.assemble.write_release_files``, which takes the
+    rest of the arguments), then the audit report, which reads them; the manifest then records the report's hash
+    too. Composed here, above the release package, because the report is a view of the finished folder."""
+    manifest = write_release_files(folder, inputs, *args, **kwargs)
+    audit = write_audit_report(folder, inputs.profile)
+    manifest["outputs"] = {**manifest["outputs"], audit.name: sha256_file(audit)}  # type: ignore[dict-item]
+    write_json(manifest, folder / "manifest.json")
+    return manifest

@@ -30,7 +30,7 @@ import pandas as pd
 from core.errors import Location, UserError
 from core.profile import Profile
 from tasks.release.category_csv import category_file_name
-from tasks.release.hooks import names_a_target
+from tasks.templates.hooks import names_a_target
 
 COLUMNS = ("instance_id", "template_id", "template_label", "category", "context_condition", "question_polarity",
            "context", "question", "ans0", "ans1", "ans2", "label", "question_type", "stereotyped_groups",

@@ -12,7 +12,12 @@ module only sorts what comes back:
   refused for itself (400, e.g. a prompt too long) is ``failed``: not cached, retried by
   the next run;
 - a refused key or an unknown model or endpoint (401/403/404) concerns every request, so
-  it stops the run at once (``RunStopped``) with a message that never contains the key.
+  it stops the run at once (``RunStopped``) with a message that never contains the key;
+- a server that cannot be reached stops the run too: ``check`` lists the endpoint's models
+  before anything is sent, and during the run a ``ConnectionWatch`` shared by every thread
+  stops it once every attempt to connect has failed for a second (the server died), instead
+  of retrying each remaining request for its whole backoff (~14 s a request, a day and a half
+  for the real release). Answers received before are in the answer cache.
 
 ``ReplayModel`` answers from a recording (``--replay``) by request id, with no network and
 no key; a request not recorded is ``failed``.
@@ -22,20 +27,32 @@ The key comes from an environment variable (``OPENAI_API_KEY`` unless another is
 
 from __future__ import annotations
 
-import json
 import os
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import httpx2  # the openai client's HTTP library: its connection errors are what the watch counts
 import openai
 
 from core.errors import Location, UserError
 from tasks.evaluation.answer_cache import Answer, GenerationSettings
+from tasks.evaluation.jsonl import json_records
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 RECORDED_STATUSES = ("ok", "empty", "malformed")
+RECORDED_KEYS = ("id", "prompt_id", "raw", "status")  # a line of a --replay recording
 NO_KEY = "no-key-set"  # local servers (vLLM, Ollama, llama.cpp) accept any key; the client needs one
+# Every connection attempt failing for this long, this many times: the server is down, not blinking. The
+# client's backoff (0.5, 1, 2, 4, 8 s) makes that ~1.5 s with 4 requests in flight, ~3.5 s with one.
+DOWN_AFTER_SECONDS = 1.0
+DOWN_AFTER_FAILURES = 3
+CONNECT_SECONDS = 5.0  # to open a connection (the openai client's default): a host that drops packets is down
+CHECK_TIMEOUT = httpx2.Timeout(30.0, connect=CONNECT_SECONDS)  # the models listing before a run
+CHECK_RETRIES = 2  # a refused connection is retried twice (~1 s in all) before the run is refused
 
 
 class RunStopped(UserError):
@@ -50,8 +67,73 @@ def redact(message: str, secret: str | None) -> str:
 class Model(Protocol):
     settings: GenerationSettings
 
+    def check(self) -> None:
+        """Raise ``RunStopped`` if the model cannot answer at all (before any request is sent)."""
+
     def ask(self, request_id: str, prompt_id: int, prompt: str) -> Answer:
         """One greedy answer to one prompt; faults become a status, except those that stop the run."""
+
+
+class ConnectionWatch:
+    """Whether the endpoint is down, from the connection attempts of every thread of a run.
+
+    It is down once ``failures`` connection attempts have failed, with none succeeding in between,
+    over at least ``down_after`` seconds: a server that stopped, not a dropped connection. Once
+    down it stays down for the run: what follows is refused at once rather than retried. Only
+    failures to connect count; a slow answer or a 429/5xx is the server alive, and keeps the
+    client's backoff.
+    """
+
+    def __init__(self, down_after: float = DOWN_AFTER_SECONDS, failures: int = DOWN_AFTER_FAILURES,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.down_after, self.down_failures = down_after, failures
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._first: float | None = None  # the first failure since the last success
+        self._failures = 0
+        self.down = False
+        self.last_error = ""
+
+    def failed(self, error: str) -> bool:
+        """Count a failed connection attempt; True once the endpoint is down."""
+        with self._lock:
+            now = self._clock()
+            self._first = now if self._first is None else self._first
+            self._failures += 1
+            self.last_error = error
+            self.down = self.down or (self._failures >= self.down_failures and now - self._first >= self.down_after)
+            return self.down
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._first, self._failures = None, 0
+
+
+class EndpointDown(openai.APIConnectionError):
+    """Raised by ``WatchedHttpClient`` once the endpoint is down: an ``OpenAIError``, which the client never retries."""
+
+
+class WatchedHttpClient(openai.DefaultHttpxClient):
+    """The openai client's HTTP client (its defaults) reporting every connection attempt to a ``ConnectionWatch``.
+
+    Each retry of the client is one ``send``, so the watch sees every attempt of every thread.
+    """
+
+    def __init__(self, watch: ConnectionWatch, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.watch = watch
+
+    def send(self, request: httpx2.Request, **kwargs: object) -> httpx2.Response:  # type: ignore[override]
+        if self.watch.down:
+            raise EndpointDown(message=self.watch.last_error, request=request)
+        try:
+            response = super().send(request, **kwargs)
+        except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
+            if self.watch.failed(str(exc) or type(exc).__name__):
+                raise EndpointDown(message=self.watch.last_error, request=request) from exc
+            raise
+        self.watch.succeeded()
+        return response
 
 
 @dataclass
@@ -65,12 +147,41 @@ class OpenAIModel:
     timeout_seconds: float = 120.0
 
     def __post_init__(self) -> None:
+        self.watch = ConnectionWatch()
         self._client = openai.OpenAI(base_url=self.settings.endpoint, api_key=self.api_key or NO_KEY,
-                                     max_retries=self.max_retries, timeout=self.timeout_seconds)
+                                     max_retries=self.max_retries,
+                                     timeout=httpx2.Timeout(self.timeout_seconds,
+                                                            connect=min(self.timeout_seconds, CONNECT_SECONDS)),
+                                     http_client=WatchedHttpClient(self.watch))
+
+    def check(self, key_required: bool = True) -> None:
+        """List the endpoint's models before any request: a server that cannot be reached or a refused key
+        stops the run here, in about a second, instead of after every request's retries.
+
+        Anything else (no models listing, 404; a busy server, 429/5xx) is left to the requests, which
+        stop on a missing model and back off on a busy server. ``key_required=False`` (the key is on
+        the workers, not here) checks the connection only.
+        """
+        try:
+            self._client.with_options(max_retries=CHECK_RETRIES, timeout=CHECK_TIMEOUT).models.list()
+        except openai.APIConnectionError as exc:  # refused, unknown host, timed out
+            reason = redact(str(exc.__cause__ or exc), self.api_key)
+            raise RunStopped(f"cannot connect to {self.settings.endpoint} ({reason}); check --endpoint and that "
+                             "the server is running") from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            if key_required:
+                raise self._stop(exc) from None
+        except openai.APIError:
+            pass
 
     def ask(self, request_id: str, prompt_id: int, prompt: str) -> Answer:
         try:
             response = self._create(prompt)
+        except EndpointDown as exc:
+            raise RunStopped(f"lost the connection to {self.settings.endpoint} "
+                             f"({redact(exc.message, self.api_key)}); the answers "
+                             "received are kept in the answer cache: run the same command again once the server "
+                             "is back") from None
         except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
             raise self._stop(exc) from None
         except openai.APIResponseValidationError as exc:
@@ -118,22 +229,23 @@ class ReplayModel:
     settings: GenerationSettings
     recording: Path
 
+    def check(self) -> None:
+        """Nothing to reach: the recording was read when the model was made."""
+
     def __post_init__(self) -> None:
         self._answers: dict[tuple[int, str], Answer] = {}
-        with Path(self.recording).open(encoding="utf-8") as handle:
-            for line_number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = Location(str(self.recording), line_number)
-                try:
-                    row = json.loads(line)
-                    answer = Answer(str(row["raw"]), str(row["status"]))
-                    self._answers[(int(row["prompt_id"]), str(row["id"]))] = answer
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise UserError(f"not a recorded answer ({exc})", where) from None
-                if answer.status not in RECORDED_STATUSES:
-                    raise UserError(f"status must be one of {', '.join(RECORDED_STATUSES)}",
-                                    Location(where.file, where.row, "status"))
+        for where, row in json_records(self.recording):
+            if not isinstance(row, dict) or not all(key in row for key in RECORDED_KEYS):
+                raise UserError(f"not a recorded answer (an object with {', '.join(RECORDED_KEYS)})", where)
+            answer = Answer(str(row["raw"]), str(row["status"]))
+            try:
+                self._answers[(int(row["prompt_id"]), str(row["id"]))] = answer
+            except (ValueError, TypeError):
+                raise UserError("prompt_id must be a whole number",
+                                Location(where.file, where.row, "prompt_id")) from None
+            if answer.status not in RECORDED_STATUSES:
+                raise UserError(f"status must be one of {', '.join(RECORDED_STATUSES)}",
+                                Location(where.file, where.row, "status"))
 
     def ask(self, request_id: str, prompt_id: int, prompt: str) -> Answer:
         recorded = self._answers.get((prompt_id, request_id))
@@ -146,3 +258,13 @@ def model_from_environment(settings: GenerationSettings, key_variable: str = KEY
                            max_retries: int = 5, timeout_seconds: float = 120.0) -> OpenAIModel:
     """The live endpoint, its key read from ``key_variable`` (never printed, never written)."""
     return OpenAIModel(settings, os.environ.get(key_variable, ""), key_variable, max_retries, timeout_seconds)
+
+
+def check_from_here(endpoint: str, model: str, key_variable: str = KEY_VARIABLE, replay: Path | None = None) -> None:
+    """Before units go to a work pool: the endpoint must be reachable from here (the workers use the same URL).
+
+    Its key is checked only when this machine has it: the workers may hold their own.
+    """
+    if replay is None:
+        live = model_from_environment(GenerationSettings(endpoint, model), key_variable)
+        live.check(key_required=bool(live.api_key))

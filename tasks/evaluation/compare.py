@@ -13,14 +13,14 @@ from pathlib import Path
 import pandas as pd
 
 from core.errors import Location, UserError
-from tasks.evaluation import esbbq_metrics
-from tasks.evaluation.metrics import BBQ_METRICS, METRICS, over_prompts
+from tasks.evaluation.metric_table import METRIC_TABLE, TITLES
+from tasks.evaluation.metrics import METRICS, over_prompts
 from tasks.evaluation.prompts import read_table
 from tasks.evaluation.published_results import is_results_table, results_table_runs
-from tasks.evaluation.report import TITLES, tsv_text
+from tasks.evaluation.report import tsv_text
 
 RESULTS_FILE = "results_intervals.tsv"
-COMPARED = [*METRICS, *BBQ_METRICS, *esbbq_metrics.METRICS]  # what --metrics may name
+COMPARED = [metric.name for metric in METRIC_TABLE]  # what --metrics may name
 KEY_COLUMNS = ("model", "prompt", "grouping", "group")
 
 

@@ -31,7 +31,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-METRICS = ["acc_ambig", "acc_disambig", "bias_score_ambig", "bias_score_disambig"]  # upstream's names, as titles too
+from tasks.evaluation.metric_table import names
+
+METRICS = names("esbbq")  # upstream's names (tasks.evaluation.metric_table)
 COUNTS = ["ambig", "ambig_correct", "ambig_wrong_pro", "ambig_wrong_anti", "disambig", "disambig_correct",
           "pro_stereo", "pro_stereo_correct", "anti_stereo", "anti_stereo_correct"]
 PRO, ANTI = "pro-stereo", "anti-stereo"

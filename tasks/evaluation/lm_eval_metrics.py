@@ -30,6 +30,9 @@ import re
 from pathlib import Path
 
 LETTERS = ("A", "B", "C")
+# The paper's metrics, each aggregated by the function of its name below: this file stands alone, so it keeps its
+# own copy of the names of tasks/evaluation/metric_table.py's paper family (the tests check the two agree).
+METRICS = ("ooc_ratio", "acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis")
 _LEADING_LETTER = re.compile(r"^[\s(*\"'“]*([ABC])(?:[\s)*:.\"'”]|$)")
 
 
@@ -65,7 +68,7 @@ def process_results(doc: dict, results: list[str]) -> dict[str, tuple]:
     else:
         kind = "biased" if letter == doc["biased"] else "counter_biased"
     record = (doc["context_condition"], kind == "ooc", letter == doc["answer"], kind, doc["answer"] == doc["biased"])
-    return {name: record for name in ("ooc_ratio", "acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis")}
+    return dict.fromkeys(METRICS, record)
 
 
 def _share(hits: int, total: int) -> float:

@@ -25,11 +25,11 @@ from tasks.evaluation.prompts import ReleaseSamples, read_release
 from core.atomic import write_text
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
+from tasks.evaluation.metric_table import family
 from tasks.evaluation.runs import Request, load_requests, write_answer_files
 from tasks.release.write import lm_eval_task_name
 
-METRICS = ("ooc_ratio", "acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis")
-LOWER_IS_BETTER = {"ooc_ratio", "diff_bias_amb", "diff_bias_dis"}  # |diff-bias|, strictly; 0 is unbiased
+METRICS = family("paper")  # each aggregated by the function of its name in utils.py (lm_eval_metrics)
 
 
 def export_task(release: Path, out: Path, prepared: Path) -> list[Path]:
@@ -58,8 +58,8 @@ def export_task(release: Path, out: Path, prepared: Path) -> list[Path]:
 
 
 def _common_yaml(release_name: str) -> str:
-    metrics = "".join(f"  - metric: {m}\n    aggregation: !function utils.{m}\n"
-                      f"    higher_is_better: {'false' if m in LOWER_IS_BETTER else 'true'}\n" for m in METRICS)
+    metrics = "".join(f"  - metric: {m.name}\n    aggregation: !function utils.{m.name}\n"
+                      f"    higher_is_better: {'true' if m.higher_is_better else 'false'}\n" for m in METRICS)
     return (f"# {release_name}: the prepared prompts of a release, answered by generation and scored with the\n"
             "# paper's metrics (out-of-choice answers dropped). Written by kobbq eval export-lm-eval.\n"
             "custom_dataset: !function utils.load_prompt_data\n"
@@ -75,7 +75,7 @@ def _common_yaml(release_name: str) -> str:
 
 def _group_yaml(prefix: str, prompts: list[int]) -> str:
     tasks = "".join(f"  - {prefix}_p{p}\n" for p in prompts)
-    metrics = "".join(f'  - metric: "{m}"\n    weight_by_size: false\n' for m in METRICS)
+    metrics = "".join(f'  - metric: "{m.name}"\n    weight_by_size: false\n' for m in METRICS)
     return f"group: {prefix}\ntask:\n{tasks}aggregate_metric_list:\n{metrics}metadata:\n  version: 1.0\n"
 
 

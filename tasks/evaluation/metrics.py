@@ -30,13 +30,12 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.profile import Profile
-from tasks.release.sample_ids import SAMPLE_ID
+from tasks.evaluation.metric_table import family, names
+from tasks.templates.sample_ids import SAMPLE_ID
 
-METRICS = ["ooc_ratio", "acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis"]
-BBQ_METRICS = ["s_dis", "s_amb"]
-UPSTREAM_HEADER = ["model", "category", "out-of-choice ratio", "accuracy in ambiguous contexts",
-                   "accuracy in disambiguated contexts", "diff-bias in ambiguous contexts",
-                   "diff-bias in disambiguated contexts"]
+METRICS = names("paper")  # the paper's five, then BBQ's two scores (tasks.evaluation.metric_table)
+BBQ_METRICS = names("bbq")
+UPSTREAM_HEADER = ["model", "category", *(metric.upstream for metric in family("paper"))]
 COUNTS = ["rows", "ooc", "amb", "amb_correct", "amb_biased", "amb_counter", "dis", "dis_correct", "dis_biased",
           "dis_counter", "dis_b", "dis_b_correct", "dis_c", "dis_c_correct"]
 GROUPINGS = ("overall", "label", "category")  # the upstream row order: overall, each label, each category

@@ -27,7 +27,6 @@ byte-order mark is dropped, as ``core.tables`` does.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.tables import check_input_file
+from tasks.evaluation.jsonl import json_records
 from tasks.evaluation.parse import LETTERS, PARSERS, answer_forms, parse_answers
 from tasks.evaluation.prompts import Prompt, ReleaseSamples, ordered_choices, read_table
 
@@ -104,21 +104,14 @@ def _with_lines(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _read_jsonl(path: Path) -> pd.DataFrame:
     records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"not valid JSON: {exc.msg}", Location(str(path), number)) from None
-            if not isinstance(record, dict):
-                raise UserError("each line must be a JSON object", Location(str(path), number))
-            if "doc" in record and "resps" in record:
-                record = _from_log_sample(record, Location(str(path), number))
-            if record.get("status") == "failed":
-                continue  # the request got no answer: missing, not out-of-choice
-            records.append({**{k: "" if v is None else v for k, v in record.items()}, "_row": number})
+    for where, record in json_records(path):
+        if not isinstance(record, dict):
+            raise UserError("each line must be a JSON object", where)
+        if "doc" in record and "resps" in record:
+            record = _from_log_sample(record, where)
+        if record.get("status") == "failed":
+            continue  # the request got no answer: missing, not out-of-choice
+        records.append({**{k: "" if v is None else v for k, v in record.items()}, "_row": where.row})
     return pd.DataFrame.from_records(records)
 
 

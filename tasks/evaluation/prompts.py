@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from core.errors import Location, UserError
-from core.paths import EXAMPLE_DIR, PROJECT_ROOT
+from core.paths import EXAMPLE_DIR
+from core.text_files import check_input_file
 from core.profile import Profile, load_profile
 from core.atomic import write_bytes, write_text, write_with
 from tasks.audit.fates import read_manifest, release_profile
@@ -97,16 +98,9 @@ def read_prompt_table(path: Path) -> dict[int, Prompt]:
     return prompts
 
 
-def project_path(value: str) -> Path | None:
-    """A profile's prompt-table setting as a path (relative: to the project root); None when not set."""
-    if not value:
-        return None
-    path = Path(value)
-    return path if path.is_absolute() else (PROJECT_ROOT / path).resolve()
-
-
 def profile_prompt_table(profile: Profile) -> Path | None:
-    return project_path(profile.evaluation_prompts)
+    """The profile's prompt table (``[files] evaluation_prompts``, relative to its folder); None when unset."""
+    return profile.folder_file(profile.files.evaluation_prompts)
 
 
 def resolve_prompt_table(profile: Profile, explicit: Path | None) -> tuple[Path, str]:
@@ -118,19 +112,18 @@ def resolve_prompt_table(profile: Profile, explicit: Path | None) -> tuple[Path,
     language: an error, never another language's table.
     """
     if explicit is not None:
-        if not explicit.exists():
-            raise UserError("prompt table not found", explicit)
+        check_input_file(explicit, "prompt table")  # absent, or a folder: one line naming it
         return explicit, f"prompt table {explicit} (--prompts)"
     named = profile_prompt_table(profile)
     if named is not None and named.exists():
         return named, f"prompt table {named} (profile {profile.name})"
-    fallback = project_path(profile.evaluation.fallback_prompts)
+    fallback = profile.folder_file(profile.evaluation.fallback_prompts)
     if fallback is not None and fallback.exists():
         why = f"{named} is absent" if named else f"profile {profile.name} names no evaluation_prompts"
         return fallback, (f"prompt table {fallback}: profile {profile.name}'s fallback prompts, because "
                           f"{why}; give --prompts FILE for another table")
     raise UserError(f"profile {profile.name} names no prompt table that exists ({named or 'none'}); give --prompts "
-                    "FILE, or name one in the profile (evaluation_prompts)")
+                    "FILE, or name one in the profile ([files] evaluation_prompts)")
 
 
 def select_prompts(prompts: dict[int, Prompt], wanted: list[int] | None, table: Path) -> list[Prompt]:

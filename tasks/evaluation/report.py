@@ -18,14 +18,13 @@ import pandas as pd
 from core.errors import Location, UserError
 from core.atomic import write_bytes, write_text
 from tasks.evaluation import esbbq_metrics
+from tasks.evaluation.metric_table import TITLES
 from tasks.evaluation.metrics import BBQ_METRICS, METRICS, UPSTREAM_HEADER, Bootstrap, over_prompts, score_rows
 from tasks.evaluation.predictions import Run, match_submission, read_predictions, runs_frame
 from tasks.evaluation.prompts import (PREPARED_PROMPTS, ReleaseSamples, read_prompt_table, read_release,
                                       resolve_prompt_table)
 
 INTERVAL_METRICS = METRICS[1:] + BBQ_METRICS
-TITLES = {"ooc_ratio": "OOC", "acc_amb": "Acc amb", "acc_dis": "Acc dis", "diff_bias_amb": "Diff-bias amb",
-          "diff_bias_dis": "Diff-bias dis", "s_dis": "BBQ s_DIS", "s_amb": "BBQ s_AMB"}
 
 
 @dataclass(frozen=True)
@@ -121,7 +120,9 @@ def results_markdown(table: pd.DataFrame, runs: list[Run], settings: ScoreSettin
     lines = ["# Evaluation results", "", *_settings_lines(settings), *_template_lines(table), ""]
     for run in runs:
         block = table[(table["model"] == run.model) & (table["prompt"] == (run.prompt_id or 0))]
-        lines += [f"## {run.model}, prompt {prompt_label(run.prompt_id or 0)}", "", *_run_lines(run), "",
+        warning = run_warning(run, block[block["grouping"] == "overall"].iloc[0])
+        lines += [f"## {run.model}, prompt {prompt_label(run.prompt_id or 0)}", "", *_run_lines(run),
+                  *([f"- **warning: {warning}**"] if warning else []), "",
                   *markdown_table(block, METRICS + BBQ_METRICS, display), ""]
         if settings.esbbq_metrics:
             upstream = block[block["grouping"] != "label"]
@@ -188,6 +189,40 @@ def _run_lines(run: Run) -> list[str]:
     if run.parser_disagreements is not None:
         lines.append(f"- the paper's and the strict parser read {run.parser_disagreements:,} answers differently")
     return lines
+
+
+def run_warning(run: Run, overall: pd.Series) -> str | None:
+    """What a reader must be told before reading a run's numbers: answers that are all out-of-choice (or
+    blank), or overall metrics that cannot be computed (0/0, shown as — and written as NaN). None when neither.
+
+    A model whose output the parser cannot read (a wrong answer format, an empty response) scores NaN or
+    0 everywhere, which looks like a result; this says it is not one.
+    """
+    answers, ooc = len(run.rows), len(run.ooc)
+    blank = int(run.ooc["raw"].astype(str).str.strip().eq("").sum())
+    metrics = [m for m in INTERVAL_METRICS if m in overall.index]
+    undefined = [TITLES[m] for m in metrics if pd.isna(overall[m])]
+    if ooc < answers and not undefined:
+        return None
+    share = f"all {answers:,} answers are" if ooc == answers else f"{ooc:,} of {answers:,} answers are"
+    effects = []
+    if undefined:
+        effects.append(f"{', '.join(undefined)} cannot be computed (— in the tables, NaN in the TSV files)")
+    if ooc == answers and len(undefined) < len(metrics):
+        effects.append(f"{'the other' if undefined else 'the'} metrics count every answer as wrong (--ooc-as-wrong)")
+    return (f"{share} out-of-choice{f' ({blank:,} blank)' if blank else ''}: {'; '.join(effects)}; ooc.tsv lists "
+            "what the model said")
+
+
+def score_warnings(table: pd.DataFrame, runs: list[Run]) -> list[str]:
+    """``run_warning`` of every run that has one, named by model and prompt."""
+    overall = table[table["grouping"] == "overall"].set_index(["model", "prompt"])
+    warnings = []
+    for run in runs:
+        warning = run_warning(run, overall.loc[(run.model, run.prompt_id or 0)])
+        if warning:
+            warnings.append(f"{run.model} prompt {prompt_label(run.prompt_id or 0)}: {warning}")
+    return warnings
 
 
 def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], settings: ScoreSettings,
@@ -293,7 +328,8 @@ def score(request: ScoreRequest) -> ScoreOutcome:
     release, table_path, runs = load_runs(request)
     table, settings = score_table(release, table_path, runs, request)
     files = write_outputs(request.out, table, runs, settings, category_names(release), request.figures)
-    summary = [*overall_lines(table), f"wrote {request.out}/results.md and {len(files) - 1} other file(s)"]
+    summary = [*overall_lines(table), *(f"warning: {w}" for w in score_warnings(table, runs)),
+               f"wrote {request.out}/results.md and {len(files) - 1} other file(s)"]
     return ScoreOutcome(table, runs, files, "\n".join(summary))
 
 

@@ -29,6 +29,7 @@ from core.errors import Location, UserError
 from core.atomic import write_text, write_with
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings
 from tasks.evaluation.client import Model
+from tasks.evaluation.jsonl import text_lines
 
 REQUIRED_KEYS = ("id", "sample_id", "prompt_id", "prompt", "choices", "answer")
 
@@ -50,17 +51,16 @@ def load_requests(prepared: Path, prompts: Sequence[int] | None = None) -> list[
         raise UserError("no requests.jsonl here: prepare the release first (kobbq eval prepare)", Path(prepared))
     requests: list[Request] = []
     seen: set[tuple[int, str]] = set()
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            request = _request_from_line(line, Location(str(path), line_number))
-            if (request.prompt_id, request.id) in seen:
-                raise UserError(f"request {request.id} of prompt {request.prompt_id} appears twice",
-                                Location(str(path), line_number, "id"))
-            seen.add((request.prompt_id, request.id))
-            if prompts is None or request.prompt_id in prompts:
-                requests.append(request)
+    for line_number, line in text_lines(path):
+        if not line.strip():
+            continue
+        request = _request_from_line(line, Location(str(path), line_number))
+        if (request.prompt_id, request.id) in seen:
+            raise UserError(f"request {request.id} of prompt {request.prompt_id} appears twice",
+                            Location(str(path), line_number, "id"))
+        seen.add((request.prompt_id, request.id))
+        if prompts is None or request.prompt_id in prompts:
+            requests.append(request)
     missing = sorted(set(prompts or ()) - {r.prompt_id for r in requests})
     if missing:
         raise UserError(f"no requests for prompt(s) {', '.join(map(str, missing))}", path)
@@ -71,7 +71,7 @@ def _request_from_line(line: str, where: Location) -> Request:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise UserError(f"not JSON ({exc.msg})", where) from None
+        raise UserError(f"not JSON ({exc.msg})", Location(where.file, where.row, str(exc.colno))) from None
     absent = [key for key in REQUIRED_KEYS if key not in row]
     if absent:
         raise UserError(f"missing {', '.join(absent)}", Location(where.file, where.row, absent[0]))

@@ -4,7 +4,8 @@ Every BBQ template (``bbq:<BBQ category>:<Q_id>``, the category spelled as BBQ's
 e.g. ``Race_ethnicity``; the KoBBQ TSV's ``BBQ_category`` uses the same names) is labelled
 ST (simply-transferred), TM (target-modified) or SR (sample-removed) by several annotators;
 their disagreements are settled in a consensus file, and the final label of each template
-is a Decision that later stages obey. Newly-created (NC) templates join in the KoBBQ format.
+is a Decision that later stages obey. Newly-created (NC) templates join in the KoBBQ format
+(``tasks.templates.newly_created``).
 
 Modules:
 - ``template_set``: the unit of labelling (``LabelItem``), the template-set fingerprint,
@@ -20,9 +21,6 @@ Modules:
   ``consensus-label`` decision per template, plus a ``sample-removed``/``drop`` decision per SR);
   ``require_final_labels(bbq_templates, consensus)`` raises UserError naming every template
   without a final label; ``templates_to_adapt(bbq_templates, consensus)`` -> the ST/TM rows to translate.
-- ``newly_created``: ``import_newly_created(path, profile, corrections=None, others=None)
-  -> NewlyCreated(loaded, findings, decisions)``: label must be NC, no BBQ link, same
-  validation as any template (``tasks.templates.validate.validate_loaded``), no ID clash with ``others``.
 - ``reference``: ``reference_labels(kobbq_templates, bbq_templates, profile) -> ReferenceLabels``
   (``decisions``: every BBQ template ``ST``/``TM`` (rule ``reference-link``) or ``unlinked``
   (rule ``reference-unlinked``: SR or dropped by the survey; the public files do not say

@@ -16,8 +16,8 @@ from pathlib import Path
 from core.errors import UserError
 from core.profile import Profile
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
+from tasks.templates.load import NC, SR, ST, TM
 
-ST, TM, SR, NC = "ST", "TM", "SR", "NC"
 ANNOTATOR_LABELS = (ST, TM, SR)  # what an annotator may choose for a BBQ template
 KEPT_LABELS = (ST, TM)  # labels whose templates go on to translation and the survey
 LABEL_MEANINGS = {

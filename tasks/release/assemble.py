@@ -1,8 +1,9 @@
 """Assembling a release folder: the pure steps the build flow runs, in order.
 
 ``tasks.templates.validate.load_checked`` refuses a template file with errors; ``expand_release``
-turns templates into the sample sets, and ``write_release_folder`` writes every file of the
-release into a (staging) folder and returns the manifest. The build flow wraps each step in a
+turns templates into the sample sets, and ``write_release_files`` writes every file of the
+release into a (staging) folder and returns the manifest (``tasks.audit.report.write_release_folder`` adds the
+audit report, which reads them). The build flow wraps each step in a
 Prefect task; tests and benchmarks call them directly.
 """
 
@@ -23,15 +24,15 @@ import pandas as pd
 import core
 from core import interrupt
 from core.profile import Profile
-from tasks.audit.report import write_audit_report
 from core.decisions import Decision, template_subject, write_decisions_csv, write_decisions_parquet
-from tasks.release.engine import Expansion
-from tasks.release.expand import (CHUNK_SAMPLES, evaluation_fills, evaluation_indices, expand_templates, fill_count,
-                                  row_chunks)
-from tasks.release.generate import expand_workbook
+from tasks.templates.engine import Expansion
+from tasks.templates.formats import template_format
+from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evaluation_indices, expand_templates,
+                                          fill_count, row_chunks)
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
+from core.release_folder import WRITTEN_BY
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
 from tasks.release.hf_layout import DATA_DIR
@@ -97,10 +98,9 @@ def expand_release(templates: list[TemplateRow], profile: Profile, seed: int, vo
     """The sample sets. Workbook templates are generated (with their vocabulary) and have no test split; template
     releases get ``split`` (default: the seeded draw with ``seed``; a build passes the split its inputs chose,
     ``BuildInputs.test_split``). ``partial``: a twin release of some templates (``tasks.release.test_split``)."""
-    if profile.templates.workbook is not None:
-        if vocabulary is None:
-            raise ValueError("workbook templates need their vocabulary (LoadedTemplates.vocabulary)")
-        generated = expand_workbook(templates, profile, vocabulary)
+    fmt = template_format(profile)
+    if fmt.generated:
+        generated = fmt.expand(templates, profile, vocabulary)
         return ExpandedRelease(templates, profile, generated.row_fills, generated.row_samples, [0] * len(templates),
                                split or TestSplit(NONE, seed, "a generated release has no test split"), generated)
     split = split or TestSplit(SEEDED, seed, "the seeded draw, expand_release's default")
@@ -315,11 +315,12 @@ def _write_generated_samples(folder: Path, profile: Profile, release: ExpandedRe
     write_while_checking(child, started, rest, progress)
 
 
-def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
-                         release: ExpandedRelease, decisions: list[Decision],
-                         reports: dict[str, str] | None = None, validate: bool = True,
-                         parallel: dict[str, Path] | None = None, progress: Progress = _silent) -> dict[str, object]:
-    """Write every release file into ``folder`` and return the manifest (also written there).
+def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
+                        release: ExpandedRelease, decisions: list[Decision],
+                        reports: dict[str, str] | None = None, validate: bool = True,
+                        parallel: dict[str, Path] | None = None, progress: Progress = _silent) -> dict[str, object]:
+    """Write every release file but the audit report into ``folder`` and return the manifest (also written there).
+    ``tasks.audit.report.write_release_folder`` adds the report, a view of these files.
 
     ``validate=False`` skips the Great Expectations suite (and its ~3 s import); only tests of
     other parts use it. ``progress`` receives a line when the sample files are written and when
@@ -347,10 +348,6 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     manifest = {**facts, "outputs": release_outputs(folder, profile)}
     if twins:
         manifest["parallel_releases"] = twins
-    write_json(manifest, folder / "manifest.json")
-    # The audit report reads the manifest; the manifest then records the report's hash too.
-    audit = write_audit_report(folder, profile)
-    manifest["outputs"] = {**manifest["outputs"], audit.name: sha256_file(audit)}  # type: ignore[dict-item]
     write_json(manifest, folder / "manifest.json")
     return manifest
 
@@ -398,6 +395,7 @@ def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[
                    "template_ids_by_label": dict(sorted(entry["labels"].items()))}
         for category, entry in sorted(by_category.items())}
     return {
+        "written_by": WRITTEN_BY,  # the marker a later build checks before it replaces the folder
         "release": profile.release.name,
         "profile": profile.name,
         "project_version": core.__version__,

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core import interrupt
-from core.errors import UserError
+from core.errors import UserError, os_errno
 
 # Template IDs and fill numbers are written with at least three digits (``{:03d}``): 4 when above 999.
 SAMPLE_ID_PATTERN = r"^[a-z_]+-\d{3,}[a-z]-\d{3,}-(?:amb|dis)-(?:bsd|cnt)$"
@@ -517,6 +517,28 @@ def write_results(report: ValidationReport, folder: Path) -> None:
     (folder / "validation.md").write_text(summary_markdown(report), encoding="utf-8")
 
 
+OS_ERROR_EXIT = 3  # the child met an OSError (a full disk): its last stderr line is ``os_error_line``'s
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError as one JSON line, for the parent to raise again (``os_error_from``)."""
+    return json.dumps({"errno": os_errno(exc), "strerror": exc.strerror or str(exc),
+                       "filename": None if exc.filename is None else str(exc.filename)})
+
+
+def os_error_from(stderr: str) -> OSError:
+    """The child's OSError again, from the last line of its stderr."""
+    lines = stderr.strip().splitlines() or ["{}"]
+    try:
+        record = json.loads(lines[-1])
+    except ValueError:
+        record = {}
+    if not isinstance(record, dict):
+        record = {}
+    return OSError(record.get("errno"), record.get("strerror") or "release validation failed: " + stderr[-500:],
+                   record.get("filename"))
+
+
 class ValidationChild:
     """The suite running in a child process on staged Parquet files, while the build writes the rest."""
 
@@ -535,6 +557,8 @@ class ValidationChild:
         _, stderr = self.process.communicate()
         interrupt.unregister_child(self.process.pid)
         result = self.folder / "validation.json"
+        if self.process.returncode == OS_ERROR_EXIT:  # e.g. a full disk: the command says so in one line
+            raise os_error_from(stderr)
         if self.process.returncode not in (0, 1) or not result.exists():
             raise RuntimeError(f"release validation did not run: {stderr.strip()[-2000:]}")
         return report_from_json(json.loads(result.read_text(encoding="utf-8")))
@@ -568,6 +592,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generated", action="store_true", help="a generated release (one set, no test split)")
     parser.add_argument("--batch-rows", type=int, default=VALIDATION_BATCH, help="rows checked at a time")
     args = parser.parse_args(argv)
+    try:
+        return validate_folder(args)
+    except OSError as exc:  # a full disk: the parent reports it in one line (ValidationChild.result)
+        print(os_error_line(exc), file=sys.stderr)
+        return OS_ERROR_EXIT
+
+
+def validate_folder(args: argparse.Namespace) -> int:
+    """The child's work: validate the staged files, write validation.json/.md; 0 when every check passed."""
     _return_freed_memory()
     docs = args.folder / "data_docs"
     if args.generated:

@@ -10,7 +10,6 @@ network call). The token is huggingface_hub's own (``HF_TOKEN``, or ``hf auth lo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from huggingface_hub import HfApi, get_token
 from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 from core.errors import UserError
-from core.fingerprint import sha256_file
+from core.release_folder import changed_files, read_manifest
 from tasks.release.dataset_card import CARD_NAME
 
 REPO_TYPE = "dataset"
@@ -48,15 +47,13 @@ def plan_upload(folder: Path, repo_id: str) -> Upload:
     folder = Path(folder)
     if "/" not in repo_id or repo_id.count("/") != 1 or not all(repo_id.split("/")):
         raise UserError(f"{repo_id!r} is not a Hub repository name: write it as OWNER/NAME")
-    manifest_path = folder / "manifest.json"
-    if not manifest_path.exists():
+    manifest = read_manifest(folder)
+    if manifest is None:
         raise UserError("not a release folder (no manifest.json); build it first", folder)
     if not (folder / CARD_NAME).exists():
         raise UserError(f"this release has no dataset card ({CARD_NAME}): it was built by an older version; "
                         "rebuild it (kobbq build --force)", folder)
-    outputs = json.loads(manifest_path.read_text(encoding="utf-8")).get("outputs", {})
-    changed = [name for name, digest in sorted(outputs.items())
-               if name != "manifest.json" and (not (folder / name).exists() or sha256_file(folder / name) != digest)]
+    changed = changed_files(folder, manifest)
     if changed:
         raise UserError(f"{len(changed)} file(s) differ from what the build wrote ({', '.join(changed[:5])}); "
                         "rebuild the release before publishing it", folder)

@@ -16,10 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core import interrupt
-from core.errors import UserError
+from core.errors import UserError, os_errno
+from core.release_folder import RETIRED_PREFIX, STAGING_PREFIX, check_release_name, check_replaceable
 
-STAGING_PREFIX = ".staging-"
-RETIRED_PREFIX = ".retired-"
 
 
 def staging_folder(target: Path) -> Path:
@@ -50,19 +49,36 @@ def staged_release(target: Path) -> Iterator[Path]:
 
     The caller writes everything into the staging folder and then calls ``publish``.
     """
+    check_release_name(target.name)
     target.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(target):
         recover(target)
+        check_replaceable(target)  # also when the flow runs without the command (a deployment)
         staging = staging_folder(target)
         staging.mkdir()
         interrupt.register_staging(staging)
         try:
             yield staging
+        except OSError as exc:  # a full disk: named by the release it stopped, as the staging folder is gone
+            shutil.rmtree(staging, ignore_errors=True)
+            named = release_os_error(exc, staging, target)
+            if named is exc:
+                raise
+            raise named from exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         finally:
             interrupt.unregister_staging(staging)
+
+
+def release_os_error(exc: OSError, staging: Path, target: Path) -> OSError:
+    """The error as the user can act on it: a file of the removed staging folder (or none: pyarrow's writers
+    name none) is reported as the release being written."""
+    filename = None if exc.filename is None else str(exc.filename)
+    if filename is not None and not filename.startswith(str(staging)):
+        return exc
+    return OSError(os_errno(exc), exc.strerror or str(exc), str(target))
 
 
 _held: dict[Path, int] = {}  # lock file -> depth: a build takes the lock before Prefect starts, the flow again
@@ -112,4 +128,5 @@ def publish(staging: Path, target: Path) -> None:
             os.replace(target, retired)
         interrupt.checkpoint("publish")
         os.replace(staging, target)
+        interrupt.mark_published(target)
     shutil.rmtree(retired, ignore_errors=True)

@@ -8,7 +8,7 @@ therefore may name its split's sample IDs (``[files] test_split``, one ID a line
 file's order): the release then has exactly those samples, in that order, or the build stops
 with the file and line of the first ID the templates do not produce.
 
-A profile without a list keeps the seeded draw (``tasks.release.expand.evaluation_fills``). A
+A profile without a list keeps the seeded draw (``tasks.templates.kobbq_format.evaluation_fills``). A
 build may ask for the seeded draw although its profile lists IDs (``--test-split seeded``; in a
 pipeline file ``test_split = "seeded"``): the project's own example templates use the ``ko``
 profile but cannot produce the official IDs. Which split a release has, and what chose it, is
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from core.errors import Location, UserError
 from core.profile import Profile
-from tasks.release.sample_ids import QUESTION_SUFFIXES, fill_number, row_prefix
+from tasks.templates.formats import template_format
+from tasks.templates.sample_ids import QUESTION_SUFFIXES, fill_number, row_prefix
 from tasks.templates.load import TemplateRow
 
 PROFILE, SEEDED = "profile", "seeded"  # what a build may ask for
@@ -70,7 +71,7 @@ def choose_test_split(profile: Profile, asked: str, seed: int) -> TestSplit:
     """The split a build of ``profile`` gets when it asks for ``asked`` (``profile`` or ``seeded``)."""
     if asked not in CHOICES:
         raise UserError(f"test split {asked!r}: choose {' or '.join(CHOICES)}")
-    if profile.templates.workbook is not None:
+    if template_format(profile).generated:
         return TestSplit(NONE, seed, f"profile {profile.name} generates its release, which has no test split")
     if asked == SEEDED:
         unused = f"; profile {profile.name} lists test-split IDs, not used" if profile.files.test_split else ""

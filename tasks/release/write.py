@@ -19,8 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.release.engine import Expansion
-from tasks.release.expand import SAMPLE_COLUMNS
+from tasks.templates.engine import Expansion
+from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 
 
 

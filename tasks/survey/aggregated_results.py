@@ -7,22 +7,17 @@ Two groups mean a type-2 question (votes sum to the respondent count); more mean
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from core.errors import Location, UserError
 from core.profile import Profile
+from core.text_files import read_json
 from tasks.survey.groups import norm, profile_group_lists
 from tasks.survey.results import NO_STEREO, SurveyResult, SurveyResults, check_votes, merge_duplicates
 
 
 def load_survey_json(path: Path, profile: Profile) -> SurveyResults:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise UserError(f"not UTF-8 text (byte {exc.start})", path) from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"not valid JSON: {exc.msg} (line {exc.lineno})", path) from None
+    data = read_json(path, "survey results file")
     if not isinstance(data, list):
         raise UserError("expected a JSON list of {category, stereotype, survey_stats} entries", path)
     lists = profile_group_lists(profile)

@@ -1,24 +1,26 @@
 """Every survey question (unique stereotype) matched with its result and judged by the paper's rules.
 
-Order of evaluation for every question: a survey result must exist; the "no stereotype" rule; the
-type-1 target / non-target rule or the type-2 two-thirds rule. Every rule is evaluated and recorded
-even after an earlier one dropped the stereotype, so the funnel can show each rule's own effect.
-Curated overrides replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``).
+Order of evaluation for every question (the rule table, ``tasks.survey.rule_table``): a survey result must
+exist; the "no stereotype" rule; the type-1 target / non-target rule or the type-2 two-thirds rule. Every
+rule is evaluated and recorded even after an earlier one dropped the stereotype, so the funnel can show each
+rule's own effect. Curated overrides replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``).
 Results no question asks about are listed (``unmatched_results``) and recorded.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from core.decisions import Decision, stereotype_subject
 from core.errors import UserError
 from core.profile import Profile
-from tasks.survey.groups import GroupList, group_key
+from tasks.survey.groups import GroupList
 from tasks.survey.outcome import STAGE, StereotypeEvaluation
 from tasks.survey.override_index import OverrideIndex
 from tasks.survey.overrides import Override
 from tasks.survey.results import SurveyResult, SurveyResults
-from tasks.survey.rules import (RULE_NO_STEREOTYPE, RULE_RESULT_PRESENT, RULE_TYPE, RULE_TYPE1, RULE_TYPE2,
-                                RULE_UNMATCHED_RESULT, RuleResult, no_stereotype_rule, type1_rule, type2_rule)
+from tasks.survey.rule_table import Question, question_rules
+from tasks.survey.rules import RULE_TYPE, RULE_UNMATCHED_RESULT, RuleResult
 from tasks.survey.stereotypes import Stereotype
 
 
@@ -30,45 +32,23 @@ def _match(stereotype: Stereotype, index: dict[tuple, SurveyResult],
     return None, tuple(by_text.get((stereotype.category, stereotype.text), []))
 
 
-def _presence(stereotype: Stereotype, result: SurveyResult | None, near: tuple[SurveyResult, ...]) -> RuleResult:
-    if result is not None:
-        return RuleResult(RULE_RESULT_PRESENT, True, f"survey result found ({result.where})",
-                          {"question_id": result.question_id or stereotype.question_id})
-    if near:
-        others = "; ".join(f"type {n.survey_type}: {n.as_stats()}" for n in near)
-        reason = (f"no survey result for this question (type {stereotype.survey_type}"
-                  f"{': ' + ' vs '.join(stereotype.groups) if stereotype.groups else ''}); the results hold the "
-                  f"same stereotype text only for another question ({others})")
-    else:
-        reason = f"no survey result for this stereotype (type {stereotype.survey_type}); it is never kept silently"
-    return RuleResult(RULE_RESULT_PRESENT, False, reason,
-                      {"question_id": stereotype.question_id, "near": [n.as_stats() for n in near]})
-
-
-def _type2_for(stereotype: Stereotype, result: SurveyResult, target: str, profile: Profile) -> RuleResult:
-    names = {group_key(g): g for g in result.votes}
-    target_name = names[group_key(target)]
-    other_name = next(g for g in result.votes if g != target_name)
-    return type2_rule(target_name, result.votes[target_name], other_name, result.votes[other_name], profile.survey)
-
-
 def _evaluate(stereotype: Stereotype, result: SurveyResult | None, near: tuple[SurveyResult, ...],
               lists: dict[str, GroupList], profile: Profile, overrides: dict[str, Override]) -> StereotypeEvaluation:
-    rules = {RULE_RESULT_PRESENT: _presence(stereotype, result, near)}
-    targets: tuple[str, ...] = ()
-    non_targets: tuple[str, ...] = ()
-    by_target: dict[str, RuleResult] = {}
-    if result is not None:
-        rules[RULE_NO_STEREOTYPE] = no_stereotype_rule(result.no_stereotype, result.respondents, profile.survey)
-        if stereotype.survey_type == 1:
-            options = lists[stereotype.category].counting_options(profile.survey.count_no_stereotype_option)
-            rules[RULE_TYPE1], targets, non_targets = type1_rule(result.votes, result.no_stereotype,
-                                                                 result.respondents, options, profile.survey)
+    """Every rule of the question's type, in the table's order (``tasks.survey.rule_table``); a rule that needs a
+    result does not run without one. A per-target rule runs once per intended target its templates name."""
+    question = Question(stereotype, result, near, lists, profile)
+    rules: dict[str, RuleResult] = {}
+    by_target: dict[str, dict[str, RuleResult]] = {}
+    for rule in question_rules(stereotype.survey_type):
+        if rule.judge is None or (rule.needs_result and result is None):
+            continue
+        if rule.per_target:
+            by_target[rule.name] = {target: rule.judge(replace(question, target=target))
+                                    for target in dict.fromkeys(stereotype.targets.values())}
+            rules[rule.name] = next(iter(by_target[rule.name].values()))
         else:
-            for target in dict.fromkeys(stereotype.targets.values()):
-                by_target[target] = _type2_for(stereotype, result, target, profile)
-            rules[RULE_TYPE2] = next(iter(by_target.values()))
-    return StereotypeEvaluation(stereotype, result, near, rules, by_target, targets, non_targets, overrides)
+            rules[rule.name] = rule.judge(question)
+    return StereotypeEvaluation(stereotype, result, near, rules, by_target, overrides)
 
 
 def rule_decision(subject_type: str, subject: str, rule: RuleResult, source: str, override: Override | None,
@@ -106,10 +86,10 @@ def _require_group_list(stereotype: Stereotype, lists: dict[str, GroupList], pro
 
 
 def _rule_rows(evaluation: StereotypeEvaluation, name: str, rule: RuleResult) -> tuple[RuleResult, ...]:
-    """The results one rule contributes to the log: the two-thirds rule is judged per intended target
-    (templates of one question can target either group), so it records one row per target."""
-    if name == RULE_TYPE2:
-        return tuple(evaluation.type2_by_target.values())
+    """The results one rule contributes to the log: a per-target rule (the two-thirds rule: templates of one
+    question can target either group) records one row per target."""
+    if name in evaluation.by_target:
+        return tuple(evaluation.by_target[name].values())
     return (rule,)
 
 

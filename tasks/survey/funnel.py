@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
-from tasks.survey.rules import (EQUAL_SHARE_BASES, RULE_NO_STEREOTYPE, RULE_READING, RULE_RESULT_PRESENT, RULE_TYPE1,
-                                RULE_TYPE2, type1_rule)
-
 from tasks.survey.outcome import SurveyOutcome, TemplateEvaluation
+from tasks.survey.rule_table import STEREOTYPE, effect_rows, rules_of
+from tasks.survey.rules import EQUAL_SHARE_BASES, RULE_NO_STEREOTYPE, RULE_READING, RULE_TYPE1, type1_rule
 
 
 def pct(part: int, whole: int) -> str:
@@ -78,24 +77,39 @@ def rule_effects(outcome: SurveyOutcome) -> list[list[object]]:
             first_failures[(template.survey_failure, kind)] += 1
             first_failures[(template.survey_failure, "all")] += 1
     rows = []
-    for rule, kind in ((RULE_TYPE1, 1), (RULE_TYPE2, 2), (RULE_NO_STEREOTYPE, None), (RULE_RESULT_PRESENT, None)):
-        judged = [e for e in outcome.stereotypes
-                  if (kind is None or e.stereotype.survey_type == kind)
-                  and (rule == RULE_RESULT_PRESENT or e.result is not None)]
-        dropped = [e for e in judged if not e.passes(rule)]
+    for rule in effect_rows():
+        if rule.name == RULE_READING:
+            rows.append(_reading_effect(outcome))
+            continue
+        kind = rule.types[0] if len(rule.types) == 1 else None  # a rule of one survey type counts within it
+        judged = [e for e in outcome.stereotypes if (kind is None or e.stereotype.survey_type == kind)
+                  and (not rule.needs_result or e.result is not None)]
+        dropped = [e for e in judged if not e.passes(rule.name)]
         scope = "all" if kind is None else kind
-        rows.append([rule, f"{len(dropped)} of {len(judged)} ({pct(len(dropped), len(judged))})",
-                     f"{first_failures[(rule, scope)]} of {template_counts[scope]} "
-                     f"({pct(first_failures[(rule, scope)], template_counts[scope])})",
-                     paper.get(rule, "-")])
-    survivors = [t for t in outcome.templates if t.survey_keep]
-    if outcome.reading is not None:
-        failed = [t for t in survivors if t.reading is not None and not t.keep]
-        rows.append([RULE_READING, "-", f"{len(failed)} of {len(survivors)} ({pct(len(failed), len(survivors))})",
-                     paper.get(RULE_READING, "-")])
-    else:
-        rows.append([RULE_READING, "-", "not applied (no results given)", paper.get(RULE_READING, "-")])
+        rows.append([rule.name, f"{len(dropped)} of {len(judged)} ({pct(len(dropped), len(judged))})",
+                     f"{first_failures[(rule.name, scope)]} of {template_counts[scope]} "
+                     f"({pct(first_failures[(rule.name, scope)], template_counts[scope])})",
+                     paper.get(rule.name, "-")])
     return rows
+
+
+def _reading_effect(outcome: SurveyOutcome) -> list[object]:
+    """The reading rule's row: the templates it drops among the survey's survivors (it judges templates)."""
+    paper = outcome.profile.survey.paper_effects
+    survivors = [t for t in outcome.templates if t.survey_keep]
+    if outcome.reading is None:
+        return [RULE_READING, "-", "not applied (no results given)", paper.get(RULE_READING, "-")]
+    failed = [t for t in survivors if t.reading is not None and not t.keep]
+    return [RULE_READING, "-", f"{len(failed)} of {len(survivors)} ({pct(len(failed), len(survivors))})",
+            paper.get(RULE_READING, "-")]
+
+
+def _funnel_steps() -> dict[str, list]:
+    """funnel.md's "rule by rule" columns: each column's heading and the stereotype rules counted by it."""
+    steps: dict[str, list] = {}
+    for rule in rules_of(STEREOTYPE):
+        steps.setdefault(rule.funnel_step, []).append(rule)
+    return steps
 
 
 def render_funnel(outcome: SurveyOutcome) -> str:
@@ -119,14 +133,15 @@ def render_funnel(outcome: SurveyOutcome) -> str:
     # Stereotypes, sequentially through the rules.
     lines += ["## Stereotypes (unique survey questions), rule by rule", ""]
     rows = []
+    steps = _funnel_steps()
     for label, kind in (("type 1", 1), ("type 2", 2), ("all", None)):
-        group = [e for e in outcome.stereotypes if kind is None or e.stereotype.survey_type == kind]
-        present = [e for e in group if e.passes(RULE_RESULT_PRESENT)]
-        after_ns = [e for e in present if e.passes(RULE_NO_STEREOTYPE)]
-        after_type = [e for e in after_ns if e.keep()]
-        rows.append([label, len(group), len(present), len(after_ns), len(after_type)])
-    lines += table(["Survey type", "Before", "With a survey result", "After no-stereotype rule",
-                    "After type-1 / type-2 rule"], rows)
+        left = [e for e in outcome.stereotypes if kind is None or e.stereotype.survey_type == kind]
+        row = [label, len(left)]
+        for rules in steps.values():  # still kept after every rule of the column that judges the question's type
+            left = [e for e in left if all(e.passes(r.name) for r in rules if e.stereotype.survey_type in r.types)]
+            row.append(len(left))
+        rows.append(row)
+    lines += table(["Survey type", "Before", *steps], rows)
     lines.append("")
 
     # Each rule's own effect.

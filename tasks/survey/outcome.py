@@ -14,21 +14,12 @@ from core.profile import Profile
 from tasks.survey.overrides import Override
 from tasks.survey.reading_comprehension import ReadingResults
 from tasks.survey.results import SurveyResult, SurveyResults
-from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_RESULT_PRESENT, RULE_TYPE1, RULE_TYPE2, RuleResult
+from tasks.survey.rule_table import question_rules
+from tasks.survey.rules import RULE_RESULT_PRESENT, RULE_TYPE1, RuleResult
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates.load import TemplateRow
 
 STAGE = "survey"  # every decision of the survey rules, the reading-comprehension rule's included
-
-
-def question_rules(survey_type: int) -> tuple[str, str, str]:
-    """The rules a stereotype's question is judged by, in evaluation order.
-
-    A result must exist; then the "no stereotype" rule; then the rule of the question's own type
-    (type 1: target / non-target; type 2: two-thirds). Overrides can only name these rules.
-    """
-    kind_rule = RULE_TYPE1 if survey_type == 1 else RULE_TYPE2
-    return RULE_RESULT_PRESENT, RULE_NO_STEREOTYPE, kind_rule
 
 
 @dataclass(frozen=True)
@@ -36,24 +27,31 @@ class StereotypeEvaluation:
     stereotype: Stereotype
     result: SurveyResult | None
     near: tuple[SurveyResult, ...]  # results with the same text but another question (explains a missing result)
-    rules: dict[str, RuleResult]  # rule name -> the rule's own result (type 2: of the first target)
-    type2_by_target: dict[str, RuleResult] = field(default_factory=dict)
-    targets: tuple[str, ...] = ()  # type 1 candidates
-    non_targets: tuple[str, ...] = ()
+    rules: dict[str, RuleResult]  # rule name -> the rule's own result (a per-target rule: of the first target)
+    by_target: dict[str, dict[str, RuleResult]] = field(default_factory=dict)  # per-target rules: target -> result
     overrides: dict[str, Override] = field(default_factory=dict)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Type 1's candidate target groups (in questionnaire order); none for a question it did not judge."""
+        return tuple(self.rules[RULE_TYPE1].numbers["targets"]) if RULE_TYPE1 in self.rules else ()
+
+    @property
+    def non_targets(self) -> tuple[str, ...]:
+        return tuple(self.rules[RULE_TYPE1].numbers["non_targets"]) if RULE_TYPE1 in self.rules else ()
 
     def passes(self, rule: str, target: str | None = None) -> bool:
         if rule in self.overrides:
             return self.overrides[rule].outcome == "keep"
-        if rule == RULE_TYPE2 and target is not None and target in self.type2_by_target:
-            return self.type2_by_target[target].keep
+        if target is not None and target in self.by_target.get(rule, {}):
+            return self.by_target[rule][target].keep
         result = self.rules.get(rule)
         if result is None:  # the rule could not run: it passes only if "no result" was overridden to keep
             return rule != RULE_RESULT_PRESENT and self.passes(RULE_RESULT_PRESENT)
         return result.keep
 
     def rule_names(self) -> list[str]:
-        return list(question_rules(self.stereotype.survey_type))
+        return [rule.name for rule in question_rules(self.stereotype.survey_type)]
 
     def first_failure(self, target: str | None = None) -> str | None:
         for rule in self.rule_names():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.errors import UserError
-from tasks.survey.outcome import question_rules
+from tasks.survey.rule_table import question_rules
 from tasks.survey.overrides import Override
 from tasks.survey.stereotypes import Stereotype
 
@@ -38,7 +38,7 @@ class OverrideIndex:
     def for_stereotype(self, stereotype: Stereotype) -> dict[str, Override]:
         """The overrides of the rules this question is judged by (file order); a rule of the other
         question type stays unclaimed, so an override aimed at the wrong question type is reported stale."""
-        rules = question_rules(stereotype.survey_type)
+        rules = {rule.name for rule in question_rules(stereotype.survey_type)}
         named = self.by_stereotype.get((stereotype.category, stereotype.text), {})
         own = {rule: override for rule, override in named.items() if rule in rules}
         self.claimed.update(id(o) for o in own.values())

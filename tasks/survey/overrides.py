@@ -24,13 +24,9 @@ from pathlib import Path
 from core.errors import Location, UserError
 from core.tables import at_column, read_table
 from tasks.survey.groups import norm
-from tasks.survey.rules import (RULE_NO_STEREOTYPE, RULE_READING, RULE_RESULT_PRESENT, RULE_STEREOTYPE_SURVEY,
-                                RULE_TYPE1, RULE_TYPE1_GROUPS, RULE_TYPE2)
+from tasks.survey.rule_table import STEREOTYPE, TEMPLATE, rule_named, rules_of
 
 OVERRIDE_COLUMNS = ["category", "stereotype", "template_id", "rule", "outcome", "reason"]
-STEREOTYPE_RULES = {RULE_RESULT_PRESENT, RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2}
-TEMPLATE_RULES = {RULE_READING: {"keep", "drop"}, RULE_STEREOTYPE_SURVEY: {"keep", "drop"},
-                  RULE_TYPE1_GROUPS: {"accept"}}
 
 
 @dataclass(frozen=True)
@@ -67,21 +63,16 @@ def load_overrides(path: Path) -> list[Override]:
             except ValueError:
                 raise UserError(f"template_id {row['template_id']!r} is not a whole number", loc("template_id")) from None
         rule, outcome = row["rule"], row["outcome"]
-        if template_id is None:
-            if not row["stereotype"]:
-                raise UserError("give a stereotype or a template_id", loc("stereotype"))
-            if rule not in STEREOTYPE_RULES:
-                raise UserError(f"rule {rule!r} is not a stereotype rule ({', '.join(sorted(STEREOTYPE_RULES))})",
-                                loc("rule"))
-            if outcome not in ("keep", "drop"):
-                raise UserError(f"outcome must be keep or drop, got {outcome!r}", loc("outcome"))
-        else:
-            if rule not in TEMPLATE_RULES:
-                raise UserError(f"rule {rule!r} is not a template rule ({', '.join(sorted(TEMPLATE_RULES))})",
-                                loc("rule"))
-            if outcome not in TEMPLATE_RULES[rule]:
-                raise UserError(f"outcome for {rule} must be {' or '.join(sorted(TEMPLATE_RULES[rule]))}, got {outcome!r}",
-                                loc("outcome"))
+        subject = STEREOTYPE if template_id is None else TEMPLATE
+        if subject == STEREOTYPE and not row["stereotype"]:
+            raise UserError("give a stereotype or a template_id", loc("stereotype"))
+        named = rule_named(rule)
+        if named is None or named.subject != subject:
+            names = sorted(r.name for r in rules_of(subject))
+            raise UserError(f"rule {rule!r} is not a {subject} rule ({', '.join(names)})", loc("rule"))
+        if outcome not in named.overrides:
+            raise UserError(f"outcome for {rule} must be {' or '.join(sorted(named.overrides))}, got {outcome!r}",
+                            loc("outcome"))
         override = Override(row["category"], norm(row["stereotype"]) if template_id is None else "", template_id, rule,
                             outcome, row["reason"], at)
         identity = (override.category, override.stereotype, override.template_id, override.rule)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import random
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import jinja2
 from core.errors import UserError
 from core.profile import Profile
 from core.atomic import write_bytes
-from tasks.release.expand import expand_templates
+from tasks.templates.kobbq_format import expand_templates
 from tasks.survey.groups import GroupList, norm, profile_survey_dir
 from tasks.survey.reading_comprehension import READING_QUESTION_COLUMNS
 from tasks.survey.respondents import QUESTION_COLUMNS
@@ -30,6 +29,7 @@ from tasks.survey.results import OPTION_SEPARATOR
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates.load import TemplateRow
 from core.tables import csv_for_people
+from core.text_files import read_toml
 from core.workbooks import reproducible_bytes, set_text
 
 QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
@@ -57,7 +57,7 @@ def load_wording(profile: Profile) -> Wording:
     options = folder / "options.toml"
     if not options.exists():
         raise UserError("options.toml (the 'no stereotype' option label) is missing", folder)
-    label = tomllib.loads(options.read_text(encoding="utf-8")).get("no_stereotype", "")
+    label = read_toml(options, "survey options file").get("no_stereotype", "")
     if not label:
         raise UserError("no_stereotype label is empty", options)
     return Wording(*templates, label)

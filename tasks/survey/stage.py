@@ -24,12 +24,11 @@ from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
 from tasks.survey.group_check import render_group_check
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.outcome import SurveyOutcome
-from tasks.survey.rules import RULE_READING, RULE_STEREOTYPE_SURVEY
+from tasks.survey.rule_table import TEMPLATE, rules_of
 from tasks.survey.votes import VOTES, render_votes
 from tasks.templates.load import TemplateRow
 
 NAME = "survey"
-KEEP_RULES = (RULE_STEREOTYPE_SURVEY, RULE_READING)  # a template survives when neither says drop
 FUNNEL = "funnel.md"
 GROUP_CHECK = "survey_agreement.md"  # the group check's file keeps its first name
 
@@ -59,8 +58,9 @@ def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[T
     """The templates the survey stage's decisions keep (input order): the release reads the decisions
     instead of running the rules again. A template is dropped by a ``drop`` of its stereotype's survey
     outcome or of the reading-comprehension rule (after overrides: the logged outcome is the one that counts)."""
+    deciding = {rule.name for rule in rules_of(TEMPLATE) if rule.decides}  # a template survives when none says drop
     dropped = {d.subject for d in decisions
-               if d.subject_type == "template" and d.rule in KEEP_RULES and d.outcome == OUTCOME_DROP}
+               if d.subject_type == "template" and d.rule in deciding and d.outcome == OUTCOME_DROP}
     return [t for t in templates if template_subject(*t.template_key) not in dropped]
 
 

@@ -34,6 +34,8 @@ REQUIRED_COLUMNS = ["Category", "ID", "version", "Label_annotation", "Stereotype
                     *TEXT_COLUMNS.values()]
 REQUIRED_CELLS = [c for c in REQUIRED_COLUMNS if c != "Lexical_diversity"]
 NOT_APPLICABLE = "N/A"  # how the KoBBQ file marks a newly-created template's missing BBQ link
+# The template labels (Label_annotation): simply-transferred, target-modified, sample-removed, newly-created.
+ST, TM, SR, NC = "ST", "TM", "SR", "NC"
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from core.errors import Location, UserError
 from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from core.tables import read_csv_table, write_tsv_rows
-from tasks.labels.newly_created import import_newly_created
 from tasks.stage import Context, Stage, StageOutput, require
 from tasks.templates.load import load_kobbq_templates, read_tsv
+from tasks.templates.newly_created import import_newly_created
 from tasks.templates.validate import load_checked
 from tasks.templates.versions import version_decisions, version_findings
 

@@ -1,159 +1,37 @@
-"""Checks of a KoBBQ-format template file, each reporting file, row, column and a plain message.
+"""Loading and checking a template file in the profile's format (``tasks.templates.formats``): the one way in.
 
-Errors make ``kobbq validate`` exit 1 and stop a build; warnings are legal but suspicious
-(an inline item that does not start with its filler names the person differently in the
-contexts and in the answers).
+Errors make ``kobbq validate`` exit 1 and stop a build, every one of them listed with its file, row and column.
+The KoBBQ format's checks are ``tasks.templates.validate_kobbq`` (``validate_loaded``, also imported from here by
+the command line), the workbook format's ``tasks.templates.validate_workbook``.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
-from core.errors import Location, UserError
-from core.profile import Profile
+from core.errors import UserError
 from core.findings import Finding, raise_if_errors
-from tasks.templates.slots import PERSON_SLOTS, bracket_problems, separator_findings
+from core.profile import Profile
 from tasks.templates.corrections import Correction, load_corrections
-from tasks.templates.validate_workbook import validate_workbook
-from tasks.templates.workbook import load_workbook_templates
-from tasks.templates.load import TEXT_COLUMNS, LoadedTemplates, TemplateRow, load_kobbq_templates
-from tasks.templates.versions import version_findings
+from tasks.templates.formats import template_format
+from tasks.templates.load import LoadedTemplates
+from tasks.templates.validate_kobbq import validate_loaded
+
+__all__ = ["load_checked", "load_templates", "validate_loaded"]
 
 MAX_LISTED_ERRORS = 30
 
 
-def validate_loaded(loaded: LoadedTemplates, profile: Profile) -> list[Finding]:
-    """All findings for a loaded file: those of loading, normalisation and every rule below."""
-    findings = list(loaded.findings)
-    for record in loaded.normalisations:
-        where = Location(str(loaded.path), record.row, record.column)
-        if record.what == "NFC":
-            findings.append(Finding("error", where, "not-nfc",
-                                    "text is not in Unicode NFC form; identical-looking words would not match"))
-        elif record.what == "control character":
-            findings.append(Finding("warning", where, "control-character",
-                                    "contains a control character; the build replaces it with a space"))
-    for template in loaded.templates:
-        findings.extend(check_row(template, profile))
-    findings.extend(check_keys_and_pairs(loaded.templates, profile))
-    findings.extend(version_findings(loaded.templates, profile))
-    return sorted(findings, key=lambda f: (f.where.row or 0, f.where.column or "", f.code))
-
-
-def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
-    findings: list[Finding] = []
-
-    def add(severity: str, column: str | None, code: str, message: str) -> None:
-        findings.append(Finding(severity, template.where(column), code, message))  # type: ignore[arg-type]
-
-    if profile.category(template.category) is None:
-        add("error", "Category", "unknown-category",
-            f"category {template.category!r} is not in profile {profile.name!r} "
-            f"({', '.join(profile.category_names)})")
-    if template.version not in profile.templates.versions:
-        add("error", "version", "bad-version",
-            f"version {template.version!r} is not one of {', '.join(profile.templates.versions)}")
-    if template.label not in profile.templates.labels:
-        add("error", "Label_annotation", "bad-label",
-            f"label {template.label!r} is not one of {', '.join(profile.templates.labels)}")
-    for person in PERSON_SLOTS:
-        if person not in template.names:
-            add("error", "Names", "missing-person", f"Names does not declare {person}")
-    for name in template.names:
-        if name not in PERSON_SLOTS:
-            add("error", "Names", "bad-person", f"Names declares {name}; only N1 and N2 are people")
-    for name, items in template.slots.items():
-        column = "Names" if name in template.names else "Lexical_diversity"
-        if any(not item for item in items):
-            add("error", column, "empty-item", f"slot {name} has an empty item")
-        findings.extend(separator_findings(template.where(column), name, items, profile))
-    used: set[str] = set()
-    parsed = template.parsed
-    for field, column in TEXT_COLUMNS.items():
-        text = template.texts[field]
-        for problem in bracket_problems(text):
-            add("error", column, "brackets", problem)
-        for inline in parsed[field].slots:
-            used.add(inline.name)
-            findings.extend(_check_inline(template, column, inline.name, inline.items))
-            findings.extend(separator_findings(template.where(column), inline.name, inline.items or (), profile))
-    for name in template.slots:
-        if name not in used:
-            column = "Names" if name in template.names else "Lexical_diversity"
-            add("warning", column, "slot-unused", f"slot {name} is declared but never used in the text")
-    for field, column in (("biased_answer", "Biased_question_answer"),
-                          ("counter_biased_answer", "Counter-biased_question_answer")):
-        people = {s.name for s in parsed[field].slots if s.name in PERSON_SLOTS}
-        if len(people) != 1:
-            add("error", column, "answer-person",
-                f"an answer must name exactly one person slot (N1 or N2); found {sorted(people) or 'none'}")
-    return findings
-
-
-def _check_inline(template: TemplateRow, column: str, name: str, items: tuple[str, ...] | None) -> list[Finding]:
-    where = template.where(column)
-    declared = template.slots.get(name)
-    if declared is None:
-        return [Finding("error", where, "slot-undeclared",
-                        f"slot {name} is used but declared in neither Names nor Lexical_diversity")]
-    if items is None:
-        return [Finding("error", where, "slot-bare",
-                        f"slot {name} is written bare ('[{name}]'); a template text must list its items")]
-    if len(items) != len(declared):
-        return [Finding("error", where, "slot-length",
-                        f"inline list of {name} has {len(items)} items but its declaration has {len(declared)}")]
-    findings = []
-    for position, (item, filler) in enumerate(zip(items, declared), start=1):
-        if not item:
-            findings.append(Finding("error", where, "empty-item", f"item {position} of {name} is empty"))
-        elif not item.startswith(filler):
-            findings.append(Finding("warning", where, "item-not-filler",
-                                    f"item {position} of {name} is {item!r}, which does not start with its "
-                                    f"declared filler {filler!r}"))
-    return findings
-
-
-def check_keys_and_pairs(templates: list[TemplateRow], profile: Profile) -> list[Finding]:
-    """Duplicate keys, and versions that lack their swapped partner (a without b, c without d)."""
-    findings = []
-    seen: dict[str, TemplateRow] = {}
-    by_template: dict[tuple[str, int], dict[str, TemplateRow]] = defaultdict(dict)
-    for template in templates:
-        if template.key in seen:
-            first = seen[template.key]
-            findings.append(Finding("error", template.where("ID"), "duplicate",
-                                    f"template {template.key} already appears at row {first.row}"))
-            continue
-        seen[template.key] = template
-        by_template[template.template_key][template.version] = template
-    partners = dict(zip(profile.templates.counter_biased_versions, profile.templates.swapped_versions))
-    partners.update({b: a for a, b in partners.items()})
-    for versions in by_template.values():
-        for version, template in versions.items():
-            partner = partners.get(version)
-            if partner is not None and partner not in versions:
-                findings.append(Finding("error", template.where("version"), "unpaired",
-                                        f"version {version} of {template.category} template "
-                                        f"{template.template_id} has no version {partner}"))
-            if template.label != next(iter(versions.values())).label:
-                findings.append(Finding("error", template.where("Label_annotation"), "label-mismatch",
-                                        "versions of one template carry different labels"))
-    return findings
-
-
 def load_templates(path: Path, profile: Profile, corrections: list[Correction] | None = None) -> LoadedTemplates:
     """The one template loader: the profile's format (a KoBBQ TSV, or a folder of workbooks), corrections applied."""
-    if profile.templates.workbook is not None:
-        return load_workbook_templates(path, profile, corrections)
-    return load_kobbq_templates(path, corrections, profile.templates.separators)
+    return template_format(profile).load(path, profile, corrections or [])
 
 
 def load_checked(path: Path, corrections_path: Path | None, profile: Profile) -> tuple[LoadedTemplates, list[Finding]]:
     """Load and validate a template file; any error stops the build with every error listed."""
     corrections = load_corrections(corrections_path) if corrections_path else []
     loaded = load_templates(path, profile, corrections)
-    findings = (validate_workbook if profile.templates.workbook is not None else validate_loaded)(loaded, profile)
+    findings = template_format(profile).check(loaded, profile)
     if not loaded.templates and not loaded.findings:
         raise UserError("has a header but no template rows; nothing to build", path)
     raise_if_errors("the template file", findings, "nothing was built", MAX_LISTED_ERRORS,

@@ -14,7 +14,7 @@ from dataclasses import replace
 from core.errors import Location
 from core.findings import Finding
 from core.profile import Profile, WorkbookFormat
-from tasks.release.hooks import HOOKS
+from tasks.templates.hooks import HOOKS
 from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.slots import separator_findings
 from tasks.templates.workbook import PLACEHOLDER, forms_by_label, matching_rule
@@ -50,7 +50,7 @@ def _in_sheet_terms(finding: Finding, loaded: LoadedTemplates) -> Finding:
 
 
 def hook_findings(profile: Profile, fmt: WorkbookFormat) -> list[Finding]:
-    """Hooks the profile names but nobody registered (tasks/release/hooks.py)."""
+    """Hooks the profile names but nobody registered (tasks/templates/hooks.py)."""
     where = Location(str(profile.path or profile.name), column="templates.workbook.hooks")
     return [Finding("error", where, "unknown-hook", f"{kind} = {name!r} is not a registered {kind} hook "
                     f"({', '.join(HOOKS[kind])})")

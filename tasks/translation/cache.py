@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import UserError
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS translations (
     key TEXT PRIMARY KEY,
@@ -63,8 +65,14 @@ class TranslationCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path)
-        self._db.execute(_SCHEMA)
-        self._db.commit()
+        try:
+            self._db.execute(_SCHEMA)
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:  # a damaged file: it may hold paid translations, so it is kept
+            self._db.close()
+            raise UserError(f"not a readable translation cache ({exc}); it may hold paid DeepL translations, so it "
+                            "is left as it is: restore it from a copy, or move it away to start an empty one",
+                            self.path) from None
 
     def __enter__(self) -> "TranslationCache":
         return self

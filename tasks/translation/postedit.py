@@ -32,7 +32,7 @@ from tasks.translation.particles import Shorthand, expand_shorthand
 from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS, Draft
 from tasks.translation.template_workbooks import workbook_rows, write_checked_workbooks
 from tasks.translation.workbook import EditedCell, clean_text, export_rows, read_workbook
-from tasks.templates.validate import validate_loaded
+from tasks.templates.validate_kobbq import validate_loaded
 
 STAGE = "postedit"
 OUTPUT_COLUMNS = [

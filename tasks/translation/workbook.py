@@ -36,6 +36,7 @@ from openpyxl.styles import Alignment, Font, Protection
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile
+from core.text_files import read_text
 from tasks.templates.slots import normalise_text
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
 from core.workbooks import save_workbook, set_text
@@ -230,7 +231,7 @@ def instruction_lines(profile: Profile) -> list[str]:
     """The Instructions sheet: the culture's own (its folder's postedit_instructions.txt, in the translator's
     terms) or a culture-neutral English text, then the version convention and what each extra cell takes."""
     path = profile.existing_file("postedit_instructions")
-    lines = path.read_text(encoding="utf-8").splitlines() if path else neutral_instructions(profile)
+    lines = read_text(path, "post-edit instructions file").splitlines() if path else neutral_instructions(profile)
     lines += version_lines(profile)
     cells = profile.translation.row_cells
     return lines + (["", "Cells to fill for every template row (one row each, Field = the column name):"]

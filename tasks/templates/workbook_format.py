@@ -1,17 +1,17 @@
 """Workbook templates (the EsBBQ format) in the expansion engine: flips, candidate pools, placeholders.
 
-For every template row, in sheet order, the engine (``tasks.release.engine``) fills every flip
+For every template row, in sheet order, the engine (``tasks.templates.engine``) fills every flip
 (the profile's list: which texts swap the two people; one variant each), every (NAME1, NAME2)
 candidate pair (axis 0; NAME2's pool may depend on NAME1), every combination of the lexical
 lists (last fastest); each filled combination gives four instances (the label hook), and the
 first instance with a given de-duplication key wins. Nothing is random, so the output order is
 the loop order. KoBBQ's rows are the same engine with one variant (versions are explicit rows),
-pairs from the row's own lists, and no de-duplication (``tasks.release.expand``).
+pairs from the row's own lists, and no de-duplication (``tasks.templates.kobbq_format``).
 
 The culture is data (``core.profile.WorkbookFormat``): where candidates come from (pools:
 queries over the vocabulary, the proper names, the row's own cells), which vocabulary column
 holds a gendered or definite form, the ordered text fixes, the output columns. What is not data
-is a named hook (``tasks.release.hooks``). The rules are written up in
+is a named hook (``tasks.templates.hooks``). The rules are written up in
 ``../shared/docs/esbbq-generation.md``; section numbers below refer to it.
 """
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from core.errors import UserError
 from core.profile import Condition, Pool, PoolRule, Profile, WorkbookFormat
-from tasks.release.engine import Columns, CompiledText, Engine, Expansion, FillGrid, Ref, Variant, escape, expand
-from tasks.release.hooks import HOOKS, Filled, Person
+from tasks.templates.engine import Columns, CompiledText, Engine, Expansion, FillGrid, Ref, Variant, escape, expand
+from tasks.templates.hooks import HOOKS, Filled, Person
 from tasks.templates.load import TemplateRow
 from tasks.templates.workbook import (PLACEHOLDER, Forms, Row, Vocabulary, forms_by_label, matching_rule,
                                       parse_list)

@@ -1,8 +1,11 @@
 """The named hooks a workbook profile may choose: the few generation rules that are not data.
 
 A profile names them (``[templates.workbook.hooks]``: ``capitalise``, ``occurs``, ``label``); a
-new culture whose rule differs registers another function here under a new name, and its profile
-names that. Each hook is a small pure function.
+new culture whose rule differs registers another function here under a new name (in its kind's table,
+``CAPITALISE``, ``OCCURS`` or ``LABEL``), and its profile names that. Each hook is a small pure function.
+``HOOKS`` is the one registry: the workbook checks (``tasks.templates.validate_workbook``) name what it holds,
+generation (``tasks.templates.workbook_format``) calls from it. It sits with the template formats, below the release, so
+that both can read it.
 """
 
 from __future__ import annotations

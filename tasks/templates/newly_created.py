@@ -1,7 +1,7 @@
 """Newly-created (NC) templates: written directly in the target language, in the KoBBQ format.
 
 They enter the pipeline here with label NC and face exactly the checks of any template
-(``tasks.templates.validate.validate_loaded``), plus two of their own: the label must be NC and there
+(``tasks.templates.validate_kobbq.validate_loaded``), plus two of their own: the label must be NC and there
 must be no BBQ link (an NC template has no English source; a linked one is an adapted
 template in the wrong file). IDs must not clash with the adapted templates they join.
 
@@ -13,16 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.decisions import Decision, template_subject
+from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from tasks.templates.corrections import Correction
-from core.decisions import Decision, template_subject
-from core.findings import Finding
-from tasks.labels.problems import raise_if_errors
-from tasks.labels.template_set import NC
-from tasks.templates.load import LoadedTemplates, TemplateRow, load_kobbq_templates
-from tasks.templates.validate import validate_loaded
+from tasks.templates.load import NC, LoadedTemplates, TemplateRow, load_kobbq_templates
+from tasks.templates.validate_kobbq import validate_loaded
 
-STAGE = "labels"
+STAGE = "labels"  # the stage its decisions carry: NC is a label, decided beside the labelling's ST/TM/SR
 
 
 @dataclass(frozen=True)
@@ -82,5 +80,5 @@ def import_newly_created(path: Path, profile: Profile, corrections: list[Correct
     loaded = load_kobbq_templates(Path(path), corrections, profile.templates.separators)
     findings = validate_loaded(loaded, profile) + nc_findings(loaded.templates)
     findings += clash_findings(loaded.templates, others or [])
-    raise_if_errors(f"newly-created template file {Path(path).name}", findings)
+    raise_if_errors(f"newly-created template file {Path(path).name}", findings, "nothing was imported")
     return NewlyCreated(loaded, findings, nc_decisions(loaded.templates, profile))

@@ -1,4 +1,4 @@
-"""KoBBQ's template format in the expansion engine (``tasks.release.engine``): rows as written, four samples a fill.
+"""KoBBQ's template format in the expansion engine (``tasks.templates.engine``): rows as written, four samples a fill.
 
 Fill numbers follow the public release: 1 + the mixed-radix index of the chosen filler
 positions over the slot order [N1, N2, lexical slots by name] (last slot fastest). Versions
@@ -18,9 +18,9 @@ import re
 from collections.abc import Iterator
 
 from core.profile import Profile
-from tasks.release.engine import (Columns, CompiledText, Engine, Expansion, FillGrid, Ref, Variant, escape,
+from tasks.templates.engine import (Columns, CompiledText, Engine, Expansion, FillGrid, Ref, Variant, escape,
                                   expand, uses)
-from tasks.release.sample_ids import QUESTION_SUFFIXES, fill_number, row_prefix
+from tasks.templates.sample_ids import QUESTION_SUFFIXES, fill_number, row_prefix
 from tasks.templates.load import TemplateRow
 from tasks.templates.slots import PERSON_SLOTS, ParsedText
 

@@ -11,8 +11,8 @@ the loop order.
 
 What differs between template formats is only how a row becomes variants (``Variant``: its texts
 compiled against the axes, the pairs of people): the inline lists of KoBBQ's TSV
-(``tasks.release.expand``) or the placeholders and candidate pools of a workbook
-(``tasks.release.generate``). The filling itself is ``FillGrid``: each text is compiled once into a
+(``tasks.templates.kobbq_format``) or the placeholders and candidate pools of a workbook
+(``tasks.templates.workbook_format``). The filling itself is ``FillGrid``: each text is compiled once into a
 ``str.format`` pattern and formatted once per combination of the axes it uses, then spread over the
 fills, which is what makes a release of 76,568 samples expand in a fraction of a second.
 """

@@ -1,0 +1,94 @@
+"""Input files read one way: a file (not a folder or a device), within a size limit counted in the bytes
+actually read, and UTF-8 text whose bad bytes, JSON and TOML errors are reported at their line and column.
+
+The size a file reports is not trusted: ``/proc`` files and pipes report 0 bytes and a device such as
+``/dev/zero`` never ends, so the limit is enforced while reading. Devices are refused before reading.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import stat
+import tomllib
+from pathlib import Path
+
+from core.errors import Location, UserError
+
+MAX_FILE_BYTES = 1 << 30  # 1 GiB: far above any real input (the KoBBQ template file is ~1 MB)
+READ_BLOCK = 1 << 20
+
+
+def check_input_file(path: Path, what: str = "file") -> Path:
+    """An input that exists and is a regular file (or a pipe) within ``MAX_FILE_BYTES`` as reported; else a
+    UserError naming it. ``read_bytes`` checks the bytes actually read as well."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise UserError(f"{what} does not exist", path) from None
+    except OSError as exc:
+        raise UserError(f"{what} cannot be read ({exc.strerror or exc})", path) from None
+    if stat.S_ISDIR(mode):
+        raise UserError(f"is a folder; expected a {what}", path)
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise UserError(f"is a device, not a {what}; give a file", path)
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise UserError(f"is {size:,} bytes; an input file may have at most {MAX_FILE_BYTES:,}", path)
+    return path
+
+
+def read_bytes(path: Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
+    """The file's bytes, stopping with a UserError as soon as more than ``limit`` have been read."""
+    path = check_input_file(path, what)
+    blocks, total = [], 0
+    with path.open("rb") as handle:
+        while block := handle.read(min(READ_BLOCK, limit + 1 - total)):
+            total += len(block)
+            if total > limit:
+                raise UserError(f"has more than {limit:,} bytes (counted while reading); an input file may have "
+                                f"at most {limit:,}", path)
+            blocks.append(block)
+    return b"".join(blocks)
+
+
+def line_and_column(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of the byte at ``offset``, as an editor shows them."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    column = len(data[start:offset].decode("utf-8", errors="replace")) + 1
+    return data.count(b"\n", 0, offset) + 1, column
+
+
+def decode(data: bytes, path: Path | str) -> str:
+    """UTF-8 text (a byte-order mark is dropped); a byte that is not UTF-8 is reported at its line and column."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = line_and_column(data, exc.start)
+        raise UserError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save it as UTF-8",
+                        Location(str(path), line, str(column))) from None
+
+
+def read_text(path: Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> str:
+    """A UTF-8 text input file, checked as ``read_bytes`` and ``decode`` do."""
+    return decode(read_bytes(path, what, limit), path)
+
+
+def read_json(path: Path, what: str = "file") -> object:
+    """A JSON file; a syntax error (a truncated file) is a UserError at its line and column."""
+    try:
+        return json.loads(read_text(path, what))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"not valid JSON ({exc.msg}; truncated or edited?)",
+                        Location(str(path), exc.lineno, str(exc.colno))) from None
+
+
+def read_toml(path: Path, what: str = "file") -> dict[str, object]:
+    """A TOML file; a syntax error is a UserError (tomllib's message gives the line and column)."""
+    try:
+        return tomllib.loads(read_text(path, what))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"not valid TOML: {exc}", path) from None
