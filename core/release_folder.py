@@ -90,7 +90,16 @@ def release_is_current(target: Path, fingerprint: str) -> bool:
     intact. A manifest that cannot be read is a UserError, not a traceback."""
     manifest = read_manifest(target)
     return (manifest is not None and manifest.get("build_fingerprint") == fingerprint
-            and not changed_files(target, manifest))
+            and has_reported_counts(manifest) and not changed_files(target, manifest))
+
+
+REPORTED_COUNTS = ("samples", "test_samples")  # what `kobbq build` prints of a release it finds up to date
+
+
+def has_reported_counts(manifest: dict[str, object]) -> bool:
+    """The counts an up-to-date build reports are there, as numbers. A manifest edited without them (found by the
+    fuzzing suite: a KeyError traceback) makes the release not current, so it is built again."""
+    return all(type(manifest.get(key)) is int for key in REPORTED_COUNTS)
 
 
 def release_problem(target: Path) -> str | None:
