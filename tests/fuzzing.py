@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -302,6 +303,8 @@ def run_in_process(argv: list[str], cwd: Path) -> Outcome:
 
     out, err = io.StringIO(), io.StringIO()
     code: int | None
+    for target in FLOWS:  # imported before any is replaced: flows.pipeline must not bind a replaced build_release
+        importlib.import_module(target.rsplit(".", 1)[0])
     with contextlib.ExitStack() as stack:
         for target in FLOWS:
             stack.enter_context(mock.patch(target, _reached))
