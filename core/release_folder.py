@@ -122,9 +122,19 @@ class ReleaseFolder:
         ``core.fingerprint``) and its files are intact; None when it must be built. A manifest that cannot be
         read is a UserError, not a traceback."""
         manifest = read_manifest(self.path)
-        if manifest is None or manifest.get("build_fingerprint") != fingerprint or changed_files(self.path, manifest):
+        if (manifest is None or manifest.get("build_fingerprint") != fingerprint
+                or not has_reported_counts(manifest) or changed_files(self.path, manifest)):
             return None
         return manifest
+
+
+REPORTED_COUNTS = ("samples", "test_samples")  # what `kobbq build` prints of a release it finds up to date
+
+
+def has_reported_counts(manifest: dict[str, object]) -> bool:
+    """The counts an up-to-date build reports are there, as numbers. A manifest edited without them (found by the
+    fuzzing suite: a KeyError traceback) makes the release not current, so it is built again."""
+    return all(type(manifest.get(key)) is int for key in REPORTED_COUNTS)
 
 
 def release_problem(target: Path) -> str | None:

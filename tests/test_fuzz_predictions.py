@@ -40,14 +40,9 @@ def answers_jsonl(release: Path) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-# A JSONL file's bytes are damaged once issue-25b's line-by-line decoding (tasks/evaluation/jsonl.py) is in main:
-# until then a byte that is not UTF-8 stops `eval score` with a traceback.
-JSONL_DAMAGES = ("cell", "cell", "line")
-
-
 def malformed_predictions(release: Path) -> st.SearchStrategy[tuple[str, bytes]]:
     return st.one_of(malformed_table(prediction_csv(release), ",").map(lambda data: ("predictions.csv", data)),
-                     malformed_table(answers_jsonl(release), ",", kinds=JSONL_DAMAGES).map(
+                     malformed_table(answers_jsonl(release), ",").map(
                          lambda data: ("answers.jsonl", data)))
 
 
@@ -95,5 +90,5 @@ def check_replay(data: bytes, prepared: Path, release: Path) -> None:
 
 @pytest.mark.parametrize("profile", FUZZ_PROFILES)
 def test_malformed_replay_recording(profile, prepared, previous_release):
-    fuzz(profile, malformed_table(recording(prepared), ",", kinds=JSONL_DAMAGES),
+    fuzz(profile, malformed_table(recording(prepared), ","),
          lambda data: check_replay(data, prepared, previous_release), fast=5, long=100)

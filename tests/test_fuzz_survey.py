@@ -77,4 +77,4 @@ def test_malformed_survey_results(profile, previous_release):
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_malformed_survey_results_built_to_the_end(previous_release):
-    fuzz("long", malformed_survey(), lambda files: check_survey(files, previous_release, run_subprocess), long=5)
+    fuzz("long", malformed_survey(), lambda files: check_survey(files, previous_release, run_subprocess), long=3)

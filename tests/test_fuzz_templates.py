@@ -44,7 +44,7 @@ def test_malformed_template_tsv_built_to_the_end(previous_release):
             check_command(["build", "--templates", "in/templates.tsv", *EXAMPLE_BUILD, "--quiet"], root,
                           outputs=["build"], release="build/KoBBQ", runner=run_subprocess)
 
-    fuzz("long", malformed_table(TEMPLATES, "\t", max_damages=1), check, long=6)
+    fuzz("long", malformed_table(TEMPLATES, "\t", max_damages=1), check, long=4)
 
 
 # --- workbook templates (the es profile): a small folder as tests/test_generate.py writes it -------------
