@@ -37,7 +37,7 @@ def downloaded(built: Path, tmp_path: Path) -> Path:
 @pytest.fixture()
 def prepared(built: Path, tmp_path: Path) -> Path:
     out = tmp_path / "prepared"
-    assert main(["eval", "prepare", "--release", str(built), "--prompts", str(EXAMPLE_PROMPTS), "--out", str(out)]) == 0
+    assert main(["eval", "prepare", "--release", str(built), "--prompt-table", str(EXAMPLE_PROMPTS), "--out", str(out)]) == 0
     return out
 
 

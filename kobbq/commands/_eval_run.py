@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kobbq.arguments import NOT_NEGATIVE, POSITIVE, http_url, real_number, whole_number
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, whole_number
 
 
 def register(eval_subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +37,7 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--replay", type=Path, help="answers recorded earlier (JSONL id, prompt_id, raw, status)")
     run.add_argument("--model", required=True, action="append",
                      help="model name as the endpoint knows it (repeat it with --deployment for several)")
-    run.add_argument("--prompts", type=_prompt_list, default=None, help="prompt ids, e.g. 1,2,3 (default: all)")
+    add_prompt_selection(run, "--prompts")
     run.add_argument("--concurrency", type=POSITIVE, default=4, help="requests in flight at once (default: 4)")
     run.add_argument("--max-tokens", type=POSITIVE, default=30, help="new tokens per answer (default: 30, as upstream)")
     api = run.add_mutually_exclusive_group()
@@ -86,20 +86,13 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     back.set_defaults(handler=import_command)
 
 
-def _prompt_list(text: str) -> list[int]:
-    try:
-        return sorted({POSITIVE(part) for part in text.split(",") if part.strip()})
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"not a list of prompt ids: {text!r}") from None
-
-
 def run_command(args: argparse.Namespace) -> int:
     from core.errors import UserError
     from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
     from tasks.evaluation.client import ReplayModel, model_from_environment
     from tasks.evaluation.runs import load_requests, run_requests
 
-    requests = load_requests(args.prepared, args.prompts)
+    requests = load_requests(args.prepared, args.prompt_ids)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     if args.deployment:
         return pool_command(args, endpoint)
@@ -139,7 +132,7 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     check_from_here(endpoint, args.model[0], args.key_env, args.replay)
     try:
         table = model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,
-                                prompts=args.prompts, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
+                                prompts=args.prompt_ids, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
                                 concurrency=args.concurrency, endpoint_limit=args.endpoint_limit,
                                 key_env=args.key_env, replay=args.replay, deployment=args.deployment,
                                 shards=args.shards, lost_after=args.lost_after)

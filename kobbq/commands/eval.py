@@ -11,7 +11,7 @@ import importlib.util
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
-from kobbq.arguments import NOT_NEGATIVE, POSITIVE
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, add_prompt_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,8 +39,7 @@ def _add_release(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default=None,
                         help="expected profile, refused when the release was built with another one; the culture of "
                              "a published release folder without manifest.json")
-    parser.add_argument("--prompts", type=Path, default=None,
-                        help="prompt table TSV (default: the one the profile names)")
+    add_prompt_table(parser)
 
 
 def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
@@ -51,8 +50,7 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
                     "(OUT/<Release>_<split>/<Release>_<split>_evaluation_<N>.tsv and .json) for existing "
                     "inference scripts. The release's unknown choice becomes each prompt's unknown wording.")
     _add_release(parser)
-    parser.add_argument("--prompt-ids", type=POSITIVE, nargs="+", default=None, metavar="N",
-                        help="only these prompt ids (default: every prompt of the table)")
+    add_prompt_selection(parser, "--prompt-ids", nargs="+")
     parser.add_argument("--out", type=Path, required=True, help="folder to write the requests into")
     parser.set_defaults(handler=run_prepare)
 
@@ -64,7 +62,7 @@ def run_prepare(args: argparse.Namespace) -> int:
     from tasks.audit.fates import release_folder
 
     release = read_release(release_folder(args.release, args.profile), args.split, args.profile)
-    table, note = resolve_prompt_table(release.profile, args.prompts)
+    table, note = resolve_prompt_table(release.profile, args.prompt_table)
     prompts = select_prompts(read_prompt_table(table), args.prompt_ids, table)
     summary = write_prepared(args.out, release, table, prompts)
     print("\n".join([note, *release.notes]))
@@ -85,8 +83,8 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("predictions", type=Path, nargs="+", metavar="PREDICTIONS", help="prediction files")
     parser.add_argument("--prepared", type=Path, default=None,
                         help="the prepared folder the answers were made from (its prompt table is used)")
-    parser.add_argument("--prompt", type=POSITIVE, default=None,
-                        help="prompt id of files that do not say it (file name raw_p<N> / ..._evaluation_<N>_...)")
+    parser.add_argument("--prompt", type=POSITIVE, default=None, metavar="ID",
+                        help="prompt id of files that do not say it (file name raw_p<ID> / ..._evaluation_<ID>_...)")
     parser.add_argument("--model", default=None, help="model name (default: from the rows, the file or folder name)")
     parser.add_argument("--mode", choices=("test", "all"), default=None,
                         help="test: pool the rows of a group; all: average per-template metrics (default: the split)")
@@ -110,7 +108,7 @@ def run_score(args: argparse.Namespace) -> int:
     from tasks.evaluation.report import ScoreRequest, score
 
     request = ScoreRequest(release=release_folder(args.release, args.profile), split=args.split,
-                           predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
+                           predictions=list(args.predictions), profile=args.profile, prompts=args.prompt_table,
                            prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
                            allow_missing=args.allow_missing, bootstrap=args.bootstrap, seed=args.seed, out=args.out,
                            figures=not args.no_figures)
