@@ -99,17 +99,19 @@ def add_hidden_alias(parser: argparse.ArgumentParser | argparse._ArgumentGroup, 
 
 
 def add_prompt_table(parser: argparse.ArgumentParser) -> None:
-    """``--prompt-table FILE`` (``eval prepare``, ``eval score``); before issue 25 it was ``--prompts``."""
-    table = parser.add_argument("--prompt-table", type=Path, default=None, metavar="FILE",
+    """``--prompt-table FILE`` (``eval prepare``, ``eval score``; ``args.prompts``); before issue 25 it was
+    ``--prompts``."""
+    table = parser.add_argument("--prompt-table", dest="prompts", type=Path, default=None, metavar="FILE",
                                 help="prompt table TSV (default: the one the release's profile names, "
                                      "[files] evaluation_prompts)")
     add_hidden_alias(parser, "--prompts", table)
 
 
-def add_prompt_selection(parser: argparse.ArgumentParser, old: str, **old_changes) -> None:
-    """``--prompt ID``, repeatable or comma-separated (``eval prepare``, ``eval run``); ``old`` is the
-    spelling the command had before issue 25 (``--prompt-ids 1 2`` in prepare, ``--prompts 1,2`` in run)."""
-    chosen = parser.add_argument("--prompt", dest="prompt_ids", type=prompt_ids, action=PromptIds, default=None,
+def add_prompt_selection(parser: argparse.ArgumentParser, old: str, dest: str, **old_changes) -> None:
+    """``--prompt ID``, repeatable or comma-separated (``eval prepare``, ``eval run``), into ``args.<dest>``
+    (the name the command's code had before); ``old`` is the spelling the command had before issue 25
+    (``--prompt-ids 1 2`` in prepare, ``--prompts 1,2`` in run)."""
+    chosen = parser.add_argument("--prompt", dest=dest, type=prompt_ids, action=PromptIds, default=None,
                                  metavar="ID[,ID...]",
                                  help="only these prompts of the table (repeat it, or 1,2,3; default: all of them)")
     add_hidden_alias(parser, old, chosen, **old_changes)

@@ -20,7 +20,7 @@ RUN = ["eval", "run", "--prepared", "p", "--replay", "r.jsonl", "--model", "m"]
 
 def chosen(argv: list[str]) -> dict[str, object]:
     args = vars(build_parser().parse_args(argv))
-    return {key: args[key] for key in ("prompt_table", "prompt_ids", "prompt") if key in args}
+    return {key: args[key] for key in ("prompts", "prompt_ids", "prompt") if key in args}
 
 
 @pytest.mark.parametrize("new, old", [
@@ -38,9 +38,10 @@ def test_the_old_spellings_parse_to_what_the_new_ones_do(new: list[str], old: li
 
 def test_prompt_ids_are_sorted_without_repeats_and_none_when_not_given() -> None:
     assert chosen(["eval", "prepare", "--out", "o", "--prompt", "5", "--prompt", "2,5"])["prompt_ids"] == [2, 5]
-    assert chosen(["eval", "prepare", "--out", "o"]) == {"prompt_table": None, "prompt_ids": None}
-    assert chosen(RUN)["prompt_ids"] is None
-    assert chosen(["eval", "score", "a.csv", "--prompt-table", "t.tsv"])["prompt_table"] == Path("t.tsv")
+    assert chosen(["eval", "prepare", "--out", "o"]) == {"prompts": None, "prompt_ids": None}
+    assert chosen([*RUN, "--prompt", "4,2"]) == {"prompts": [2, 4]}
+    assert chosen(RUN) == {"prompts": None}
+    assert chosen(["eval", "score", "a.csv", "--prompt-table", "t.tsv"])["prompts"] == Path("t.tsv")
 
 
 def subcommands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ("kobbq",)):

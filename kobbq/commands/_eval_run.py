@@ -37,7 +37,7 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--replay", type=Path, help="answers recorded earlier (JSONL id, prompt_id, raw, status)")
     run.add_argument("--model", required=True, action="append",
                      help="model name as the endpoint knows it (repeat it with --deployment for several)")
-    add_prompt_selection(run, "--prompts")
+    add_prompt_selection(run, "--prompts", dest="prompts")
     run.add_argument("--concurrency", type=POSITIVE, default=4, help="requests in flight at once (default: 4)")
     run.add_argument("--max-tokens", type=POSITIVE, default=30, help="new tokens per answer (default: 30, as upstream)")
     api = run.add_mutually_exclusive_group()
@@ -92,7 +92,7 @@ def run_command(args: argparse.Namespace) -> int:
     from tasks.evaluation.client import ReplayModel, model_from_environment
     from tasks.evaluation.runs import load_requests, run_requests
 
-    requests = load_requests(args.prepared, args.prompt_ids)
+    requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     if args.deployment:
         return pool_command(args, endpoint)
@@ -132,7 +132,7 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     check_from_here(endpoint, args.model[0], args.key_env, args.replay)
     try:
         table = model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,
-                                prompts=args.prompt_ids, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
+                                prompts=args.prompts, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
                                 concurrency=args.concurrency, endpoint_limit=args.endpoint_limit,
                                 key_env=args.key_env, replay=args.replay, deployment=args.deployment,
                                 shards=args.shards, lost_after=args.lost_after)

@@ -50,7 +50,7 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
                     "(OUT/<Release>_<split>/<Release>_<split>_evaluation_<N>.tsv and .json) for existing "
                     "inference scripts. The release's unknown choice becomes each prompt's unknown wording.")
     _add_release(parser)
-    add_prompt_selection(parser, "--prompt-ids", nargs="+")
+    add_prompt_selection(parser, "--prompt-ids", dest="prompt_ids", nargs="+")
     parser.add_argument("--out", type=Path, required=True, help="folder to write the requests into")
     parser.set_defaults(handler=run_prepare)
 
@@ -62,7 +62,7 @@ def run_prepare(args: argparse.Namespace) -> int:
     from tasks.audit.fates import release_folder
 
     release = read_release(release_folder(args.release, args.profile), args.split, args.profile)
-    table, note = resolve_prompt_table(release.profile, args.prompt_table)
+    table, note = resolve_prompt_table(release.profile, args.prompts)
     prompts = select_prompts(read_prompt_table(table), args.prompt_ids, table)
     summary = write_prepared(args.out, release, table, prompts)
     print("\n".join([note, *release.notes]))
@@ -108,7 +108,7 @@ def run_score(args: argparse.Namespace) -> int:
     from tasks.evaluation.report import ScoreRequest, score
 
     request = ScoreRequest(release=release_folder(args.release, args.profile), split=args.split,
-                           predictions=list(args.predictions), profile=args.profile, prompts=args.prompt_table,
+                           predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
                            prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
                            allow_missing=args.allow_missing, bootstrap=args.bootstrap, seed=args.seed, out=args.out,
                            figures=not args.no_figures)
