@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from core.paths import PROFILE_DIR, PROJECT_ROOT
+
 
 def whole_number(minimum: int) -> Callable[[str], int]:
     """An integer of at least ``minimum``."""
@@ -62,6 +64,15 @@ def http_url(text: str) -> str:
                                          f"not {text!r}")
     return text
 
+
+def shown(path: Path) -> str:
+    """A default path as ``--help`` shows it: relative to the project's folder when it is in it."""
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
+# Where the survey stage finds a culture's curated overrides when none is given (tasks.survey.inputs).
+OVERRIDES_HELP = ("curated survey overrides CSV (default: overrides.csv in the profile's survey folder, when it "
+                  f"exists; ko: {shown(PROFILE_DIR / 'ko' / 'survey' / 'overrides.csv')})")
 
 POSITIVE = whole_number(1)  # counts of things that must happen at least once: requests in flight, tokens, shards
 NOT_NEGATIVE = whole_number(0)  # seeds, retries, resamples (0: none)

@@ -14,6 +14,7 @@ from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.profile import load_profile
 from core.release_folder import check_release_name, check_replaceable
 from core.runtime import configure_environment
+from kobbq.arguments import OVERRIDES_HELP
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--corrections", type=Path, default=None,
                         help="corrections CSV applied before validation (default: the profile's corrections.csv)")
     parser.add_argument("--no-corrections", action="store_true", help="apply no corrections file")
-    parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: build)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
     parser.add_argument("--name", default=None, help="release folder name (default: the profile's release name)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the evaluation split (default: the profile's)")
     parser.add_argument("--test-split", choices=("profile", "seeded"), default=None,
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     survey.add_argument("--survey-results", type=Path, default=None,
                         help="survey results: the released JSON format, or respondent-level CSV/xlsx")
     survey.add_argument("--reading-results", type=Path, default=None, help="reading-comprehension results CSV/xlsx")
-    survey.add_argument("--overrides", type=Path, default=None, help="curated survey overrides CSV")
+    survey.add_argument("--overrides", type=Path, default=None, help=OVERRIDES_HELP)
     survey.add_argument("--questions", type=Path, default=None,
                         help="the exported questions.csv (for respondent-level results; default: beside them)")
     survey.add_argument("--allow-unmatched", action="store_true",

@@ -17,8 +17,9 @@ from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, add_pr
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "eval", help="evaluate models on a release: prepare prompts, score predictions, compare results",
-        description="The paper's evaluation protocol: 5 prompts, 3 choice orders per sample, out-of-choice "
-                    "answers counted and dropped, accuracy and diff-bias in ambiguous and disambiguated contexts.")
+        description="The paper's evaluation protocol: every prompt of the prompt table the release's profile "
+                    "names, 3 choice orders per sample, out-of-choice answers counted and dropped, accuracy and "
+                    "diff-bias in ambiguous and disambiguated contexts.")
     eval_subparsers = parser.add_subparsers(dest="eval_command", metavar="STEP")
     parser.set_defaults(handler=lambda args: parser.print_help() or 1)
     _register_prepare(eval_subparsers)
@@ -95,11 +96,11 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--allow-missing", action="store_true",
                         help="score runs with missing predictions (counted and listed in missing.tsv)")
     parser.add_argument("--bootstrap", type=NOT_NEGATIVE, default=1000, metavar="N",
-                        help="bootstrap resamples of templates for the intervals (0: none; default 1000)")
-    parser.add_argument("--seed", type=NOT_NEGATIVE, default=42, help="bootstrap seed (default 42)")
+                        help="bootstrap resamples of templates for the intervals (0: none; default: %(default)s)")
+    parser.add_argument("--seed", type=NOT_NEGATIVE, default=42, help="bootstrap seed (default: %(default)s)")
     parser.add_argument("--no-figures", action="store_true", help="tables only: no PNG/SVG figures, no results.html")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR / "evaluation",
-                        help="output folder (default: build/evaluation)")
+                        help="output folder (default: %(default)s)")
     parser.set_defaults(handler=run_score)
 
 

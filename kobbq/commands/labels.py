@@ -7,7 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 from core.errors import UserError
-from core.paths import EXAMPLE_DIR
+from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
+from kobbq.arguments import shown
 
 EXAMPLE_BBQ = EXAMPLE_DIR / "bbq"
 
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sub.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
         sub.add_argument("--bbq", type=Path, default=EXAMPLE_BBQ,
                          help="English BBQ templates: a folder of 'new_templates - <Category>.csv' or one file "
-                              "(default: the embedded example, templates_raw/example/bbq)")
+                              f"(default: the embedded example, {shown(EXAMPLE_BBQ)})")
         if categories:
             sub.add_argument("--categories", nargs="+", default=None, metavar="BBQ_CATEGORY",
                              help="only these BBQ categories (file names, e.g. Age Race_ethnicity)")
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common(export)
     export.add_argument("--annotator", action="append", required=True, metavar="NAME",
                         help="annotator name (repeat for each annotator); the file is labels_<NAME>.xlsx")
-    export.add_argument("--out", type=Path, default=Path("labels"), help="output folder (default: labels)")
+    export.add_argument("--out", type=Path, default=Path("labels"), help="output folder (default: %(default)s)")
     export.set_defaults(handler=run_export)
 
     importer = commands.add_parser("import", help="check annotators' workbooks/CSVs and print their agreement",
@@ -55,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     consensus.add_argument("--annotations", nargs="+", type=Path, default=[],
                            help="the annotators' files, to record the votes in the decisions")
     consensus.add_argument("--newly-created", type=Path, default=None, help="NC templates (KoBBQ-format TSV)")
-    consensus.add_argument("--out", type=Path, default=Path("build") / "labels", help="output folder (default: build/labels)")
+    consensus.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR / "labels",
+                           help="output folder (default: %(default)s)")
     consensus.set_defaults(handler=run_consensus)
 
     reference = commands.add_parser("reference", help="the labels a released template file implies, beside Table 1",

@@ -12,7 +12,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.paths import DEFAULT_BUILD_DIR
 from kobbq.commands.translate import add_common
+
+POSTEDIT_DIR = DEFAULT_BUILD_DIR / "postedit"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "write postedit_templates.tsv, the post-edit report and the decisions; "
                                          "nothing is written when any cell has an error.")
     imp.add_argument("workbooks", type=Path, nargs="+", help="returned postedit_<Category>.xlsx files")
-    imp.add_argument("--out", type=Path, default=Path("build/postedit"), help="output folder")
+    imp.add_argument("--out", type=Path, default=POSTEDIT_DIR, help="output folder (default: %(default)s)")
     imp.add_argument("--glossary", type=Path, default=None, help="glossary CSV (default: the profile's)")
     imp.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
     imp.set_defaults(handler=run_import)
@@ -40,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "record the decisions, as if the file were the translator's post-edit.")
     ref.add_argument("--templates", type=Path, required=True, help="KoBBQ-format template TSV")
     ref.add_argument("--bbq", type=Path, required=True, help="folder of BBQ template CSVs")
-    ref.add_argument("--out", type=Path, default=Path("build/postedit"), help="output folder")
+    ref.add_argument("--out", type=Path, default=POSTEDIT_DIR, help="output folder (default: %(default)s)")
     ref.add_argument("--profile", default="ko", help="culture profile name or .toml path (default: ko)")
     ref.set_defaults(handler=run_reference)
 
