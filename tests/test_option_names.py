@@ -65,3 +65,12 @@ def test_help_shows_one_name_per_concept() -> None:
                 seen.setdefault(action.option_strings[0], set()).add(" ".join(path))
     assert seen == {"--prompt-table": {"kobbq eval prepare", "kobbq eval score"},
                     "--prompt": {"kobbq eval prepare", "kobbq eval score", "kobbq eval run"}}
+
+
+def test_an_output_folder_is_out_everywhere() -> None:
+    """Every command that writes a folder or file it is told takes it as --out (no --output, --out-dir, ...)."""
+    shown = {option for _, parser in subcommands(build_parser()) for action in parser._actions
+             if action.help is not argparse.SUPPRESS for option in action.option_strings}
+    assert "--out" in shown
+    assert not {option for option in shown if option.startswith("--out") and option != "--out"}
+    assert not {option for option in shown if option.startswith(("--prompt-", "--prompts"))} - {"--prompt-table"}
