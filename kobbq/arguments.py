@@ -4,6 +4,10 @@ endpoint without ``http://``).
 A bad value is told at once, in one line naming the option (``kobbq.cli``'s parser), before
 anything is read, started or sent; without these types it was accepted and reported
 (``-1 bootstrap resamples``), or surfaced later as a traceback from numpy or the HTTP client.
+
+Options several commands share are declared here once, so that one concept has one name
+everywhere (``--prompt-table FILE``, ``--prompt ID``); a renamed option keeps its old spelling as
+a hidden alias (``add_hidden_alias``).
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import urlsplit
+
+from core.paths import PROFILE_DIR, PROJECT_ROOT
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
@@ -58,5 +65,64 @@ def http_url(text: str) -> str:
     return text
 
 
+def shown(path: Path) -> str:
+    """A default path as ``--help`` shows it: relative to the project's folder when it is in it."""
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
+# Where the survey stage finds a culture's curated overrides when none is given (tasks.survey.inputs).
+OVERRIDES_HELP = ("curated survey overrides CSV (default: overrides.csv in the profile's survey folder, when it "
+                  f"exists; ko: {shown(PROFILE_DIR / 'ko' / 'survey' / 'overrides.csv')})")
+
 POSITIVE = whole_number(1)  # counts of things that must happen at least once: requests in flight, tokens, shards
 NOT_NEGATIVE = whole_number(0)  # seeds, retries, resamples (0: none)
+
+
+def prompt_ids(text: str) -> list[int]:
+    """``3`` or ``1,2,3``: prompt ids (the prompt table's ``prompt_id``), each at least 1."""
+    try:
+        ids = [POSITIVE(part) for part in text.split(",") if part.strip()]
+    except argparse.ArgumentTypeError:
+        ids = []
+    if not ids:
+        raise argparse.ArgumentTypeError(f"prompt ids are whole numbers of at least 1, e.g. 2 or 1,2,3; "
+                                         f"not {text!r}")
+    return ids
+
+
+class PromptIds(argparse.Action):
+    """Collects ``--prompt 1 --prompt 3`` and ``--prompt 1,3`` (and the old ``--prompt-ids 1 3``) into
+    one sorted list without repeats: the prompts are asked in the table's order whatever the order given."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        given = values if self.nargs is None else [number for part in values for number in part]
+        setattr(namespace, self.dest, sorted({*(getattr(namespace, self.dest, None) or ()), *given}))
+
+
+def add_hidden_alias(parser: argparse.ArgumentParser | argparse._ArgumentGroup, old: str,
+                     action: argparse.Action, **changes) -> None:
+    """``old``, an option's spelling before it was renamed: still parsed into the same place, not shown
+    in ``--help`` (scripts written before the rename keep working; new ones see one name per concept)."""
+    kwargs = {"dest": action.dest, "type": action.type, "nargs": action.nargs, "metavar": action.metavar,
+              "action": type(action), "choices": action.choices, **changes}
+    parser.add_argument(old, default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                        **{key: value for key, value in kwargs.items() if value is not None})
+
+
+def add_prompt_table(parser: argparse.ArgumentParser) -> None:
+    """``--prompt-table FILE`` (``eval prepare``, ``eval score``; ``args.prompts``); before issue 25 it was
+    ``--prompts``."""
+    table = parser.add_argument("--prompt-table", dest="prompts", type=Path, default=None, metavar="FILE",
+                                help="prompt table TSV (default: the one the release's profile names, "
+                                     "[files] evaluation_prompts)")
+    add_hidden_alias(parser, "--prompts", table)
+
+
+def add_prompt_selection(parser: argparse.ArgumentParser, old: str, dest: str, **old_changes) -> None:
+    """``--prompt ID``, repeatable or comma-separated (``eval prepare``, ``eval run``), into ``args.<dest>``
+    (the name the command's code had before); ``old`` is the spelling the command had before issue 25
+    (``--prompt-ids 1 2`` in prepare, ``--prompts 1,2`` in run)."""
+    chosen = parser.add_argument("--prompt", dest=dest, type=prompt_ids, action=PromptIds, default=None,
+                                 metavar="ID[,ID...]",
+                                 help="only these prompts of the table (repeat it, or 1,2,3; default: all of them)")
+    add_hidden_alias(parser, old, chosen, **old_changes)

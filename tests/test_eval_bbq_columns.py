@@ -139,7 +139,7 @@ def test_prepare_asks_in_spanish_and_refuses_a_test_split(es_release: Path, tmp_
     from kobbq.cli import main
 
     assert main(["eval", "prepare", "--release", str(es_release), "--out", str(tmp_path / "p"),
-                 "--prompt-ids", "1"]) == 0
+                 "--prompt", "1"]) == 0
     first = json.loads((tmp_path / "p" / "requests.jsonl").read_text(encoding="utf-8").splitlines()[0])
     prompts = read_prompt_table(profile_prompt_table(ES))
     assert first["prompt"].startswith(prompts[1].instruction + "\n\nContexto: ")

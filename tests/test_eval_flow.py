@@ -21,7 +21,7 @@ def test_score_flow_writes_outputs_and_the_results_artifact(prefect_harness, tmp
 
     release = write_release(tmp_path / "rel")
     prepared = tmp_path / "prepared"
-    assert main(["eval", "prepare", "--release", str(release), "--prompts", str(EXAMPLE_PROMPTS), "--prompt-ids", "2",
+    assert main(["eval", "prepare", "--release", str(release), "--prompt-table", str(EXAMPLE_PROMPTS), "--prompt", "2",
                  "--out", str(prepared)]) == 0
     answers = tmp_path / "answers.jsonl"
     lines = [json.loads(line) for line in (prepared / "requests.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -48,7 +48,7 @@ def test_prompt_text_is_instruction_blank_line_labelled_parts(release: Path) -> 
 
 def test_prepare_command_writes_requests_and_upstream_layout(release: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "prepared"
-    assert main(["eval", "prepare", "--release", str(release), "--prompts", str(EXAMPLE_PROMPTS),
+    assert main(["eval", "prepare", "--release", str(release), "--prompt-table", str(EXAMPLE_PROMPTS),
                  "--out", str(out)]) == 0
     lines = [json.loads(line) for line in (out / "requests.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 2 * 16 * 3

@@ -17,7 +17,7 @@ from kobbq.cli import main
 from tasks.evaluation.predictions import read_predictions
 from tasks.evaluation.prompts import EXAMPLE_PROMPTS, read_release
 from tasks.evaluation.report import ScoreRequest, score
-from test_eval_fixtures import COLUMNS, small_release_rows, write_release
+from test_eval_fixtures import small_release_rows, write_release
 
 
 @pytest.fixture()
@@ -37,7 +37,7 @@ def downloaded(built: Path, tmp_path: Path) -> Path:
 @pytest.fixture()
 def prepared(built: Path, tmp_path: Path) -> Path:
     out = tmp_path / "prepared"
-    assert main(["eval", "prepare", "--release", str(built), "--prompts", str(EXAMPLE_PROMPTS), "--out", str(out)]) == 0
+    assert main(["eval", "prepare", "--release", str(built), "--prompt-table", str(EXAMPLE_PROMPTS), "--out", str(out)]) == 0
     return out
 
 

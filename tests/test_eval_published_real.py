@@ -107,7 +107,7 @@ def test_the_same_answers_against_a_seeded_split_are_refused_as_before(kobbq_dow
                                                                        ko_profile, tmp_path: Path) -> None:
     """The gap this closes: against the seeded draw, published answers name samples it does not have."""
     prepared = tmp_path / "prepared"
-    assert main(["eval", "prepare", "--release", str(kobbq_downloaded), "--profile", "ko", "--prompt-ids", "1",
+    assert main(["eval", "prepare", "--release", str(kobbq_downloaded), "--profile", "ko", "--prompt", "1",
                  "--out", str(prepared)]) == 0
     loaded, _ = load_checked(kobbq_templates_tsv, DEFAULT_CORRECTIONS, ko_profile)
     seeded = tmp_path / "seeded"

@@ -165,7 +165,7 @@ def test_cli_run_prints_counts_and_cost_never_the_key(prepared: Path, server: Fa
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     argv = ["eval", "run", "--prepared", str(prepared), "--endpoint", server.url, "--model", "fake-model",
-            "--prompts", "1", "--out", str(tmp_path / "out"), "--quiet"]
+            "--prompt", "1", "--out", str(tmp_path / "out"), "--quiet"]
     assert main(argv) == 0
     assert capsys.readouterr().out == ""
     assert main(argv[:-1] + ["--price-in", "2", "--price-out", "10"]) == 0

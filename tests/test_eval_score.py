@@ -24,7 +24,7 @@ def release(tmp_path: Path) -> Path:
 @pytest.fixture()
 def prepared(release: Path, tmp_path: Path) -> Path:
     out = tmp_path / "prepared"
-    assert main(["eval", "prepare", "--release", str(release), "--prompts", str(EXAMPLE_PROMPTS),
+    assert main(["eval", "prepare", "--release", str(release), "--prompt-table", str(EXAMPLE_PROMPTS),
                  "--out", str(out)]) == 0
     return out
 
@@ -224,7 +224,7 @@ def test_a_prepared_folder_scores_without_its_original_prompt_table(release: Pat
     table = tmp_path / "mine.tsv"
     table.write_bytes(EXAMPLE_PROMPTS.read_bytes())
     prepared = tmp_path / "prepared"
-    assert main(["eval", "prepare", "--release", str(release), "--prompts", str(table), "--out", str(prepared)]) == 0
+    assert main(["eval", "prepare", "--release", str(release), "--prompt-table", str(table), "--out", str(prepared)]) == 0
     table.unlink()
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps({"id": r["id"], "prompt_id": 2, "raw": r["answer"]}) + "\n"

@@ -24,7 +24,7 @@ def release(tmp_path: Path) -> Path:
 
 
 def score_cli(release: Path, predictions: Path, out: Path, *options: str) -> int:
-    return main(["eval", "score", "--release", str(release), "--prompts", str(EXAMPLE_PROMPTS), "--bootstrap", "0",
+    return main(["eval", "score", "--release", str(release), "--prompt-table", str(EXAMPLE_PROMPTS), "--bootstrap", "0",
                  "--no-figures", "--out", str(out), str(predictions), *options])
 
 

@@ -67,7 +67,7 @@ def test_malformed_predictions(profile, previous_release):
 def prepared(previous_release, tmp_path_factory) -> Path:
     """The previous release prepared for prompt 1 (`kobbq eval prepare`), the requests a replay answers."""
     folder = tmp_path_factory.mktemp("fuzz-prepared")
-    assert run_in_process(["eval", "prepare", "--release", str(previous_release), "--prompt-ids", "1", "--out",
+    assert run_in_process(["eval", "prepare", "--release", str(previous_release), "--prompt", "1", "--out",
                            str(folder)], folder).code == 0
     return folder
 

@@ -93,7 +93,7 @@ def test_the_size_limit_counts_the_bytes_read_not_the_size_reported():
 
 
 @pytest.mark.parametrize("command", [["build", "--pipeline", "{dir}"], ["status", "--pipeline", "{dir}"],
-                                     ["eval", "prepare", "--release", "{tmp}/KoBBQ", "--prompts", "{dir}",
+                                     ["eval", "prepare", "--release", "{tmp}/KoBBQ", "--prompt-table", "{dir}",
                                       "--out", "{tmp}/prepared"]])
 def test_a_folder_given_as_an_input_file_is_named_as_a_folder(tmp_path, capsys, command, ko_profile):
     folder = tmp_path / "inputs"

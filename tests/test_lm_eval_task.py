@@ -138,7 +138,7 @@ def test_lm_eval_runs_the_task_on_the_fake_server(exported: tuple[Path, Path], t
                         "--apply_chat_template", "--tasks", "kobbq_p1", "--include_path", str(task), "--log_samples",
                         "--output_path", str(tmp_path / "lm_eval")], env=env, check=True, capture_output=True)
         assert main(["eval", "run", "--prepared", str(prepared), "--endpoint", server.url, "--model", "fake-model",
-                     "--prompts", "1", "--out", str(tmp_path / "direct"), "--quiet"]) == 0
+                     "--prompt", "1", "--out", str(tmp_path / "direct"), "--quiet"]) == 0
     finally:
         server.stop()
     samples = sorted((tmp_path / "lm_eval").rglob("samples_kobbq_p1_*.jsonl"))

@@ -21,13 +21,16 @@ import tempfile
 from pathlib import Path
 
 from core.errors import UserError
-from kobbq.arguments import NOT_NEGATIVE, POSITIVE, http_url, real_number, whole_number
+from core.paths import DEFAULT_BUILD_DIR
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, whole_number
 from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
 from tasks.evaluation.client import ReplayModel, check_from_here, model_from_environment
 from tasks.evaluation.lm_eval_task import answers_from_log_samples, export_task
 from tasks.evaluation.prompts import prepare_release
 from tasks.evaluation.report import ScoreRequest, score
 from tasks.evaluation.runs import load_requests, model_slug, run_requests
+
+RUNS_DIR = DEFAULT_BUILD_DIR / "evaluation" / "runs"  # answers of eval run and import-lm-eval, <out>/<model>/
 
 
 def register(eval_subparsers: argparse._SubParsersAction) -> None:
@@ -44,19 +47,23 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--replay", type=Path, help="answers recorded earlier (JSONL id, prompt_id, raw, status)")
     run.add_argument("--model", required=True, action="append",
                      help="model name as the endpoint knows it (repeat it with --deployment for several)")
-    run.add_argument("--prompts", type=_prompt_list, default=None, help="prompt ids, e.g. 1,2,3 (default: all)")
-    run.add_argument("--concurrency", type=POSITIVE, default=4, help="requests in flight at once (default: 4)")
-    run.add_argument("--max-tokens", type=POSITIVE, default=30, help="new tokens per answer (default: 30, as upstream)")
+    add_prompt_selection(run, "--prompts", dest="prompts")
+    run.add_argument("--concurrency", type=POSITIVE, default=4,
+                     help="requests in flight at once (default: %(default)s)")
+    run.add_argument("--max-tokens", type=POSITIVE, default=30,
+                     help="new tokens per answer (default: %(default)s, as upstream)")
     api = run.add_mutually_exclusive_group()
     api.add_argument("--chat", dest="chat", action="store_true", default=True, help="chat completions (default)")
     api.add_argument("--completions", dest="chat", action="store_false", help="plain text completions")
-    run.add_argument("--out", type=Path, default=Path("build/evaluation/runs"),
-                     help="output folder (default: build/evaluation/runs); answers go to <out>/<model>/")
+    run.add_argument("--out", type=Path, default=RUNS_DIR,
+                     help="output folder (default: %(default)s); answers go to <out>/<model>/")
     run.add_argument("--cache", type=Path, default=None, help="answer cache (default: <out>/answer_cache.sqlite)")
-    run.add_argument("--key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
-    run.add_argument("--max-retries", type=NOT_NEGATIVE, default=5, help="client retries per request (default: 5)")
+    run.add_argument("--key-env", default="OPENAI_API_KEY",
+                     help="environment variable holding the key (default: %(default)s)")
+    run.add_argument("--max-retries", type=NOT_NEGATIVE, default=5,
+                     help="client retries per request (default: %(default)s)")
     run.add_argument("--timeout", type=real_number(0, above=True), default=120.0,
-                     help="seconds per request attempt (default: 120)")
+                     help="seconds per request attempt (default: %(default)g)")
     run.add_argument("--price-in", type=real_number(0), default=None,
                      help="price per million input tokens, for the estimate")
     run.add_argument("--price-out", type=real_number(0), default=None, help="price per million output tokens")
@@ -66,10 +73,10 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     pool.add_argument("--deployment", help="run every unit as a run of this deployment, e.g. kobbq-model-run/git")
     pool.add_argument("--endpoint-limit", type=POSITIVE, default=None,
                       help="units answering at once on this endpoint (sets its Prefect concurrency limit)")
-    pool.add_argument("--shards", type=POSITIVE, default=1, help="units per (model, prompt) (default: 1)")
+    pool.add_argument("--shards", type=POSITIVE, default=1, help="units per (model, prompt) (default: %(default)s)")
     pool.add_argument("--lost-after", type=whole_number(31), default=90,  # more than flows.model_runs' heartbeat
                       help="seconds without a heartbeat before a unit's run is taken for lost and run again "
-                           "(default: 90; more than 30)")
+                           "(default: %(default)s; more than 30)")
     run.set_defaults(handler=run_command)
 
     export = eval_subparsers.add_parser(
@@ -89,15 +96,9 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
                     "for kobbq eval score.")
     back.add_argument("samples", nargs="+", type=Path, help="samples_<task>_*.jsonl files written by lm_eval")
     back.add_argument("--model", required=True, help="model name to record in the answers")
-    back.add_argument("--out", type=Path, default=Path("build/evaluation/runs"), help="output folder")
+    back.add_argument("--out", type=Path, default=RUNS_DIR,
+                      help="output folder (default: %(default)s); answers go to <out>/<model>/")
     back.set_defaults(handler=import_command)
-
-
-def _prompt_list(text: str) -> list[int]:
-    try:
-        return sorted({POSITIVE(part) for part in text.split(",") if part.strip()})
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"not a list of prompt ids: {text!r}") from None
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -132,8 +133,9 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     units still running are waited for, not started twice).
     """
     # Prefect and its client only with --deployment: eval prepare, score and compare never import it.
-    from flows.model_runs import RequestsFailed, model_runs_flow
     from prefect.settings import PREFECT_API_URL  # the server the workers use
+
+    from flows.model_runs import RequestsFailed, model_runs_flow
 
     if not PREFECT_API_URL.value():
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")

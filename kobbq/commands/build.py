@@ -12,6 +12,7 @@ from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.pipeline_file import check_start_inputs, check_states, load_pipeline
 from core.profile import profile_file
 from core.release_folder import ReleaseFolder, check_replaceable
+from kobbq.arguments import OVERRIDES_HELP
 from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
 from tasks.build.folder import build_folder
 from tasks.build.request import DirectBuild
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="KoBBQ-format template TSV: build from it directly (no pipeline)")
     add_corrections(parser)
     parser.add_argument("--no-corrections", action="store_true", help="apply no corrections file")
-    parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: build)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
     parser.add_argument("--name", default=None, help="release folder name (default: the profile's release name)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the evaluation split (default: the profile's)")
     parser.add_argument("--test-split", choices=("profile", "seeded"), default=None,
@@ -46,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     survey.add_argument("--survey-results", type=Path, default=None,
                         help="survey results: the released JSON format, or respondent-level CSV/xlsx")
     survey.add_argument("--reading-results", type=Path, default=None, help="reading-comprehension results CSV/xlsx")
-    survey.add_argument("--overrides", type=Path, default=None, help="curated survey overrides CSV")
+    survey.add_argument("--overrides", type=Path, default=None, help=OVERRIDES_HELP)
     survey.add_argument("--questions", type=Path, default=None,
                         help="the exported questions.csv (for respondent-level results; default: beside them)")
     survey.add_argument("--allow-unmatched", action="store_true",

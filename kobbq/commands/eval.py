@@ -12,7 +12,7 @@ from pathlib import Path
 
 from core.atomic import write_text
 from core.paths import DEFAULT_BUILD_DIR
-from kobbq.arguments import NOT_NEGATIVE, POSITIVE
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, add_prompt_table
 from kobbq.commands._options import add_profile
 from tasks.audit.fates import release_folder
 from tasks.evaluation.compare import comparison, comparison_markdown, comparison_tsv, metric_names, read_results
@@ -23,8 +23,9 @@ from tasks.evaluation.report import ScoreRequest, score
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "eval", help="evaluate models on a release: prepare prompts, score predictions, compare results",
-        description="The paper's evaluation protocol: 5 prompts, 3 choice orders per sample, out-of-choice "
-                    "answers counted and dropped, accuracy and diff-bias in ambiguous and disambiguated contexts.")
+        description="The paper's evaluation protocol: every prompt of the prompt table the release's profile "
+                    "names, 3 choice orders per sample, out-of-choice answers counted and dropped, accuracy and "
+                    "diff-bias in ambiguous and disambiguated contexts.")
     eval_subparsers = parser.add_subparsers(dest="eval_command", metavar="STEP")
     parser.set_defaults(handler=lambda args: parser.print_help() or 1)
     _register_prepare(eval_subparsers)
@@ -45,8 +46,7 @@ def _add_release(parser: argparse.ArgumentParser) -> None:
     add_profile(parser, default=None,
                 help="expected profile, refused when the release was built with another one; the culture of a "
                      "published release folder without manifest.json")
-    parser.add_argument("--prompts", type=Path, default=None,
-                        help="prompt table TSV (default: the one the profile names)")
+    add_prompt_table(parser)
 
 
 def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
@@ -57,8 +57,7 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
                     "(OUT/<Release>_<split>/<Release>_<split>_evaluation_<N>.tsv and .json) for existing "
                     "inference scripts. The release's unknown choice becomes each prompt's unknown wording.")
     _add_release(parser)
-    parser.add_argument("--prompt-ids", type=POSITIVE, nargs="+", default=None, metavar="N",
-                        help="only these prompt ids (default: every prompt of the table)")
+    add_prompt_selection(parser, "--prompt-ids", dest="prompt_ids", nargs="+")
     parser.add_argument("--out", type=Path, required=True, help="folder to write the requests into")
     parser.set_defaults(handler=run_prepare)
 
@@ -84,8 +83,8 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("predictions", type=Path, nargs="+", metavar="PREDICTIONS", help="prediction files")
     parser.add_argument("--prepared", type=Path, default=None,
                         help="the prepared folder the answers were made from (its prompt table is used)")
-    parser.add_argument("--prompt", type=POSITIVE, default=None,
-                        help="prompt id of files that do not say it (file name raw_p<N> / ..._evaluation_<N>_...)")
+    parser.add_argument("--prompt", type=POSITIVE, default=None, metavar="ID",
+                        help="prompt id of files that do not say it (file name raw_p<ID> / ..._evaluation_<ID>_...)")
     parser.add_argument("--model", default=None, help="model name (default: from the rows, the file or folder name)")
     parser.add_argument("--mode", choices=("test", "all"), default=None,
                         help="test: pool the rows of a group; all: average per-template metrics (default: the split)")
@@ -96,11 +95,11 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--allow-missing", action="store_true",
                         help="score runs with missing predictions (counted and listed in missing.tsv)")
     parser.add_argument("--bootstrap", type=NOT_NEGATIVE, default=1000, metavar="N",
-                        help="bootstrap resamples of templates for the intervals (0: none; default 1000)")
-    parser.add_argument("--seed", type=NOT_NEGATIVE, default=42, help="bootstrap seed (default 42)")
+                        help="bootstrap resamples of templates for the intervals (0: none; default: %(default)s)")
+    parser.add_argument("--seed", type=NOT_NEGATIVE, default=42, help="bootstrap seed (default: %(default)s)")
     parser.add_argument("--no-figures", action="store_true", help="tables only: no PNG/SVG figures, no results.html")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR / "evaluation",
-                        help="output folder (default: build/evaluation)")
+                        help="output folder (default: %(default)s)")
     parser.set_defaults(handler=run_score)
 
 

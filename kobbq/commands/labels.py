@@ -9,13 +9,14 @@ from pathlib import Path
 from core.atomic import write_with
 from core.decisions import write_decisions_csv
 from core.errors import UserError
-from core.paths import EXAMPLE_DIR
+from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
+from kobbq.arguments import shown
 from kobbq.commands._options import add_profile, profile_of
 from tasks.labels.agreement import DRAFT_COLUMNS, agreement, draft_consensus_rows
 from tasks.labels.annotations import categories_in, check_annotator_files, read_annotator_file
 from tasks.labels.consensus import write_consensus
-from tasks.labels.problems import raise_if_errors
 from tasks.labels.labels_stage import labels_from_links
+from tasks.labels.problems import raise_if_errors
 from tasks.labels.template_set import load_label_items
 from tasks.labels.workbook import write_workbook
 from tasks.templates.validate import load_templates
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_profile(sub)
         sub.add_argument("--bbq", type=Path, default=EXAMPLE_BBQ,
                          help="English BBQ templates: a folder of 'new_templates - <Category>.csv' or one file "
-                              "(default: the embedded example, templates_raw/example/bbq)")
+                              f"(default: the embedded example, {shown(EXAMPLE_BBQ)})")
         if categories:
             sub.add_argument("--categories", nargs="+", default=None, metavar="BBQ_CATEGORY",
                              help="only these BBQ categories (file names, e.g. Age Race_ethnicity)")
@@ -46,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common(export)
     export.add_argument("--annotator", action="append", required=True, metavar="NAME",
                         help="annotator name (repeat for each annotator); the file is labels_<NAME>.xlsx")
-    export.add_argument("--out", type=Path, default=Path("labels"), help="output folder (default: labels)")
+    export.add_argument("--out", type=Path, default=Path("labels"), help="output folder (default: %(default)s)")
     export.set_defaults(handler=run_export)
 
     importer = commands.add_parser("import", help="check annotators' workbooks/CSVs and print their agreement",
@@ -66,7 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     consensus.add_argument("--annotations", nargs="+", type=Path, default=[],
                            help="the annotators' files, to record the votes in the decisions")
     consensus.add_argument("--newly-created", type=Path, default=None, help="NC templates (KoBBQ-format TSV)")
-    consensus.add_argument("--out", type=Path, default=Path("build") / "labels", help="output folder (default: build/labels)")
+    consensus.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR / "labels",
+                           help="output folder (default: %(default)s)")
     consensus.set_defaults(handler=run_consensus)
 
     reference = commands.add_parser("reference", help="the labels a released template file implies, beside Table 1",

@@ -12,9 +12,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.paths import DEFAULT_BUILD_DIR
 from kobbq.commands._options import add_profile, profile_of
 from kobbq.commands.translate import add_common, run_flow
 from tasks.translation.workbook import read_workbook
+
+POSTEDIT_DIR = DEFAULT_BUILD_DIR / "postedit"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "write postedit_templates.tsv, the post-edit report and the decisions; "
                                          "nothing is written when any cell has an error.")
     imp.add_argument("workbooks", type=Path, nargs="+", help="returned postedit_<Category>.xlsx files")
-    imp.add_argument("--out", type=Path, default=Path("build/postedit"), help="output folder")
+    imp.add_argument("--out", type=Path, default=POSTEDIT_DIR, help="output folder (default: %(default)s)")
     imp.add_argument("--glossary", type=Path, default=None, help="glossary CSV (default: the profile's)")
     add_profile(imp)
     imp.set_defaults(handler=run_import)
@@ -42,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                          "record the decisions, as if the file were the translator's post-edit.")
     ref.add_argument("--templates", type=Path, required=True, help="KoBBQ-format template TSV")
     ref.add_argument("--bbq", type=Path, required=True, help="folder of BBQ template CSVs")
-    ref.add_argument("--out", type=Path, default=Path("build/postedit"), help="output folder")
+    ref.add_argument("--out", type=Path, default=POSTEDIT_DIR, help="output folder (default: %(default)s)")
     add_profile(ref)
     ref.set_defaults(handler=run_reference)
 

@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                "(for what), stale (inputs changed since), failed (why), damaged "
                                                "(the release deleted or changed since), or not run.")
     parser.add_argument("--pipeline", type=Path, required=True, help="the pipeline file")
-    parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: build)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
     parser.set_defaults(handler=run)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from core import console
 from core.paths import EXAMPLE_TEMPLATES
+from kobbq.arguments import OVERRIDES_HELP, shown
 from kobbq.commands._options import add_profile, profile_of
 from tasks.survey.ingest import IngestRequest, check_ingest
 from tasks.survey.inputs import SurveyInputs
@@ -39,8 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the exported questions.csv for respondent-level results (default: beside --results)")
     ingest.add_argument("--reading", type=Path, default=None,
                         help="reading-comprehension results (category,template_id,correct,total or respondent answers)")
-    ingest.add_argument("--overrides", type=Path, default=None,
-                        help="curated overrides CSV (default: survey/<profile>/overrides.csv)")
+    ingest.add_argument("--overrides", type=Path, default=None, help=OVERRIDES_HELP)
     ingest.add_argument("--allow-unmatched", action="store_true",
                         help="accept results that match no template (when the templates are survivors only)")
     ingest.set_defaults(handler=run_ingest)
@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _common(parser: argparse.ArgumentParser) -> None:
     add_profile(parser)
     parser.add_argument("--templates", type=Path, default=EXAMPLE_TEMPLATES,
-                        help="candidate templates, KoBBQ-format TSV (default: the embedded example)")
+                        help="candidate templates, KoBBQ-format TSV (default: the embedded example, "
+                             f"{shown(EXAMPLE_TEMPLATES)})")
     parser.add_argument("--corrections", type=Path, default=None, help="corrections CSV applied to the templates")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")

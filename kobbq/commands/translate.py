@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.paths import DEFAULT_BUILD_DIR
 from kobbq.commands._options import add_profile, profile_of
 from tasks.translation.cost import dry_run
 from tasks.translation.glossary import load_glossary, profile_glossary
@@ -33,7 +34,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                                                                 "files (or one file)")
     parser.add_argument("--labels", type=Path, required=True,
                         help="CSV subject,label (bbq:<Category>:<Q_id>,ST|TM|SR) or a labelling decision log")
-    parser.add_argument("--out", type=Path, default=Path("build/translation"), help="output folder")
+    parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR / "translation",
+                        help="output folder (default: %(default)s)")
     parser.add_argument("--cache", type=Path, default=None, help="translation cache (default: <out>/"
                                                                  "translation_cache.sqlite)")
     parser.add_argument("--glossary", type=Path, default=None,

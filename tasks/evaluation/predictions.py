@@ -240,7 +240,7 @@ def match_submission(submission: Submission, release: ReleaseSamples, prompts: d
     disagreements = None
     if submission.raw:
         if prompt is None:
-            raise UserError("model text needs its prompt's choices: give --prompt N (or prompt_id per row)",
+            raise UserError("model text needs its prompt's choices: give --prompt ID (or prompt_id per row)",
                             submission.source)
         forms = answer_forms(release.profile.evaluation)  # the release's language: its answer markers and forms
         parsed = parse_answers(values, rows["A"], rows["B"], rows["C"], PARSERS[parser], forms)
@@ -330,7 +330,7 @@ def _check_unknown_wording(submission: Submission, values: np.ndarray, rows: pd.
         scored = f"prompt {prompt.prompt_id}" if prompt else "the release's own wording"
         raise UserError(f"prompt mismatch: {int(foreign.sum())} answers are {text!r}, the unknown wording of {name}, "
                         f"and {own_count} are {own!r}, the wording of {scored}; give the prompt the predictions were "
-                        "made with (--prompt N)", Location(str(submission.source), submission.file_rows[position],
+                        "made with (--prompt ID)", Location(str(submission.source), submission.file_rows[position],
                                                           "prediction"))
 
 

@@ -113,7 +113,7 @@ def resolve_prompt_table(profile: Profile, explicit: Path | None) -> tuple[Path,
     """
     if explicit is not None:
         check_input_file(explicit, "prompt table")  # absent, or a folder: one line naming it
-        return explicit, f"prompt table {explicit} (--prompts)"
+        return explicit, f"prompt table {explicit} (--prompt-table)"
     named = profile_prompt_table(profile)
     if named is not None and named.exists():
         return named, f"prompt table {named} (profile {profile.name})"
@@ -121,8 +121,8 @@ def resolve_prompt_table(profile: Profile, explicit: Path | None) -> tuple[Path,
     if fallback is not None and fallback.exists():
         why = f"{named} is absent" if named else f"profile {profile.name} names no evaluation_prompts"
         return fallback, (f"prompt table {fallback}: profile {profile.name}'s fallback prompts, because "
-                          f"{why}; give --prompts FILE for another table")
-    raise UserError(f"profile {profile.name} names no prompt table that exists ({named or 'none'}); give --prompts "
+                          f"{why}; give --prompt-table FILE for another table")
+    raise UserError(f"profile {profile.name} names no prompt table that exists ({named or 'none'}); give --prompt-table "
                     "FILE, or name one in the profile ([files] evaluation_prompts)")
 
 

@@ -6,7 +6,8 @@ checked), read one way for every entry point (the pipeline's survey stage, ``kob
   ``questions.csv`` (given, else the one beside the results);
 - reading comprehension (optional): aggregated, or respondent answers scored against the
   ``reading_questions.csv`` beside them;
-- overrides: the given file, else the profile's ``survey/<profile>/overrides.csv`` when it exists,
+- overrides: the given file, else ``overrides.csv`` in the profile's survey folder (ko:
+  ``core/profiles/ko/survey/overrides.csv``) when it exists,
   else none (``SurveyInputs.resolve`` names it, so that a fingerprint of ``files()`` includes it);
 - ``allow_unmatched``: results that match no candidate template's question are always recorded (a
   ``result-without-template`` decision each, counted in ``funnel.md``) and refused unless allowed
@@ -68,7 +69,8 @@ class SurveyInputs:
 
 
 def default_overrides_path(profile: Profile) -> Path | None:
-    """The profile's curated overrides, ``survey/<profile>/overrides.csv``, when the file exists."""
+    """The profile's curated overrides, ``overrides.csv`` in its survey folder (``[files] survey``), when the file
+    exists."""
     path = profile_survey_dir(profile) / "overrides.csv"
     return path if path.exists() else None
 

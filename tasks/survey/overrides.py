@@ -1,6 +1,6 @@
 """Curated overrides: a maintainer's decision that differs from a rule, with its reason.
 
-File format (CSV, ``survey/<profile>/overrides.csv``):
+File format (CSV, ``overrides.csv`` in the profile's survey folder, e.g. ``core/profiles/ko/survey/``):
 ``category, stereotype, template_id, rule, outcome, reason``
 
 - a stereotype override names ``category`` + ``stereotype`` (``template_id`` empty) and one of the

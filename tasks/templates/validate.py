@@ -14,7 +14,7 @@ from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from tasks.templates.corrections import Correction, load_corrections
 from tasks.templates.formats import template_format
-from tasks.templates.load import LoadedTemplates
+from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.validate_kobbq import validate_loaded
 
 __all__ = ["load_checked", "load_templates", "validate_loaded"]

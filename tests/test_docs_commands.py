@@ -1,0 +1,127 @@
+"""The command lines of the README and the guides are ones the parser accepts (issue 25, point 6).
+
+Every ``kobbq ...`` line of a fenced code block in README.md and docs/*.md is parsed by the real
+argparse parser (``kobbq.cli.build_parser``; nothing runs); every ``kobbq ...`` in inline code (a
+synopsis such as ``kobbq build [--pipeline FILE | ...]``, or a fragment) names only options its
+subcommand has. Neither may use a spelling ``--help`` hides (an alias kept for old scripts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from core.paths import PROJECT_ROOT
+from kobbq.cli import build_parser
+
+DOCUMENTS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
+SHELL_OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "2>", "2>&1", "<"}
+INLINE = re.compile(r"`([^`\n]*?\bkobbq [a-z][^`\n]*)`")
+PARSER = build_parser()
+
+
+def fenced_commands(path: Path) -> list[tuple[str, list[str]]]:
+    """(where, arguments after ``kobbq``) of every kobbq command line in the file's code blocks."""
+    commands, fenced, pending, start = [], False, "", 0
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip().startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            continue
+        if not pending:
+            start = number
+        pending += line.rstrip().removesuffix("\\") + " "
+        if line.rstrip().endswith("\\"):
+            continue
+        tokens, pending = shlex.split(pending, comments=True), ""
+        for index, token in enumerate(tokens):
+            if (token == "kobbq" or token.endswith("/kobbq")) and runs_a_program(tokens[:index]):
+                rest = tokens[index + 1:]
+                end = next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))
+                commands.append((f"{path.name}:{start}", rest[:end]))
+    return commands
+
+
+def runs_a_program(before: list[str]) -> bool:
+    """The next token is the program a shell runs: it comes first, after an operator or after ``NAME=value``s
+    (``kobbq`` elsewhere is an argument: ``prefect work-pool create kobbq``, ``lm_eval --tasks kobbq``)."""
+    since = before[max((i + 1 for i, t in enumerate(before) if t in SHELL_OPERATORS), default=0):]
+    return all(re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", token) for token in since)
+
+
+def inline_commands(path: Path) -> list[tuple[str, str]]:
+    """(where, text after ``kobbq``) of every inline-code kobbq command outside the code blocks."""
+    found, fenced = [], False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            found += [(f"{path.name}:{number}", m.group(1).split("kobbq ", 1)[1]) for m in INLINE.finditer(line)]
+    return found
+
+
+def subcommand(words: list[str]) -> tuple[argparse.ArgumentParser, str]:
+    """The parser of the subcommand the leading words name, and its name."""
+    parser, names = PARSER, ["kobbq"]
+    for word in words:
+        choices = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+        if word not in choices:
+            break
+        parser, names = choices[word], [*names, word]
+    return parser, " ".join(names)
+
+
+def shown_options(parser: argparse.ArgumentParser) -> set[str]:
+    return {o for a in parser._actions if a.help is not argparse.SUPPRESS for o in a.option_strings}
+
+
+FENCED = [command for document in DOCUMENTS for command in fenced_commands(document)]
+INLINE_COMMANDS = [command for document in DOCUMENTS for command in inline_commands(document)]
+
+
+def test_the_documents_have_command_lines() -> None:
+    assert len(FENCED) >= 30 and len(INLINE_COMMANDS) >= 30
+    assert {"README.md", "new-culture.md"} <= {where.split(":")[0] for where, _ in FENCED}
+
+
+@pytest.mark.parametrize("where, argv", FENCED, ids=[where for where, _ in FENCED])
+def test_every_command_line_in_a_code_block_parses(where: str, argv: list[str]) -> None:
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            PARSER.parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"{where}: kobbq {shlex.join(argv)}: {errors.getvalue().strip()}")
+    parser, name = subcommand(argv)
+    hidden = [t.split("=")[0] for t in argv if t.startswith("--") and t.split("=")[0] not in shown_options(parser)]
+    assert not hidden, f"{where}: {name} is given {hidden}, spellings its --help does not show"
+
+
+@pytest.mark.parametrize("where, text", INLINE_COMMANDS, ids=[where for where, _ in INLINE_COMMANDS])
+def test_every_inline_command_names_options_its_subcommand_has(where: str, text: str) -> None:
+    parser, name = subcommand(re.findall(r"[\w-]+", text.split("--")[0]))
+    unknown = sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text)) - shown_options(parser))
+    assert not unknown, f"{where}: `kobbq {text}`: {name} has no {', '.join(unknown)}"
+
+
+def test_the_checks_catch_a_wrong_line(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("Run `kobbq eval run --prompts 1,2` or:\n\n```bash\n.venv/bin/kobbq eval prepare --out p \\\n"
+                    "    --prompt-ids 1   # two lines\n.venv/bin/kobbq build --outt x | tee log\n"
+                    "prefect work-pool create kobbq --type process && K=1 kobbq status --pipeline f\n```\n",
+                    encoding="utf-8")
+    assert fenced_commands(page) == [("page.md:4", ["eval", "prepare", "--out", "p", "--prompt-ids", "1"]),
+                                     ("page.md:6", ["build", "--outt", "x"]),
+                                     ("page.md:7", ["status", "--pipeline", "f"])]
+    with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+        PARSER.parse_args(["build", "--outt", "x"])
+    assert "--prompt-ids" not in shown_options(subcommand(["eval", "prepare"])[0])
+    assert inline_commands(page) == [("page.md:1", "eval run --prompts 1,2")]
+    assert "--prompts" not in shown_options(subcommand(["eval", "run"])[0])
