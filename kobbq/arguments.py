@@ -7,7 +7,8 @@ anything is read, started or sent; without these types it was accepted and repor
 
 Options several commands share are declared here once, so that one concept has one name
 everywhere (``--prompt-table FILE``, ``--prompt ID``); a renamed option keeps its old spelling as
-a hidden alias (``add_hidden_alias``).
+a hidden alias (``add_hidden_alias``). ``--profile`` and the corrections file are declared here too, and
+the profile a command was given is loaded once (``profile_of``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from core.errors import UserError
 from core.paths import PROFILE_DIR, PROJECT_ROOT
+from core.profile import DEFAULT_PROFILE, Profile, load_profile
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
@@ -126,3 +129,34 @@ def add_prompt_selection(parser: argparse.ArgumentParser, old: str, dest: str, *
                                  metavar="ID[,ID...]",
                                  help="only these prompts of the table (repeat it, or 1,2,3; default: all of them)")
     add_hidden_alias(parser, old, chosen, **old_changes)
+
+
+PROFILE_HELP = f"culture profile name or .toml path (default: {DEFAULT_PROFILE})"
+
+
+def add_profile(parser: argparse.ArgumentParser, default: str | None = DEFAULT_PROFILE,
+                help: str = PROFILE_HELP) -> None:
+    """``--profile``; ``default=None`` where the command must know whether it was given."""
+    parser.add_argument("--profile", default=default, help=help)
+
+
+def profile_of(args: argparse.Namespace) -> Profile:
+    """The profile the command was given (or the default), loaded: once per command."""
+    return load_profile(args.profile or DEFAULT_PROFILE)
+
+
+def add_corrections(parser: argparse.ArgumentParser, applied_to: str = "before validation") -> None:
+    parser.add_argument("--corrections", type=Path, default=None,
+                        help=f"corrections CSV applied {applied_to} (default: the profile's corrections.csv)")
+
+
+def corrections_file(args: argparse.Namespace, profile: Profile) -> Path | None:
+    """--corrections, else the profile folder's corrections file when it has one (ko does); none with
+    --no-corrections."""
+    if getattr(args, "no_corrections", False):
+        return None
+    if args.corrections is not None:
+        if not args.corrections.exists():
+            raise UserError("corrections file does not exist", args.corrections)
+        return args.corrections
+    return profile.existing_file("corrections")

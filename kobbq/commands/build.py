@@ -12,8 +12,7 @@ from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.pipeline_file import check_start_inputs, check_states, load_pipeline
 from core.profile import profile_file
 from core.release_folder import ReleaseFolder, check_replaceable
-from kobbq.arguments import OVERRIDES_HELP
-from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
+from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, corrections_file, profile_of
 from tasks.build.folder import build_folder
 from tasks.build.request import DirectBuild
 from tasks.release.inputs import BuildResult, ReleaseRequest

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.profile import DEFAULT_PROFILE
-from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
+from kobbq.arguments import add_corrections, add_profile, corrections_file, profile_of
 from tasks.audit.diff import diff_releases, diff_template_files, render_diff
 from tasks.audit.fates import release_profile
 

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from core.atomic import write_text
 from core.paths import DEFAULT_BUILD_DIR
-from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, add_prompt_table
-from kobbq.commands._options import add_profile
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table
 from tasks.audit.fates import release_folder
 from tasks.evaluation.compare import comparison, comparison_markdown, comparison_tsv, metric_names, read_results
 from tasks.evaluation.prompts import prepare_release

@@ -10,8 +10,7 @@ from core.atomic import write_with
 from core.decisions import write_decisions_csv
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
-from kobbq.arguments import shown
-from kobbq.commands._options import add_profile, profile_of
+from kobbq.arguments import add_profile, profile_of, shown
 from tasks.labels.agreement import DRAFT_COLUMNS, agreement, draft_consensus_rows
 from tasks.labels.annotations import categories_in, check_annotator_files, read_annotator_file
 from tasks.labels.consensus import write_consensus

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from core.errors import UserError
-from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
+from kobbq.arguments import add_corrections, add_profile, corrections_file, profile_of
 from tasks.templates.corrections import load_corrections
 from tasks.templates.load import load_kobbq_templates
 from tasks.translation.particles import check_items

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
-from kobbq.commands._options import add_profile, profile_of
+from kobbq.arguments import add_profile, profile_of
 from kobbq.commands.translate import add_common, run_flow
 from tasks.translation.workbook import read_workbook
 

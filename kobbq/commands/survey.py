@@ -7,8 +7,7 @@ from pathlib import Path
 
 from core import console
 from core.paths import EXAMPLE_TEMPLATES
-from kobbq.arguments import OVERRIDES_HELP, shown
-from kobbq.commands._options import add_profile, profile_of
+from kobbq.arguments import OVERRIDES_HELP, add_profile, profile_of, shown
 from tasks.survey.ingest import IngestRequest, check_ingest
 from tasks.survey.inputs import SurveyInputs
 

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
-from kobbq.commands._options import add_profile, profile_of
+from kobbq.arguments import add_profile, profile_of
 from tasks.translation.cost import dry_run
 from tasks.translation.glossary import load_glossary, profile_glossary
 from tasks.translation.pretranslate_stage import CACHE_FILE, check_target_language, translatable_templates

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.findings import Finding
-from kobbq.commands._options import add_corrections, add_profile, corrections_file, profile_of
+from kobbq.arguments import add_corrections, add_profile, corrections_file, profile_of
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.corrections import load_corrections
 from tasks.templates.validate import load_templates, validate_loaded

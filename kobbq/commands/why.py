@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from kobbq.commands._options import add_profile
+
+from kobbq.arguments import add_profile
 from tasks.audit.fates import load_audit_log, release_folder, release_profile
 from tasks.audit.lineage import explain, render_lineage
-
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
