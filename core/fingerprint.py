@@ -1,22 +1,26 @@
-"""Fingerprints: one recipe for "is this still up to date?", used by every stage and the release.
+"""Fingerprints: one recipe for "is this still up to date?", used by every stage (the release is one).
 
-A fingerprint hashes the contents of a stage's input files (a folder: every file in it; a
-missing file counts as missing), the settings that change its output (seed, profile), and the
-project's own code. The code is hashed from the files on disk, not from loaded modules, so
-``kobbq status`` in another process computes the same value as the build did.
+A stage's fingerprint hashes exactly what it reads: the contents of its input files (a folder: every file in
+it; a missing file counts as missing), the profile settings it declares (``settings_text``), the fingerprints of
+the stages it reads from, and its own code: the module that defines it and every project module that module
+imports, directly or not (``code_hash``). A typo fixed in the evaluation code, or a survey cut-off changed,
+re-runs no labelling. The code is hashed from the files on disk, not from loaded modules, so ``kobbq status``
+in another process computes the same value as the build did.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import json
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
 import core
-
 from core.paths import PROJECT_ROOT
 
-CODE_PACKAGES = ("core", "kobbq", "tasks", "flows")
+CODE_PACKAGES = ("core", "tasks", "flows", "kobbq")
 
 
 def sha256_file(path: Path) -> str:
@@ -27,39 +31,91 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-@cache
-def code_hash() -> str:
-    """Hash of the project's code (every module of its packages): changed code invalidates a release.
+def module_path(module: str) -> Path | None:
+    """The file of a project module (``tasks.survey.rules``), None for anything else."""
+    if module.split(".")[0] not in CODE_PACKAGES:
+        return None
+    base = PROJECT_ROOT.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
 
-    All modules, not only the loaded ones: which modules a process has loaded depends on which
-    stages ran, and the fingerprint must not.
-    """
+
+@cache
+def _imported(module: str) -> tuple[str, ...]:
+    """The project modules ``module`` imports (any level, in any function), with the packages on the way."""
+    path = module_path(module)
+    if path is None:
+        return ()
+    found = []
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            found += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return tuple(sorted({name for name in found if name != module and module_path(name) is not None}))
+
+
+def code_modules(roots: Iterable[str]) -> list[str]:
+    """``roots`` and every project module they import, directly or not, sorted."""
+    seen: set[str] = set()
+    todo = [root for root in roots if module_path(root) is not None]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += _imported(module)
+    return sorted(seen)
+
+
+@cache
+def code_hash(roots: tuple[str, ...] = CODE_PACKAGES) -> str:
+    """Hash of the code that ``roots`` (modules) run: their files and every project file they import. Changed
+    code there invalidates what they made; code they never import does not."""
     digest = hashlib.sha256()
-    for package in CODE_PACKAGES:
-        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
-            digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode())
-            digest.update(path.read_bytes())
+    for module in code_modules(roots):
+        path = module_path(module)
+        assert path is not None
+        digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
 def files_fingerprint(files: dict[str, Path | None], extra: str = "") -> str:
     """Hash of the contents of every input file (a folder: every file in it; a missing one counts as
-    missing) and of ``extra``: one fingerprint for the release's up-to-date check and the pipeline's stages."""
+    missing) and of ``extra``."""
     digest = hashlib.sha256(extra.encode())
     for role, path in sorted(files.items()):
         digest.update(f"|{role}=".encode())
-        if path is None or not path.exists():
-            digest.update(b"<missing>")
-        elif path.is_dir():
-            for child in sorted(p for p in path.rglob("*") if p.is_file()):
-                digest.update(f"{child.relative_to(path).as_posix()}:{sha256_file(child)};".encode())
-        elif path.is_file():
-            digest.update(sha256_file(path).encode())
-        else:  # a device or a pipe (/dev/zero never ends): not hashed; the stage that reads it refuses it
-            digest.update(b"<not a file>")
+        digest.update(content_hash(path).encode())
     return digest.hexdigest()
 
 
-def fingerprint(files: dict[str, Path | None], settings: str = "") -> str:
-    """The one recipe: input files' contents, the settings given, the project version and its code."""
-    return files_fingerprint(files, extra=f"{settings}|version={core.__version__}|code={code_hash()}")
+def content_hash(path: Path | None) -> str:
+    """The sha256 of a file, of a folder's files (names and contents), or ``<missing>`` / ``<not a file>``."""
+    if path is None or not path.exists():
+        return "<missing>"
+    if path.is_dir():
+        digest = hashlib.sha256()
+        for child in sorted(p for p in path.rglob("*") if p.is_file()):
+            digest.update(f"{child.relative_to(path).as_posix()}:{sha256_file(child)};".encode())
+        return digest.hexdigest()
+    if path.is_file():
+        return sha256_file(path)
+    return "<not a file>"  # a device or a pipe (/dev/zero never ends): not hashed; the stage that reads it refuses it
+
+
+def settings_text(values: dict[str, object]) -> str:
+    """Settings as the stable text a fingerprint hashes (fractions, paths and the like by their text)."""
+    return json.dumps(values, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def fingerprint(files: dict[str, Path | None], settings: str = "", code: tuple[str, ...] = CODE_PACKAGES) -> str:
+    """The one recipe: input files' contents, the settings given, the project version and the code of ``code``
+    (module names: what they run)."""
+    return files_fingerprint(files, extra=f"{settings}|version={core.__version__}|code={code_hash(tuple(code))}")

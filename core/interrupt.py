@@ -176,20 +176,37 @@ def reap_orphans(build_folder: Path) -> list[str]:
     """End the recorded children of commands that died (SIGKILL) in this build folder; what was ended."""
     ended = []
     for path in sorted(Path(build_folder).glob(f"{RECORD_PREFIX}*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        record = _read_record(path)
+        if record is None:  # not a run record (truncated, edited, valid JSON of another shape): nothing to end
             path.unlink(missing_ok=True)
             continue
-        owner = record.get("owner", {})
-        if owner.get("pid") == os.getpid() or is_running(owner.get("pid", -1), owner.get("start")):
+        owner, children = record
+        if owner["pid"] == os.getpid() or is_running(owner["pid"], owner["start"]):
             continue  # its owner is alive: not an orphan
-        alive = [c for c in record.get("children", []) if c.get("start") is not None
-                 and is_running(c["pid"], c["start"])]
+        alive = [c for c in children if c["start"] is not None and is_running(c["pid"], c["start"])]
         end_processes([c["pid"] for c in alive])
         ended += [f"{c['what']} (pid {c['pid']})" for c in alive]
         path.unlink(missing_ok=True)
     return ended
+
+
+def _read_record(path: Path) -> tuple[dict, list[dict]] | None:
+    """A run record's owner and children, each with an integer ``pid`` and its ``start``; None when the file is
+    not a run record this module wrote."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not _is_process(record.get("owner")) \
+            or not isinstance(record.get("children", []), list):
+        return None
+    children = [c for c in record.get("children", []) if _is_process(c)]
+    return record["owner"], [{"what": "child process", **c} for c in children]
+
+
+def _is_process(entry: object) -> bool:
+    return isinstance(entry, dict) and type(entry.get("pid")) is int and (
+        entry.get("start") is None or isinstance(entry.get("start"), (int, float)))
 
 
 # --- signals ------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ a done stage from a stale one. Real-data mode: ``labels.reference`` and
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from core.errors import UserError
 from core.atomic import write_text
-from core.profile import DEFAULT_PROFILE, is_profile_path
+from core.profile import is_profile_path
 from core.text_files import read_json, read_toml
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
@@ -40,16 +41,22 @@ class LabelsSection(_Section):
     bbq: str = ""  # folder (or file) of English BBQ templates
     annotations: list[str] = []  # annotator workbooks or CSVs (glob patterns); optional
     consensus: str = ""  # final label per BBQ template
+    categories: list[str] = []  # only these BBQ categories (default: every category the profile adapts)
     reference: str = ""  # real-data mode: a released KoBBQ template file whose BBQ links give the labels
 
 
 class TranslationSection(_Section):
     cache: str = ""  # a recorded translation cache to start from (copied into the work folder)
+    glossary: str = ""  # a glossary CSV (source,target,note) instead of the profile's
     returned: str = ""  # folder where the translator's returned workbooks are put
+    workbooks: list[str] = []  # the returned workbooks one by one, instead of the folder (`kobbq postedit import`)
     reference: str = ""  # real-data mode: a released KoBBQ template file taken as the post-edit
 
 
 class TemplatesSection(_Section):
+    # A template file (KoBBQ TSV, or the profile's workbook folder) ready for the survey and the release: the
+    # pipeline starts there (what `kobbq build --templates FILE` makes from its arguments).
+    file: str = ""
     groups: str = ""  # per template row: N1_info, N2_info, Target_group, Reference
     newly_created: str = ""  # NC templates written directly in the target language
     corrections: str = ""
@@ -64,7 +71,7 @@ class SurveySection(_Section):
 
 
 class PipelineConfig(_Section):
-    profile: str = DEFAULT_PROFILE  # a shipped profile's name, or the path of a profile file relative to the pipeline file
+    profile: str  # a shipped profile's name, or the path of a profile file relative to the pipeline file (required)
     name: str = ""  # release folder name; default: the profile's release name
     seed: int | None = None
     # "profile": the test split's IDs the profile lists (ko: the official split), else one fill per template row
@@ -78,8 +85,13 @@ class PipelineConfig(_Section):
 
 @dataclass(frozen=True)
 class Pipeline:
-    path: Path
+    path: Path  # the pipeline file (or, for a pipeline made from a command's arguments, where paths resolve from)
     config: PipelineConfig
+    key: str = ""  # names this pipeline's own state and work folders beside the release (``pipeline_key``)
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", pipeline_key(self.path.stem, str(self.path.resolve())))
 
     def file(self, value: str) -> Path | None:
         """A configured path, resolved against the pipeline file's folder; None when not configured."""
@@ -103,8 +115,15 @@ class Pipeline:
         return bool(self.config.translation.reference)
 
 
+def pipeline_key(kind: str, identity: str) -> str:
+    """``<kind>-<8 hex digits>``: one pipeline's stage states and work files, apart from another pipeline's that
+    writes the same release (the embedded example's and the real data's both write build/KoBBQ)."""
+    return f"{kind}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
+
+
 # Inputs the pipeline's author has before the first run; a stage waits for the others (people deliver them).
-START_INPUTS = ("labels.bbq", "labels.reference", "translation.cache", "translation.reference", "templates.corrections")
+START_INPUTS = ("labels.bbq", "labels.reference", "translation.cache", "translation.reference", "templates.file",
+                "templates.corrections")
 
 
 def missing_start_inputs(pipeline: Pipeline) -> list[str]:
@@ -129,6 +148,9 @@ def check_start_inputs(pipeline: Pipeline) -> None:
 
 def load_pipeline(path: Path) -> Pipeline:
     data = read_toml(path, "pipeline file")
+    if "profile" not in data:
+        raise UserError('names no profile: add a line such as profile = "ja" (a shipped profile) or '
+                        'profile = "xx/xx.toml" (a profile file, relative to the pipeline file)', path)
     try:
         return Pipeline(path.resolve(), PipelineConfig.model_validate(data))
     except ValidationError as exc:
@@ -145,8 +167,9 @@ class StageState:
     fingerprint: str = ""
     message: str = ""  # waiting: for what and which command; failed: why; done: a one-line summary
     counts: dict[str, object] = field(default_factory=dict)
-    outputs: dict[str, str] = field(default_factory=dict)  # role -> path
+    outputs: dict[str, str] = field(default_factory=dict)  # role -> path, relative to the build folder when in it
     finished_at: str = ""
+    hashes: dict[str, str] = field(default_factory=dict)  # role -> sha256 of the output as written (a folder: its files)
 
 
 REWRITE_HINT = "`kobbq build --force` runs the stage again and rewrites it"
@@ -193,11 +216,6 @@ def write_state(folder: Path, state: StageState) -> None:
     path = folder / f"{state.stage}.json"
     write_text(path, json.dumps(asdict(state), ensure_ascii=False, indent=2, sort_keys=True) + "\n")
 
-
-def is_current(state: StageState | None, current: str) -> bool:
-    """Done with the same inputs, and every output it recorded still there."""
-    return (state is not None and state.status == DONE and state.fingerprint == current
-            and all(Path(p).exists() for p in state.outputs.values()))
 
 
 def describe(state: StageState | None, current: str | None, problem: str | None = None) -> tuple[str, str]:

@@ -1,47 +1,81 @@
-"""A release folder as this project writes it: where it lives, its manifest, the marker that says the project
-wrote it, and whether its files are still the ones the manifest records.
+"""A release folder as this project writes it: where it lives, its files' names, its manifest (one reader, one
+writer), the marker that says the project wrote it, and whether its files are still the ones the manifest records.
 
 ``ReleaseFolder`` is the one place for a release's paths: ``<out>/<name>`` is the release, ``<out>/<name>.work``
-the stages' work and ``<out>/<name>.pipeline`` their recorded states; the name is the one given (``--name``, a
-pipeline's ``name``) or the profile's release name. ``ReleaseFolder.current_manifest`` is the one "is the
-release current" check: it reads ``manifest.json`` once and returns it, so an up-to-date build reports its
-figures from the same read.
+the stages' work and ``<out>/<name>.pipeline`` their recorded states (one folder per pipeline in each); the name
+is the one given (``--name``, a pipeline's ``name``) or the profile's release name. ``read_manifest`` is the one
+reader of a manifest (read once per process unless the file changes) and ``write_manifest`` the one writer;
+``release_problem`` is the one "is the release as it was built" check (``kobbq status``, the release stage,
+``publish``, the evaluation).
 
 A build replaces ``<out>/<name>`` only when that folder is a release this project wrote (``check_replaceable``):
 a folder a user keeps there (a clone, their own files) is refused before anything is written, so a
-mistyped ``--out`` or ``--name`` can never delete it. Releases built before the marker existed are
-recognised by the manifest keys every build of this project has written (``LEGACY_KEYS``).
-No pandas here: a command checks this before anything heavy is imported.
+mistyped ``--out`` or ``--name`` can never delete it; files a user adds inside a release (``user_entries``) are
+carried over to the new release. Releases built before the marker existed are recognised by the manifest keys
+every build of this project has written (``LEGACY_KEYS``). No pandas here: a command checks this before anything
+heavy is imported.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.atomic import write_text
 from core.errors import UserError
 from core.fingerprint import sha256_file
 from core.profile import Profile
 from core.text_files import read_json
 
+# The release's own files, by the name every command uses.
 MANIFEST = "manifest.json"
+DECISIONS = "decisions.csv"
+AUDIT = "audit.html"
+TABLE1_CSV = "table1.csv"
+VALIDATION = "validation.json"
+CARD = "README.md"  # the dataset card
+DATA_DOCS = "data_docs"  # Great Expectations' rendered pages: run times in them, so not in the manifest
+
 WRITTEN_BY = "kobbq-builder"  # the manifest's "written_by": the marker of a release this project wrote
 LEGACY_KEYS = frozenset({"release", "profile", "project_version", "build_fingerprint", "outputs"})
 STAGING_PREFIX = ".staging-"  # <out>/.staging-<name>-<pid>: a release being written (tasks.release.publish)
 RETIRED_PREFIX = ".retired-"  # <out>/.retired-<name>-<pid>: the previous release during the two renames
 RESERVED_PREFIXES = (".",)  # hidden names: the staging and retired folders of a publication start with "."
+MAX_NAME_BYTES = 200  # a release name's length in UTF-8 bytes: room for its lock, staging and .work names (255)
+
+_read: dict[Path, tuple[tuple[int, int], dict[str, object]]] = {}  # manifest path -> (its stat, what it held)
 
 
 def read_manifest(folder: Path) -> dict[str, object] | None:
     """The folder's manifest; None when it has none. A manifest that is not a JSON object (truncated, edited)
-    is a UserError at its line and column."""
+    is a UserError at its line and column. Read once per process while the file is unchanged."""
     path = Path(folder) / MANIFEST
-    if not path.exists():
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
         return None
+    key, seen = path.resolve(), (stat.st_mtime_ns, stat.st_size)
+    if key in _read and _read[key][0] == seen:
+        return _read[key][1]
     manifest = read_json(path, "manifest")
     if not isinstance(manifest, dict):
         raise UserError("not a release manifest (expected a JSON object)", path)
+    _read[key] = (seen, manifest)
     return manifest
+
+
+def require_manifest(folder: Path) -> dict[str, object]:
+    """The release's manifest; a missing or unreadable one is a UserError naming it."""
+    manifest = read_manifest(folder)
+    if manifest is None:
+        raise UserError(f"no {MANIFEST} here; expected a release folder written by `kobbq build`", folder)
+    return manifest
+
+
+def write_manifest(folder: Path, manifest: dict[str, object]) -> None:
+    """The one writer of a manifest (sorted keys, two-space indent: the bytes every build writes)."""
+    write_text(Path(folder) / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
 
 
 def is_own_release(manifest: dict[str, object]) -> bool:
@@ -50,12 +84,16 @@ def is_own_release(manifest: dict[str, object]) -> bool:
 
 
 def check_release_name(name: str) -> str:
-    """A release name is one plain folder name: never ``.``, ``..``, a path or a hidden name, so the release is
-    written exactly at ``<out>/<name>`` and nowhere else."""
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name \
-            or name.startswith(RESERVED_PREFIXES):
-        raise UserError(f"release name {name!r} is not a plain folder name (no '/', '.', '..' or leading '.'); "
-                        "give a name such as KoBBQ, and --out for the folder it goes in")
+    """A release name is one plain folder name: never ``.``, ``..``, a path, a hidden name, a control character
+    (a newline would split every line that names it) or a name too long for the files beside it, so the release
+    is written exactly at ``<out>/<name>`` and nowhere else."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith(RESERVED_PREFIXES) \
+            or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise UserError(f"release name {name!r} is not a plain folder name (no '/', '.', '..', leading '.' or "
+                        "control character); give a name such as KoBBQ, and --out for the folder it goes in")
+    if len(name.encode()) > MAX_NAME_BYTES:
+        raise UserError(f"release name of {len(name.encode())} bytes: at most {MAX_NAME_BYTES} (the files beside the "
+                        "release add to it, and a file name has at most 255); give a shorter --name")
     return name
 
 
@@ -65,9 +103,12 @@ def check_replaceable(target: Path) -> None:
     target = Path(target)
     if not target.exists() and not target.is_symlink():
         return
-    if target.is_symlink() or not target.is_dir():
-        raise UserError("is not a release folder written by kobbq-builder and would be replaced by this build; "
-                        "move it away, or choose another --out or --name", target)
+    if target.is_symlink():
+        raise UserError(f"is a symbolic link (to {target.resolve()}); a build replaces a folder, never a link: give "
+                        "--out the folder it points to, or remove the link", target)
+    if not target.is_dir():
+        raise UserError("is a file, not a release folder, and a build would replace it; move it away, or choose "
+                        "another --out or --name", target)
     if not any(target.iterdir()):
         return
     try:
@@ -75,9 +116,18 @@ def check_replaceable(target: Path) -> None:
     except UserError as error:
         raise UserError(f"{error.message}: this folder cannot be recognised as a release written by kobbq-builder, "
                         "so it is not replaced; delete the folder (or move it away) to rebuild it", error.where) from None
-    if manifest is None or not is_own_release(manifest):
-        raise UserError("is not a release folder written by kobbq-builder (its manifest.json does not say so), and "
-                        "a build would replace it; move it away, or choose another --out or --name", target)
+    if manifest is None:
+        raise UserError(f"holds files but no {MANIFEST}, so it is not a release written by kobbq-builder, and a build "
+                        "would replace it; move it away, or choose another --out or --name", target)
+    if not is_own_release(manifest):
+        raise UserError(f"its {MANIFEST} was not written by kobbq-builder, and a build would replace the folder; "
+                        "move it away, or choose another --out or --name", target)
+
+
+def listed_files(manifest: dict[str, object]) -> set[str]:
+    """The release's files as its manifest lists them (relative paths), the manifest itself included."""
+    outputs = manifest.get("outputs", {})
+    return {MANIFEST, *(outputs if isinstance(outputs, dict) else ())}
 
 
 def changed_files(folder: Path, manifest: dict[str, object]) -> list[str]:
@@ -91,6 +141,28 @@ def changed_files(folder: Path, manifest: dict[str, object]) -> list[str]:
 
 def _intact(path: Path, digest: str) -> bool:
     return path.is_file() and sha256_file(path) == digest
+
+
+def user_entries(folder: Path, manifest: dict[str, object]) -> list[str]:
+    """What a user added inside a release folder (a ``.git``, notes): every file or folder the release does not
+    list, as paths relative to it, a folder whole when nothing of the release is in it. A rebuild carries them
+    over to the new release (``tasks.release.publish``); they never count as a change to the release."""
+    listed = listed_files(manifest)
+    holding = {parent.as_posix() for name in listed for parent in Path(name).parents}  # folders with release files
+
+    def walk(relative: Path) -> list[str]:
+        found = []
+        for entry in sorted((folder / relative).iterdir()):
+            name = (relative / entry.name).as_posix()
+            if name in listed or name == DATA_DOCS:
+                continue
+            if entry.is_dir() and not entry.is_symlink() and name in holding:
+                found += walk(relative / entry.name)
+            else:
+                found.append(name)
+        return found
+
+    return walk(Path("."))
 
 
 @dataclass(frozen=True)
@@ -109,37 +181,19 @@ class ReleaseFolder:
 
     @property
     def work(self) -> Path:
-        """The stages' own files (workbooks, decisions, reports), beside the release."""
+        """The stages' own files (workbooks, decisions, reports), beside the release: one folder per pipeline."""
         return self.out / f"{self.name}.work"
 
     @property
     def states(self) -> Path:
-        """One JSON file per pipeline stage: its status, fingerprint and outputs (``core.pipeline_file``)."""
+        """The stages' recorded states (``core.pipeline_file``): one folder per pipeline."""
         return self.out / f"{self.name}.pipeline"
 
-    def current_manifest(self, fingerprint: str) -> dict[str, object] | None:
-        """The manifest when the folder holds the release built from exactly these inputs (same fingerprint,
-        ``core.fingerprint``) and its files are intact; None when it must be built. A manifest that cannot be
-        read is a UserError, not a traceback."""
-        manifest = read_manifest(self.path)
-        if (manifest is None or manifest.get("build_fingerprint") != fingerprint
-                or not has_reported_counts(manifest) or changed_files(self.path, manifest)):
-            return None
-        return manifest
 
-
-REPORTED_COUNTS = ("samples", "test_samples")  # what `kobbq build` prints of a release it finds up to date
-
-
-def has_reported_counts(manifest: dict[str, object]) -> bool:
-    """The counts an up-to-date build reports are there, as numbers. A manifest edited without them (found by the
-    fuzzing suite: a KeyError traceback) makes the release not current, so it is built again."""
-    return all(type(manifest.get(key)) is int for key in REPORTED_COUNTS)
-
-
-def release_problem(target: Path) -> str | None:
-    """What is wrong with a published release, in one line for ``kobbq status``; None when it is there and
-    every file is as its manifest records."""
+def release_problem(target: Path, fingerprint: str | None = None) -> str | None:
+    """What is wrong with a published release, in one line; None when it is there and every file is as its
+    manifest records. With ``fingerprint`` (what the caller built it from), a release built from something else
+    since is a problem too."""
     target = Path(target)
     if not target.is_dir():
         retired = sorted(target.parent.glob(f"{RETIRED_PREFIX}{target.name}-*"))
@@ -153,6 +207,9 @@ def release_problem(target: Path) -> str | None:
         return f"{error.render()}; `kobbq build` cannot replace it: delete {target} to rebuild it"
     if manifest is None:
         return f"{target} has no {MANIFEST}; `kobbq build --force` builds it again"
+    if fingerprint is not None and manifest.get("build_fingerprint") != fingerprint:
+        return (f"{target} was built by another build since (another pipeline, or `kobbq build --templates`, writing "
+                "the same release); `kobbq build` builds it again from these inputs")
     changed = changed_files(target, manifest)
     if changed:
         return (f"{len(changed)} file(s) of {target} differ from its manifest ({', '.join(changed[:3])}); "

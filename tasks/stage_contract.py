@@ -1,14 +1,19 @@
 """The contract every pipeline stage keeps, and the context the runner hands it.
 
-A stage (``Stage``) declares its inputs as files by role (``inputs(ctx)``) and does its work in
-one function (``run(ctx)``) that returns a ``StageOutput``: counts, output files by role, the
-decisions it took and a one-line summary. A stage that cannot run until people deliver
-something raises ``Waiting`` with what it waits for and what to send out.
+A stage (``Stage``) declares what it reads: its input files by role (``inputs(ctx)``), the profile settings it
+uses (``settings``: ``"survey"``, ``"templates.versions"``) and the stages whose outputs it reads (``after``).
+Its fingerprint covers exactly that, with its own code (``core.fingerprint``): one changed survey cut-off
+re-runs the survey stage and the stages after it, nothing before. It does its work in one function
+(``run(ctx)``) that returns a ``StageOutput``: counts, output files by role, the decisions it took and a
+one-line summary. A stage that cannot run until people deliver something raises ``Waiting`` with what it waits
+for and what to send out. ``prepare(ctx)``, when a stage has one, reads and checks its inputs into the
+context's memo before any flow run starts, so that bad input stops in one line before Prefect's start-up, and
+``run`` takes what was read from the memo instead of reading it again.
 
-The runner (``flows/pipeline.py``), not the stage, wires stages together: it fingerprints the
-inputs, skips a stage that is current, records each stage's state and outputs
-(``core.pipeline_file``), and hands later stages the outputs of earlier ones by role
-(``Context.output``), never by a literal path into another stage's folder.
+The runner (``tasks.build.pipeline`` and its flow, ``flows/pipeline.py``), not the stage, wires stages
+together: it fingerprints them, skips a stage that is current, records each stage's state and outputs
+(``core.pipeline_file``), and hands later stages the outputs of earlier ones by role (``Context.output``),
+never by a literal path into another stage's folder.
 """
 
 from __future__ import annotations
@@ -16,14 +21,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
-from core.decisions import Decision
-from core.pipeline_file import Pipeline, read_state
+from core import console
+from core.decisions import Decision, read_decisions
+from core.findings import Finding
+from core.pipeline_file import Pipeline, StageState, read_state
 from core.profile import Profile
 from core.release_folder import ReleaseFolder
-
+from tasks.templates.corrections import load_corrections
+from tasks.templates.load import LoadedTemplates
+from tasks.templates.validate import check_loaded, load_templates
 
 DECISIONS_FILE = "decisions.csv"
+# The profile settings that reading a template file depends on: every stage that reads one declares them.
+TEMPLATE_SETTINGS = ("templates", "categories", "particles", "release.unknown_expression")
+T = TypeVar("T")
 
 
 class Waiting(Exception):
@@ -43,16 +56,30 @@ class StageOutput:
     decisions: list[Decision]
     summary: str
     tables: dict[str, list[dict[str, object]]] = field(default_factory=dict)  # name -> rows, shown with the run
+    links: dict[str, Path] = field(default_factory=dict)  # name -> a file or folder to show with the run
+    text: str = ""  # a longer summary in markdown, shown with the run (the release's)
 
 
 @dataclass
 class Context:
-    """What a stage may look at: the pipeline file, the profile, and earlier stages' recorded outputs."""
+    """What a stage may look at: the pipeline, the profile, and earlier stages' recorded outputs.
+
+    ``pending``: the stages this run will run and has not run yet (a stage's ``prepare`` does not read an
+    output one of them is about to rewrite). ``memo``: what was read and computed once in this process
+    (``once``), shared by ``prepare``, ``run`` and the stages after."""
 
     pipeline: Pipeline
     profile: Profile
     folder: ReleaseFolder
-    upstream: dict[str, Path] = field(default_factory=dict)  # stage -> its decisions file
+    pending: set[str] = field(default_factory=set)
+    memo: dict[object, object] = field(default_factory=dict)
+    fingerprints: dict[str, str] = field(default_factory=dict)  # stage -> its fingerprint in the current walk
+    # A one-off command's run (``kobbq translate``, ``kobbq survey ingest``): everything its stage writes goes to
+    # this folder, and nothing is recorded or skipped.
+    one_off: Path | None = None
+    # Outputs of stages that are not in this run, as the command was given them: (stage, role) -> file.
+    given: dict[tuple[str, str], Path] = field(default_factory=dict)
+    offline: bool = False  # no paid call: the translation cache replayed (``kobbq translate --replay``)
 
     @property
     def name(self) -> str:
@@ -60,34 +87,83 @@ class Context:
 
     @property
     def work(self) -> Path:
-        return self.folder.work
+        """This pipeline's own work folder (another pipeline writing the same release has its own)."""
+        return self.folder.work / self.pipeline.key
 
     @property
     def states(self) -> Path:
-        return self.folder.states
+        """This pipeline's stage states."""
+        return self.folder.states / self.pipeline.key
 
-    def stage_dir(self, stage: str) -> Path:
-        folder = self.work / stage
+    def stage_dir(self, stage: str, sub: str = "") -> Path:
+        """Where a stage writes (``sub``: a folder of its own inside; a one-off command writes it all in its folder)."""
+        folder = self.one_off if self.one_off is not None else self.work / stage / sub
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
     def file(self, value: str) -> Path | None:
         return self.pipeline.file(value)
 
-    def decisions_file(self, stage: str) -> Path:
-        """Where the runner keeps a stage's decisions (the release merges them into its log)."""
+    def decisions_file(self, stage: str, log: str = "") -> Path:
+        """Where the runner keeps a stage's decisions (the release merges them into its log); a one-off command's
+        are ``decisions_<log>.csv`` in its folder."""
+        if self.one_off is not None:
+            return self.one_off / f"decisions_{log or stage}.csv"
         return self.work / stage / DECISIONS_FILE
 
+    def state(self, stage: str) -> StageState | None:
+        """A stage's recorded state (a one-off command records none)."""
+        return None if self.one_off is not None else read_state(self.states, stage)
+
     def output(self, stage: str, role: str) -> Path | None:
-        """The file an earlier stage recorded under ``role``; None before it has run (a fingerprint then
-        records the input as missing)."""
-        state = read_state(self.states, stage)
+        """The file an earlier stage recorded under ``role`` (paths are recorded relative to the build folder), or
+        the command gave for it; None before it has run (a fingerprint then records the input as missing)."""
+        if (stage, role) in self.given:
+            return self.given[(stage, role)]
+        state = self.state(stage)
         recorded = state.outputs.get(role) if state else None
-        return Path(recorded) if recorded else None
+        return self.folder.out / recorded if recorded else None
+
+    def once(self, key: object, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked for in this process; its value after that."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]  # type: ignore[return-value]
+
+    def loaded(self, path: Path) -> LoadedTemplates:
+        """A template file (or workbook folder) loaded with the pipeline's corrections, once in this process while
+        it is unchanged: every stage that reads it, and the release, share one parse."""
+        stat = path.stat()
+        key = ("loaded", path.resolve(), stat.st_mtime_ns, stat.st_size, self.corrections)
+
+        corrections = load_corrections(self.corrections) if self.corrections else []
+        return self.once(key, lambda: load_templates(path, self.profile, corrections))
+
+    def checked(self, path: Path) -> tuple[LoadedTemplates, list[Finding]]:
+        """``loaded(path)``, checked once: an error stops the stage, every error listed; the findings."""
+        loaded = self.loaded(path)
+
+        def check() -> list[Finding]:
+            findings = check_loaded(loaded, path, self.profile)
+            warnings = sum(1 for f in findings if f.severity == "warning")
+            console.step(f"loaded {len(loaded.templates)} template rows from {path.name} "
+                         f"({len(loaded.corrections)} correction(s) applied, {warnings} warning(s))")
+            return findings
+
+        return loaded, self.once(("checked", id(loaded)), check)
+
+    def decisions(self, stage: str) -> list[Decision]:
+        """A stage's decisions: as it returned them in this run, else as its recorded file holds them."""
+        return self.once(("decisions", stage), lambda: read_decisions(self.decisions_file(stage)))
 
     @property
     def corrections(self) -> Path | None:
         return self.file(self.pipeline.config.templates.corrections)
+
+    def templates_file(self) -> Path | None:
+        """The template file the release is built from: the one the pipeline names (a build from one file), else
+        the templates stage's output."""
+        return self.file(self.pipeline.config.templates.file) or self.output("templates", "templates")
 
 
 def require(path: Path | None, what: str, hint: str) -> Path:
@@ -101,6 +177,22 @@ def require(path: Path | None, what: str, hint: str) -> Path:
 
 @dataclass(frozen=True)
 class Stage:
+    """One stage: what it reads (``inputs``, ``settings``, ``after``) and what it does (``run``).
+
+    ``prepare``: reads and checks the inputs ahead of the flow run (into ``Context.once``), when it can.
+    ``made``: what is wrong with what the stage made (None when intact), beyond its recorded output files: the
+    release checks its folder against its manifest."""
+
     name: str
     inputs: Callable[[Context], dict[str, Path | None]]
     run: Callable[[Context], StageOutput]
+    settings: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    prepare: Callable[[Context], None] | None = None
+    made: Callable[[Context, str], str | None] | None = None
+    log: str = ""  # a one-off command's decisions file is decisions_<log>.csv (default: the stage's name)
+
+    @property
+    def code(self) -> tuple[str, ...]:
+        """The module that defines the stage: its code and the code it imports make part of its fingerprint."""
+        return (self.run.__module__,)

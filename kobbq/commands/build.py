@@ -1,5 +1,5 @@
-"""``kobbq build``: the arguments as one request, handed to ``tasks.build``; with no arguments, the embedded
-example's pipeline."""
+"""``kobbq build``: a pipeline file (with no arguments, the embedded example's), or a pipeline made from the
+arguments (``--templates FILE``, with the survey's files), run by the one runner (``kobbq.run``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ from pathlib import Path
 from core import console
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
-from core.pipeline_file import check_start_inputs, check_states, load_pipeline
 from core.profile import profile_file
-from core.release_folder import ReleaseFolder, check_replaceable
 from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, corrections_file, profile_of
-from tasks.build.folder import build_folder
-from tasks.build.request import DirectBuild
-from tasks.release.inputs import BuildResult, ReleaseRequest
+from kobbq.run import execute
+from tasks.build.pipeline import Plan, pipeline_plan, templates_plan
 from tasks.release.test_split import PROFILE
 from tasks.survey.inputs import SurveyInputs
 
@@ -80,20 +77,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
     if args.templates is None:
         raise UserError("--survey-results needs --templates (or use a pipeline file)")
-    build = direct_build(args)
-    check_replaceable(build.folder.path)  # a folder this project did not write is never replaced
-    result = run_direct(build)
-    state = "up to date" if result.up_to_date else "built"
-    print(f"{result.release_dir}: {state}, {result.samples:,} samples, {result.test_samples:,} in the test split")
-    return 0
-
-
-def direct_build(args: argparse.Namespace) -> DirectBuild:
-    """``kobbq build --templates``'s arguments as one request."""
     profile = profile_of(args)
-    return DirectBuild(profile, ReleaseFolder.of(args.out, args.name, profile), args.templates,
-                              corrections_file(args, profile), args.seed, args.test_split or PROFILE,
-                              survey_inputs(args, profile), args.force)
+    plan = templates_plan(args.templates, args.out, profile, args.name, corrections_file(args, profile), args.seed,
+                          args.test_split or PROFILE, survey_inputs(args, profile), args.force)
+    result = execute(plan)
+    state = "up to date" if result is None else "built"
+    if result is not None and result.failed:
+        raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
+    print(f"{plan.ctx.folder.path}: {state}, {release_summary(plan)}")
+    return 0
 
 
 def survey_inputs(args: argparse.Namespace, profile) -> SurveyInputs | None:
@@ -104,53 +96,29 @@ def survey_inputs(args: argparse.Namespace, profile) -> SurveyInputs | None:
         return None
     if not profile.survey.enabled:
         raise UserError(f"profile {profile.name} has no survey stage ([survey] enabled = false); drop --survey-results")
-    inputs = SurveyInputs(args.survey_results, *given, allow_unmatched=args.allow_unmatched).resolve(profile)
+    inputs = SurveyInputs(args.survey_results, *given, allow_unmatched=args.allow_unmatched)
     inputs.check_exist()
     return inputs
 
 
-def run_direct(build: DirectBuild) -> BuildResult:
-    current = build.current()
-    if current is not None:
-        with build_folder(build.folder, lock=False):  # a killed build's leftovers go, even now
-            return current
-    # The template loaders, the survey rules and pandas: imported only when the release is not up to date.
-    from tasks.build.direct import check_inputs, release_request
-
-    survey = check_inputs(build)  # bad input fails before anything is written
-    with build_folder(build.folder):
-        request = release_request(build, survey)
-        return start_build(request) if isinstance(request, ReleaseRequest) else request
-
-
-def start_build(request: ReleaseRequest) -> BuildResult:
-    from flows.build import build_release  # Prefect, imported once kobbq.cli has set its settings
-
-    return build_release(request)
+def release_summary(plan: Plan) -> str:
+    """The release's counts as its stage recorded them (read from its state, not from the release)."""
+    state = plan.ctx.state(plan.stages[-1].name)
+    return state.message if state else ""
 
 
 def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
-    # Every stage module and its libraries, imported for a pipeline run only.
-    from tasks.build.pipeline import context, pipeline_is_current
-
-    pipeline = load_pipeline(path)
-    check_start_inputs(pipeline)  # a mistyped path is an error now, not a stage waiting after Prefect's start-up
-    ctx = context(pipeline, args.out)
-    check_replaceable(ctx.folder.path)  # a folder this project did not write is never replaced
-    for removed in check_states(ctx.states, rewrite=args.force):
-        console.step(f"{removed}: unreadable, removed (--force); its stage runs again")
-    with build_folder(ctx.folder):
-        if not args.force and pipeline_is_current(ctx):
-            print(f"{ctx.folder.path}: up to date (every stage's inputs unchanged, release intact); nothing rebuilt")
-            return 0
-        from flows.pipeline import run_pipeline  # Prefect, imported once kobbq.cli has set its settings
-
-        result = run_pipeline(ctx, force=args.force)
+    plan = pipeline_plan(path, args.out, args.force)
+    result = execute(plan)
+    if result is None:
+        print(f"{plan.ctx.folder.path}: up to date (every stage's inputs unchanged, its outputs intact); "
+              "nothing rebuilt")
+        return 0
     if result.failed:
-        raise UserError(f"stage {result.waiting_stage} failed; nothing after it ran:\n{result.message}")
+        raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
     if not result.finished:
         out = "" if args.out == DEFAULT_BUILD_DIR else f" --out {args.out}"
-        print(f"waiting at stage {result.waiting_stage}: {result.message}\n"
+        print(f"waiting at stage {result.stage}: {result.message}\n"
               f"Re-run the same command once it has arrived; finished stages are not redone "
               f"(`kobbq status --pipeline {path}{out}` shows every stage).")
         return 0

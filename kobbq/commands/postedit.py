@@ -13,9 +13,10 @@ import argparse
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
+from core.pipeline_file import LabelsSection, PipelineConfig, TemplatesSection, TranslationSection
 from kobbq.arguments import add_profile, profile_of
-from kobbq.commands.translate import add_common, run_flow
-from tasks.translation.workbook import read_workbook
+from kobbq.commands.translate import add_common, blank, run_stage
+from kobbq.run import execute, stage_output
 
 POSTEDIT_DIR = DEFAULT_BUILD_DIR / "postedit"
 
@@ -51,32 +52,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    return run_flow(args, replay=True)
+    return run_stage(args, profile_of(args), replay=True)
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from tasks.translation.postedit_stage import STAGE  # the stage and its libraries: not for --help
+    from tasks.translation.workbook import read_workbook
+
     profile = profile_of(args)
     for path in args.workbooks:  # a refused workbook fails here, before Prefect starts
         read_workbook(path, profile)
-    from flows.translate import postedit_import_flow  # Prefect, imported once kobbq.cli has set its settings
-
-    result = postedit_import_flow(workbooks=args.workbooks, out=args.out, profile_name=args.profile,
-                                  glossary_path=args.glossary)
-    for finding in result.findings:
-        print(finding.render())
-    print(f"{result.rows} template rows, {result.errors} error(s), {result.warnings} warning(s)")
-    if result.templates_path is None:
-        print("nothing written: fix the cells above and import again")
-        return 1
-    print(f"wrote {result.templates_path}\nwrote {result.report_path}\nwrote {result.decisions_path}")
+    translation = TranslationSection(workbooks=[str(p) for p in args.workbooks], glossary=blank(args.glossary))
+    output = run_postedit(args, profile, STAGE, PipelineConfig(profile=profile.argument, translation=translation))
+    print(f"{output.counts['rows']} template rows imported")
+    for path in output.outputs.values():
+        print(f"wrote {path}")
+    print(f"wrote {args.out / f'decisions_{STAGE.name}.csv'}")
     return 0
 
 
 def run_reference(args: argparse.Namespace) -> int:
-    profile = profile_of(args)
-    from flows.translate import postedit_reference_flow  # Prefect, imported once kobbq.cli has set its settings
+    from tasks.translation.postedit_stage import STAGE  # the stage and its libraries: not for --help
 
-    result = postedit_reference_flow(templates_path=args.templates, bbq_path=args.bbq, out=args.out,
-                                     profile_name=args.profile, corrections_path=profile.existing_file("corrections"))
-    print(result.render(profile))
-    return 1 if result.unlinked else 0
+    profile = profile_of(args)
+    corrections = profile.existing_file("corrections")
+    config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
+                            translation=TranslationSection(reference=str(args.templates)),
+                            templates=TemplatesSection(corrections=blank(corrections)))
+    output = run_postedit(args, profile, STAGE, config)
+    print(output.text)
+    return 0
+
+
+def run_postedit(args: argparse.Namespace, profile, stage, config: PipelineConfig):
+    from tasks.build.pipeline import one_off_plan
+
+    return stage_output(execute(one_off_plan(stage, config, profile, args.out), f"kobbq postedit {args.postedit_command}"),
+                        stage.name)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from core import console
 from core.paths import EXAMPLE_TEMPLATES
+from core.pipeline_file import PipelineConfig, SurveySection, TemplatesSection
 from kobbq.arguments import OVERRIDES_HELP, add_profile, profile_of, shown
-from tasks.survey.ingest import IngestRequest, check_ingest
-from tasks.survey.inputs import SurveyInputs
+from kobbq.run import execute, stage_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                              "CSV/xlsx with the exported questions.csv), check the quota, apply "
                                              "the rules and overrides, and write decisions_survey.csv/.parquet, "
                                              "funnel.md, survey_agreement.md, survey_votes.csv, survey_results.json and "
-                                             "quota_shortfalls.csv into --out.")
+                                             "quota_shortfalls.csv into --out (the release copies the first four).")
     _common(ingest)
     ingest.add_argument("--results", type=Path, required=True,
                         help="survey results: .json (released format) or respondent-level .csv/.xlsx")
@@ -57,25 +57,39 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     console.set_quiet(args.quiet)
-    from flows.survey import export_survey  # Prefect, imported once kobbq.cli has set its settings
+    from tasks.survey.survey_export_stage import STAGE  # the stage and its libraries: not for --help
 
-    result = export_survey(profile_name=args.profile, templates=args.templates, out=args.out,
-                           corrections=args.corrections)
-    print(f"{args.out}: {result.questions} questions ({result.type1} type 1, {result.type2} type 2), "
-          f"{result.reading_questions} reading-comprehension questions")
+    output = run_one(args, STAGE, TemplatesSection(file=str(args.templates), corrections=path_or_blank(args.corrections)))
+    print(f"{args.out}: {output.counts['questions']} questions ({output.counts['type1']} type 1, "
+          f"{output.counts['type2']} type 2), {output.counts['reading_questions']} reading-comprehension questions")
     return 0
 
 
 def run_ingest(args: argparse.Namespace) -> int:
     console.set_quiet(args.quiet)
-    profile = profile_of(args)
-    inputs = SurveyInputs(args.results, args.reading, args.overrides, args.questions, args.allow_unmatched)
-    request = IngestRequest(profile, args.templates, inputs.resolve(profile), args.out, args.corrections)
-    stage = check_ingest(request)  # the rules, once, before Prefect starts: a bad file fails at once and cleanly
-    from flows.survey import Computed, ingest_survey  # Prefect, imported once kobbq.cli has set its settings
+    from tasks.survey.survey_stage import STAGE  # the stage and its libraries: not for --help
 
-    result = ingest_survey(request, Computed(stage))
-    print(f"{args.out}: kept {result.kept} of {result.templates} templates ({result.kept_rows} rows), "
-          f"{result.stereotypes_kept} of {result.stereotypes} stereotypes; {result.unmatched_results} unmatched "
-          f"result(s); {result.quota_shortfalls} quota shortfall(s)")
+    survey = SurveySection(results=str(args.results), reading=path_or_blank(args.reading),
+                           overrides=path_or_blank(args.overrides), questions=path_or_blank(args.questions),
+                           allow_unmatched=args.allow_unmatched)
+    output = run_one(args, STAGE, TemplatesSection(file=str(args.templates), corrections=path_or_blank(args.corrections)),
+                     survey)
+    c = output.counts
+    print(f"{args.out}: kept {c['kept']} of {c['template_ids']} templates ({c['kept_rows']} rows), "
+          f"{c['stereotypes_kept']} of {c['stereotypes']} stereotypes; {c['unmatched_results']} unmatched "
+          f"result(s); {c['quota_shortfalls']} quota shortfall(s)")
     return 0
+
+
+def path_or_blank(path: Path | None) -> str:
+    return "" if path is None else str(path)
+
+
+def run_one(args: argparse.Namespace, stage, templates: TemplatesSection, survey: SurveySection | None = None):
+    """Run ``stage`` alone on the command's files (``kobbq.run``); what it returned."""
+    from tasks.build.pipeline import one_off_plan
+
+    profile = profile_of(args)
+    config = PipelineConfig(profile=profile.argument, templates=templates, survey=survey or SurveySection())
+    result = execute(one_off_plan(stage, config, profile, args.out), f"kobbq survey {args.survey_command}")
+    return stage_output(result, stage.name)

@@ -12,10 +12,9 @@ import argparse
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
+from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
 from kobbq.arguments import add_profile, profile_of
-from tasks.translation.cost import dry_run
-from tasks.translation.glossary import load_glossary, profile_glossary
-from tasks.translation.pretranslate_stage import CACHE_FILE, check_target_language, translatable_templates
+from kobbq.run import execute, stage_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,6 +43,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The translation stage and its libraries (pandas, deepl), loaded when the command runs, not for --help.
+    from tasks.translation.cost import dry_run
+    from tasks.translation.glossary import load_glossary, profile_glossary
+    from tasks.translation.pretranslate_stage import CACHE_FILE, check_target_language, translatable_templates
+
     profile = profile_of(args)
     glossary = load_glossary(args.glossary) if args.glossary else profile_glossary(profile)
     chosen, _ = translatable_templates(args.bbq, args.labels, profile)
@@ -54,22 +58,33 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.replay:
         check_target_language(profile)  # before Prefect starts (5-15 s): a language DeepL lacks is one error
-    return run_flow(args, replay=args.replay)
+    return run_stage(args, profile, replay=args.replay)
 
 
-def run_flow(args: argparse.Namespace, replay: bool) -> int:
-    from flows.translate import translate_flow  # Prefect, once kobbq.cli has set its settings; not for --dry-run
+def run_stage(args: argparse.Namespace, profile, replay: bool) -> int:
+    """The pretranslate stage alone, on the command's files: drafts, workbooks and the machine-translated twin
+    in ``--out``."""
+    from tasks.build.pipeline import one_off_plan
+    from tasks.translation.pretranslate_stage import STAGE
 
-    result = translate_flow(bbq_path=args.bbq, labels_path=args.labels, out=args.out, profile_name=args.profile,
-                            replay=replay, glossary_path=args.glossary, cache_path=args.cache)
-    print(f"{result.rows} rows, {result.segments} segments: {result.chars_billed} characters billed now, "
-          f"{result.chars_from_cache} from the cache; {result.flagged} placeholder problem(s) flagged")
-    if result.stopped:
-        print(f"stopped: {result.stopped}; run the same command again to resume")
+    config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
+                            translation=TranslationSection(cache=blank(args.cache), glossary=blank(args.glossary)))
+    plan = one_off_plan(STAGE, config, profile, args.out, given={("labels", "labels"): args.labels}, offline=replay)
+    result = execute(plan, f"kobbq {args.command}")
+    if result.stage == STAGE.name and not result.failed:  # waits: the cache lacks segments and no key may pay
+        print(f"stopped: {result.message}")
         return 1
-    for path in result.workbooks:
+    output = stage_output(result, STAGE.name)
+    c = output.counts
+    print(f"{c['rows']} rows, {c['segments']} segments: {c['chars_billed']} characters billed now, "
+          f"{c['chars_from_cache']} from the cache; {c['placeholder_errors']} placeholder problem(s) flagged")
+    for path in sorted(output.outputs["workbooks"].glob("*.xlsx")):
         print(f"wrote {path}")
-    if result.mt_templates:
-        print(f"wrote {result.mt_templates}")
-    print(f"wrote {result.decisions_path}")
+    if "mt_templates" in output.outputs:
+        print(f"wrote {output.outputs['mt_templates']}")
+    print(f"wrote {plan.ctx.decisions_file(STAGE.name, STAGE.log)}")
     return 0
+
+
+def blank(path: Path | None) -> str:
+    return "" if path is None else str(path)

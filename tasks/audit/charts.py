@@ -13,6 +13,7 @@ into a ``Chart``: rows top to bottom, marks placed in pixels, ticks, threshold l
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -180,19 +181,15 @@ class QuestionVotes:
     votes: dict[str, int]  # group -> votes, questionnaire order
 
 
-def read_votes(release_dir: Path) -> list[QuestionVotes]:
-    """``survey_votes.csv`` (``tasks.survey.votes``): the type-1 questions' votes per group (none without it)."""
-    path = Path(release_dir) / VOTES
-    if not path.exists():
-        return []
+def parse_votes(text: str) -> list[QuestionVotes]:
+    """``survey_votes.csv``'s text (``tasks.survey.votes``): the type-1 questions' votes per group (none without it)."""
     questions: dict[str, QuestionVotes] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row["survey_type"] != "1":
-                continue
-            entry = questions.setdefault(row["question_id"], QuestionVotes(row["question_id"], row["category"],
-                                                                           row["stereotype"], {}))
-            entry.votes[row["group"]] = int(row["votes"])
+    for row in csv.DictReader(io.StringIO(text)):
+        if row["survey_type"] != "1":
+            continue
+        entry = questions.setdefault(row["question_id"], QuestionVotes(row["question_id"], row["category"],
+                                                                       row["stereotype"], {}))
+        entry.votes[row["group"]] = int(row["votes"])
     return list(questions.values())
 
 
@@ -300,10 +297,10 @@ def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Chart
                  "One dot per question; a question is dropped when its dot is right of the line.")
 
 
-def audit_charts(funnel: list, rules: list[str], release_dir: Path, decisions: list[Decision],
+def audit_charts(funnel: list, rules: list[str], votes: list[QuestionVotes], decisions: list[Decision],
                  profile: Profile) -> dict[str, Chart | None]:
     """The report's charts by name; a survey chart is None when the release had no survey."""
     return {"funnel": funnel_chart(funnel, rules), "samples": samples_chart(funnel),
-            "type1": type1_chart(read_votes(release_dir), decisions, profile),
+            "type1": type1_chart(votes, decisions, profile),
             "type2": share_chart(decisions, profile, RULE_TYPE2),
             "no_stereotype": share_chart(decisions, profile, RULE_NO_STEREOTYPE)}

@@ -22,6 +22,7 @@ from core.tables import read_records
 from core.pipeline_file import STAGES, load_pipeline
 from core.decisions import OUTCOME_DROP, Decision, bbq_subject, read_decisions, template_subject
 from tasks.release.write import test_samples_name
+from tasks.templates.load import TemplateRow
 
 # The order the stages run in; a stage the log does not know sorts last, by name.
 STAGE_ORDER = STAGES  # the pipeline's stages, in the order they run
@@ -156,8 +157,16 @@ def load_audit_log(release_dir: Path, profile: Profile) -> AuditLog:
     test_split = release_dir / test_samples_name(str(manifest.get("release", profile.release.name)))
     if test_split.exists():
         links = release_links(test_split, profile)
-        log.fates = {subject: _with_link(fate, links.get(subject)) for subject, fate in log.fates.items()}
+        log.fates = {subject: with_link(fate, links.get(subject)) for subject, fate in log.fates.items()}
     return log
+
+
+def template_links(templates: list[TemplateRow]) -> dict[str, tuple[str, str]]:
+    """Template subject -> (BBQ subject or "", label), from the template rows the release was expanded from: what
+    ``release_links`` reads from a published test split."""
+    return {template_subject(t.category, t.template_id):
+            (bbq_subject(t.bbq_category, t.bbq_id) if t.bbq_id and t.bbq_category and t.bbq_id != "N/A" else "",
+             t.label) for t in templates}
 
 
 def release_links(path: Path, profile: Profile) -> dict[str, tuple[str, str]]:
@@ -175,7 +184,7 @@ def release_links(path: Path, profile: Profile) -> dict[str, tuple[str, str]]:
     return links
 
 
-def _with_link(fate: Fate, link: tuple[str, str] | None) -> Fate:
+def with_link(fate: Fate, link: tuple[str, str] | None) -> Fate:
     if link is None:
         return fate
     return replace(fate, bbq=fate.bbq or link[0], label=fate.label or link[1])

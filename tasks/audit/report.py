@@ -1,9 +1,9 @@
 """The HTML audit report: one self-contained, offline ``audit.html`` in the release folder.
 
-It is a view of files the release already holds: the decision log (``decisions.csv``), the
-manifest, the Table 1 comparison (``table1.csv``), the survey funnel (``funnel.md``, when the
-survey stage ran) and the evaluation split (4 samples a template row, for the BBQ links of
-templates no translation decision names; never the full sample set). It shows:
+It is a view of what the release holds, made by the build from what it wrote (``write_release_folder``), never
+read back: the decision log, the manifest's counts, the Table 1 comparison, the survey funnel and votes (when
+the survey stage ran) and the templates' BBQ links and labels (for templates no translation decision names).
+``write_audit_report`` makes it again from a published folder's files. It shows:
 
 - the funnel per stage and category: templates in the log, each dropping rule's count, and
   what reached the release (template IDs, rows, samples), beside the paper's numbers;
@@ -20,6 +20,8 @@ Text from input files (stereotypes, reasons) is escaped by jinja2's autoescaping
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -29,20 +31,26 @@ from typing import Any
 import jinja2
 
 from core.atomic import write_text
-from core.fingerprint import sha256_file
 from core.profile import Profile
 from core.tables import read_records
-from tasks.audit.charts import audit_charts
-from tasks.audit.fates import AuditLog, Fate, load_audit_log, stage_rank, stereotype_text
+from tasks.audit.charts import audit_charts, parse_votes
+from tasks.audit.fates import (AuditLog, Fate, build_audit_log, load_audit_log, stage_rank, stereotype_text,
+                               template_links, with_link)
 from tasks.audit.lineage import display_id
 from core.decisions import Decision
-from tasks.release.assemble import write_release_files
+from core.findings import Finding
+from tasks.release.assemble import ExpandedRelease, write_manifest, write_release_files
+from tasks.release.checks import ValidationReport
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import write_json
+from tasks.release.table1 import csv_rows
+from tasks.survey.survey_stage import FUNNEL
+from tasks.survey.votes import VOTES
+from tasks.templates.load import LoadedTemplates
 from tasks.survey.rule_table import STEREOTYPE, rules_of
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 REPORT_NAME = "audit.html"
+TABLE1_CSV = "table1.csv"
 SR_RULE = "sample-removed"  # labelling: the BBQ template was excluded (SR)
 
 
@@ -118,13 +126,12 @@ def _bbq_counts(log: AuditLog, profile: Profile) -> tuple[Counter[str], Counter[
     return Counter({k: len(v) for k, v in labelled.items()}), Counter({k: len(v) for k, v in removed.items()})
 
 
-def read_table1(path: Path) -> tuple[list[str], dict[str, dict[str, Table1Cell]]]:
-    """``table1.csv`` pivoted: the columns in file order, category -> column -> cell."""
+def table1_cells(rows: list[dict[str, str]]) -> tuple[list[str], dict[str, dict[str, Table1Cell]]]:
+    """``table1.csv``'s rows (``tasks.release.table1.csv_rows``) pivoted: the columns in order, category -> column
+    -> cell."""
     columns: list[str] = []
     table: dict[str, dict[str, Table1Cell]] = {}
-    if not path.exists():
-        return columns, table
-    for _, row in read_records(path)[1]:
+    for row in rows:
         if row["column"] not in columns:
             columns.append(row["column"])
         table.setdefault(row["category"], {})[row["column"]] = Table1Cell(
@@ -163,9 +170,19 @@ def _template_entry(fate: Fate, profile: Profile) -> dict[str, object]:
             "drop_reason": fate.drops[-1].reason if fate.drops else "", "decisions": decisions}
 
 
-def render_audit_html(log: AuditLog, profile: Profile, funnel_markdown: str | None) -> str:
+@dataclass(frozen=True)
+class ReportInputs:
+    """What the report shows besides the decision log: Table 1's rows, the survey's funnel (markdown) and votes
+    (``survey_votes.csv``'s text); empty when the release has none."""
+
+    table1: list[dict[str, str]]
+    funnel_markdown: str | None = None
+    votes: str = ""
+
+
+def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> str:
     rules, funnel = funnel_rows(log, profile)
-    table1_columns, table1 = read_table1(log.release_dir / "table1.csv")
+    table1_columns, table1 = table1_cells(inputs.table1)
     sections = []
     for row in funnel:
         fates = sorted((f for f in log.fates.values() if f.category == row.category), key=lambda f: f.template_id)
@@ -176,38 +193,98 @@ def render_audit_html(log: AuditLog, profile: Profile, funnel_markdown: str | No
     environment.filters["thousands"] = lambda value: f"{int(value):,}" if str(value).lstrip("-").isdigit() else value
     environment.filters["px"] = lambda value: f"{value:.1f}"
     return environment.get_template("audit.html.j2").render(
-        charts=audit_charts(funnel, rules, log.release_dir, log.decisions, profile),
+        charts=audit_charts(funnel, rules, parse_votes(inputs.votes), log.decisions, profile),
         survey_questions=survey_questions(log.decisions),
         manifest=log.manifest, profile=profile, rules=rules, funnel=funnel,
         published=profile.release.paper_total_samples is not None or any(c.paper for c in profile.categories),
         drop_totals={rule: sum(row.drops.get(rule, 0) for row in funnel) for rule in rules}, table1_columns=table1_columns,
         table1=table1, table1_categories=[r.category for r in funnel if r.category in table1]
         + sorted(set(table1) - {r.category for r in funnel}),
-        displays={c.name: c.display for c in profile.categories}, funnel_markdown=funnel_markdown,
+        displays={c.name: c.display for c in profile.categories}, funnel_markdown=inputs.funnel_markdown,
         sections=sections, decision_count=len(log.decisions),
         overrides=sum(1 for d in log.decisions if d.override))
 
 
 def write_audit_report(release_dir: Path, profile: Profile) -> Path:
-    """Write ``audit.html`` into ``release_dir`` atomically (temp file + os.replace); return its path.
-
-    Reads only files of the release folder; the build calls it in the staging folder before
-    publishing, after the decision log, table1.csv and manifest.json are written.
-    """
+    """Write ``audit.html`` of a published release folder again, from its files (the build writes it from what it
+    holds, ``write_release_folder``): its decision log, manifest, ``table1.csv``, ``funnel.md`` and votes."""
     release_dir = Path(release_dir)
     log = load_audit_log(release_dir, profile)
-    funnel_path = release_dir / "funnel.md"
-    funnel_markdown = funnel_path.read_text(encoding="utf-8") if funnel_path.exists() else None
-    html = render_audit_html(log, profile, funnel_markdown)
+
+    def text(name: str) -> str | None:
+        path = release_dir / name
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+    table1 = list(csv.DictReader(io.StringIO(text(TABLE1_CSV) or "")))
+    html = render_audit_html(log, profile, ReportInputs(table1, text(FUNNEL), text(VOTES) or ""))
     return write_text(release_dir / REPORT_NAME, html)
 
 
-def write_release_folder(folder: Path, inputs: BuildInputs, *args: Any, **kwargs: Any) -> dict[str, object]:
+@dataclass(frozen=True)
+class WrittenRelease:
+    """A release as written: its manifest, and the tables its run shows (funnel per category, Table 1,
+    validation), made from what the build held, not read back."""
+
+    manifest: dict[str, object]
+    tables: dict[str, list[dict[str, object]]]
+    summary: str  # markdown: the release in a few lines, then the funnel
+
+
+def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
+                         release: ExpandedRelease, decisions: list[Decision], **options: Any) -> WrittenRelease:
     """Every file of a release: the release's own (``tasks.release.assemble.write_release_files``, which takes the
-    rest of the arguments), then the audit report, which reads them; the manifest then records the report's hash
-    too. Composed here, above the release package, because the report is a view of the finished folder."""
-    manifest = write_release_files(folder, inputs, *args, **kwargs)
-    audit = write_audit_report(folder, inputs.profile)
-    manifest["outputs"] = {**manifest["outputs"], audit.name: sha256_file(audit)}  # type: ignore[dict-item]
-    write_json(manifest, folder / "manifest.json")
-    return manifest
+    ``options``), the audit report, then the manifest, once, with the hash of every file. Composed here, above
+    the release package, because the report is a view of the finished release."""
+    files = write_release_files(folder, inputs, loaded, findings, release, decisions, **options)
+    log = build_audit_log(folder, files.decisions, files.facts)
+    if release.generated is None:  # a generated release has no test split, the fates' other source of links
+        log.fates = {subject: with_link(fate, links) for subject, fate in log.fates.items()
+                     for links in [template_links(release.templates).get(subject)]}
+    table1 = csv_rows(files.table)
+    report = ReportInputs(table1, files.reports.get(FUNNEL), files.reports.get(VOTES, ""))
+    write_text(folder / REPORT_NAME, render_audit_html(log, inputs.profile, report))
+    manifest = write_manifest(folder, inputs.profile, files.facts)
+    tables = release_tables(log, inputs.profile, table1, files.validation)
+    return WrittenRelease(manifest, tables, release_summary(manifest, tables))
+
+
+def release_tables(log: AuditLog, profile: Profile, table1: list[dict[str, str]],
+                   validation: ValidationReport | None) -> dict[str, list[dict[str, object]]]:
+    """The release's tables for its run: the funnel per category, Table 1, the validation result."""
+    rules, funnel = funnel_rows(log, profile)
+    tables: dict[str, list[dict[str, object]]] = {"funnel": [
+        {"category": row.display, "templates in the log": row.templates,
+         **{f"dropped by {rule}": row.drops.get(rule, 0) for rule in rules},
+         "kept": row.released, "samples": row.samples,
+         "paper samples": "-" if row.paper_samples is None else row.paper_samples} for row in funnel]}
+    if table1:
+        tables["table1"] = list(table1)
+    if validation is not None:
+        tables["validation"] = [{"set": o.sample_set, "rule": o.rule, "expectation": o.expectation,
+                                 "column": o.column, "result": "pass" if o.success else "FAIL",
+                                 "rows breaking it": o.unexpected_count} for o in validation.outcomes]
+    return tables
+
+
+def release_summary(manifest: dict[str, object], tables: dict[str, list[dict[str, object]]]) -> str:
+    """The release in a few lines of markdown, then its funnel: what its run shows first."""
+    validation = tables.get("validation", [])
+    passed = sum(row["result"] == "pass" for row in validation)
+    differences = manifest.get("table1_differences", [])
+    lines = [f"## {manifest['release']}: {manifest['samples']:,} samples ({manifest['test_samples']:,} in the test "
+             "split)", "",
+             f"{manifest['template_ids']} template IDs ({manifest['template_rows']} rows) in "
+             f"{len(manifest['categories'])} categories; paper: {manifest.get('paper_total_samples') or '-'} samples.",
+             f"Validation: {passed} of {len(validation)} expectations passed.",
+             f"Table 1: {len(differences)} difference(s) from the paper, "
+             f"{sum(1 for d in differences if not d['explained'])} not explained by the inputs.", ""]
+    return "\n".join(lines + markdown_table(tables["funnel"]))
+
+
+def markdown_table(rows: list[dict[str, object]]) -> list[str]:
+    """Rows as a markdown table's lines (none for no rows)."""
+    if not rows:
+        return []
+    header = list(rows[0])
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(str(row.get(c, "")).replace("|", "\\|") for c in header) + " |" for row in rows])

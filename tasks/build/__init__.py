@@ -1,3 +1,4 @@
-"""What ``kobbq build`` decides before and around its flows: a direct build's request and checks
-(``direct``), a pipeline's stages and when they are current (``pipeline``), and the build folder made
-ready (``folder``). Nothing here starts Prefect: an up-to-date release or a bad input is found without it."""
+"""What a command that builds decides before and around the one flow run: a pipeline's stages, their
+fingerprints, which are current and what their inputs hold (``pipeline``), the release stage
+(``release_stage``), and the build folder made ready (``folder``). Nothing here starts Prefect: an up-to-date
+release or a bad input is found without it."""

@@ -1,131 +1,241 @@
-"""A pipeline's stages, in the order they run, and how each is fingerprinted and skipped.
+"""The one runner's decisions, without Prefect: which stages a pipeline has, their order, their fingerprints,
+which of them are current, and what their inputs hold before the flow run starts.
 
-``context(pipeline, out)`` is the one place a pipeline's profile is loaded: the command makes the
-context once and hands it to ``pipeline_is_current`` (before Prefect starts) and to the pipeline's flow
-(``flows/pipeline.py``). ``each_stage`` is the one walk over the stages (fingerprint, recorded state,
-current or not) that the flow, ``pipeline_is_current`` and ``kobbq status`` share. The release stage
-comes last: ``release_request`` is what the stages before it recorded, as the build flow's request.
+A pipeline is a pipeline file (``kobbq build --pipeline``) or one made from a command's arguments (``kobbq build
+--templates FILE``: ``[templates] file``, then the survey when results are given, then the release). Its stages
+are the ones of ``STAGE_LIST`` that apply (``stages_for``), in that order; the release is the last of them.
+``each_stage`` is the one walk over them (fingerprint, recorded state, what is wrong with what it made, current
+or not) that the flow, the up-to-date check and ``kobbq status`` share. ``prepare`` reads and checks, before any
+flow run, the inputs of every stage about to run whose inputs are already there: bad input stops in one line
+before Prefect starts, and what was read is kept for the run (``Context.once``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from core.decisions import read_decisions
-from core.fingerprint import fingerprint
-from core.pipeline_file import STAGES, Pipeline, StageState, is_current, read_state
-from core.profile import load_profile
+from core.fingerprint import content_hash, fingerprint, settings_text
+from core import console
+from core.pipeline_file import (DONE, STAGES, Pipeline, PipelineConfig, StageState, SurveySection, TemplatesSection,
+                                 check_start_inputs, check_states, load_pipeline, pipeline_key)
+from core.profile import Profile, load_profile
 from core.release_folder import ReleaseFolder
+from tasks.build.release_stage import STAGE as RELEASE
+from tasks.release.test_split import PROFILE
 from tasks.labels.labels_stage import STAGE as LABELS
-from tasks.release.assemble import expand_release
-from tasks.release.inputs import ReleaseRequest
-from tasks.release.test_split import LISTED
 from tasks.stage_contract import Context, Stage
+from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_export_stage import STAGE as SURVEY_EXPORT
 from tasks.survey.survey_stage import STAGE as SURVEY
-from tasks.survey.survey_stage import pipeline_inputs, survivors
 from tasks.templates.templates_stage import STAGE as TEMPLATES
-from tasks.templates.validate import load_checked
 from tasks.translation.postedit_stage import STAGE as POSTEDIT
 from tasks.translation.pretranslate_stage import STAGE as PRETRANSLATE
 
-PEOPLE_STAGES: list[Stage] = [LABELS, PRETRANSLATE, POSTEDIT, TEMPLATES, SURVEY_EXPORT, SURVEY]
-RELEASE = "release"
-assert [s.name for s in PEOPLE_STAGES] + [RELEASE] == STAGES
+STAGE_LIST: list[Stage] = [LABELS, PRETRANSLATE, POSTEDIT, TEMPLATES, SURVEY_EXPORT, SURVEY, RELEASE]
+assert [s.name for s in STAGE_LIST] == STAGES
+# Settings every stage reads: the culture's identity.
+IDENTITY = ("name", "language", "source_language")
 
 
-def context(pipeline: Pipeline, out: Path) -> Context:
-    """The pipeline's context in the build folder ``out``: its profile, loaded here once per command."""
-    profile = load_profile(pipeline.profile)
+def stages_for(pipeline: Pipeline) -> list[Stage]:
+    """The stages of this pipeline, in order: every stage, or, from a ready template file, the survey (when
+    results are given) and the release."""
+    cfg = pipeline.config
+    if cfg.templates.file:
+        return [SURVEY, RELEASE] if cfg.survey.results else [RELEASE]
+    return list(STAGE_LIST)
+
+
+def check_order(stages: list[Stage]) -> None:
+    """Every stage reads only stages that exist and, when they are in this pipeline, run before it."""
+    known, seen = {s.name for s in STAGE_LIST}, set()
+    for stage in stages:
+        wrong = [name for name in stage.after if name not in known or (name in {s.name for s in stages}
+                                                                         and name not in seen)]
+        if wrong:
+            raise RuntimeError(f"stage {stage.name} reads {', '.join(wrong)}, which does not run before it")
+        seen.add(stage.name)
+
+
+def context(pipeline: Pipeline, out: Path, profile: Profile | None = None) -> Context:
+    """The pipeline's context in the build folder ``out``; its profile loaded here, once per command."""
+    profile = profile or load_profile(pipeline.profile)
     return Context(pipeline, profile, ReleaseFolder.of(out, pipeline.config.name or None, profile))
 
 
-def stage_fingerprint(ctx: Context, stage: Stage) -> str:
-    upstream = {f"decisions_{name}": path for name, path in ctx.upstream.items()}
-    return fingerprint({**stage.inputs(ctx), **upstream, "profile": ctx.profile.path})
+def settings_of(profile: Profile, keys: tuple[str, ...]) -> dict[str, object]:
+    """The profile settings ``keys`` name (``"survey"``, ``"templates.versions"``), as a fingerprint reads them."""
+    values = {}
+    for key in (*IDENTITY, *keys):
+        value: object = profile
+        for part in key.split("."):
+            value = getattr(value, part)
+        values[key] = value.model_dump() if hasattr(value, "model_dump") else (
+            [v.model_dump() if hasattr(v, "model_dump") else v for v in value] if isinstance(value, list) else value)
+    return values
+
+
+def pipeline_settings(pipeline: Pipeline) -> dict[str, object]:
+    """What a pipeline file sets besides paths, which every stage's output may depend on."""
+    cfg = pipeline.config
+    return {"seed": cfg.seed, "test_split": cfg.test_split, "allow_unmatched": cfg.survey.allow_unmatched}
 
 
 @dataclass(frozen=True)
 class StageCheck:
     stage: Stage
-    fingerprint: str  # of its inputs now
+    fingerprint: str  # of what it reads, now
     state: StageState | None  # as recorded by its last run
-    current: bool  # done with these inputs, its outputs still there: nothing to do
+    problem: str | None  # what is wrong with what its last run made: an output changed or gone, the release replaced
+
+    @property
+    def current(self) -> bool:
+        """Done with these inputs, and what it made is as it made it: nothing to do."""
+        return (self.state is not None and self.state.status == DONE and self.state.fingerprint == self.fingerprint
+                and self.problem is None)
 
 
-def each_stage(ctx: Context) -> Iterator[StageCheck]:
-    """The stages in order, each with its fingerprint and recorded state; after each, its decisions (when it
-    has any, e.g. once the caller has run it) become the later stages' upstream. The caller stops where it
-    wants (a stage not current, a stage that waits). Every walk starts from the first stage: the upstream an
-    earlier walk of the same context collected (the command's up-to-date check) is not carried into it."""
-    ctx.upstream.clear()
-    for stage in PEOPLE_STAGES:
-        current = stage_fingerprint(ctx, stage)
-        state = read_state(ctx.states, stage.name)
-        yield StageCheck(stage, current, state, is_current(state, current))
-        if ctx.decisions_file(stage.name).exists():
-            ctx.upstream[stage.name] = ctx.decisions_file(stage.name)
+def stage_fingerprint(ctx: Context, stage: Stage, upstream: dict[str, str]) -> str:
+    """Exactly what ``stage`` reads: its input files, its profile settings, the fingerprints of the stages it
+    reads from (``upstream``: name -> fingerprint) and its code."""
+    settings = {"profile": settings_of(ctx.profile, stage.settings), "pipeline": pipeline_settings(ctx.pipeline),
+                "after": {name: upstream[name] for name in stage.after if name in upstream}}
+    return fingerprint(stage.inputs(ctx), settings_text(settings), stage.code)
 
 
-def stage_reports(ctx: Context) -> dict[str, Path]:
-    """Reports the stages recorded (roles ``report:<name>``), to be copied into the release."""
-    reports = {}
-    for stage in PEOPLE_STAGES:
-        state = read_state(ctx.states, stage.name)
-        for role, path in (state.outputs.items() if state else ()):
-            if role.startswith("report:") and Path(path).exists():
-                reports[role.removeprefix("report:")] = Path(path)
-    return reports
+def output_problem(ctx: Context, state: StageState) -> str | None:
+    """The first output of a done stage that is no longer as it was written (its hash), or None."""
+    for role, recorded in sorted(state.outputs.items()):
+        path = ctx.folder.out / recorded
+        expected = state.hashes.get(role)
+        actual = content_hash(path)
+        if expected is None:
+            return f"{path}: recorded without its hash (by an older version of the builder)"
+        if actual != expected:
+            return f"{path} {'is missing' if actual == '<missing>' else 'was changed'} since the stage wrote it"
+    return None
 
 
-def release_fingerprint(ctx: Context) -> str:
-    """What the release stage's state records: the template file, the survey inputs, every stage's decisions."""
-    files = {"templates": ctx.output("templates", "templates"), **pipeline_inputs(ctx).files(),
-             **{f"decisions_{name}": path for name, path in ctx.upstream.items()}}
-    return fingerprint(files)
+def each_stage(ctx: Context, stages: list[Stage], upstream: dict[str, str] | None = None) -> Iterator[StageCheck]:
+    """The stages in order, each with its fingerprint, recorded state and problem. The caller stops where it
+    wants (a stage not current, a stage that waits); a stage's fingerprint is computed once the stages before it
+    have run (the walk is lazy), so a flow records what the stage read. ``upstream``: the fingerprints of the
+    stages before ``stages``, when the walk starts in the middle."""
+    upstream = dict(upstream or {})
+    for stage in stages:
+        current = stage_fingerprint(ctx, stage, upstream)
+        upstream[stage.name] = ctx.fingerprints[stage.name] = current
+        state = ctx.state(stage.name)
+        problem = None
+        if state is not None and state.status == DONE:
+            problem = output_problem(ctx, state) or (stage.made(ctx, state.fingerprint) if stage.made else None)
+        yield StageCheck(stage, current, state, problem)
 
 
-def current_fingerprints(ctx: Context) -> dict[str, str | None]:
-    """Each stage's fingerprint now, for ``kobbq status`` (inputs not there yet count as missing)."""
-    prints: dict[str, str | None] = {check.stage.name: check.fingerprint for check in each_stage(ctx)}
-    prints[RELEASE] = release_fingerprint(ctx)
-    return prints
+def prepare(ctx: Context, checks: list[StageCheck]) -> None:
+    """Before any flow run: every stage about to run reads and checks the inputs it already has (its
+    ``prepare``); a bad input is a UserError here, before Prefect starts."""
+    ctx.pending = {check.stage.name for check in checks if not check.current}
+    for check in checks:
+        if not check.current and check.stage.prepare is not None:
+            check.stage.prepare(ctx)
 
 
-def release_request(ctx: Context, force: bool = False) -> ReleaseRequest | None:
-    """What the release stage is built from, as the build flow's request; None before the templates stage
-    has recorded its template file."""
-    templates = ctx.output("templates", "templates")
-    if templates is None:
-        return None
-    survey = pipeline_inputs(ctx)
-    machine = ctx.output("pretranslate", "mt_templates")
-    return ReleaseRequest(ctx.profile, ctx.folder, templates, ctx.corrections, ctx.pipeline.config.seed,
-                          ctx.pipeline.config.test_split,
-                          survey_files=survey.files() if survey.results else {},
-                          survey_decisions=ctx.upstream.get("survey") if survey.results else None,
-                          upstream=dict(ctx.upstream), parallel={"mtBBQ": machine} if machine else {},
-                          reports=stage_reports(ctx), rebuild=force)
+def is_current(checks: list[StageCheck]) -> bool:
+    """Every stage done with unchanged inputs and intact outputs (the release folder as its manifest records it):
+    nothing to do, and no need to start Prefect to find that out."""
+    return all(check.current for check in checks)
 
 
-def check_test_split(request: ReleaseRequest) -> None:
-    """The release's listed test split against the templates the stages kept, before the build flow starts:
-    templates that cannot produce it stop the pipeline in one paragraph, as a failed stage does (pure, ~1 s)."""
-    split = request.inputs().test_split
-    if split.method != LISTED:
-        return  # the seeded draw fits any templates
-    loaded, _ = load_checked(request.templates, request.corrections, request.profile)
-    decisions = request.survey_decisions
-    kept = survivors(loaded.templates, read_decisions(decisions)) if decisions else loaded.templates
-    expand_release(kept, request.profile, split.seed, split=split)
+def relative_to_build(ctx: Context, path: Path) -> str:
+    """How a state records an output: relative to the build folder when it is in it (a copied build folder
+    reads its own work files), else as an absolute path (an input the pipeline names)."""
+    resolved, out = Path(path).resolve(), ctx.folder.out.resolve()
+    return resolved.relative_to(out).as_posix() if resolved.is_relative_to(out) else str(resolved)
 
 
-def pipeline_is_current(ctx: Context) -> bool:
-    """Every stage done with unchanged inputs and the published release intact: nothing to do, and no need
-    to start Prefect to find that out."""
-    if not all(check.current for check in each_stage(ctx)):
-        return False
-    request = release_request(ctx)
-    return request is not None and request.current() is not None
+def done_state(ctx: Context, check: StageCheck, counts: dict[str, object], outputs: dict[str, Path],
+               summary: str) -> StageState:
+    """The state a finished stage records: its fingerprint, counts, and each output with its hash."""
+    recorded = {role: relative_to_build(ctx, path) for role, path in outputs.items()}
+    hashes = {role: content_hash(Path(path)) for role, path in outputs.items()}
+    return StageState(check.stage.name, DONE, check.fingerprint, summary, counts, recorded, hashes=hashes)
+
+
+@dataclass
+class Plan:
+    """One command's run: the pipeline's context, its stages and their checks as found before the flow run (the
+    flow walks them again from the first stage that runs)."""
+
+    ctx: Context
+    stages: list[Stage]
+    checks: list[StageCheck]
+    force: bool = False  # run every stage, current or not
+
+    @classmethod
+    def of(cls, ctx: Context, stages: list[Stage], force: bool = False) -> Plan:
+        check_order(stages)
+        return cls(ctx, stages, list(each_stage(ctx, stages)), force)
+
+    @property
+    def current(self) -> bool:
+        return not self.force and is_current(self.checks)
+
+    def prepare(self) -> None:
+        prepare(self.ctx, self.to_run())
+
+    def to_run(self) -> list[StageCheck]:
+        """The checks as the flow runs them: with ``force``, none is current."""
+        return self.forced(self.checks)
+
+    def forced(self, checks: list[StageCheck]) -> list[StageCheck]:
+        return [replace(check, state=None) for check in checks] if self.force else checks
+
+
+def templates_plan(templates: Path, out: Path, profile: Profile, name: str | None = None,
+                   corrections: Path | None = None, seed: int | None = None, test_split: str = PROFILE,
+                   survey: SurveyInputs | None = None, force: bool = False) -> Plan:
+    """``kobbq build --templates``'s plan: a pipeline made from its arguments (``[templates] file``, the survey's
+    files when given), whose stages are the survey (with results) and the release."""
+    pipeline = templates_pipeline(templates, profile.argument, name, corrections, seed, test_split, survey)
+    return Plan.of(context(pipeline, out, profile), stages_for(pipeline), force)
+
+
+def one_off_plan(stage: Stage, config: PipelineConfig, profile: Profile, out: Path,
+                 given: dict[tuple[str, str], Path] | None = None, offline: bool = False) -> Plan:
+    """A one-off command's plan (``kobbq translate``, ``kobbq survey ingest``): one stage, its settings from the
+    command's arguments (paths relative to the working folder), everything it writes in ``out``, nothing recorded
+    or skipped."""
+    pipeline = Pipeline(Path.cwd() / "kobbq", config, pipeline_key("one-off", str(Path(out).resolve())))
+    ctx = Context(pipeline, profile, ReleaseFolder(Path(out), profile.release.name), one_off=Path(out),
+                  given=given or {}, offline=offline)
+    return Plan.of(ctx, [stage])
+
+
+def pipeline_plan(path: Path, out: Path, force: bool = False) -> Plan:
+    """``kobbq build --pipeline FILE``'s plan: its start inputs checked, its stage states readable (with
+    ``force``, an unreadable one is removed and its stage runs again)."""
+    pipeline = load_pipeline(path)
+    check_start_inputs(pipeline)  # a mistyped path is an error now, not a stage waiting after Prefect's start-up
+    ctx = context(pipeline, out)
+    for removed in check_states(ctx.states, rewrite=force):
+        console.step(f"{removed}: unreadable, removed (--force); its stage runs again")
+    return Plan.of(ctx, stages_for(pipeline), force)
+
+
+def templates_pipeline(templates: Path, profile: str, name: str | None, corrections: Path | None, seed: int | None,
+                       test_split: str, survey: SurveyInputs | None) -> Pipeline:
+    """A pipeline file's worth of settings, from a command's arguments; its state and work folders are its own
+    (named after the template file), apart from any pipeline file's."""
+    def given(path: Path | None) -> str:
+        return str(path.resolve()) if path is not None else ""
+
+    survey_section = SurveySection() if survey is None else SurveySection(
+        results=given(survey.results), reading=given(survey.reading), overrides=given(survey.overrides),
+        questions=given(survey.questions), allow_unmatched=survey.allow_unmatched)
+    config = PipelineConfig(profile=profile, name=name or "", seed=seed, test_split=test_split,
+                            templates=TemplatesSection(file=given(templates), corrections=given(corrections)),
+                            survey=survey_section)
+    return Pipeline(Path.cwd() / "kobbq-build", config, pipeline_key("templates", given(templates)))

@@ -5,7 +5,7 @@ real-data mode, a released template file whose BBQ links imply the labels. Outpu
 (``labels.csv``: subject, label, rationale) and the agreement report (Fleiss' kappa).
 
 The stage's functions are the one path for every entry point: ``final_labels`` and ``write_labels``
-(the pipeline's ``run`` below, and ``kobbq labels consensus`` through ``flows.labels.labels_flow``),
+(the pipeline's ``run`` below, which ``kobbq labels consensus`` runs alone),
 ``labels_from_links`` and ``write_reference`` (real-data mode, and ``kobbq labels reference``).
 """
 
@@ -23,10 +23,9 @@ from tasks.labels.annotations import import_annotations, votes_by_template
 from tasks.labels.consensus import Consensus, load_consensus, require_final_labels
 from tasks.labels.reference import ReferenceLabels, reference_labels
 from tasks.labels.template_set import LabelItem, load_label_items
-from tasks.stage_contract import Context, Stage, StageOutput, require
+from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, require
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import TemplateRow
-from tasks.templates.validate import load_corrected
 
 NAME = "labels"
 LABELS_COLUMNS = ["subject", "label", "rationale"]
@@ -103,7 +102,8 @@ def run(ctx: Context) -> StageOutput:
                              f"the annotators, compare their answers with `kobbq labels import --profile {profile} "
                              f"--bbq {bbq_path} FILES --draft draft.csv`, and write the final label and rationale of "
                              f"every template into the consensus file ({ctx.file(cfg.consensus) or 'labels.consensus'}).")
-    labels = final_labels(bbq_path, consensus_path, ctx.pipeline.files(cfg.annotations), ctx.profile)
+    labels = final_labels(bbq_path, consensus_path, ctx.pipeline.files(cfg.annotations), ctx.profile,
+                          cfg.categories or None)
     counts = labels.counts()
     tables = {"agreement": agreement_table(labels.agreement)} if labels.agreement is not None else {}
     return StageOutput(counts, write_labels(labels, ctx.stage_dir(NAME)), labels.consensus.decisions,
@@ -113,11 +113,11 @@ def run(ctx: Context) -> StageOutput:
 
 def _from_reference(ctx: Context, bbq_path: Path) -> StageOutput:
     reference = require(ctx.file(ctx.pipeline.config.labels.reference), "reference template file", "")
-    result = labels_from_links(load_corrected(reference, ctx.corrections, ctx.profile), bbq_path, ctx.profile)
+    result = labels_from_links(ctx.checked(reference)[0].templates, bbq_path, ctx.profile)
     report = write_reference(result, ctx.stage_dir(NAME))
     outcomes = dict(sorted(Counter(d.outcome.split(":")[0] for d in result.decisions).items()))
     return StageOutput(outcomes, {"report:labels_reference.txt": report}, result.decisions,
                        f"labels from the release's BBQ links: {outcomes}")
 
 
-STAGE = Stage(NAME, inputs, run)
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "labels"))

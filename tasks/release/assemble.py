@@ -2,8 +2,8 @@
 
 ``tasks.templates.validate.load_checked`` refuses a template file with errors; ``expand_release``
 turns templates into the sample sets, and ``write_release_files`` writes every file of the
-release into a (staging) folder and returns the manifest (``tasks.audit.report.write_release_folder`` adds the
-audit report, which reads them). The build flow wraps each step in a
+release but the audit report and the manifest into a (staging) folder (``tasks.audit.report.write_release_folder``
+adds both, from what the build holds in memory). The build flow wraps each step in a
 Prefect task; tests and benchmarks call them directly.
 """
 
@@ -32,14 +32,14 @@ from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evalu
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
-from core.release_folder import WRITTEN_BY
+from core.release_folder import MANIFEST, WRITTEN_BY
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
 from tasks.release.hf_layout import DATA_DIR
 from tasks.release.inputs import BuildInputs
 from tasks.release.write import FORMATS, SampleFiles, all_samples_name, samples_frame, test_samples_name, write_json
 from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
-from tasks.release.table1 import build_table1, render_csv, render_markdown
+from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
 from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.validate import load_checked
@@ -257,7 +257,7 @@ def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats
 
 
 def _write_kobbq_samples(folder: Path, profile: Profile, release: ExpandedRelease, validate: bool,
-                         progress: Progress) -> None:
+                         progress: Progress) -> ValidationReport | None:
     """All samples and the test split as Parquet, TSV and JSONL; validated while the TSV/JSONL are written.
 
     The samples are expanded twice, once for the Parquet files the validation reads and once for the
@@ -271,19 +271,20 @@ def _write_kobbq_samples(folder: Path, profile: Profile, release: ExpandedReleas
         write_sample_sets(folder, profile.release.name, release, ("tsv", "jsonl"))
         progress("sample files written (Parquet, TSV, JSONL)")
 
-    write_while_checking(child, started, rest, progress)
+    return write_while_checking(child, started, rest, progress)
 
 
 def write_while_checking(child: ValidationChild | None, started: float, write: Callable[[], None],
-                         progress: Progress) -> None:
+                         progress: Progress) -> ValidationReport | None:
     """Run ``write`` while the release checks run; failed checks raise; the checks never outlive this call
-    (a failed write, an error or a signal ends them)."""
+    (a failed write, an error or a signal ends them). The checks' report (None without checks)."""
     try:
         interrupt.checkpoint("writing")
         write()
         if child:
             interrupt.checkpoint("validation")
-            finish_release_checks(child, started, progress)
+            return finish_release_checks(child, started, progress)
+        return None
     finally:
         if child:
             child.stop()
@@ -312,15 +313,27 @@ def _write_generated_samples(folder: Path, profile: Profile, release: ExpandedRe
                             fmt.output_columns, fmt.list_columns)
         progress("sample files written (Parquet, JSONL, per-category CSV)")
 
-    write_while_checking(child, started, rest, progress)
+    return write_while_checking(child, started, rest, progress)
+
+
+@dataclass(frozen=True)
+class ReleaseFiles:
+    """What ``write_release_files`` wrote, as the build holds it: the audit report, the manifest and the run's
+    artifacts are made from this, never from the files read back."""
+
+    facts: dict[str, object]  # the manifest without the hashes of the release's files
+    table: Table1
+    decisions: list[Decision]  # the decision log as written (paths reduced to file names)
+    validation: ValidationReport | None  # None when the build skipped the checks
+    reports: dict[str, str]  # the earlier stages' reports, as written into the release
 
 
 def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                         release: ExpandedRelease, decisions: list[Decision],
                         reports: dict[str, str] | None = None, validate: bool = True,
-                        parallel: dict[str, Path] | None = None, progress: Progress = _silent) -> dict[str, object]:
-    """Write every release file but the audit report into ``folder`` and return the manifest (also written there).
-    ``tasks.audit.report.write_release_folder`` adds the report, a view of these files.
+                        parallel: dict[str, Path] | None = None, progress: Progress = _silent) -> ReleaseFiles:
+    """Write every release file but the audit report and the manifest into ``folder``
+    (``tasks.audit.report.write_release_folder`` adds both, from what this returns).
 
     ``validate=False`` skips the Great Expectations suite (and its ~3 s import); only tests of
     other parts use it. ``progress`` receives a line when the sample files are written and when
@@ -329,7 +342,7 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
     profile = inputs.profile
     name = profile.release.name
     write = _write_generated_samples if profile.release.layout == "per-category-csv" else _write_kobbq_samples
-    write(folder, profile, release, validate, progress)
+    validation = write(folder, profile, release, validate, progress)
     table = build_table1(release.templates, samples_by_category(release), profile)
     (folder / "table1.md").write_text(render_markdown(table, name, test_split_line(release)), encoding="utf-8")
     (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
@@ -339,16 +352,26 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
                      for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release))]
     write_decisions_csv(all_decisions, folder / "decisions.csv")
     write_decisions_parquet(all_decisions, folder / "decisions.parquet")
-    for report_name, text in sorted((reports or {}).items()):
-        (folder / report_name).write_text(portable.text(text), encoding="utf-8")
+    texts = {report_name: portable.text(text) for report_name, text in sorted((reports or {}).items())}
+    for report_name, text in texts.items():
+        (folder / report_name).write_text(text, encoding="utf-8")
     twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split)
              for twin, path in sorted((parallel or {}).items())}
     facts = release_facts(inputs, release, table)
-    write_dataset_card(folder, profile, facts, render_markdown(table, name), all_decisions)
-    manifest = {**facts, "outputs": release_outputs(folder, profile)}
     if twins:
-        manifest["parallel_releases"] = twins
-    write_json(manifest, folder / "manifest.json")
+        facts["parallel_releases"] = twins
+    write_dataset_card(folder, profile, facts, render_markdown(table, name), all_decisions, validation)
+    return ReleaseFiles(facts, table, all_decisions, validation, texts)
+
+
+def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> dict[str, object]:
+    """The manifest, written once, last: the facts and the sha256 of every file of the release."""
+    outputs = release_outputs(folder, profile)
+    manifest = {key: value for key, value in facts.items() if key != "parallel_releases"}
+    manifest["outputs"] = outputs
+    if "parallel_releases" in facts:
+        manifest["parallel_releases"] = facts["parallel_releases"]
+    write_json(manifest, folder / MANIFEST)
     return manifest
 
 
@@ -400,7 +423,7 @@ def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[
         "profile": profile.name,
         "project_version": core.__version__,
         "seed": inputs.seed,
-        "build_fingerprint": inputs.fingerprint(),
+        "build_fingerprint": inputs.fingerprint,
         "samples": release.samples,
         "test_samples": len(release.test_indices),
         "test_split": release.split.manifest(len(release.test_indices)),

@@ -24,7 +24,7 @@ from huggingface_hub import DatasetCardData
 from core.decisions import Decision
 from core.pipeline_file import STAGES
 from core.profile import Profile
-from tasks.release.checks import ValidationReport, report_from_json
+from tasks.release.checks import ValidationReport
 from tasks.release.hf_layout import TEST_SPLIT, Config, split_sources, write_layout
 from tasks.release.write import lm_eval_task_name
 
@@ -110,12 +110,6 @@ def _fraction(value: Fraction) -> str:
     return str(value) if value.denominator != 1 else str(value.numerator)
 
 
-def validation_report(folder: Path) -> ValidationReport | None:
-    """The suite's result the build staged (None when the build skipped validation)."""
-    path = folder / "validation.json"
-    return report_from_json(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
-
-
 def render_card(profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
                 decisions: list[Decision], validation: ValidationReport | None, columns: list[str],
                 files: list[str]) -> str:
@@ -138,14 +132,15 @@ def render_card(profile: Profile, configs: list[Config], facts: dict[str, object
 
 
 def write_dataset_card(folder: Path, profile: Profile, facts: dict[str, object], table1: str,
-                       decisions: list[Decision]) -> list[Config]:
+                       decisions: list[Decision], validation: ValidationReport | None) -> list[Config]:
     """Lay the staged Parquet out by config (``hf_layout``) and write ``README.md``; the configs.
 
     ``facts``: the manifest's counts and inputs (``tasks.release.assemble.release_facts``). Called once
-    the sample files, Table 1, the decision log, the reports and the validation result are staged."""
+    the sample files, Table 1, the decision log and the reports are staged; ``validation``: the suite's result
+    (None when the build skipped it)."""
     configs = write_layout(folder, profile)
     columns = pq.ParquetFile(folder / next(iter(split_sources(profile).values()))).schema_arrow.names
     files = sorted(p.name for p in folder.iterdir() if p.is_file()) + [CARD_NAME]
-    card = render_card(profile, configs, facts, table1, decisions, validation_report(folder), columns, sorted(files))
+    card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files))
     (folder / CARD_NAME).write_text(card, encoding="utf-8")
     return configs

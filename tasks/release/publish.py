@@ -17,7 +17,8 @@ from pathlib import Path
 
 from core import interrupt
 from core.errors import UserError, os_errno
-from core.release_folder import RETIRED_PREFIX, STAGING_PREFIX, check_release_name, check_replaceable
+from core.release_folder import (RETIRED_PREFIX, STAGING_PREFIX, check_release_name, check_replaceable, read_manifest,
+                                 user_entries)
 
 
 
@@ -39,8 +40,10 @@ def recover(target: Path) -> None:
                 continue  # a build is working here right now (another, or this process's own)
             if prefix == RETIRED_PREFIX and not target.exists():
                 os.replace(folder, target)  # the crash came between the two renames of publish
-            else:
-                shutil.rmtree(folder, ignore_errors=True)
+                continue
+            if prefix == RETIRED_PREFIX:
+                carry_over(folder, target)  # the crash came before the user's own files were moved across
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
@@ -117,16 +120,44 @@ def build_lock(target: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def publish(staging: Path, target: Path) -> None:
-    """Replace ``target`` by ``staging`` with two renames; the old release is removed only after.
+def publish(staging: Path, target: Path) -> list[str]:
+    """Replace ``target`` by ``staging`` with two renames; the old release is removed only after. What a user added
+    inside the old release (``core.release_folder.user_entries``: a ``.git``, notes) is carried over to the new one;
+    returns those paths. A user's file where the new release has one of its own is refused before anything moves.
 
-    A signal during the renames takes effect after them (``interrupt.critical``); a SIGKILL between
-    them is undone by the next build's ``recover``."""
+    A signal during the renames takes effect after them (``interrupt.critical``); a SIGKILL between them is undone
+    by the next build's ``recover``, which also carries the user's files across."""
+    added = _user_entries(target)
+    conflicts = [entry for entry in added if (staging / entry).exists()]
+    if conflicts:
+        raise UserError(f"holds {', '.join(conflicts)}, which you added and the new release writes too; move them "
+                        "away, then build again", target)
     retired = target.parent / f"{RETIRED_PREFIX}{target.name}-{os.getpid()}"
     with interrupt.critical():
         if target.exists():
             os.replace(target, retired)
         interrupt.checkpoint("publish")
         os.replace(staging, target)
+        carried = carry_over(retired, target, added)
         interrupt.mark_published(target)
     shutil.rmtree(retired, ignore_errors=True)
+    return carried
+
+
+def _user_entries(release: Path) -> list[str]:
+    manifest = read_manifest(release) if release.is_dir() else None
+    return user_entries(release, manifest) if manifest is not None else []
+
+
+def carry_over(retired: Path, target: Path, entries: list[str] | None = None) -> list[str]:
+    """Move what a user added inside the previous release (``retired``; ``entries`` when known) into the new one
+    (``target``)."""
+    carried = []
+    for entry in _user_entries(retired) if entries is None else entries:
+        destination = target / entry
+        if destination.exists():
+            continue
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(retired / entry, destination)
+        carried.append(entry)
+    return carried

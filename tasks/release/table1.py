@@ -193,10 +193,12 @@ def _comparison(table: Table1, release_name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_csv(table: Table1) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["category", "column", "ours", "paper", "difference", "explained", "note"])
+CSV_COLUMNS = ["category", "column", "ours", "paper", "difference", "explained", "note"]
+
+
+def csv_rows(table: Table1) -> list[dict[str, str]]:
+    """``table1.csv``'s rows, as text: what the audit report and the run's artifacts show of Table 1."""
+    rows = []
     marks = {(d.category, d.column): d for d in table.differences}
     for row in table.rows:
         compared = row.paper is not None and row.ours["templates_after"] > 0
@@ -207,7 +209,16 @@ def render_csv(table: Table1) -> str:
             difference = marks.get((row.category, column))
             note = difference.note if difference else ("" if compared else "no published number: not compared"
                                                        if row.paper is None else "not in this build: not compared")
-            writer.writerow([row.category, column, row.ours[column], "" if paper is None else paper,
-                             row.ours[column] - paper if compared else "",
-                             "" if difference is None else str(difference.explained).lower(), note])
+            values = [row.category, column, row.ours[column], "" if paper is None else paper,
+                      row.ours[column] - paper if compared else "",
+                      "" if difference is None else str(difference.explained).lower(), note]
+            rows.append(dict(zip(CSV_COLUMNS, map(str, values))))
+    return rows
+
+
+def render_csv(table: Table1) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(csv_rows(table))
     return buffer.getvalue()

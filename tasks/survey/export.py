@@ -1,14 +1,13 @@
 """Before the survey: the unique stereotypes of the candidate templates, their question type, and the
 questionnaires for the survey company (``questionnaire.xlsx``, ``questions.csv``,
-``reading_questions.csv``, ``groups.csv``) with the decision log of the question types."""
+``reading_questions.csv``, ``groups.csv``) and the decisions of the question types."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.atomic import write_with
-from core.decisions import Decision, write_decisions_csv, write_decisions_parquet
+from core.decisions import Decision
 from core.profile import Profile
 from tasks.survey.groups import profile_group_lists
 from tasks.survey.questionnaires import build_questions, build_reading, group_rows, load_wording, write_export
@@ -16,8 +15,6 @@ from tasks.survey.stereotypes import Stereotype, collect_stereotypes
 from tasks.templates.load import TemplateRow
 
 STAGE = "survey-export"
-DECISIONS_CSV = "decisions_survey.csv"
-DECISIONS_PARQUET = "decisions_survey.parquet"
 
 
 @dataclass(frozen=True)
@@ -28,12 +25,6 @@ class ExportResult:
     reading_questions: int
     outputs: dict[str, Path]
     decisions: list[Decision] = field(default_factory=list)
-
-
-def write_survey_decisions(decisions: list[Decision], out: Path) -> dict[str, Path]:
-    """The survey's decision log as CSV and Parquet, each written atomically."""
-    return {"decisions": write_with(out / DECISIONS_CSV, lambda p: write_decisions_csv(decisions, p)),
-            "decisions_parquet": write_with(out / DECISIONS_PARQUET, lambda p: write_decisions_parquet(decisions, p))}
 
 
 def type_decision(stereotype: Stereotype) -> Decision:
@@ -51,6 +42,5 @@ def export_questionnaires(templates: list[TemplateRow], profile: Profile, out: P
     reading = build_reading(templates, profile, wording)
     outputs = write_export(out, questions, reading, group_rows(lists, profile))
     decisions = [type_decision(s) for s in stereotypes]
-    outputs.update(write_survey_decisions(decisions, out))
     return ExportResult(len(questions), sum(q.survey_type == 1 for q in questions),
                         sum(q.survey_type == 2 for q in questions), len(reading), outputs, decisions)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.stage_contract import Context, Stage, StageOutput
+from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput
+from core.decisions import write_decisions_parquet
 from tasks.survey.export import export_questionnaires
-from tasks.templates.validate import load_corrected
 
 NAME = "survey-export"
 
@@ -16,18 +16,20 @@ NAME = "survey-export"
 def inputs(ctx: Context) -> dict[str, Path | None]:
     # The profile's survey folder: the questionnaire wording (type1.j2, type2.j2, reading.j2, options.toml) and
     # the group lists; changing any of them makes the questionnaires stale.
-    return {"templates": ctx.output("templates", "templates"), "survey_wording": ctx.profile.file("survey")}
+    return {"templates": ctx.templates_file(), "survey_wording": ctx.profile.file("survey")}
 
 
 def run(ctx: Context) -> StageOutput:
     if not ctx.profile.survey.enabled:
         return StageOutput({}, {}, [], f"profile {ctx.profile.name}: no survey; nothing to send out")
-    templates = load_corrected(ctx.output("templates", "templates"), ctx.corrections, ctx.profile)
+    templates = ctx.checked(ctx.templates_file())[0].templates  # type: ignore[arg-type]
     folder = ctx.stage_dir(NAME)
     result = export_questionnaires(templates, ctx.profile, folder)
+    write_decisions_parquet(result.decisions, ctx.decisions_file(NAME, "survey").with_suffix(".parquet"))
     counts = {k: v for k, v in vars(result).items() if isinstance(v, int)}
     outputs = {"questionnaire": result.outputs["workbook"], "questions": result.outputs["questions"]}
     return StageOutput(counts, outputs, list(result.decisions), f"questionnaires for {counts} written to {folder}")
 
 
-STAGE = Stage(NAME, inputs, run)
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey", "culture"), after=("templates",),
+              log="survey")

@@ -1,9 +1,8 @@
 """The survey stage: the survey results through the paper's rules, once per build.
 
 ``survey_stage(templates, inputs, profile)`` is the stage's one function, called by every entry point:
-the pipeline (``run`` below), ``kobbq build --templates --survey-results`` (``record_for_release``
-writes its decisions and reports where a pipeline's would be) and ``kobbq survey ingest``
-(``flows.survey.ingest_survey``). It reads the inputs (``SurveyInputs.read``), runs the rules
+every pipeline's survey stage (``run`` below; ``kobbq build --templates --survey-results`` is a pipeline too) and
+``kobbq survey ingest``. It reads the inputs (``SurveyInputs.read``), runs the rules
 (``tasks.survey.apply.apply_survey_rules``) and renders what the release needs: the decisions (which
 templates survive is read back from them by ``survivors``; the release never runs the rules again),
 ``funnel.md``, ``survey_agreement.md`` (the group check) and ``survey_votes.csv`` (every group's votes,
@@ -15,21 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.atomic import write_text, write_with
-from core.decisions import OUTCOME_DROP, Decision, template_subject, write_decisions_csv
+from core.atomic import write_text
+from core.decisions import OUTCOME_DROP, Decision, template_subject, write_decisions_parquet
 from core.profile import Profile
-from tasks.stage_contract import Context, Stage, StageOutput, require
+from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, Waiting, require
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
 from tasks.survey.group_check import render_group_check
+from tasks.survey.ingest import write_results
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.outcome import SurveyOutcome
 from tasks.survey.rule_table import TEMPLATE, rules_of
 from tasks.survey.votes import VOTES, render_votes
 from tasks.templates.load import TemplateRow
-from tasks.templates.validate import load_corrected
 
 NAME = "survey"
+LOG = "survey"  # a one-off run's decisions: decisions_survey.csv (and .parquet)
 FUNNEL = "funnel.md"
 GROUP_CHECK = "survey_agreement.md"  # the group check's file keeps its first name
 
@@ -70,20 +70,6 @@ def write_reports(stage: SurveyStage, folder: Path) -> dict[str, Path]:
     return {f"report:{name}": write_text(folder / name, text) for name, text in stage.reports.items()}
 
 
-@dataclass(frozen=True)
-class Recorded:
-    decisions: Path
-    reports: dict[str, Path]  # name in the release -> file
-
-
-def record_for_release(stage: SurveyStage, folder: Path) -> Recorded:
-    """A direct build's survey stage (``kobbq build --templates --survey-results``), written where a
-    pipeline's would be, so the build flow reads the decisions and reports the same way."""
-    decisions = write_with(folder / "decisions.csv", lambda path: write_decisions_csv(stage.decisions, path))
-    reports = {role.removeprefix("report:"): path for role, path in write_reports(stage, folder).items()}
-    return Recorded(decisions, reports)
-
-
 # --- the stage in a pipeline -------------------------------------------------------------------
 
 def pipeline_inputs(ctx: Context) -> SurveyInputs:
@@ -101,27 +87,60 @@ def _existing(path: Path | None) -> Path | None:
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
     # The profile's survey folder too: its group lists decide type-1 targets, its options the 'no stereotype' answer.
-    return {"templates": ctx.output("templates", "templates"), **pipeline_inputs(ctx).files(),
-            "survey_profile": ctx.profile.file("survey")}
+    return {"templates": ctx.templates_file(), **pipeline_inputs(ctx).files(), "survey_profile": ctx.profile.file("survey")}
+
+
+def outcome(ctx: Context) -> SurveyStage:
+    """The survey stage's outcome on the pipeline's template file, computed once (before the flow run when its
+    inputs are there: a bad survey file stops in one line before Prefect starts)."""
+
+    def compute() -> SurveyStage:
+        files = pipeline_inputs(ctx)
+        questionnaire = ctx.output("survey-export", "questionnaire")
+        templates_path = ctx.templates_file()
+        require(files.results, "survey results",
+                f"Send {questionnaire} (written again by `kobbq survey export --profile {ctx.profile.argument} "
+                f"--templates {templates_path} --out FOLDER`) to the survey company and put the results "
+                "(respondent-level CSV/xlsx, or the aggregated JSON) where survey.results points.")
+        assert templates_path is not None
+        return survey_stage(ctx.checked(templates_path)[0].templates, files, ctx.profile)
+
+    return ctx.once(("survey-outcome",), compute)
+
+
+def survey_decisions(ctx: Context) -> list[Decision]:
+    """The survey's decisions, which say which templates survive: its outcome when it is about to run in this
+    process, else its recorded decisions."""
+    return outcome(ctx).decisions if NAME in ctx.pending else ctx.decisions(NAME)
+
+
+def prepare(ctx: Context) -> None:
+    """Read and check the survey's inputs and run its rules before the flow run, unless an earlier stage of this
+    run is about to write the templates or the questions it reads."""
+    if ctx.profile.survey.enabled and not ctx.pending & {"templates", "survey-export"}:
+        try:
+            outcome(ctx)
+        except Waiting:
+            pass  # the results are not there yet: the run says so when it reaches this stage
 
 
 def run(ctx: Context) -> StageOutput:
     if not ctx.profile.survey.enabled:
         return StageOutput({}, {}, [], f"profile {ctx.profile.name}: no survey; every template goes on")
-    files = pipeline_inputs(ctx)
-    questionnaire = ctx.output("survey-export", "questionnaire")
-    templates_path = ctx.output("templates", "templates")
-    require(files.results, "survey results",
-            f"Send {questionnaire} (written again by `kobbq survey export --profile {ctx.profile.argument} "
-            f"--templates {templates_path} --out FOLDER`) to the survey company and put the results "
-            "(respondent-level CSV/xlsx, or the aggregated JSON) where survey.results points.")
-    templates = load_corrected(templates_path, ctx.corrections, ctx.profile)
-    stage = survey_stage(templates, files, ctx.profile)
-    reports = write_reports(stage, ctx.stage_dir(NAME))
-    ids, kept = len({t.template_key for t in templates}), len({t.template_key for t in stage.kept})
+    stage = outcome(ctx)
+    folder = ctx.stage_dir(NAME)
+    reports = {**write_reports(stage, folder), **write_results(stage.outcome.results, folder)}
+    write_decisions_parquet(stage.decisions, ctx.decisions_file(NAME, LOG).with_suffix(".parquet"))
+    rows = ctx.checked(ctx.templates_file())[0].templates  # type: ignore[arg-type]  (read once, by outcome)
+    ids, kept = len({t.template_key for t in rows}), len({t.template_key for t in stage.kept})
     funnel = [dict(zip(RULE_EFFECT_COLUMNS, row)) for row in rule_effects(stage.outcome)]
-    return StageOutput({"template_ids": ids, "kept": kept}, reports, stage.decisions,
-                       f"{kept} of {ids} template IDs pass the survey filters", {"funnel": funnel})
+    result = stage.outcome
+    counts = {"template_ids": ids, "kept": kept, "kept_rows": len(stage.kept), "stereotypes": len(result.stereotypes),
+              "stereotypes_kept": sum(e.keep() for e in result.stereotypes), "unmatched_results": len(result.unmatched),
+              "quota_shortfalls": len(result.results.quota)}
+    return StageOutput(counts, reports, stage.decisions, f"{kept} of {ids} template IDs pass the survey filters",
+                       {"funnel": funnel})
 
 
-STAGE = Stage(NAME, inputs, run)
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey", "culture"),
+              after=("templates", "survey-export"), prepare=prepare, log=LOG)

@@ -21,10 +21,9 @@ from core.errors import Location, UserError
 from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from core.tables import read_csv_table, write_tsv_rows
-from tasks.stage_contract import Context, Stage, StageOutput, require
-from tasks.templates.load import load_kobbq_templates, read_tsv
+from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, require
+from tasks.templates.load import LoadedTemplates, load_kobbq_templates, read_tsv
 from tasks.templates.newly_created import import_newly_created
-from tasks.templates.validate import load_checked
 from tasks.templates.versions import version_decisions, version_findings
 
 NAME = "templates"
@@ -62,11 +61,11 @@ def merge_groups(rows: list[dict[str, str]], groups_path: Path) -> tuple[list[di
     return merged, lines
 
 
-def check_versions(path: Path, group_lines: dict[str, int], groups_path: Path, profile: Profile) -> list[Decision]:
+def check_versions(loaded: LoadedTemplates, group_lines: dict[str, int], groups_path: Path,
+                   profile: Profile) -> list[Decision]:
     """The version convention on the merged rows, each problem at the groups-file line that gave the row its groups:
     the post-edit meets its groups here first (newly-created rows carry their own groups and were checked in their
     own file by ``import_newly_created``). Returns the decision of every template (which role each version plays)."""
-    loaded = load_kobbq_templates(path, separators=profile.templates.separators)
     findings = []
     for finding in version_findings(loaded.templates, profile):
         key = next((t.key for t in loaded.templates if t.row == finding.where.row), "")
@@ -84,7 +83,7 @@ def check_versions(path: Path, group_lines: dict[str, int], groups_path: Path, p
 def run(ctx: Context) -> StageOutput:
     if ctx.pipeline.reference_mode:
         reference = ctx.file(ctx.pipeline.config.translation.reference)
-        loaded, _ = load_checked(reference, ctx.corrections, ctx.profile)
+        loaded, _ = ctx.checked(reference)
         return StageOutput({"rows": len(loaded.templates)}, {"templates": reference}, [],
                            f"{len(loaded.templates)} template rows: the released file")
     postedit = require(ctx.output("postedit", "templates"), "post-edited templates", "Run the postedit stage.")
@@ -106,8 +105,8 @@ def run(ctx: Context) -> StageOutput:
         rows += nc_rows
     header += [c for c in GROUP_COLUMNS if c not in header]
     path = write_tsv_rows(ctx.stage_dir(NAME) / "templates.tsv", header, rows)
-    decisions += check_versions(path, group_lines, groups, ctx.profile)
-    loaded, _ = load_checked(path, None, ctx.profile)
+    decisions += check_versions(ctx.loaded(path), group_lines, groups, ctx.profile)
+    loaded, _ = ctx.checked(path)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": path}, decisions,
                        f"{len(loaded.templates)} template rows ({labels}) in {path.name}")
@@ -119,10 +118,10 @@ def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
     if cfg.groups or cfg.newly_created:
         raise UserError(f"profile {ctx.profile.name} keeps groups and new templates in its workbooks; remove "
                         "[templates] groups / newly_created from the pipeline file", ctx.pipeline.path)
-    loaded, _ = load_checked(folder, ctx.corrections, ctx.profile)
+    loaded, _ = ctx.checked(folder)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": folder}, [],
                        f"{len(loaded.templates)} template rows ({labels}) in {folder.name}")
 
 
-STAGE = Stage(NAME, inputs, run)
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "culture"), after=("postedit",))

@@ -37,9 +37,15 @@ def load_checked(path: Path, corrections_path: Path | None, profile: Profile) ->
     """Load and validate a template file; any error stops the build with every error listed."""
     corrections = load_corrections(corrections_path) if corrections_path else []
     loaded = load_templates(path, profile, corrections)
+    return loaded, check_loaded(loaded, path, profile)
+
+
+def check_loaded(loaded: LoadedTemplates, path: Path, profile: Profile) -> list[Finding]:
+    """The checks of ``load_checked`` on a template file already loaded; its findings (warnings) when none is an
+    error."""
     findings = template_format(profile).check(loaded, profile)
     if not loaded.templates and not loaded.findings:
         raise UserError("has a header but no template rows; nothing to build", path)
     raise_if_errors("the template file", findings, "nothing was built", MAX_LISTED_ERRORS,
                     f" (run `kobbq validate --profile {profile.argument} {path}` for all)")
-    return loaded, findings
+    return findings

@@ -4,8 +4,8 @@ Inputs: the workbooks the pretranslate stage sent out (``workbooks``) and the fo
 returned ones are put. Outputs: ``templates`` (``postedit_templates.tsv``) and the post-edit
 report. In real-data mode the released template file is the post-edit, linked to BBQ row by row.
 
-``import_returned`` and ``link_released`` are the stage's work without the pipeline around it;
-``flows/translate.py`` (``kobbq postedit import``, ``kobbq postedit reference``) calls the same two.
+``kobbq postedit import`` (the workbooks given one by one) and ``kobbq postedit reference`` run this stage alone
+(a one-off run: its files in their ``--out``).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from pathlib import Path
 from core.atomic import write_text
 from core.findings import raise_if_errors
 from core.profile import Profile
-from tasks.stage_contract import Context, Stage, StageOutput, Waiting, require
+from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, Waiting, require
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import TemplateRow
-from tasks.translation.glossary import Glossary, glossary_path, profile_glossary
+from tasks.translation.glossary import Glossary
+from tasks.translation.pretranslate_stage import glossary_file, glossary_of
 from tasks.translation.postedit import ImportResult, import_postedit, render_report, templates_output
 from tasks.translation.reference import ReferenceLinks, link_reference
-from tasks.templates.validate import load_corrected
 
 NAME = "postedit"
 REPORT = "postedit_report.md"
@@ -36,10 +36,10 @@ def import_returned(workbooks: list[Path], profile: Profile, folder: Path, gloss
     return result, report
 
 
-def link_released(templates: list[TemplateRow], bbq_path: Path, profile: Profile) -> ReferenceLinks:
+def link_released(templates: list[TemplateRow], bbq_path: Path, profile: Profile, glossary: Glossary) -> ReferenceLinks:
     """A released template file as the post-edit: its ST/TM rows linked to the BBQ templates they adapt."""
     bbq, _ = load_bbq_templates(bbq_path)
-    return link_reference(templates, bbq, profile, profile_glossary(profile))
+    return link_reference(templates, bbq, profile, glossary)
 
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
@@ -47,13 +47,17 @@ def inputs(ctx: Context) -> dict[str, Path | None]:
     if ctx.pipeline.reference_mode:
         return {"reference": ctx.file(cfg.translation.reference), "bbq": ctx.file(cfg.labels.bbq),
                 "corrections": ctx.corrections}
+    workbooks = {f"workbook_{i}": ctx.file(path) for i, path in enumerate(cfg.translation.workbooks)}
     return {"returned": ctx.file(cfg.translation.returned), "sent": ctx.output("pretranslate", "workbooks"),
-            "glossary": glossary_path(ctx.profile)}  # the substitutions the report and decisions name
+            **workbooks, "glossary": glossary_file(ctx)}  # the substitutions the report and decisions name
 
 
-def run(ctx: Context) -> StageOutput:
-    if ctx.pipeline.reference_mode:
-        return _from_reference(ctx)
+def returned_workbooks(ctx: Context) -> list[Path]:
+    """The translator's workbooks: the ones the pipeline names one by one, else each workbook sent out, by its
+    name in the folder they are returned to (waits for any not there yet)."""
+    given = ctx.pipeline.config.translation.workbooks
+    if given:
+        return [ctx.file(path) for path in given]  # type: ignore[misc]
     sent_dir = ctx.output("pretranslate", "workbooks")
     sent = sorted(sent_dir.glob("*.xlsx")) if sent_dir else []
     returned_dir = ctx.file(ctx.pipeline.config.translation.returned)
@@ -63,8 +67,13 @@ def run(ctx: Context) -> StageOutput:
     missing = [p.name for p in sent if not (returned_dir / p.name).exists()]
     if missing:
         raise Waiting(f"the translator's post-edited workbooks: {', '.join(missing)} not yet in {returned_dir}", hint)
-    result, report = import_returned([returned_dir / p.name for p in sent], ctx.profile, ctx.stage_dir(NAME),
-                                     profile_glossary(ctx.profile))
+    return [returned_dir / p.name for p in sent]  # type: ignore[operator]
+
+
+def run(ctx: Context) -> StageOutput:
+    if ctx.pipeline.reference_mode:
+        return _from_reference(ctx)
+    result, report = import_returned(returned_workbooks(ctx), ctx.profile, ctx.stage_dir(NAME), glossary_of(ctx))
     raise_if_errors("the returned workbooks", result.findings, "nothing was imported")
     return StageOutput({"rows": len(result.rows)}, {"templates": result.tsv_path, f"report:{REPORT}": report},
                        result.decisions, f"{len(result.rows)} post-edited template rows imported")
@@ -74,11 +83,12 @@ def _from_reference(ctx: Context) -> StageOutput:
     """Real-data mode: the released template file is the post-edit; its rows are linked to BBQ."""
     cfg = ctx.pipeline.config
     reference = require(ctx.file(cfg.translation.reference), "reference post-edit", "")
-    released = load_corrected(reference, ctx.corrections, ctx.profile)
-    result = link_released(released, ctx.file(cfg.labels.bbq), ctx.profile)
+    released = ctx.checked(reference)[0].templates
+    result = link_released(released, ctx.file(cfg.labels.bbq), ctx.profile, glossary_of(ctx))  # type: ignore[arg-type]
     counts = {"rows_linked": result.rows_linked, "rows": result.rows, "unlinked": len(result.unlinked)}
     return StageOutput(counts, {"templates": reference}, result.decisions,
-                       f"{result.rows_linked} of {result.rows} ST/TM rows of {reference.name} linked to BBQ")
+                       f"{result.rows_linked} of {result.rows} ST/TM rows of {reference.name} linked to BBQ",
+                       text=result.render(ctx.profile))
 
 
-STAGE = Stage(NAME, inputs, run)
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "translation", "culture"), after=("pretranslate",))

@@ -6,8 +6,8 @@ segment is missing from it. Outputs: ``workbooks`` (the post-edit workbooks to s
 ``mt_templates`` (the unedited machine translation, expanded into a twin release). In
 real-data mode the released file is the post-edit and nothing is translated.
 
-``translatable_templates`` and ``draft_and_export`` are the stage's work without the pipeline
-around it; ``flows/translate.py`` (``kobbq translate``, ``kobbq postedit export``) calls the same two.
+``kobbq translate`` and ``kobbq postedit export`` run this stage alone (a one-off run: its files in their
+``--out``, the labels file given).
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import UserError
 from core.profile import Profile
-from tasks.stage_contract import Context, Stage, StageOutput, Waiting
+from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, Waiting, require
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
-                                            translator_from_environment)
-from tasks.translation.glossary import Glossary, glossary_path, profile_glossary
+                                            set_network_retries, translator_from_environment)
+from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary, glossary_path, load_glossary
 from tasks.translation.postedit import ImportResult, write_machine_translation
 from tasks.translation.pretranslate import (PretranslationResult, load_labels, pretranslate, require_target_language,
                                             translatable)
@@ -83,50 +84,78 @@ def draft_and_export(templates: list[BBQTemplate], labels: dict[str, str], trans
     return Drafted(result, workbooks, machine)
 
 
+def glossary_file(ctx: Context) -> Path:
+    """The glossary the pipeline names (``[translation] glossary``), else the profile's."""
+    return ctx.file(ctx.pipeline.config.translation.glossary) or glossary_path(ctx.profile)
+
+
+def glossary_of(ctx: Context) -> Glossary:
+    path = glossary_file(ctx)
+    return load_glossary(path) if path.exists() else EMPTY_GLOSSARY
+
+
 def inputs(ctx: Context) -> dict[str, Path | None]:
     cfg = ctx.pipeline.config
     # The profile's files it reads: the glossary (the drafts) and the translator's instructions (the workbooks
     # sent out); adding or changing either makes the stage stale.
     return {"bbq": ctx.file(cfg.labels.bbq), "labels": ctx.output("labels", "labels"),
-            "cache_seed": ctx.file(cfg.translation.cache), "glossary": glossary_path(ctx.profile),
+            "cache_seed": ctx.file(cfg.translation.cache), "glossary": glossary_file(ctx),
             "instructions": ctx.profile.file("postedit_instructions")}
+
+
+def translation_cache(ctx: Context) -> Path:
+    """Where the DeepL drafts are cached. A pipeline's is shared by every pipeline writing this release (paid
+    work is never paid twice), started from the recorded cache the pipeline names, which is never written to; a
+    one-off command's is the ``--cache`` given, else the one in its folder, used in place."""
+    given = ctx.file(ctx.pipeline.config.translation.cache)
+    if ctx.one_off is not None:
+        return given or ctx.one_off / CACHE_FILE
+    cache = ctx.folder.work / CACHE_FILE
+    earlier = ctx.folder.work / NAME / CACHE_FILE  # where a build before per-pipeline work folders kept it
+    if not cache.exists() and earlier.exists():
+        earlier.replace(cache)
+    if not cache.exists() and given is not None and given.exists():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(given, cache)
+    return cache
 
 
 def run(ctx: Context) -> StageOutput:
     if ctx.pipeline.reference_mode:
         return StageOutput({"segments": 0}, {}, [], "reference mode: the released file is the post-edit; no DeepL")
     folder = ctx.stage_dir(NAME)
-    cache = _working_cache(folder, ctx.file(ctx.pipeline.config.translation.cache))
+    cache = translation_cache(ctx)
     bbq_path = ctx.file(ctx.pipeline.config.labels.bbq)
-    labels_path = ctx.output("labels", "labels")
+    labels_path = require(ctx.output("labels", "labels"), "the final labels", "Run the labels stage.")
+    assert bbq_path is not None
     templates, labels = translatable_templates(bbq_path, labels_path, ctx.profile)
-    key = os.environ.get(KEY_VARIABLE)
-    drafted = draft_and_export(templates, labels, translator_for(key), cache, ctx.profile,
-                               profile_glossary(ctx.profile), folder / "postedit_out", folder / MT_TEMPLATES)
+    if not templates:
+        raise UserError(f"no BBQ template is labelled {' or '.join(ctx.profile.translation.labels)} in the labels "
+                        "file", labels_path)
+    key = None if ctx.offline else os.environ.get(KEY_VARIABLE)
+    if key:
+        set_network_retries(ctx.profile.translation.max_network_retries)
+    sent = ctx.stage_dir(NAME, "postedit_out")
+    drafted = draft_and_export(templates, labels, translator_for(key), cache, ctx.profile, glossary_of(ctx), sent,
+                               folder / MT_TEMPLATES)
     result, machine = drafted.result, drafted.machine
     if not result.complete:
-        raise Waiting(f"DeepL: {result.segments_left} segment(s) are not in the translation cache {cache}"
+        why = f"DeepL stopped ({result.stopped}); " if result.stopped else ""
+        raise Waiting(f"{why}DeepL: {result.segments_left} segment(s) are not in the translation cache {cache}"
                       f"{'' if key else f' and {KEY_VARIABLE} is not set'}",
                       f"Set {KEY_VARIABLE} and re-run; `kobbq translate --profile {ctx.profile.argument} --dry-run "
                       f"--bbq {bbq_path} --labels {labels_path} --cache {cache}` prints the characters and the cost "
                       "first. Everything already translated is kept.")
     counts = {"rows": len(templates), "segments": result.segments, "chars_billed": result.chars_billed,
               "chars_from_cache": result.chars_from_cache, "workbooks": len(drafted.workbooks),
+              "placeholder_errors": sum(1 for f in result.flagged if f.severity == "error"),
               "mt_rows": len(machine.rows) if machine and machine.tsv_path else 0}
-    outputs = {"workbooks": folder / "postedit_out"}
+    outputs: dict[str, Path] = {"workbooks": sent}
     if machine and machine.tsv_path:
         outputs["mt_templates"] = machine.tsv_path
     return StageOutput(counts, outputs, result.decisions,
                        f"{len(templates)} BBQ rows drafted; {len(drafted.workbooks)} post-edit workbook(s) to send out")
 
 
-def _working_cache(folder: Path, seed: Path | None) -> Path:
-    """The work folder's translation cache, started from the recorded one: the shipped recording is never
-    written to; paid work lives here."""
-    cache = folder / CACHE_FILE
-    if not cache.exists() and seed is not None and seed.exists():
-        shutil.copyfile(seed, cache)
-    return cache
-
-
-STAGE = Stage(NAME, inputs, run)
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "translation", "culture"), after=("labels",),
+              log="translation")

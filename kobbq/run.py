@@ -1,0 +1,63 @@
+"""How a command runs its plan: the one place a command starts Prefect.
+
+The command has made and checked its plan (``tasks.build.pipeline.Plan``) before this is called. Here the build
+folder is made ready (a killed build's leftovers ended, the release locked), a plan whose stages are all current
+is answered without Prefect, every stage about to run reads and checks its inputs (a bad file stops in one line
+before Prefect starts), and only then is the flow run started: against the Prefect server the environment names
+(``PREFECT_API_URL``), or, said in one line, a temporary one started for this command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from core.atomic import check_writable
+from core.errors import UserError
+from core.release_folder import check_replaceable
+from tasks.build.folder import build_folder
+from tasks.build.pipeline import Plan
+
+FALLBACK = ("Prefect: no server configured (PREFECT_API_URL), so this command starts a temporary one (5-20 s); "
+            "`prefect server start --background` and `prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api` "
+            "start one for every command")
+
+
+def server_url() -> str:
+    """The Prefect API this process will use ("" for none: a temporary one), from the environment or the active
+    Prefect profile."""
+    url = os.environ.get("PREFECT_API_URL", "")
+    if url:
+        return url
+    from prefect.settings import get_current_settings  # Prefect, imported only when a flow is about to run
+
+    return str(get_current_settings().api.url or "")
+
+
+def execute(plan: Plan, label: str = "kobbq build"):  # -> flows.pipeline.PipelineResult | None
+    """Run ``plan`` in one flow run; None when every stage is current (nothing ran, Prefect not started)."""
+    if plan.ctx.one_off is not None:
+        check_writable(plan.ctx.one_off)
+        plan.prepare()
+        return start(plan, label)
+    check_replaceable(plan.ctx.folder.path)  # a folder this project did not write is never replaced
+    with build_folder(plan.ctx.folder):
+        if plan.current:
+            return None
+        plan.prepare()
+        return start(plan, label)
+
+
+def start(plan: Plan, label: str):  # -> flows.pipeline.PipelineResult
+    from flows.pipeline import Computed, build  # Prefect, imported once kobbq.cli has set its settings
+
+    if not server_url():
+        print(FALLBACK, file=sys.stderr, flush=True)
+    return build.with_options(flow_run_name=label)(prepared=Computed(plan))
+
+
+def stage_output(result, stage: str):  # (flows.pipeline.PipelineResult, str) -> tasks.stage_contract.StageOutput
+    """What ``stage`` returned in a one-off run; a stage that failed or waits is one error paragraph."""
+    if result.stage == stage:
+        raise UserError(f"{stage}: {result.message}")
+    return result.outputs[stage]

@@ -1,0 +1,146 @@
+"""The release stage: the surviving templates expanded, every file written and validated, and the release
+published atomically. The last stage of every pipeline, and, with the survey before it when results are given,
+all of ``kobbq build --templates FILE``.
+
+It reads the template file (``Context.templates_file``: the one the pipeline names, else the templates stage's),
+the survey's decisions (which templates survive; the release never runs the rules again), every earlier stage's
+decisions (merged into the release's log) and reports (copied into the release), and the machine-translated
+twin's templates. ``prepare`` parses and checks the template file and fits it to the test split before any flow
+run starts; ``run`` takes them from the memo. ``made`` is the release's own check: its folder as its manifest
+records it, and built from this stage's inputs (not replaced since by another build).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core import console, interrupt
+from core.release_folder import AUDIT, release_problem
+from tasks.audit.report import write_release_folder
+from tasks.release.assemble import ExpandedRelease, expand_release
+from tasks.release.inputs import BuildInputs
+from tasks.release.publish import publish, staged_release
+from tasks.stage_contract import Context, Stage, StageOutput, Waiting
+from tasks.survey.survey_stage import pipeline_inputs, survey_decisions, survivors
+from tasks.templates.load import TemplateRow
+
+NAME = "release"
+MACHINE_TWIN = "mtBBQ"  # the unedited machine translation's release, beside the main one
+EARLIER = ("labels", "pretranslate", "postedit", "templates", "survey-export", "survey")
+
+
+def inputs(ctx: Context) -> dict[str, Path | None]:
+    """Its input files by role (the manifest lists each with its hash): the template file, the corrections, the
+    survey's inputs, the listed test split, the twin's templates, the earlier stages' decisions and reports."""
+    return dict(build_inputs(ctx).files())
+
+
+def build_inputs(ctx: Context) -> BuildInputs:
+    config = ctx.pipeline.config
+    survey = pipeline_inputs(ctx).files() if config.survey.results else {}
+    extra = {**survey, **{f"decisions_{stage}": ctx.decisions_file(stage) for stage in earlier_stages(ctx)},
+             **{f"parallel_{twin}": path for twin, path in twins(ctx).items()},
+             **{f"report_{name}": path for name, path in reports(ctx).items()}}
+    seed = ctx.profile.release.seed if config.seed is None else config.seed
+    return BuildInputs(ctx.profile, ctx.templates_file() or Path("<templates not made yet>"), ctx.corrections, seed,
+                       extra, config.test_split, ctx.fingerprints.get(NAME, ""))
+
+
+def earlier_stages(ctx: Context) -> list[str]:
+    """The earlier stages whose decisions the release merges: those that ran in this pipeline."""
+    return [stage for stage in EARLIER if ("decisions", stage) in ctx.memo or ctx.decisions_file(stage).exists()]
+
+
+def twins(ctx: Context) -> dict[str, Path]:
+    machine = ctx.output("pretranslate", "mt_templates")
+    return {MACHINE_TWIN: machine} if machine else {}
+
+
+def reports(ctx: Context) -> dict[str, Path]:
+    """Reports the earlier stages recorded (roles ``report:<name>``), to be copied into the release."""
+    found = {}
+    for stage in EARLIER:
+        state = ctx.state(stage)
+        for role in (state.outputs if state else ()):
+            path = ctx.output(stage, role)
+            if role.startswith("report:") and path is not None and path.exists():
+                found[role.removeprefix("report:")] = path
+    return found
+
+
+def kept(ctx: Context, rows: list[TemplateRow]) -> list[TemplateRow]:
+    """The templates the survey keeps (all of them without survey results)."""
+    return survivors(rows, survey_decisions(ctx)) if ctx.pipeline.config.survey.results else rows
+
+
+def expansion(ctx: Context) -> ExpandedRelease:
+    """The release's sample sets, planned once: a template file that cannot produce the profile's listed test
+    split stops here, before anything is written."""
+    loaded, _ = ctx.checked(template_file(ctx))
+
+    def plan() -> ExpandedRelease:
+        interrupt.checkpoint("expansion")
+        split = build_inputs(ctx).test_split
+        release = expand_release(kept(ctx, loaded.templates), ctx.profile, split.seed, loaded.vocabulary, split)
+        how = "generated" if release.generated is not None else "expanded chunk by chunk as they are written"
+        console.step(f"expansion: {release.samples:,} samples ({len(release.test_indices):,} in the test split), {how}")
+        return release
+
+    return ctx.once(("expansion", id(loaded)), plan)
+
+
+def prepare(ctx: Context) -> None:
+    """Before the flow run: the template file checked and fitted to the test split, unless an earlier stage of this
+    run is about to write the template file (or the questions the survey reads), or the survey waits."""
+    if ctx.pending & {"templates", "survey-export"}:
+        return
+    try:
+        expansion(ctx)
+    except Waiting:
+        pass  # the survey's results are not there yet: the run says so at the survey stage
+
+
+def template_file(ctx: Context) -> Path:
+    path = ctx.templates_file()
+    assert path is not None, "the release runs after the stage that makes its template file"
+    return path
+
+
+def run(ctx: Context) -> StageOutput:
+    interrupt.checkpoint("loading")
+    loaded, findings = ctx.checked(template_file(ctx))
+    release = expansion(ctx)
+    earlier = [decision for stage in earlier_stages(ctx) for decision in ctx.decisions(stage)]
+    texts = {name: path.read_text(encoding="utf-8") for name, path in reports(ctx).items()}
+    target = ctx.folder.path
+    with staged_release(target) as staging:
+        written = write_release_folder(staging, build_inputs(ctx), loaded, findings, release, earlier,
+                                       reports=texts, parallel=twins(ctx), progress=console.step)
+        kept_files = publish(staging, target)
+    console.step(f"validated and published {target}")
+    if kept_files:
+        console.step(f"kept what you added inside {target} (not part of the release): {', '.join(kept_files)}")
+    interrupt.checkpoint("published")
+    manifest = written.manifest
+    counts = {"samples": manifest["samples"], "test_samples": manifest["test_samples"]}
+    return StageOutput(counts, {}, [], summary(manifest), written.tables,
+                       {"folder": target, "audit": target / AUDIT}, written.summary)
+
+
+def summary(manifest: dict[str, object]) -> str:
+    """The release in one line: a generated release (EsBBQ) evaluates every instance, so its test split is all."""
+    samples, test = int(manifest["samples"]), int(manifest["test_samples"])  # type: ignore[call-overload]
+    if test == 0 and manifest.get("test_split", {}).get("method") == "none":  # type: ignore[union-attr]
+        return f"{samples:,} samples, every one of them in the test split (a generated release)"
+    return f"{samples:,} samples, {test:,} in the test split"
+
+
+def made(ctx: Context, fingerprint: str) -> str | None:
+    """The published release as its manifest records it, and built from this stage's inputs (``fingerprint``)."""
+    return release_problem(ctx.folder.path, fingerprint)
+
+
+STAGE = Stage(NAME, inputs, run,
+              settings=("release", "templates", "categories", "table1_notes", "card", "culture", "particles", "files",
+                        "survey", "evaluation"),
+              after=EARLIER, prepare=prepare, made=made)
