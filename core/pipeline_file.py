@@ -72,7 +72,7 @@ class SurveySection(_Section):
 
 class PipelineConfig(_Section):
     profile: str  # a shipped profile's name, or the path of a profile file relative to the pipeline file (required)
-    name: str = ""  # release folder name; default: the profile's release name
+    name: str | None = None  # release folder name (one plain folder name); default: the profile's release name
     seed: int | None = None
     # "profile": the test split's IDs the profile lists (ko: the official split), else one fill per template row
     # drawn with the seed; "seeded": the seeded draw although the profile lists IDs (tasks/release/test_split.py).

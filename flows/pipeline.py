@@ -124,12 +124,14 @@ def run_plan(plan: Plan) -> PipelineResult:
                           int(counts.get("samples", 0)), int(counts.get("test_samples", 0)), outputs=outputs)
 
 
-@flow(name="kobbq-build", log_prints=False)
+@flow(name="kobbq-build", flow_run_name="{command}", log_prints=False)
 def build(templates: Path | None = None, out: Path = DEFAULT_BUILD_DIR, profile: str | None = None,
           name: str | None = None, corrections: Path | None = None, seed: int | None = None,
-          test_split: str = PROFILE, force: bool = False, prepared: Computed[Plan] | None = None) -> PipelineResult:
+          test_split: str = PROFILE, force: bool = False, prepared: Computed[Plan] | None = None,
+          command: str = "kobbq build") -> PipelineResult:
     """A command's stages (``prepared``: the plan the command made and checked), or, for a deployment run, the
-    release of one template file, as ``kobbq build --templates`` without a survey builds it."""
+    release of one template file, as ``kobbq build --templates`` without a survey builds it. ``command`` names
+    the run."""
     if prepared is None and templates is None:
         raise UserError("a deployment run builds from files: give its templates parameter")
     plan = prepared.value if prepared is not None else templates_plan(

@@ -53,7 +53,7 @@ def start(plan: Plan, label: str):  # -> flows.pipeline.PipelineResult
 
     if not server_url():
         print(FALLBACK, file=sys.stderr, flush=True)
-    return build.with_options(flow_run_name=label)(prepared=Computed(plan))
+    return build(prepared=Computed(plan), command=label)
 
 
 def stage_output(result, stage: str):  # (flows.pipeline.PipelineResult, str) -> tasks.stage_contract.StageOutput

@@ -276,9 +276,8 @@ class ReachedPrefect(Exception):
     """An in-process run got past every check made before Prefect starts (the fast profile stops there)."""
 
 
-# The flows a command starts; in-process runs replace them by ReachedPrefect.
-FLOWS = ["flows.build.build_release", "flows.pipeline.run_pipeline", "flows.survey.ingest_survey",
-         "flows.survey.export_survey"]
+# The flow every command that builds starts (the one runner); in-process runs replace it by ReachedPrefect.
+FLOWS = ["flows.pipeline.build"]
 
 
 def _reached(*_args, **_kwargs):
@@ -303,7 +302,7 @@ def run_in_process(argv: list[str], cwd: Path) -> Outcome:
 
     out, err = io.StringIO(), io.StringIO()
     code: int | None
-    for target in FLOWS:  # imported before any is replaced: flows.pipeline must not bind a replaced build_release
+    for target in FLOWS:  # imported before it is replaced, so the replacement is what the command finds
         importlib.import_module(target.rsplit(".", 1)[0])
     with contextlib.ExitStack() as stack:
         for target in FLOWS:
@@ -404,15 +403,13 @@ def previous_release(tmp_path_factory) -> Path:
     it into its workspace as the release a command must leave alone."""
     from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
     from core.profile import load_profile
-    from core.release_folder import ReleaseFolder
     from tasks.audit.report import write_release_folder
     from tasks.release.assemble import expand_release
-    from tasks.release.inputs import ReleaseRequest
+    from tasks.release.inputs import BuildInputs
     from tasks.templates.validate import load_checked
 
     profile = load_profile("ko")
-    inputs = ReleaseRequest(profile, ReleaseFolder.of(tmp_path_factory.getbasetemp(), None, profile), EXAMPLE_TEMPLATES,
-                            DEFAULT_CORRECTIONS, test_split="seeded").inputs()
+    inputs = BuildInputs(profile, EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, profile.release.seed, test_split_asked="seeded")
     loaded, findings = load_checked(EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, profile)
     release = expand_release(loaded.templates, profile, inputs.test_split.seed, split=inputs.test_split)
     folder = tmp_path_factory.mktemp("fuzz-previous") / profile.release.name

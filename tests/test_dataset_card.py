@@ -33,7 +33,7 @@ def build_folder(folder: Path, profile_name: str, templates: Path, validate: boo
     release = expand_release(loaded.templates, profile, 42, loaded.vocabulary)
     folder.mkdir(parents=True)
     return write_release_folder(folder, BuildInputs(profile, templates, corrections, 42), loaded, findings, release,
-                                decisions=[], validate=validate)
+                                decisions=[], validate=validate).manifest
 
 
 @pytest.fixture(scope="module")

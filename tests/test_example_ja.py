@@ -25,7 +25,7 @@ from tasks.labels.consensus import load_consensus, templates_to_adapt
 from tasks.templates.newly_created import import_newly_created
 from tasks.labels.template_set import load_label_items
 from tasks.stage_contract import Context, Waiting
-from tasks.build.pipeline import context, stage_fingerprint
+from tasks.build.pipeline import STAGE_LIST, context, each_stage
 from tasks.survey.group_check import render_group_check
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import survey_stage
@@ -135,15 +135,16 @@ def test_versions_the_wrong_way_round_stop_where_the_groups_meet_the_post_edit(j
     rows, lines = merge_groups([{k: v for k, v in r.items() if k not in GROUP_COLUMNS} for r in postedit], groups)
     path = write_tsv_rows(tmp_path / "templates.tsv", list(rows[0]), rows)
     with pytest.raises(FindingsError) as raised:
-        check_versions(path, lines, groups, ja)
+        check_versions(load_kobbq_templates(path, separators=ja.templates.separators), lines, groups, ja)
     errors = raised.value.findings
     assert [(f.where.file, f.where.row, f.code) for f in errors] == [
         (str(groups), 4, "version-convention"), (str(groups), 5, "version-convention")]  # lines 4 (b) and 5 (a)
     assert errors[1].message.startswith("Age template 2 version a carries the biased disambiguating context")
     assert "Fix: exchange versions a and b" in errors[1].message and "Names lists" in errors[1].message
-    check_versions(write_tsv_rows(tmp_path / "right.tsv", list(rows[0]), merge_groups(
+    right = write_tsv_rows(tmp_path / "right.tsv", list(rows[0]), merge_groups(
         [{k: v for k, v in r.items() if k not in GROUP_COLUMNS} for r in read_tsv(EXAMPLE / "ja_example_templates.tsv")
-         if r["Label_annotation"] != "NC"], EXAMPLE / "groups.csv")[0]), lines, EXAMPLE / "groups.csv", ja)
+         if r["Label_annotation"] != "NC"], EXAMPLE / "groups.csv")[0])
+    check_versions(load_kobbq_templates(right, separators=ja.templates.separators), lines, EXAMPLE / "groups.csv", ja)
 
 
 def test_validation_checks_the_version_convention_in_a_template_file(ja, tmp_path):
@@ -185,24 +186,33 @@ def copy_pipeline(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_changed_profile_file_makes_the_stages_it_feeds_stale(tmp_path):
+def test_a_changed_profile_file_makes_the_stages_it_feeds_and_those_after_them_stale(tmp_path):
     ctx = context(load_pipeline(copy_pipeline(tmp_path)), tmp_path / "build")
-    stages = {s.name: s for s in __import__("tasks.build.pipeline", fromlist=["PEOPLE_STAGES"]).PEOPLE_STAGES}
-    before = {name: stage_fingerprint(ctx, stage) for name, stage in stages.items()}
+
+    def fingerprints() -> dict[str, str]:
+        return {check.stage.name: check.fingerprint for check in each_stage(ctx, STAGE_LIST)}
+
+    stages = fingerprints()
+    before = fingerprints()
     profile = tmp_path / "profile" / "ja"
     (profile / "postedit_instructions.txt").write_text("Post-edit the drafts.\n", encoding="utf-8")
     (profile / "survey" / "type2.j2").write_text("{{ groups[0] }}と{{ groups[1] }}：「{{ stereotype }}」\n",
                                                  encoding="utf-8")
-    after = {name: stage_fingerprint(ctx, stage) for name, stage in stages.items()}
-    assert {name for name in stages if before[name] != after[name]} == {"pretranslate", "survey-export", "survey"}
+    after = fingerprints()
+    later = {"postedit", "templates", "survey-export", "survey", "release"}  # everything after the pre-translation
+    assert {name for name in stages if before[name] != after[name]} == {"pretranslate", *later}
+    assert before["labels"] == after["labels"]
     (profile / "glossary.csv").write_text("source,target,note\nWalmart,イオン,chain\n", encoding="utf-8")
-    again = {name: stage_fingerprint(ctx, stage) for name, stage in stages.items()}
-    assert {name for name in stages if after[name] != again[name]} == {"pretranslate", "postedit"}
+    again = fingerprints()
+    assert {name for name in stages if after[name] != again[name]} == {"pretranslate", *later}
+    (profile / "survey" / "type2.j2").write_text("{{ groups[1] }}と{{ groups[0] }}：「{{ stereotype }}」\n", encoding="utf-8")
+    assert {name for name, value in fingerprints().items() if value != again[name]} == {"survey-export", "survey",
+                                                                                         "release"}
 
 
 def test_the_labels_stage_hint_carries_the_profile_and_where_to_write(tmp_path):
     ctx: Context = context(load_pipeline(copy_pipeline(tmp_path)), tmp_path / "build")
-    stage = next(s for s in __import__("tasks.build.pipeline", fromlist=["PEOPLE_STAGES"]).PEOPLE_STAGES if s.name == "labels")
+    stage = STAGE_LIST[0]
     with pytest.raises(Waiting) as waiting:
         stage.run(ctx)
     profile = str(tmp_path / "profile" / "ja" / "ja.toml")

@@ -140,7 +140,7 @@ def es_release(tmp_path_factory, esbbq: Path):
     loaded, findings = load_checked(templates, None, profile)
     release = expand_release(loaded.templates, profile, 42, loaded.vocabulary)
     manifest = write_release_folder(folder, BuildInputs(profile, templates, None, 42), loaded, findings, release,
-                                    decisions=[], validate=True)
+                                    decisions=[], validate=True).manifest
     return folder, manifest
 
 

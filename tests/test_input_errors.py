@@ -13,7 +13,7 @@ import pytest
 from core.errors import UserError, describe_os_error
 from core.interrupt import stop_message
 from core.paths import EXAMPLE_DIR, EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROFILE_DIR
-from core.pipeline_file import check_states, read_state
+from core.pipeline_file import load_pipeline, check_states, read_state
 from core.text_files import line_and_column, read_bytes, read_json, read_text
 from kobbq.cli import main
 from tasks.release.checks import os_error_from, os_error_line
@@ -125,9 +125,11 @@ def test_a_full_disk_in_the_validation_child_reaches_the_command_as_the_same_err
                                      b'{"stage": "labels", "status": "done", "outputs": 5}',
                                      b'{"stage": "survey", "status": "done"}'])
 def test_a_corrupt_stage_state_is_reported_by_status_and_build_and_removed_by_force(tmp_path, capsys, content):
+    from tasks.build.pipeline import context
+
     pipeline = example_pipeline(tmp_path)
     out = tmp_path / "out"
-    states = out / "KoBBQ.pipeline"
+    states = context(load_pipeline(pipeline), out).states  # this pipeline's own folder of states
     states.mkdir(parents=True)
     (states / "labels.json").write_bytes(content)
     assert main(["status", "--pipeline", str(pipeline), "--out", str(out)]) == 1

@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import UserError
 from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_DIR, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.decisions import read_decisions
-from core.release_folder import ReleaseFolder
-from tasks.build.pipeline import context, current_fingerprints
-from tasks.release.inputs import ReleaseRequest
 from core.pipeline_file import DONE, STALE, describe, load_pipeline, read_state
 from core.profile import load_profile
-from tasks.templates.corrections import load_corrections
-from tasks.templates.load import load_kobbq_templates
+from tasks.build.pipeline import pipeline_plan, templates_plan
+from tasks.survey.inputs import SurveyInputs
+from runs import run
 
 SURVEY = PROJECT_ROOT / "survey" / "ko"  # the example's survey results
 PROFILE_SURVEY = PROJECT_ROOT / "core" / "profiles" / "ko" / "survey"  # the ko profile's wording and overrides
@@ -51,23 +50,19 @@ overrides = "{PROFILE_SURVEY / 'overrides.csv'}"
 
 @pytest.mark.flow
 def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect_harness):
-    from flows.build import build_release
-    from flows.pipeline import run_pipeline
-    from tasks.survey.inputs import SurveyInputs
-    from tasks.survey.survey_stage import record_for_release, survey_stage
-
-    pipeline = load_pipeline(write_pipeline(tmp_path))
+    path = write_pipeline(tmp_path)
     out = tmp_path / "build"
-    states = ReleaseFolder(out, "KoBBQ").states
+    states = pipeline_plan(path, out).ctx.states
+    work = pipeline_plan(path, out).ctx.work
 
-    first = run_pipeline(context(pipeline, out))
-    assert not first.finished and first.waiting_stage == "labels"
+    first = run(pipeline_plan(path, out))
+    assert not first.finished and first.stage == "labels"
     assert "consensus" in first.message and "kobbq labels export" in first.message
 
     shutil.copyfile(EXAMPLE_DIR / "labels" / "consensus.csv", tmp_path / "arrived" / "consensus.csv")
-    second = run_pipeline(context(pipeline, out))
-    assert second.waiting_stage == "postedit"
-    sent = sorted(p.name for p in (out / "KoBBQ.work" / "pretranslate" / "postedit_out").glob("*.xlsx"))
+    second = run(pipeline_plan(path, out))
+    assert second.stage == "postedit"
+    sent = sorted(p.name for p in (work / "pretranslate" / "postedit_out").glob("*.xlsx"))
     returned = sorted(p.name for p in (EXAMPLE_DIR / "translation" / "returned_chain").glob("*.xlsx"))
     assert sent == returned and all(name in second.message for name in sent)
     labelled_at = read_state(states, "labels").finished_at
@@ -76,7 +71,7 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
 
     for name in returned:
         shutil.copyfile(EXAMPLE_DIR / "translation" / "returned_chain" / name, tmp_path / "arrived" / "returned" / name)
-    third = run_pipeline(context(pipeline, out))
+    third = run(pipeline_plan(path, out))
     assert third.finished
     assert read_state(states, "labels").finished_at == labelled_at  # finished work is not redone
     assert [describe(read_state(states, s), None)[0] for s in ("labels", "postedit", "survey")] == [DONE] * 3
@@ -84,13 +79,8 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
     # The chain reproduces the hand-written example templates: same release as building them directly.
     survey = SurveyInputs(SURVEY / "example" / "responses.csv", SURVEY / "example" / "reading_results.csv",
                           PROFILE_SURVEY / "overrides.csv", SURVEY / "example" / "questions.csv")
-    profile = load_profile("ko")
-    templates = load_kobbq_templates(EXAMPLE_TEMPLATES, load_corrections(DEFAULT_CORRECTIONS)).templates
-    recorded = record_for_release(survey_stage(templates, survey, profile), tmp_path / "direct-survey")
-    direct = build_release(ReleaseRequest(profile, ReleaseFolder(tmp_path / "direct", "KoBBQ"), EXAMPLE_TEMPLATES,
-                                          DEFAULT_CORRECTIONS, test_split="seeded", survey_files=survey.files(),
-                                          survey_decisions=recorded.decisions, upstream={"survey": recorded.decisions},
-                                          reports=recorded.reports))
+    direct = run(templates_plan(EXAMPLE_TEMPLATES, tmp_path / "direct", load_profile("ko"), None, DEFAULT_CORRECTIONS,
+                                test_split="seeded", survey=survey))
     assert (third.samples, third.test_samples) == (direct.samples, direct.test_samples)
     pipeline_ids = (third.release_dir / "KoBBQ_all_samples.tsv").read_text(encoding="utf-8").splitlines()
     direct_ids = (direct.release_dir / "KoBBQ_all_samples.tsv").read_text(encoding="utf-8").splitlines()
@@ -108,17 +98,20 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
 
     consensus = tmp_path / "arrived" / "consensus.csv"
     consensus.write_text(consensus.read_text(encoding="utf-8").replace("unanimous", "unanimously"), encoding="utf-8")
-    prints = current_fingerprints(context(pipeline, out))
-    assert describe(read_state(states, "labels"), prints["labels"])[0] == STALE
-    assert describe(read_state(states, "survey"), prints["survey"])[0] == DONE
+    checks = {check.stage.name: check for check in pipeline_plan(path, out).checks}
+    assert describe(read_state(states, "labels"), checks["labels"].fingerprint)[0] == STALE
+    # Every stage after the labels reads what they decide: stale too, while nothing before it ran again.
+    assert all(not checks[name].current for name in ("pretranslate", "survey", "release"))
 
     # Without `test_split = "seeded"` the ko profile's official split is asked for, which the example cannot
-    # produce: the release stage fails before the build flow, in one paragraph naming the list's line and the fix.
-    path = tmp_path / "pipeline.toml"
+    # produce: the release stage fails before the flow run, in one paragraph naming the list's line and the fix.
     path.write_text(path.read_text(encoding="utf-8").replace('test_split = "seeded"\n', ""), encoding="utf-8")
     published = (third.release_dir / "manifest.json").read_bytes()
-    unsplit = run_pipeline(context(load_pipeline(path), out))
-    assert unsplit.failed and unsplit.waiting_stage == "release"
+    unsplit = run(pipeline_plan(path, out))  # the stages before the release run again (the consensus changed)
+    assert unsplit.failed and unsplit.stage == "release"
     assert "KoBBQ_test_sample_ids.txt, row " in unsplit.message and "give --test-split seeded" in unsplit.message
+    with pytest.raises(UserError) as early:  # every stage before it current: the release fails before the flow run
+        pipeline_plan(path, out).prepare()
+    assert "KoBBQ_test_sample_ids.txt, row " in str(early.value)
     assert read_state(states, "release").status == "failed"
     assert (third.release_dir / "manifest.json").read_bytes() == published  # the release is untouched

@@ -29,7 +29,8 @@ def build_into(target: Path, templates: Path, profile, seed: int = 42, validate:
     loaded, findings = load_checked(templates, DEFAULT_CORRECTIONS, profile)
     expanded = expand_release(loaded.templates, profile, seed)
     with staged_release(target) as staging:
-        manifest = write_release_folder(staging, inputs, loaded, findings, expanded, decisions=[], validate=validate)
+        manifest = write_release_folder(staging, inputs, loaded, findings, expanded, decisions=[],
+                                        validate=validate).manifest
         publish(staging, target)
     return manifest
 

@@ -16,11 +16,11 @@ import pytest
 
 from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES
-from core.pipeline_file import DONE, StageState, load_pipeline, write_state
-from core.release_folder import (LEGACY_KEYS, RETIRED_PREFIX, WRITTEN_BY, ReleaseFolder, check_release_name,
+from core.pipeline_file import DONE, StageState, write_state
+from core.release_folder import (LEGACY_KEYS, RETIRED_PREFIX, WRITTEN_BY, check_release_name,
                                  check_replaceable, is_own_release, release_problem)
 from kobbq.cli import main
-from tasks.build.pipeline import context, current_fingerprints
+from tasks.build.pipeline import pipeline_plan
 from test_release import build_into
 
 BUILD_EXAMPLE = ["build", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded"]
@@ -68,7 +68,8 @@ def test_a_users_folder_at_the_release_path_is_refused_in_one_line_and_kept(tmp_
     before = tree(mine)
     assert main([*BUILD_EXAMPLE, "--out", str(tmp_path / "W")]) == 1
     err = one_error_line(capsys)
-    assert f"{mine}: is not a release folder written by kobbq-builder" in err and "move it away" in err
+    assert f"{mine}: holds files but no manifest.json, so it is not a release written by kobbq-builder" in err
+    assert "move it away" in err
     assert tree(mine) == before
     assert sorted(p.name for p in (tmp_path / "W").iterdir()) == ["KoBBQ"]  # nothing written beside it either
 
@@ -77,12 +78,15 @@ def test_a_folder_whose_manifest_is_someone_elses_or_a_file_is_refused(tmp_path)
     other = tmp_path / "KoBBQ"
     other.mkdir()
     (other / "manifest.json").write_text('{"name": "my-dataset"}', encoding="utf-8")
-    with pytest.raises(UserError, match="not a release folder written by kobbq-builder"):
+    with pytest.raises(UserError, match="its manifest.json was not written by kobbq-builder"):
         check_replaceable(other)
     afile = tmp_path / "EsBBQ"
     afile.write_text("notes\n", encoding="utf-8")
-    with pytest.raises(UserError, match="not a release folder"):
+    with pytest.raises(UserError, match="is a file, not a release folder"):
         check_replaceable(afile)
+    (tmp_path / "link").symlink_to(other)  # a link to a folder (even to a release) is never replaced
+    with pytest.raises(UserError, match=f"is a symbolic link \\(to {other}\\); a build replaces a folder, never a link"):
+        check_replaceable(tmp_path / "link")
     (tmp_path / "empty").mkdir()
     check_replaceable(tmp_path / "empty")  # an empty folder holds nothing to lose
     check_replaceable(tmp_path / "absent")
@@ -142,16 +146,21 @@ def test_release_problem_says_what_happened_to_the_release(release, tmp_path):
 def test_status_checks_that_the_release_it_reports_is_there_and_intact(release, tmp_path, capsys):
     out = tmp_path / "out"
     shutil.copytree(release, out / "KoBBQ")
-    pipeline = load_pipeline(EXAMPLE_PIPELINE)
-    today = current_fingerprints(context(pipeline, out))["release"]
-    write_state(ReleaseFolder(out, "KoBBQ").states, StageState("release", DONE, today, "224 samples", {"samples": 224},
-                                                    {"release": str(out / "KoBBQ")}))
+    plan = pipeline_plan(EXAMPLE_PIPELINE, out)
+    today = plan.checks[-1].fingerprint
+    write_state(plan.ctx.states, StageState("release", DONE, today, "224 samples", {"samples": 224}))
+    manifest = json.loads((out / "KoBBQ" / "manifest.json").read_text(encoding="utf-8"))
+    (out / "KoBBQ" / "manifest.json").write_text(json.dumps({**manifest, "build_fingerprint": today}), encoding="utf-8")
 
     def release_line() -> str:
-        assert main(["status", "--pipeline", str(pipeline.path), "--out", str(out)]) == 0
+        assert main(["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out)]) == 0
         return capsys.readouterr().out.splitlines()[-1]
 
     assert release_line().split()[:2] == ["release", "done"]  # there and intact
+    (out / "KoBBQ" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")  # another build's since
+    line = release_line()
+    assert line.split()[:2] == ["release", "damaged"] and "was built by another build since" in line
+    (out / "KoBBQ" / "manifest.json").write_text(json.dumps({**manifest, "build_fingerprint": today}), encoding="utf-8")
     (out / "KoBBQ").rename(out / f"{RETIRED_PREFIX}KoBBQ-4194999")  # a build SIGKILLed between the renames
     line = release_line()
     assert line.split()[:2] == ["release", "damaged"] and "stopped while publishing" in line

@@ -36,7 +36,7 @@ def write_folder(folder: Path, example, ko_profile, chunk_samples: int, validate
     folder.mkdir()
     return write_release_folder(folder, BuildInputs(ko_profile, EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, 42), loaded,
                                 findings, dataclasses.replace(release, chunk_samples=chunk_samples), decisions=[],
-                                validate=validate, progress=progress)
+                                validate=validate, progress=progress).manifest
 
 
 def test_row_chunks_cover_every_row_in_order_within_the_limit(example):
@@ -78,7 +78,7 @@ def test_the_real_release_written_in_small_chunks_has_the_same_files(tmp_path, k
         (tmp_path / name).mkdir()
         manifests[name] = write_release_folder(tmp_path / name, inputs, loaded, findings,
                                                dataclasses.replace(release, chunk_samples=chunk_samples),
-                                               decisions=[], validate=False)
+                                               decisions=[], validate=False).manifest
     assert manifests["small"]["outputs"] == manifests["default"]["outputs"]
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from core.decisions import Decision
 from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import DONE, STAGES, StageState, load_pipeline, write_state
-from tasks.build.pipeline import PEOPLE_STAGES, RELEASE, context, each_stage
+from tasks.build.pipeline import STAGE_LIST, check_order, context, each_stage, stages_for
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
@@ -19,17 +21,23 @@ EXAMPLE_SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"
 
 
 def test_stage_names_are_the_pipeline_vocabulary():
-    assert [s.name for s in PEOPLE_STAGES] + [RELEASE] == STAGES == [
+    assert [s.name for s in STAGE_LIST] == STAGES == [
         "labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
 
 
-def test_outputs_are_found_by_role_once_recorded(tmp_path):
+def test_outputs_are_found_by_role_once_recorded_relative_to_the_build_folder(tmp_path):
     ctx = context(load_pipeline(EXAMPLE_PIPELINE), tmp_path)
     assert ctx.output("labels", "labels") is None  # not run yet: a fingerprint records it as missing
-    labels = tmp_path / "somewhere" / "labels.csv"
-    write_state(ctx.states, StageState("labels", DONE, "f", "", {}, {"labels": str(labels)}))
-    assert ctx.output("labels", "labels") == labels
+    write_state(ctx.states, StageState("labels", DONE, "f", "", {}, {"labels": "KoBBQ.work/x/labels.csv",
+                                                                      "bbq": str(EXAMPLE_TEMPLATES)}))
+    assert ctx.output("labels", "labels") == tmp_path / "KoBBQ.work" / "x" / "labels.csv"
+    assert ctx.output("labels", "bbq") == EXAMPLE_TEMPLATES  # an input outside the build folder: as recorded
     assert ctx.output("labels", "agreement") is None
+    moved = context(load_pipeline(EXAMPLE_PIPELINE), tmp_path / "copy")  # a copy of the build folder reads its own
+    (tmp_path / "copy").mkdir()
+    import shutil
+    shutil.copytree(tmp_path / "KoBBQ.pipeline", tmp_path / "copy" / "KoBBQ.pipeline")
+    assert moved.output("labels", "labels") == tmp_path / "copy" / "KoBBQ.work" / "x" / "labels.csv"
 
 
 def _decision(subject: str, rule: str, outcome: str, override: bool = False) -> Decision:
@@ -83,12 +91,43 @@ def test_a_workbook_profile_passes_its_post_edited_workbooks_on(tmp_path, shared
         TEMPLATES_STAGE.run(context(load_pipeline(pipeline_path), tmp_path / "out"))
 
 
-def test_each_walk_starts_without_an_earlier_walks_upstream(tmp_path):
-    """The command's up-to-date check walks the stages before the flow walks them again with the same context:
-    decisions the first walk collected must not reach the fingerprints of the second (they would make a skipped
-    stage run again and `kobbq status` call it stale)."""
+def fingerprints(ctx) -> dict[str, str]:
+    return {check.stage.name: check.fingerprint for check in each_stage(ctx, stages_for(ctx.pipeline))}
+
+
+def test_a_changed_survey_cut_off_makes_the_survey_and_what_follows_stale_and_nothing_before(tmp_path):
+    """Each stage's fingerprint covers what it declares it reads: one survey setting reaches the survey stage and,
+    through it, the release; the labels, the translation and the templates keep theirs."""
     pipeline = load_pipeline(EXAMPLE_PIPELINE)
-    fresh = next(each_stage(context(pipeline, tmp_path))).fingerprint
     ctx = context(pipeline, tmp_path)
-    ctx.upstream["labels"] = tmp_path / "decisions.csv"  # as a walk that found the labels stage done leaves it
-    assert next(each_stage(ctx)).fingerprint == fresh
+    before = fingerprints(ctx)
+    survey = ctx.profile.survey.model_copy(update={"type2_agreement": Fraction(3, 4)})
+    changed = context(pipeline, tmp_path, ctx.profile.model_copy(update={"survey": survey}))
+    after = fingerprints(changed)
+    assert {name for name in before if before[name] != after[name]} == {"survey", "release"}
+    card = ctx.profile.card.model_copy(update={"pretty_name": "Another name"})
+    renamed = fingerprints(context(pipeline, tmp_path, ctx.profile.model_copy(update={"card": card})))
+    assert {name for name in before if before[name] != renamed[name]} == {"release"}
+
+
+def test_a_stage_that_reads_a_stage_not_run_before_it_is_refused_when_the_run_starts():
+    survey, release = STAGE_LIST[-2], STAGE_LIST[-1]
+    check_order([survey, release])
+    with pytest.raises(RuntimeError, match="stage release reads survey, which does not run before it"):
+        check_order([STAGE_LIST[3], release, survey])  # templates, release, survey: the release reads the survey
+
+
+def test_a_done_stage_whose_output_changed_is_not_current_and_says_which_file(tmp_path):
+    from tasks.build.pipeline import done_state
+
+    ctx = context(load_pipeline(EXAMPLE_PIPELINE), tmp_path)
+    labels = ctx.stage_dir("labels") / "labels.csv"
+    labels.write_text("subject,label,rationale\n", encoding="utf-8")
+    first = next(each_stage(ctx, STAGE_LIST))
+    write_state(ctx.states, done_state(ctx, first, {}, {"labels": labels}, "done"))
+    assert next(each_stage(ctx, STAGE_LIST)).current
+    labels.write_text("subject,label,rationale\nbbq:Age:1,ST,edited\n", encoding="utf-8")
+    check = next(each_stage(ctx, STAGE_LIST))
+    assert not check.current and check.problem == f"{labels} was changed since the stage wrote it"
+    labels.unlink()
+    assert next(each_stage(ctx, STAGE_LIST)).problem == f"{labels} is missing since the stage wrote it"

@@ -8,24 +8,27 @@ import json
 import pytest
 
 from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
+from core.pipeline_file import PipelineConfig, SurveySection, TemplatesSection
 from core.profile import load_profile
-from tasks.survey.ingest import IngestRequest
-from tasks.survey.inputs import SurveyInputs
+from runs import run
 
 EXAMPLE = SURVEY_DIR / "ko" / "example"
 
 
 @pytest.mark.flow
-def test_ingest_flow_writes_every_output(prefect_harness, tmp_path):
-    from flows.survey import ingest_survey
+def test_ingest_writes_every_output_in_one_flow_run(prefect_harness, tmp_path):
+    from tasks.build.pipeline import one_off_plan
+    from tasks.survey.survey_stage import STAGE
 
     ko = load_profile("ko")
-    inputs = SurveyInputs(EXAMPLE / "responses.csv", EXAMPLE / "reading_results.csv").resolve(ko)
-    result = ingest_survey(IngestRequest(ko, EXAMPLE_TEMPLATES, inputs, tmp_path))
-    assert (result.templates, result.kept, result.quota_shortfalls) == (6, 3, 5)
+    config = PipelineConfig(profile="ko", templates=TemplatesSection(file=str(EXAMPLE_TEMPLATES)),
+                            survey=SurveySection(results=str(EXAMPLE / "responses.csv"),
+                                                 reading=str(EXAMPLE / "reading_results.csv")))
+    output = run(one_off_plan(STAGE, config, ko, tmp_path)).outputs["survey"]
+    assert (output.counts["template_ids"], output.counts["kept"], output.counts["quota_shortfalls"]) == (6, 3, 5)
     with (tmp_path / "decisions_survey.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == len(result.decisions)
+    assert len(rows) == len(output.decisions)
     assert {"funnel.md", "survey_agreement.md", "survey_results.json", "quota_shortfalls.csv",
             "decisions_survey.parquet"} <= {p.name for p in tmp_path.iterdir()}
     aggregated = json.loads((tmp_path / "survey_results.json").read_text(encoding="utf-8"))

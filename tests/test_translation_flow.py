@@ -68,19 +68,30 @@ def test_translate_then_import_flows(prefect_harness, tmp_path, monkeypatch):
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_deepl import FAKE_KEY, FakeDeepLServer
 
-    from flows.translate import postedit_import_flow, translate_flow
+    from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
+    from runs import run
+    from tasks.build.pipeline import one_off_plan
+    from tasks.translation.postedit_stage import STAGE as POSTEDIT
+    from tasks.translation.pretranslate_stage import STAGE as PRETRANSLATE
 
+    ko = load_profile("ko")
     server = FakeDeepLServer().start()
     try:
         monkeypatch.setenv("DEEPL_AUTH_KEY", FAKE_KEY)
         monkeypatch.setenv("DEEPL_SERVER_URL", server.url)
-        result = translate_flow(bbq_path=EXAMPLE, labels_path=EXAMPLE / "labels.csv", out=tmp_path / "t")
+        config = PipelineConfig(profile="ko", labels=LabelsSection(bbq=str(EXAMPLE)))
+        result = run(one_off_plan(PRETRANSLATE, config, ko, tmp_path / "t",
+                                  given={("labels", "labels"): EXAMPLE / "labels.csv"}))
     finally:
         server.stop()
-    assert result.stopped is None and result.chars_billed == server.state.billed_characters > 0
-    assert [p.name for p in result.workbooks] == ["postedit_Age.xlsx", "postedit_Gender_identity.xlsx"]
-    assert FAKE_KEY not in result.decisions_path.read_text(encoding="utf-8")
-    assert len(load_kobbq_templates(result.mt_templates).templates) == 6
-    imported = postedit_import_flow(workbooks=sorted((EXAMPLE / "returned").glob("*.xlsx")), out=tmp_path / "p")
-    assert imported.errors == 0 and imported.rows == 6
-    assert {d.rule for d in read_decisions(imported.decisions_path)} == {"postedit-import", "cultural-substitution"}
+    drafted = result.outputs["pretranslate"]
+    assert drafted.counts["chars_billed"] == server.state.billed_characters > 0
+    assert sorted(p.name for p in drafted.outputs["workbooks"].glob("*.xlsx")) == ["postedit_Age.xlsx",
+                                                                                 "postedit_Gender_identity.xlsx"]
+    assert FAKE_KEY not in (tmp_path / "t" / "decisions_translation.csv").read_text(encoding="utf-8")
+    assert len(load_kobbq_templates(drafted.outputs["mt_templates"]).templates) == 6
+    returned = TranslationSection(workbooks=[str(p) for p in sorted((EXAMPLE / "returned").glob("*.xlsx"))])
+    imported = run(one_off_plan(POSTEDIT, PipelineConfig(profile="ko", translation=returned), ko, tmp_path / "p"))
+    assert imported.outputs["postedit"].counts["rows"] == 6
+    decisions = read_decisions(tmp_path / "p" / "decisions_postedit.csv")
+    assert {d.rule for d in decisions} == {"postedit-import", "cultural-substitution"}

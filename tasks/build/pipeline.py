@@ -18,8 +18,9 @@ from pathlib import Path
 
 from core.fingerprint import content_hash, fingerprint, settings_text
 from core import console
-from core.pipeline_file import (DONE, STAGES, Pipeline, PipelineConfig, StageState, SurveySection, TemplatesSection,
-                                 check_start_inputs, check_states, load_pipeline, pipeline_key)
+from core.errors import UserError
+from core.pipeline_file import (DONE, FAILED, STAGES, Pipeline, PipelineConfig, StageState, SurveySection, TemplatesSection,
+                                 check_start_inputs, check_states, load_pipeline, pipeline_key, write_state)
 from core.profile import Profile, load_profile
 from core.release_folder import ReleaseFolder
 from tasks.build.release_stage import STAGE as RELEASE
@@ -37,6 +38,7 @@ STAGE_LIST: list[Stage] = [LABELS, PRETRANSLATE, POSTEDIT, TEMPLATES, SURVEY_EXP
 assert [s.name for s in STAGE_LIST] == STAGES
 # Settings every stage reads: the culture's identity.
 IDENTITY = ("name", "language", "source_language")
+PIPELINE = "pipeline."  # a setting of the pipeline file rather than the profile
 
 
 def stages_for(pipeline: Pipeline) -> list[Stage]:
@@ -62,25 +64,20 @@ def check_order(stages: list[Stage]) -> None:
 def context(pipeline: Pipeline, out: Path, profile: Profile | None = None) -> Context:
     """The pipeline's context in the build folder ``out``; its profile loaded here, once per command."""
     profile = profile or load_profile(pipeline.profile)
-    return Context(pipeline, profile, ReleaseFolder.of(out, pipeline.config.name or None, profile))
+    return Context(pipeline, profile, ReleaseFolder.of(out, pipeline.config.name, profile))
 
 
-def settings_of(profile: Profile, keys: tuple[str, ...]) -> dict[str, object]:
-    """The profile settings ``keys`` name (``"survey"``, ``"templates.versions"``), as a fingerprint reads them."""
+def settings_of(ctx: Context, keys: tuple[str, ...]) -> dict[str, object]:
+    """The settings ``keys`` name, as a fingerprint reads them: the profile's (``"survey"``, ``"templates.versions"``)
+    and the pipeline file's (``"pipeline.seed"``)."""
     values = {}
     for key in (*IDENTITY, *keys):
-        value: object = profile
-        for part in key.split("."):
+        value: object = ctx.pipeline.config if key.startswith(PIPELINE) else ctx.profile
+        for part in key.removeprefix(PIPELINE).split("."):
             value = getattr(value, part)
         values[key] = value.model_dump() if hasattr(value, "model_dump") else (
             [v.model_dump() if hasattr(v, "model_dump") else v for v in value] if isinstance(value, list) else value)
     return values
-
-
-def pipeline_settings(pipeline: Pipeline) -> dict[str, object]:
-    """What a pipeline file sets besides paths, which every stage's output may depend on."""
-    cfg = pipeline.config
-    return {"seed": cfg.seed, "test_split": cfg.test_split, "allow_unmatched": cfg.survey.allow_unmatched}
 
 
 @dataclass(frozen=True)
@@ -100,7 +97,7 @@ class StageCheck:
 def stage_fingerprint(ctx: Context, stage: Stage, upstream: dict[str, str]) -> str:
     """Exactly what ``stage`` reads: its input files, its profile settings, the fingerprints of the stages it
     reads from (``upstream``: name -> fingerprint) and its code."""
-    settings = {"profile": settings_of(ctx.profile, stage.settings), "pipeline": pipeline_settings(ctx.pipeline),
+    settings = {"settings": settings_of(ctx, stage.settings),
                 "after": {name: upstream[name] for name in stage.after if name in upstream}}
     return fingerprint(stage.inputs(ctx), settings_text(settings), stage.code)
 
@@ -139,8 +136,14 @@ def prepare(ctx: Context, checks: list[StageCheck]) -> None:
     ``prepare``); a bad input is a UserError here, before Prefect starts."""
     ctx.pending = {check.stage.name for check in checks if not check.current}
     for check in checks:
-        if not check.current and check.stage.prepare is not None:
+        if check.current or check.stage.prepare is None:
+            continue
+        try:
             check.stage.prepare(ctx)
+        except UserError as error:  # recorded as the stage's failure, as a failure in the flow would be
+            if ctx.one_off is None:
+                write_state(ctx.states, StageState(check.stage.name, FAILED, check.fingerprint, error.render()))
+            raise
 
 
 def is_current(checks: list[StageCheck]) -> bool:
@@ -235,7 +238,7 @@ def templates_pipeline(templates: Path, profile: str, name: str | None, correcti
     survey_section = SurveySection() if survey is None else SurveySection(
         results=given(survey.results), reading=given(survey.reading), overrides=given(survey.overrides),
         questions=given(survey.questions), allow_unmatched=survey.allow_unmatched)
-    config = PipelineConfig(profile=profile, name=name or "", seed=seed, test_split=test_split,
+    config = PipelineConfig(profile=profile, name=name, seed=seed, test_split=test_split,
                             templates=TemplatesSection(file=given(templates), corrections=given(corrections)),
                             survey=survey_section)
     return Pipeline(Path.cwd() / "kobbq-build", config, pipeline_key("templates", given(templates)))

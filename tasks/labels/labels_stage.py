@@ -120,4 +120,4 @@ def _from_reference(ctx: Context, bbq_path: Path) -> StageOutput:
                        f"labels from the release's BBQ links: {outcomes}")
 
 
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "labels"))
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "labels", "pipeline.labels.categories"))

@@ -31,5 +31,6 @@ def run(ctx: Context) -> StageOutput:
     return StageOutput(counts, outputs, list(result.decisions), f"questionnaires for {counts} written to {folder}")
 
 
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey", "culture"), after=("templates",),
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey.enabled", "survey.type1_categories",
+                                                   "survey.seed", "culture"), after=("templates",),
               log="survey")

@@ -142,5 +142,5 @@ def run(ctx: Context) -> StageOutput:
                        {"funnel": funnel})
 
 
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey", "culture"),
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey", "culture", "pipeline.survey.allow_unmatched"),
               after=("templates", "survey-export"), prepare=prepare, log=LOG)
