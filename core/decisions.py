@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from core.tables import read_records
@@ -43,6 +43,11 @@ class Decision:
         row["numbers"] = json.dumps(self.numbers, ensure_ascii=False, sort_keys=True, default=str)
         row["override"] = "true" if self.override else "false"
         return row
+
+    def logged(self) -> Decision:
+        """The decision as a log holds it (its numbers as JSON gives them back: a fraction as its text): what a
+        reader of the written log sees, without reading it."""
+        return replace(self, numbers=json.loads(json.dumps(self.numbers, ensure_ascii=False, default=str)))
 
 
 def bbq_subject(bbq_category: str, q_id: int | str) -> str:

@@ -24,7 +24,7 @@ import pandas as pd
 import core
 from core import interrupt
 from core.profile import Profile
-from core.decisions import Decision, template_subject, write_decisions_csv, write_decisions_parquet
+from core.decisions import Decision, sort_decisions, template_subject, write_decisions_csv, write_decisions_parquet
 from tasks.templates.engine import Expansion
 from tasks.templates.formats import template_format
 from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evaluation_indices, expand_templates,
@@ -348,8 +348,8 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
     (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
     write_input_reports(folder, loaded, findings)
     portable = Portable(inputs)
-    all_decisions = [portable.decision(d)
-                     for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release))]
+    all_decisions = sort_decisions(portable.decision(d).logged()
+                                   for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release)))
     write_decisions_csv(all_decisions, folder / "decisions.csv")
     write_decisions_parquet(all_decisions, folder / "decisions.parquet")
     texts = {report_name: portable.text(text) for report_name, text in sorted((reports or {}).items())}
