@@ -15,8 +15,6 @@ import sys
 from core.atomic import check_writable
 from core.errors import UserError
 from core.release_folder import check_replaceable
-from tasks.build.folder import build_folder
-from tasks.build.pipeline import Plan
 
 FALLBACK = ("Prefect: no server configured (PREFECT_API_URL), so this command starts a temporary one (5-20 s); "
             "`prefect server start --background` and `prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api` "
@@ -34,8 +32,9 @@ def server_url() -> str:
     return str(get_current_settings().api.url or "")
 
 
-def execute(plan: Plan, label: str = "kobbq build"):  # -> flows.pipeline.PipelineResult | None
+def execute(plan, label: str = "kobbq build"):  # (tasks.build.pipeline.Plan, str) -> PipelineResult | None
     """Run ``plan`` in one flow run; None when every stage is current (nothing ran, Prefect not started)."""
+    from tasks.build.folder import build_folder  # with the plan's own imports: the command has made the plan
     if plan.ctx.one_off is not None:
         check_writable(plan.ctx.one_off)
         plan.prepare()
@@ -48,7 +47,7 @@ def execute(plan: Plan, label: str = "kobbq build"):  # -> flows.pipeline.Pipeli
         return start(plan, label)
 
 
-def start(plan: Plan, label: str):  # -> flows.pipeline.PipelineResult
+def start(plan, label: str):  # (tasks.build.pipeline.Plan, str) -> flows.pipeline.PipelineResult
     from flows.pipeline import Computed, build  # Prefect, imported once kobbq.cli has set its settings
 
     if not server_url():

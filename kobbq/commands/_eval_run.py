@@ -23,12 +23,6 @@ from pathlib import Path
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, whole_number
-from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
-from tasks.evaluation.client import ReplayModel, check_from_here, model_from_environment
-from tasks.evaluation.lm_eval_task import answers_from_log_samples, export_task
-from tasks.evaluation.prompts import prepare_release
-from tasks.evaluation.report import ScoreRequest, score
-from tasks.evaluation.runs import load_requests, model_slug, run_requests
 
 RUNS_DIR = DEFAULT_BUILD_DIR / "evaluation" / "runs"  # answers of eval run and import-lm-eval, <out>/<model>/
 
@@ -102,6 +96,11 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    # The evaluation package (pandas, the openai client): not for --help.
+    from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
+    from tasks.evaluation.client import ReplayModel, model_from_environment
+    from tasks.evaluation.runs import load_requests, run_requests
+
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     if args.deployment:
@@ -136,6 +135,8 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     from prefect.settings import PREFECT_API_URL  # the server the workers use
 
     from flows.model_runs import RequestsFailed, model_runs_flow
+    from tasks.evaluation.client import check_from_here
+    from tasks.evaluation.runs import model_slug
 
     if not PREFECT_API_URL.value():
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")
@@ -161,6 +162,8 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
 
 def score_answers(args: argparse.Namespace, answers: Path) -> int:
     """Score the answers as ``kobbq eval score`` does with its defaults (``ScoreRequest``'s)."""
+    from tasks.evaluation.report import ScoreRequest, score
+
     release = json.loads((args.prepared / "prepared.json").read_text(encoding="utf-8"))["release"]
     outcome = score(ScoreRequest(release=Path(release), predictions=[answers], out=answers.parent / "scores",
                                  prepared=args.prepared))
@@ -169,6 +172,8 @@ def score_answers(args: argparse.Namespace, answers: Path) -> int:
 
 
 def export_command(args: argparse.Namespace) -> int:
+    from tasks.evaluation.lm_eval_task import export_task  # the evaluation package: not for --help
+
     if args.prepared is not None:
         written = export_task(args.release, args.out, args.prepared)
     else:
@@ -181,6 +186,8 @@ def export_command(args: argparse.Namespace) -> int:
 
 def prepared_by_cli(release: Path) -> tempfile.TemporaryDirectory:
     """The release prepared as ``kobbq eval prepare`` does with its defaults, in a temporary folder."""
+    from tasks.evaluation.prompts import prepare_release
+
     folder = tempfile.TemporaryDirectory(prefix="kobbq-prepared-")
     try:
         prepare_release(release, Path(folder.name))
@@ -191,6 +198,10 @@ def prepared_by_cli(release: Path) -> tempfile.TemporaryDirectory:
 
 
 def import_command(args: argparse.Namespace) -> int:
+    # The evaluation package: not for --help.
+    from tasks.evaluation.lm_eval_task import answers_from_log_samples
+    from tasks.evaluation.runs import model_slug
+
     for path in answers_from_log_samples(args.samples, args.model, args.out / model_slug(args.model)):
         print(f"wrote {path}")
     return 0

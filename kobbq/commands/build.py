@@ -12,9 +12,6 @@ from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.profile import profile_file
 from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, corrections_file, profile_of
 from kobbq.run import execute
-from tasks.build.pipeline import Plan, pipeline_plan, templates_plan
-from tasks.release.test_split import PROFILE
-from tasks.survey.inputs import SurveyInputs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,9 +74,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
     if args.templates is None:
         raise UserError("--survey-results needs --templates (or use a pipeline file)")
+    from tasks.build.pipeline import templates_plan  # the stages and their libraries: not for --help
+
     profile = profile_of(args)
     plan = templates_plan(args.templates, args.out, profile, args.name, corrections_file(args, profile), args.seed,
-                          args.test_split or PROFILE, survey_inputs(args, profile), args.force)
+                          args.test_split or "profile", survey_inputs(args, profile), args.force)
     result = execute(plan)
     state = "up to date" if result is None else "built"
     if result is not None and result.failed:
@@ -88,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def survey_inputs(args: argparse.Namespace, profile) -> SurveyInputs | None:
+def survey_inputs(args: argparse.Namespace, profile):  # -> tasks.survey.inputs.SurveyInputs | None
     given = [args.reading_results, args.overrides, args.questions]
     if args.survey_results is None:
         if any(given) or args.allow_unmatched:
@@ -96,18 +95,22 @@ def survey_inputs(args: argparse.Namespace, profile) -> SurveyInputs | None:
         return None
     if not profile.survey.enabled:
         raise UserError(f"profile {profile.name} has no survey stage ([survey] enabled = false); drop --survey-results")
+    from tasks.survey.inputs import SurveyInputs
+
     inputs = SurveyInputs(args.survey_results, *given, allow_unmatched=args.allow_unmatched)
     inputs.check_exist()
     return inputs
 
 
-def release_summary(plan: Plan) -> str:
+def release_summary(plan) -> str:  # (tasks.build.pipeline.Plan) -> str
     """The release's counts as its stage recorded them (read from its state, not from the release)."""
     state = plan.ctx.state(plan.stages[-1].name)
     return state.message if state else ""
 
 
 def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
+    from tasks.build.pipeline import pipeline_plan  # the stages and their libraries: not for --help
+
     plan = pipeline_plan(path, args.out, args.force)
     result = execute(plan)
     if result is None:

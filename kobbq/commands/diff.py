@@ -9,8 +9,6 @@ from pathlib import Path
 from core.errors import UserError
 from core.profile import DEFAULT_PROFILE
 from kobbq.arguments import add_corrections, add_profile, corrections_file, profile_of
-from tasks.audit.diff import diff_releases, diff_template_files, render_diff
-from tasks.audit.fates import release_profile
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The audit package and the template loaders (pandas): not for --help.
+    from tasks.audit.diff import diff_releases, diff_template_files, render_diff
+    from tasks.audit.fates import release_profile
+
     for path in (args.old, args.new):
         if not path.exists():
             raise UserError("does not exist", path)

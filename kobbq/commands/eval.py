@@ -13,10 +13,6 @@ from pathlib import Path
 from core.atomic import write_text
 from core.paths import DEFAULT_BUILD_DIR
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table
-from tasks.audit.fates import release_folder
-from tasks.evaluation.compare import comparison, comparison_markdown, comparison_tsv, metric_names, read_results
-from tasks.evaluation.prompts import prepare_release
-from tasks.evaluation.report import ScoreRequest, score
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,6 +58,10 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
+    # The evaluation package (pandas, pyarrow): not for --help.
+    from tasks.audit.fates import release_folder
+    from tasks.evaluation.prompts import prepare_release
+
     prepared = prepare_release(release_folder(args.release, args.profile), args.out, args.split, args.profile,
                                args.prompts, args.prompt_ids)
     print("\n".join(prepared.notes))
@@ -103,6 +103,10 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_score(args: argparse.Namespace) -> int:
+    # The evaluation package (pandas, matplotlib): not for --help.
+    from tasks.audit.fates import release_folder
+    from tasks.evaluation.report import ScoreRequest, score
+
     request = ScoreRequest(release=release_folder(args.release, args.profile), split=args.split,
                            predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
                            prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
@@ -133,6 +137,9 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    # The evaluation package (pandas): not for --help.
+    from tasks.evaluation.compare import comparison, comparison_markdown, comparison_tsv, metric_names, read_results
+
     table = comparison(read_results(args.results), metric_names(args.metrics))
     text = comparison_markdown(table)
     if args.out is not None:

@@ -6,21 +6,11 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from core.atomic import write_with
-from core.pipeline_file import LabelsSection, PipelineConfig
-from core.decisions import write_decisions_csv
 from core.errors import UserError
+from core.pipeline_file import LabelsSection, PipelineConfig
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
 from kobbq.arguments import add_profile, profile_of, shown
 from kobbq.run import execute, stage_output
-from tasks.labels.agreement import DRAFT_COLUMNS, agreement, draft_consensus_rows
-from tasks.labels.annotations import categories_in, check_annotator_files, read_annotator_file
-from tasks.labels.consensus import write_consensus
-from tasks.labels.labels_stage import labels_from_links
-from tasks.labels.problems import raise_if_errors
-from tasks.labels.template_set import load_label_items
-from tasks.labels.workbook import write_workbook
-from tasks.templates.validate import load_templates
 
 EXAMPLE_BBQ = EXAMPLE_DIR / "bbq"
 
@@ -82,6 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _items(args: argparse.Namespace, categories: list[str] | None = None):
+    from tasks.labels.template_set import load_label_items  # the labels package (pandas): not for --help
+
     profile = profile_of(args)
     templates, items = load_label_items(args.bbq, profile, categories if categories is not None else args.categories)
     if not items:
@@ -90,6 +82,8 @@ def _items(args: argparse.Namespace, categories: list[str] | None = None):
 
 
 def run_export(args: argparse.Namespace) -> int:
+    from tasks.labels.workbook import write_workbook  # openpyxl: not for --help
+
     profile, _, items = _items(args)
     args.out.mkdir(parents=True, exist_ok=True)
     for annotator in args.annotator:
@@ -99,6 +93,12 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    # The labels package (pandas, statsmodels for Fleiss' kappa): not for --help.
+    from tasks.labels.agreement import DRAFT_COLUMNS, agreement, draft_consensus_rows
+    from tasks.labels.annotations import categories_in, check_annotator_files, read_annotator_file
+    from tasks.labels.consensus import write_consensus
+    from tasks.labels.problems import raise_if_errors
+
     files = [read_annotator_file(path) for path in args.files]
     profile, _, items = _items(args, args.categories or categories_in(files))
     annotators, findings = check_annotator_files(files, items, profile.labels.require_rationale, profile.name)
@@ -130,6 +130,12 @@ def run_consensus(args: argparse.Namespace) -> int:
 
 
 def run_reference(args: argparse.Namespace) -> int:
+    # The template loaders and the labels package (pandas): not for --help.
+    from core.atomic import write_with
+    from core.decisions import write_decisions_csv
+    from tasks.labels.labels_stage import labels_from_links
+    from tasks.templates.validate import load_templates
+
     profile = profile_of(args)
     result = labels_from_links(load_templates(args.templates, profile).templates, args.bbq, profile)
     print(result.text)

@@ -14,9 +14,6 @@ from pathlib import Path
 
 from core.errors import UserError
 from kobbq.arguments import add_corrections, add_profile, corrections_file, profile_of
-from tasks.templates.corrections import load_corrections
-from tasks.templates.load import load_kobbq_templates
-from tasks.translation.particles import check_items
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The template loader and the particle checks (hgtk): not for --help.
+    from tasks.templates.corrections import load_corrections
+    from tasks.templates.load import load_kobbq_templates
+    from tasks.translation.particles import check_items
+
     profile = profile_of(args)
     if not profile.particles.enabled:
         raise UserError(f"profile {profile.name} has no particles that change with the word before them "

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
-from tasks.release.hub import plan_upload, publish
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tasks.release.hub import plan_upload, publish  # huggingface_hub: not for --help
+
     upload = plan_upload(args.release, args.to_hub)
     if args.dry_run:
         print(upload.render())

@@ -8,10 +8,6 @@ from pathlib import Path
 from core.errors import UserError
 from core.findings import Finding
 from kobbq.arguments import add_corrections, add_profile, corrections_file, profile_of
-from tasks.templates.bbq import load_bbq_templates
-from tasks.templates.corrections import load_corrections
-from tasks.templates.validate import load_templates, validate_loaded
-from tasks.templates.validate_workbook import validate_workbook
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def findings_for(args: argparse.Namespace) -> tuple[list[Finding], str]:
+    # The template loaders and checks (pandas): not for --help.
+    from tasks.templates.bbq import load_bbq_templates
+    from tasks.templates.corrections import load_corrections
+    from tasks.templates.validate import load_templates, validate_loaded
+    from tasks.templates.validate_workbook import validate_workbook
+
     path: Path = args.path
     if not path.exists():
         raise UserError("path does not exist", path)

@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 
 from kobbq.arguments import add_profile
-from tasks.audit.fates import load_audit_log, release_folder, release_profile
-from tasks.audit.lineage import explain, render_lineage
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The audit package: not for --help.
+    from tasks.audit.fates import load_audit_log, release_folder, release_profile
+    from tasks.audit.lineage import explain, render_lineage
+
     release = release_folder(args.release, args.profile)
     profile = release_profile(release, args.profile)
     log = load_audit_log(release, profile)
