@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from core.paths import PROJECT_ROOT
-from prefect_cluster import Cluster
+from prefect_cluster import Cluster, free_port
 
 
 @pytest.fixture
@@ -31,13 +34,14 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
                             cwd=PROJECT_ROOT, env={**env, "PREFECT_API_URL": url}, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr
+    assert "no server configured" not in result.stderr  # the server named by PREFECT_API_URL, no temporary one
     assert (tmp_path / "out" / "KoBBQ" / "manifest.json").exists()
     request = urllib.request.Request(f"{url}/flow_runs/filter", data=json.dumps({}).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         runs = json.loads(response.read())
-    # One flow run: the pipeline flow builds the release in its own run, as tasks (issue 21: one take-over).
-    assert [run["state_type"] for run in runs] == ["COMPLETED"]
+    # One flow run for the command, named after it; its stages are its tasks.
+    assert [(run["name"], run["state_type"]) for run in runs] == [("kobbq build", "COMPLETED")]
     release = tmp_path / "out" / "KoBBQ"
     artifacts = latest_artifacts(url)
     stages = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
@@ -100,3 +104,46 @@ def latest_artifacts(url: str) -> dict:
 def table_rows(artifact) -> list[dict]:
     data = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
     return data
+
+
+@pytest.mark.flow
+def test_the_quick_start_server_runs_the_example_pipeline(tmp_path):
+    """As the README starts it: `prefect server start --background`, then PREFECT_API_URL for the commands. Every
+    command that builds uses that server (no temporary one: nothing said of one); a second command that finds
+    everything current starts no flow run at all."""
+    home, port = tmp_path / "home", free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    prefect = [str(Path(sys.executable).with_name("prefect"))]
+    started = subprocess.run([*prefect, "server", "start", "--background", "--host", "127.0.0.1", "--port", str(port)],
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert started.returncode == 0, started.stdout + started.stderr
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_healthy(url)
+        client = {**env, "PREFECT_API_URL": url}
+        build = [sys.executable, "-m", "kobbq", "build", "--out", str(tmp_path / "out")]
+        first = subprocess.run(build, cwd=PROJECT_ROOT, env=client, capture_output=True, text=True, timeout=600)
+        assert first.returncode == 0, first.stderr
+        assert "no server configured" not in first.stderr and "112 samples" in first.stdout
+        again = subprocess.run(build, cwd=PROJECT_ROOT, env=client, capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0 and "up to date" in again.stdout, again.stderr
+        request = urllib.request.Request(f"{url}/flow_runs/filter", data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            runs = json.loads(response.read())
+        assert [(run["name"], run["state_type"]) for run in runs] == [("kobbq build", "COMPLETED")]
+    finally:
+        subprocess.run([*prefect, "server", "stop"], env=env, capture_output=True, timeout=120)
+
+
+def wait_healthy(url: str, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"no Prefect server answered at {url}")
