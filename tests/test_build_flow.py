@@ -1,4 +1,5 @@
-"""The build flow through Prefect: the embedded example builds, and a rebuild finds it up to date."""
+"""The build flow as a deployment runs it (files as parameters): the embedded example builds, a rebuild finds every
+stage current and writes nothing, and --force rebuilds the same bytes."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from core.fingerprint import sha256_file
 
 @pytest.mark.flow
 def test_build_flow_builds_the_example_then_skips_an_unchanged_rebuild(tmp_path, prefect_harness):
-    from flows.build import build_from_files
+    from flows.pipeline import build
 
-    first = build_from_files(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS,
-                             test_split="seeded")
-    assert not first.up_to_date
+    first = build(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS, test_split="seeded")
+    assert first.finished and set(first.outputs) == {"release"}  # the release stage ran
     release = tmp_path / "KoBBQ"
     manifest = json.loads((release / "manifest.json").read_text(encoding="utf-8"))
     rows = EXAMPLE_TEMPLATES.read_text(encoding="utf-8").count("\n") - 1
@@ -24,13 +24,13 @@ def test_build_flow_builds_the_example_then_skips_an_unchanged_rebuild(tmp_path,
     assert first.samples == manifest["samples"] == sum(c["samples"] for c in manifest["categories"].values())
     stamp = {p.name: p.stat().st_mtime_ns for p in release.iterdir()}
 
-    second = build_from_files(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS,
-                              test_split="seeded")
-    assert second.up_to_date
+    second = build(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS, test_split="seeded")
+    assert second.finished and second.outputs == {}  # nothing ran
+    assert (second.samples, second.test_samples) == (first.samples, first.test_samples)
     assert {p.name: p.stat().st_mtime_ns for p in release.iterdir()} == stamp
 
-    forced = build_from_files(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS,
-                              test_split="seeded", force=True)
-    assert not forced.up_to_date
+    forced = build(templates=EXAMPLE_TEMPLATES, out=tmp_path, corrections=DEFAULT_CORRECTIONS, test_split="seeded",
+                   force=True)
+    assert set(forced.outputs) == {"release"}
     for name, digest in manifest["outputs"].items():
         assert sha256_file(release / name) == digest  # same inputs, same bytes

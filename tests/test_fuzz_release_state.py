@@ -1,6 +1,6 @@
 """Fuzzing: what earlier runs left on disk, damaged: a release's manifest.json (read by `kobbq build`'s
 up-to-date check, `eval prepare`, `why` and `publish --dry-run`) and a pipeline's stage-state files
-(`<out>/<name>.pipeline/<stage>.json`, read by `kobbq status` and `kobbq build --pipeline`, with and without
+(`<out>/<name>.pipeline/<pipeline>/<stage>.json`, read by `kobbq status` and `kobbq build --pipeline`, with and without
 --force). The promises are tests/fuzzing.py's; the damaged release is the previous release a command must leave
 as it is (or replace by a complete one)."""
 
@@ -15,7 +15,8 @@ import pytest
 from hypothesis import strategies as st
 
 from core.paths import EXAMPLE_TEMPLATES
-from core.pipeline_file import DONE, STAGES, StageState
+from core.pipeline_file import DONE, STAGES, StageState, load_pipeline
+from core.release_folder import ReleaseFolder
 from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_json, previous_release,
                      run_subprocess, workspace, write)
 from test_fuzz_pipeline import PIPELINE
@@ -57,9 +58,15 @@ def test_malformed_manifest_built_to_the_end(previous_release):
 def recorded_states() -> dict[str, bytes]:
     """Every stage done, as a pipeline run records it (the fast profile cannot run the pipeline to get them)."""
     return {stage: (json.dumps(asdict(StageState(stage, DONE, "0" * 64, "done", {"rows": 12},
-                                                 {"decisions": f"build/KoBBQ.work/{stage}.csv"},
-                                                 "2026-11-26T12:00:00+00:00")), indent=2) + "\n").encode("utf-8")
+                                                 {"decisions": f"KoBBQ.work/{stage}.csv"},
+                                                 "2026-11-26T12:00:00+00:00", {"decisions": "0" * 64})),
+                               indent=2) + "\n").encode("utf-8")
             for stage in STAGES}
+
+
+def states_folder(root: Path) -> Path:
+    """Where the pipeline ``in/pipeline.toml`` keeps its stage states in ``build`` (a folder of its own)."""
+    return ReleaseFolder(root / "build", "KoBBQ").states / load_pipeline(root / "in" / "pipeline.toml").key
 
 
 def malformed_states(states: dict[str, bytes]) -> st.SearchStrategy[tuple[str, bytes]]:
@@ -73,13 +80,16 @@ def check_state(case: tuple[str, bytes], release: Path, build: Path | None = Non
     stage, data = case
     run = {"runner": runner} if runner else {}
     with workspace(None if build else release) as root:
+        write(root / "in" / "pipeline.toml", PIPELINE)
+        states = states_folder(root)
         if build:
             shutil.copytree(build, root / "build")
+            (own,) = (root / "build" / "KoBBQ.pipeline").iterdir()  # the example pipeline's, taken as this one's
+            own.rename(states)
         else:
             for name, recorded in recorded_states().items():
-                write(root / "build" / "KoBBQ.pipeline" / f"{name}.json", recorded)
-        write(root / "build" / "KoBBQ.pipeline" / f"{stage}.json", data)
-        write(root / "in" / "pipeline.toml", PIPELINE)
+                write(states / f"{name}.json", recorded)
+        write(states / f"{stage}.json", data)
         kept = {"release": "build/KoBBQ", **run}
         check_command(["status", "--pipeline", "in/pipeline.toml"], root, outputs=[], **kept)
         check_command(["build", "--pipeline", "in/pipeline.toml", "--quiet"], root, outputs=["build"], **kept)
@@ -97,7 +107,7 @@ def test_malformed_stage_state(profile, previous_release):
 def test_malformed_stage_state_of_a_real_run(example_release):
     """The example pipeline's own build folder (every stage done), one state file damaged, in child processes."""
     build = example_release.parent
-    states = {stage: (build / "KoBBQ.pipeline" / f"{stage}.json").read_bytes() for stage in STAGES
-              if (build / "KoBBQ.pipeline" / f"{stage}.json").exists()}
+    (own,) = (build / "KoBBQ.pipeline").iterdir()
+    states = {stage: (own / f"{stage}.json").read_bytes() for stage in STAGES if (own / f"{stage}.json").exists()}
     fuzz("long", malformed_states(states), lambda case: check_state(case, example_release, build, run_subprocess),
          long=2)

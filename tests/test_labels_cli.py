@@ -9,7 +9,6 @@ import pytest
 from openpyxl import load_workbook
 
 from kobbq.cli import main
-from core.paths import EXAMPLE_TEMPLATES
 from core.decisions import read_decisions
 
 HEADER = ["Q_id", "Category", "version", "Ambiguous_Context", "Disambiguating_Context", "Question_negative_stereotype",
@@ -79,17 +78,11 @@ def test_export_import_consensus(tmp_path: Path, bbq: Path, capsys, prefect_harn
         writer.writeheader()
         writer.writerows(rows)
     out_dir = tmp_path / "out"
-    nc = tmp_path / "nc.tsv"  # the embedded example's newly-created templates
-    lines = EXAMPLE_TEMPLATES.read_text(encoding="utf-8").splitlines()
-    nc_lines = [line for line in lines[1:] if line.split("\t")[3] == "NC"]
-    nc.write_text("\n".join([lines[0], *nc_lines]) + "\n", encoding="utf-8")
-    nc_ids = {tuple(line.split("\t")[:2]) for line in nc_lines}
     code, out, _ = run(capsys, "labels", "consensus", str(consensus), "--bbq", str(bbq), "--annotations", str(ann),
-                       str(bob), "--newly-created", str(nc), "--out", str(out_dir))
-    assert code == 0 and f"5 BBQ templates: ST 2, TM 1, SR 2; {len(nc_ids)} newly-created" in out
+                       str(bob), "--out", str(out_dir))
+    assert code == 0 and "5 BBQ templates: ST 2, TM 1, SR 2" in out
     decisions = read_decisions(out_dir / "decisions_labels.csv")
     assert sorted(d.subject for d in decisions if d.rule == "sample-removed") == ["bbq:SES:2", "bbq:SES:3"]
-    assert sorted(d.subject for d in decisions if d.outcome == "NC") == sorted(f"{c}|{i}" for c, i in nc_ids)
     ses2 = next(d for d in decisions if d.subject == "bbq:SES:2" and d.rule == "consensus-label")
     assert ses2.numbers["votes"] == {"SR": 1, "ST": 1} and not ses2.override
     with (out_dir / "labels.csv").open(encoding="utf-8") as handle:

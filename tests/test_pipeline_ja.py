@@ -20,6 +20,8 @@ from openpyxl import load_workbook
 
 from core.decisions import read_decisions
 from core.paths import PROJECT_ROOT
+from core.pipeline_file import load_pipeline
+from tasks.build.pipeline import context
 from fake_deepl import FAKE_KEY, FakeDeepLServer
 
 EXAMPLE = PROJECT_ROOT / "templates_raw" / "example_ja"
@@ -92,7 +94,8 @@ reading = "arrived/survey/reading_responses.csv"
     arrived.mkdir()
     shutil.copy(EXAMPLE / "labels" / "consensus.csv", arrived / "consensus.csv")
     said = run(capsys, *build)  # 2. the consensus: DeepL drafts, workbooks to send
-    sent = out / "JaBBQ.work" / "pretranslate" / "postedit_out"
+    work = context(load_pipeline(pipeline), out).work  # this pipeline's own work folder
+    sent = work / "pretranslate" / "postedit_out"
     names = sorted(p.name for p in sent.glob("*.xlsx"))
     assert names == ["postedit_Age.xlsx", "postedit_Religion.xlsx", "postedit_SES.xlsx"]
     assert "waiting at stage postedit" in said and all(name in said for name in names)
@@ -107,7 +110,7 @@ reading = "arrived/survey/reading_responses.csv"
     shutil.copytree(EXAMPLE / "translation" / "returned", arrived / "returned")
     said = run(capsys, *build)  # 3. the translator's workbooks: post-edit, templates, questionnaires out
     assert "waiting at stage survey" in said and "kobbq survey export --profile ja" in said
-    exported = out / "JaBBQ.work" / "survey-export"
+    exported = work / "survey-export"
     for name in ("questions.csv", "reading_questions.csv"):  # the questionnaire the survey company answered
         assert (exported / name).read_text(encoding="utf-8") == (EXAMPLE / "survey" / name).read_text(encoding="utf-8")
     assert states(capsys, pipeline, out)["survey"] == "waiting"
@@ -193,7 +196,8 @@ def test_the_spanish_chain_from_deepl_to_the_release(prefect_harness, deepl_serv
     assert deepl_server.state.billed_characters > 0
     assert states(capsys, pipeline, out)["postedit"] == "waiting"
 
-    return_with_released_rows(out / "EsBBQ.work" / "pretranslate" / "postedit_out" / "postedit_Religion.xlsx",
+    work = context(load_pipeline(pipeline), out).work
+    return_with_released_rows(work / "pretranslate" / "postedit_out" / "postedit_Religion.xlsx",
                               shared_data / "esbbq" / "templates", arrived / "returned")
     said = run(capsys, *build)
     release = out / "EsBBQ"

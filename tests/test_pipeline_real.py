@@ -10,9 +10,10 @@ import pytest
 from core.paths import DEFAULT_CORRECTIONS, PROJECT_ROOT
 from tasks.templates.bbq import load_bbq_templates, template_ids
 from tasks.templates.slots import normalise_text
-from core.release_folder import ReleaseFolder
-from tasks.build.pipeline import context
-from core.pipeline_file import DONE, STAGES, load_pipeline, read_state
+from core.profile import load_profile
+from runs import run
+from tasks.build.pipeline import pipeline_plan, templates_plan
+from core.pipeline_file import DONE, STAGES, read_state
 
 REAL_PIPELINE = PROJECT_ROOT / "templates_raw" / "real" / "kobbq_release.toml"
 
@@ -21,13 +22,11 @@ REAL_PIPELINE = PROJECT_ROOT / "templates_raw" / "real" / "kobbq_release.toml"
 @pytest.mark.realdata
 def test_real_pipeline_reproduces_the_direct_build(tmp_path, prefect_harness, shared_data, bbq_templates_dir,
                                                    survey_result_json):
-    from flows.build import build_from_files
-    from flows.pipeline import run_pipeline
-
-    result = run_pipeline(context(load_pipeline(REAL_PIPELINE), tmp_path / "pipeline"))
+    plan = pipeline_plan(REAL_PIPELINE, tmp_path / "pipeline")
+    result = run(plan)
     assert result.finished and result.samples == 76_568 and result.test_samples == 2_280
-    direct = build_from_files(templates=shared_data / "kobbq" / "KoBBQ_templates.tsv", out=tmp_path / "direct",
-                              corrections=DEFAULT_CORRECTIONS)
+    direct = run(templates_plan(shared_data / "kobbq" / "KoBBQ_templates.tsv", tmp_path / "direct", load_profile("ko"),
+                                corrections=DEFAULT_CORRECTIONS))
     for name in ("KoBBQ_all_samples.tsv", "KoBBQ_test_samples.tsv", "KoBBQ_all_samples.parquet", "table1.md"):
         assert (result.release_dir / name).read_bytes() == (direct.release_dir / name).read_bytes(), name
     # The official test split: exactly its IDs, in the order of the published KoBBQ_test_samples.tsv.
@@ -38,8 +37,7 @@ def test_real_pipeline_reproduces_the_direct_build(tmp_path, prefect_harness, sh
     assert manifest["test_split"]["method"] == "listed" and manifest["inputs"]["test_split"]["file"] == \
         "KoBBQ_test_sample_ids.txt"
 
-    states = ReleaseFolder(tmp_path / "pipeline", "KoBBQ").states
-    assert [read_state(states, s).status for s in STAGES] == [DONE] * len(STAGES)
+    assert [read_state(plan.ctx.states, s).status for s in STAGES] == [DONE] * len(STAGES)
 
     with (result.release_dir / "decisions.csv").open(encoding="utf-8", newline="") as handle:
         decisions = list(csv.DictReader(handle))

@@ -94,7 +94,8 @@ def test_build_force_rewrites_a_corrupt_stage_state_that_status_reports(tmp_path
     out = tmp_path / "out"
     for name in ("KoBBQ", "KoBBQ.pipeline", "KoBBQ.work"):
         shutil.copytree(example_release.parent / name, out / name, symlinks=True)
-    state = out / "KoBBQ.pipeline" / "labels.json"
+    (states,) = (out / "KoBBQ.pipeline").iterdir()  # the example pipeline's own folder of states
+    state = states / "labels.json"
     state.write_text(state.read_text(encoding="utf-8")[:40], encoding="utf-8")  # truncated
     status = ["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out)]
     assert main(status) == 1
@@ -102,7 +103,7 @@ def test_build_force_rewrites_a_corrupt_stage_state_that_status_reports(tmp_path
     assert main(["build", "--out", str(out), "--quiet"]) == 1  # reported, not rewritten, without --force
     assert "kobbq build --force" in capsys.readouterr().err
     assert main(["build", "--out", str(out), "--quiet", "--force"]) == 0
-    assert read_state(out / "KoBBQ.pipeline", "labels").status == "done"
+    assert read_state(states, "labels").status == "done"
     capsys.readouterr()
     assert main(status) == 0
     lines = capsys.readouterr().out.splitlines()[1:]

@@ -123,7 +123,8 @@ def run_consensus(args: argparse.Namespace) -> int:
     agreement_file = output.outputs.get("report:labels_agreement.txt")
     if agreement_file is not None:
         print(agreement_file.read_text(encoding="utf-8"))
-    print(f"{sum(output.counts.values())} BBQ templates: {', '.join(f'{k} {v}' for k, v in output.counts.items())}")
+    labels = ", ".join(f"{label} {output.counts.get(label, 0)}" for label in ("ST", "TM", "SR"))
+    print(f"{sum(output.counts.values())} BBQ templates: {labels}")
     print(f"wrote {output.outputs['labels']} and {plan.ctx.decisions_file(STAGE.name)} "
           f"({len(output.decisions)} decisions)")
     return 0
