@@ -15,8 +15,8 @@ Printed per k (medians over --runs):
 
 - samples;
 - wall time split by the build's own progress lines (stderr, seconds since the command started):
-  start-up (imports and Prefect's API, until "build flow started"), loading (the templates read,
-  validated and counted: until "expansion: N samples"), expanding and writing the sample files
+  loading (imports, the templates read, validated and counted: until "expansion: N samples", before the
+  flow run starts), start-up (Prefect's API, until "flow started"), expanding and writing the sample files
   (chunk by chunk of template rows: the staged Parquet, then TSV and JSONL, until "sample files
   written"), the wait for validation after the writes, and the rest (reports, manifest, audit,
   publication, shutdown);
@@ -156,10 +156,10 @@ def build_once(templates: Path, corrections: Path, out: Path) -> Run:
     samples = int(re.search(r"expansion: ([0-9,]+) samples", log).group(1).replace(",", ""))
     corrections_applied = int(re.search(r"\((\d+) correction\(s\) applied", log).group(1))
     validation = float(re.search(r"release checks: .* in ([0-9.]+) s", log).group(1))
-    written, checked = at("sample files written"), at("release checks:")
-    return Run(samples, corrections_applied, wall, startup=at("build flow started"),
-               loading=at("expansion:") - at("build flow started"),
-               writing=written - at("expansion:"), validation_wait=max(0.0, checked - written),
+    written, checked, started = at("sample files written"), at("release checks:"), at("flow started")
+    # The templates are read, checked and counted (until "expansion:") before the flow run starts.
+    return Run(samples, corrections_applied, wall, startup=started - at("expansion:"), loading=at("expansion:"),
+               writing=written - started, validation_wait=max(0.0, checked - written),
                rest=wall - max(written, checked), validation=validation,
                peak_mb={role: kib / 1024 for role, kib in peaks.items()})
 
@@ -199,7 +199,7 @@ def print_run(k: int, run: Run, base: Run, runs: int) -> None:
     largest = max(run.peak_mb.values())
     who = max(run.peak_mb, key=run.peak_mb.get)
     print(f"k={k}: {run.samples:,} samples ({run.corrections} corrections applied), median of {runs} build(s): "
-          f"{run.wall:.1f} s wall = {run.startup:.1f} start-up + {run.loading:.1f} loading + "
+          f"{run.wall:.1f} s wall = {run.loading:.1f} loading + {run.startup:.1f} start-up + "
           f"{run.writing:.1f} expanding and writing sample files + {run.validation_wait:.1f} waiting for validation + "
           f"{run.rest:.1f} reports, publication, shutdown; validation {run.validation:.1f} s "
           f"(child process, from the staged Parquet on, alongside the writes)", flush=True)

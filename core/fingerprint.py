@@ -10,9 +10,9 @@ in another process computes the same value as the build did.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -42,23 +42,26 @@ def module_path(module: str) -> Path | None:
     return None
 
 
+# ``from a.b import c, d`` (one line, or in parentheses over several) and ``import a.b, c``, at any indentation.
+_FROM = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)", re.MULTILINE)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w., \t]+)", re.MULTILINE)
+
+
 @cache
 def _imported(module: str) -> tuple[str, ...]:
-    """The project modules ``module`` imports (any level, in any function), with the packages on the way."""
+    """The project modules ``module`` imports (any level, in any function), with the packages on the way: read
+    from its import lines (a scan, not a parse: every command that checks fingerprints pays for it)."""
     path = module_path(module)
     if path is None:
         return ()
-    found = []
-    for node in ast.walk(ast.parse(path.read_bytes())):
-        names = []
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        for name in names:
-            parts = name.split(".")
-            found += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-    return tuple(sorted({name for name in found if name != module and module_path(name) is not None}))
+    text = path.read_text(encoding="utf-8")
+    names = [name.strip() for match in _IMPORT.finditer(text) for name in match.group(1).split(",")]
+    for source, imported in _FROM.findall(text):
+        names += [source] + [f"{source}.{name.split(' as ')[0].strip()}" for name in imported.strip("()").split(",")
+                             if name.strip()]
+    found = {".".join(name.split()[0].split(".")[:i]) for name in names if name.split()
+             for i in range(1, len(name.split()[0].split(".")) + 1)}
+    return tuple(sorted(name for name in found if name != module and module_path(name) is not None))
 
 
 def code_modules(roots: Iterable[str]) -> list[str]:

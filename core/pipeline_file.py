@@ -34,7 +34,7 @@ DONE, WAITING, FAILED, STALE, NOT_RUN, DAMAGED = "done", "waiting", "failed", "s
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built when a pipeline is first loaded
 
 
 class LabelsSection(_Section):

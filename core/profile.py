@@ -36,7 +36,8 @@ ExactNumber = Annotated[Fraction, BeforeValidator(_to_fraction)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    # defer_build: the validators are made when a profile is first loaded, not when a command only imports this
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
 
 class PaperCounts(Strict):

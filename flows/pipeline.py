@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import opaque
 
 from core import console, interrupt
 from core.atomic import write_with
@@ -48,8 +49,8 @@ class Computed(Generic[T]):
         self.value = value
 
 
-@task(name="stage", cache_policy=NO_CACHE, task_run_name="{check.stage.name}")
-def run_stage(ctx: Context, check: StageCheck) -> str:
+@task(name="stage", cache_policy=NO_CACHE, task_run_name="{name}")
+def run_stage(ctx: Context, check: StageCheck, name: str) -> str:
     """Run one stage unless it is current; its status (done, waiting, failed).
 
     A user error (a bad input file) is recorded as the stage's failure and returned, not raised: the command
@@ -108,7 +109,8 @@ def run_plan(plan: Plan) -> PipelineResult:
     ctx, checks, index = plan.ctx, plan.to_run(), 0
     while index < len(checks):
         check = checks[index]
-        status = run_stage(ctx, check)
+        # Opaque: Prefect would otherwise walk the context's contents (every template, the expansion) for futures.
+        status = run_stage(opaque(ctx), opaque(check), check.stage.name)
         if status != DONE:
             state = ctx.memo.get(("state", check.stage.name))
             return PipelineResult(False, check.stage.name, state.message if state else "", None,

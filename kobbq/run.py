@@ -48,11 +48,13 @@ def execute(plan, label: str = "kobbq build"):  # (tasks.build.pipeline.Plan, st
 
 
 def start(plan, label: str):  # (tasks.build.pipeline.Plan, str) -> flows.pipeline.PipelineResult
+    from prefect.utilities.annotations import opaque
+
     from flows.pipeline import Computed, build  # Prefect, imported once kobbq.cli has set its settings
 
     if not server_url():
         print(FALLBACK, file=sys.stderr, flush=True)
-    return build(prepared=Computed(plan), command=label)
+    return build(prepared=opaque(Computed(plan)), command=label)
 
 
 def stage_output(result, stage: str):  # (flows.pipeline.PipelineResult, str) -> tasks.stage_contract.StageOutput

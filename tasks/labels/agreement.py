@@ -16,7 +16,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from core.errors import UserError
 from tasks.labels.annotations import Annotation, AnnotatorLabels
@@ -59,6 +58,10 @@ class AgreementReport:
 
 def kappa_of(matrix: list[list[int]]) -> float | None:
     """Fleiss' kappa of a (templates x annotators) matrix of label codes, None when undefined."""
+    # statsmodels (and scipy under it) take seconds to import: only when a kappa is computed, not for every
+    # command that loads the stages (kobbq status).
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
     table, _ = aggregate_raters(np.asarray(matrix), n_cat=len(ANNOTATOR_LABELS))
     shares = table.sum(axis=0) / table.sum()
     if np.isclose((shares ** 2).sum(), 1.0):  # one label throughout: chance agreement is 1, kappa is 0/0

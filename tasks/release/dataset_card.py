@@ -19,7 +19,6 @@ from pathlib import Path
 
 import jinja2
 import pyarrow.parquet as pq
-from huggingface_hub import DatasetCardData
 
 from core.decisions import Decision
 from core.pipeline_file import STAGES
@@ -97,7 +96,9 @@ def demoted(markdown: str, levels: int = 2) -> str:
     return "\n".join("#" * levels + line if line.startswith("#") else line for line in markdown.strip().splitlines())
 
 
-def card_metadata(profile: Profile, configs: list[Config], samples: int) -> DatasetCardData:
+def card_metadata(profile: Profile, configs: list[Config], samples: int):  # -> huggingface_hub.DatasetCardData
+    from huggingface_hub import DatasetCardData  # imported when a card is written, not for every command
+
     card = profile.card
     return DatasetCardData(
         pretty_name=card.pretty_name or profile.release.name, license=card.license,

@@ -20,7 +20,6 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
-import deepl
 
 from core.errors import UserError
 from tasks.translation.cache import CachedTranslation, RequestSettings
@@ -71,23 +70,23 @@ class DeepLTranslator:
     def __post_init__(self) -> None:
         if not self.auth_key:
             raise UserError(f"no DeepL key: set {KEY_VARIABLE} (or use --dry-run / a recorded cache)")
-        self._client = deepl.Translator(self.auth_key, server_url=self.server_url or None)
+        self._client = _deepl().Translator(self.auth_key, server_url=self.server_url or None)
 
     def __repr__(self) -> str:  # never show the key
         return f"DeepLTranslator(server_url={self.server_url!r})"
 
     def _stop(self, exc: Exception) -> TranslationStopped:
         text = redact(str(exc), self.auth_key)
-        if isinstance(exc, deepl.QuotaExceededException):
+        if isinstance(exc, _deepl().QuotaExceededException):
             return TranslationStopped("quota", f"DeepL quota exhausted ({text})")
-        if isinstance(exc, deepl.AuthorizationException):
+        if isinstance(exc, _deepl().AuthorizationException):
             return TranslationStopped("authorization", f"DeepL refused the key ({text})")
         return TranslationStopped("unavailable", f"DeepL did not answer after retries ({text})")
 
     def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
         try:
             pairs = self._client.get_glossary_languages()
-        except deepl.DeepLException as exc:
+        except _deepl().DeepLException as exc:
             raise self._stop(exc) from None
         return any(p.source_lang.lower() == source_lang.lower() and p.target_lang.lower() == target_lang.lower()
                    for p in pairs)
@@ -95,7 +94,7 @@ class DeepLTranslator:
     def target_supported(self, target_lang: str) -> bool:
         try:
             languages = self._client.get_target_languages()
-        except deepl.DeepLException as exc:
+        except _deepl().DeepLException as exc:
             raise self._stop(exc) from None
         wanted, codes = target_lang.upper(), {lang.code.upper() for lang in languages}
         # "EN" is accepted where DeepL lists only its variants EN-GB, EN-US
@@ -105,7 +104,7 @@ class DeepLTranslator:
         try:
             info = self._client.create_glossary(f"kobbq-{glossary.fingerprint}", source_lang, target_lang,
                                                 glossary.targets)
-        except deepl.DeepLException as exc:
+        except _deepl().DeepLException as exc:
             raise self._stop(exc) from None
         return info.glossary_id
 
@@ -117,7 +116,7 @@ class DeepLTranslator:
                 tag_handling=options.get("tag_handling"),
                 formality=None if options.get("formality", "default") == "default" else options["formality"],
                 glossary=glossary_id or None)
-        except deepl.DeepLException as exc:
+        except _deepl().DeepLException as exc:
             raise self._stop(exc) from None
         return [CachedTranslation(r.text, int(r.billed_characters)) for r in results]
 
@@ -148,6 +147,14 @@ def translator_from_environment(auth_key: str | None = None, server_url: str | N
     return DeepLTranslator(key, server_url or os.environ.get(SERVER_VARIABLE) or None)
 
 
+def _deepl():  # noqa: ANN202 (the deepl module)
+    """The deepl client library (and requests under it), imported when DeepL is talked to, not for every command
+    that loads the translation stages."""
+    import deepl
+
+    return deepl
+
+
 def set_network_retries(retries: int) -> None:
     """How often the deepl client retries 429/5xx (backoff 1 s x1.6); a process-wide client setting."""
-    deepl.http_client.max_network_retries = retries
+    _deepl().http_client.max_network_retries = retries
