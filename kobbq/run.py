@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from core.atomic import check_writable
 from core.errors import UserError
@@ -48,6 +49,7 @@ def execute(plan, label: str = "kobbq build"):  # (tasks.build.pipeline.Plan, st
 
 
 def start(plan, label: str):  # (tasks.build.pipeline.Plan, str) -> flows.pipeline.PipelineResult
+    check_prefect_home()
     from prefect.utilities.annotations import opaque
 
     from flows.pipeline import Computed, build  # Prefect, imported once kobbq.cli has set its settings
@@ -55,6 +57,17 @@ def start(plan, label: str):  # (tasks.build.pipeline.Plan, str) -> flows.pipeli
     if not server_url():
         print(FALLBACK, file=sys.stderr, flush=True)
     return build(prepared=opaque(Computed(plan)), command=label)
+
+
+def check_prefect_home() -> None:
+    """Prefect writes its database and settings in its home: one that cannot be written stops here in one line,
+    not after Prefect's start-up times out."""
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        check_writable(home)
+    except UserError:
+        raise UserError("Prefect's home cannot be written (Prefect keeps its database and settings there); set "
+                        "PREFECT_HOME to a folder that can be, or PREFECT_API_URL to a running server", home) from None
 
 
 def stage_output(result, stage: str):  # (flows.pipeline.PipelineResult, str) -> tasks.stage_contract.StageOutput

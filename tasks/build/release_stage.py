@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core import console, interrupt
+from core.errors import UserError
 from core.release_folder import AUDIT, release_problem
 from tasks.audit.report import write_release_folder
 from tasks.release.assemble import ExpandedRelease, expand_release
@@ -81,7 +82,12 @@ def expansion(ctx: Context) -> ExpandedRelease:
     def plan() -> ExpandedRelease:
         interrupt.checkpoint("expansion")
         split = build_inputs(ctx).test_split
-        release = expand_release(kept(ctx, loaded.templates), ctx.profile, split.seed, loaded.vocabulary, split)
+        surviving = kept(ctx, loaded.templates)
+        if not surviving:
+            raise UserError(f"the survey kept none of the {len(loaded.templates)} template rows of "
+                            f"{template_file(ctx).name}: nothing to release (its decisions and funnel.md say why each "
+                            "was dropped)")
+        release = expand_release(surviving, ctx.profile, split.seed, loaded.vocabulary, split)
         how = "generated" if release.generated is not None else "expanded chunk by chunk as they are written"
         console.step(f"expansion: {release.samples:,} samples ({len(release.test_indices):,} in the test split), {how}")
         return release

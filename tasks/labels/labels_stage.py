@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic import write_text
+from core.errors import UserError
 from core.profile import Profile
 from core.tables import write_csv_rows
 from tasks.labels.agreement import AgreementReport, agreement, agreement_table
@@ -102,8 +103,12 @@ def run(ctx: Context) -> StageOutput:
                              f"the annotators, compare their answers with `kobbq labels import --profile {profile} "
                              f"--bbq {bbq_path} FILES --draft draft.csv`, and write the final label and rationale of "
                              f"every template into the consensus file ({ctx.file(cfg.consensus) or 'labels.consensus'}).")
-    labels = final_labels(bbq_path, consensus_path, ctx.pipeline.files(cfg.annotations), ctx.profile,
-                          cfg.categories or None)
+    annotations = ctx.pipeline.files(cfg.annotations)
+    if cfg.annotations and not annotations:
+        raise UserError(f"labels.annotations = {cfg.annotations} matches no file (patterns are relative to the "
+                        "pipeline file); correct the pattern, or remove the line to go without the annotators' votes",
+                        ctx.pipeline.path)
+    labels = final_labels(bbq_path, consensus_path, annotations, ctx.profile, cfg.categories or None)
     counts = labels.counts()
     tables = {"agreement": agreement_table(labels.agreement)} if labels.agreement is not None else {}
     return StageOutput(counts, write_labels(labels, ctx.stage_dir(NAME)), labels.consensus.decisions,
