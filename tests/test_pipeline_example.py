@@ -10,7 +10,7 @@ import pytest
 from core.errors import UserError
 from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_DIR, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.decisions import read_decisions
-from core.pipeline_file import DONE, STALE, describe, load_pipeline, read_state
+from core.pipeline_file import DONE, STALE, describe, read_state
 from core.profile import load_profile
 from tasks.build.pipeline import pipeline_plan, templates_plan
 from tasks.survey.inputs import SurveyInputs

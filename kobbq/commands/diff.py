@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from core.errors import UserError
+from core.release_folder import MANIFEST
 from core.profile import DEFAULT_PROFILE
 from kobbq.arguments import add_corrections, add_profile, corrections_file, profile_of
 
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if args.old.is_dir() != args.new.is_dir():
         kinds = ["folder" if path.is_dir() else "file" for path in (args.old, args.new)]
         raise UserError(f"compare two template files or two release folders, not a {kinds[0]} with a {kinds[1]}")
-    if (args.old / "manifest.json").exists():
+    if (args.old / MANIFEST).exists():
         old, new = release_profile(args.old, args.profile), release_profile(args.new, args.profile)
         if old.name != new.name:
             raise UserError(f"{args.old} was built with profile {old.name!r} and {args.new} with {new.name!r}; "

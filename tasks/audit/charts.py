@@ -18,12 +18,10 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 
 from core.decisions import Decision
 from core.profile import Profile
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
-from tasks.survey.votes import VOTES
 
 LABEL_WIDTH = 250  # row labels, left of the plot
 PLOT_WIDTH = 600

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.profile import Profile
-from tasks.audit.fates import SAMPLE_ID, load_audit_log, read_manifest, template_of
+from core.release_folder import require_manifest
+from tasks.audit.fates import SAMPLE_ID, load_audit_log, template_of
 from tasks.templates.corrections import AppliedCorrection
 from core.decisions import template_subject
 from core.profile import WorkbookFormat
@@ -237,7 +238,7 @@ def _release_records(folder: Path, manifest: dict[str, object], profile: Profile
 def diff_releases(old: Path, new: Path, profile: Profile) -> Diff:
     """Compare two release folders: samples by ID, template fates from their decision logs."""
     old, new = Path(old), Path(new)
-    old_manifest, new_manifest = read_manifest(old), read_manifest(new)
+    old_manifest, new_manifest = require_manifest(old), require_manifest(new)
     old_log, new_log = load_audit_log(old, profile), load_audit_log(new, profile)
     prefixes = {c.sample_prefix: c.name for c in profile.categories}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.errors import UserError
-from core.release_folder import read_manifest as read_manifest_or_none
+from core.release_folder import DECISIONS, MANIFEST, require_manifest
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE, PROFILE_DIR
 from core.profile import Profile, is_profile_path, load_profile
 from core.tables import read_records
@@ -107,14 +107,6 @@ class AuditLog:
         return dict(links)
 
 
-def read_manifest(release_dir: Path) -> dict[str, object]:
-    """The release's manifest; a missing or unreadable one (truncated, edited) is a UserError naming it."""
-    manifest = read_manifest_or_none(release_dir)
-    if manifest is None:
-        raise UserError("no manifest.json here; expected a release folder written by `kobbq build`", release_dir)
-    return manifest
-
-
 def release_folder(given: Path | None, profile: str | None) -> Path:
     """A command's release: ``--release`` as given, else the one a build of ``--profile`` writes
     (build/<its release name>), else the embedded example's (what ``kobbq build`` with no arguments writes)."""
@@ -126,16 +118,16 @@ def release_folder(given: Path | None, profile: str | None) -> Path:
 def release_profile(release_dir: Path, given: str | None = None) -> Profile:
     """The profile a release was built with, from its manifest; ``given`` (a command's ``--profile``), when set,
     must be that one, and is how a profile kept outside the project is found (the manifest records its name)."""
-    built_with = str(read_manifest(release_dir).get("profile", ""))
+    built_with = str(require_manifest(release_dir).get("profile", ""))
     if given is not None:
         profile = load_profile(given)
         if profile.name != built_with:
             raise UserError(f"this release was built with profile {built_with!r}, not {profile.name!r}; drop --profile "
-                            "or give the release of that profile", release_dir / "manifest.json")
+                            "or give the release of that profile", release_dir / MANIFEST)
         return profile
     if not is_profile_path(built_with) and not (PROFILE_DIR / built_with / f"{built_with}.toml").exists():
         raise UserError(f"this release was built with profile {built_with!r}, which is not a shipped profile; give "
-                        f"its file with --profile path/to/{built_with}.toml", release_dir / "manifest.json")
+                        f"its file with --profile path/to/{built_with}.toml", release_dir / MANIFEST)
     return load_profile(built_with)
 
 
@@ -149,10 +141,10 @@ def load_audit_log(release_dir: Path, profile: Profile) -> AuditLog:
     release_dir = Path(release_dir)
     if not release_dir.is_dir():
         raise UserError("release folder does not exist", release_dir)
-    path = release_dir / "decisions.csv"
+    path = release_dir / DECISIONS
     if not path.exists():
-        raise UserError("no decisions.csv here; expected a release folder written by `kobbq build`", release_dir)
-    manifest = read_manifest(release_dir)
+        raise UserError(f"no {DECISIONS} here; expected a release folder written by `kobbq build`", release_dir)
+    manifest = require_manifest(release_dir)
     log = build_audit_log(release_dir, read_decisions(path), manifest)
     test_split = release_dir / test_samples_name(str(manifest.get("release", profile.release.name)))
     if test_split.exists():

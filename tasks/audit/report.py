@@ -32,7 +32,6 @@ import jinja2
 
 from core.atomic import write_text
 from core.profile import Profile
-from core.tables import read_records
 from tasks.audit.charts import audit_charts, parse_votes
 from tasks.audit.fates import (AuditLog, Fate, build_audit_log, load_audit_log, stage_rank, stereotype_text,
                                template_links, with_link)

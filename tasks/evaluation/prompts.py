@@ -24,7 +24,8 @@ from core.paths import EXAMPLE_DIR
 from core.text_files import check_input_file
 from core.profile import Profile, load_profile
 from core.atomic import write_bytes, write_text, write_with
-from tasks.audit.fates import read_manifest, release_profile
+from core.release_folder import require_manifest
+from tasks.audit.fates import release_profile
 from core.fingerprint import sha256_file
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.bbq_columns import evaluation_view, read_samples
@@ -172,7 +173,7 @@ def read_release(folder: Path, split: str | None = "test", profile: str | None =
         name, published = loaded.release.name, True
     else:
         loaded = release_profile(folder, profile)
-        name, published = str(read_manifest(folder).get("release", loaded.release.name)), False
+        name, published = str(require_manifest(folder).get("release", loaded.release.name)), False
     if loaded.release.layout == "per-category-csv":
         return _read_bbq_columns(folder, name, split or "all", loaded, published)
     split = split or "test"

@@ -20,12 +20,12 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.fingerprint import sha256_file
+from core.release_folder import MANIFEST
 from core.profile import Profile
 from core.tables import check_input_file
 from tasks.evaluation.bbq_columns import COLUMNS
 from tasks.release.category_csv import category_file_name, category_folder
 
-MANIFEST = "manifest.json"
 
 
 def is_published_folder(folder: Path) -> bool:

@@ -32,12 +32,13 @@ from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evalu
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
-from core.release_folder import MANIFEST, WRITTEN_BY
+from core.release_folder import WRITTEN_BY
+from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
 from tasks.release.hf_layout import DATA_DIR
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import FORMATS, SampleFiles, all_samples_name, samples_frame, test_samples_name, write_json
+from tasks.release.write import FORMATS, SampleFiles, all_samples_name, samples_frame, test_samples_name
 from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
@@ -371,7 +372,7 @@ def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> 
     manifest["outputs"] = outputs
     if "parallel_releases" in facts:
         manifest["parallel_releases"] = facts["parallel_releases"]
-    write_json(manifest, folder / MANIFEST)
+    write_manifest_file(folder, manifest)
     return manifest
 
 

@@ -11,7 +11,6 @@ decision log, counted per rule), the validation result, and how to evaluate a mo
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction

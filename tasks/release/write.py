@@ -182,8 +182,4 @@ def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str, formats: tup
     return files.names
 
 
-def write_json(data: object, path: Path) -> None:
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-
 # --- atomic publication ---------------------------------------------------------------------
