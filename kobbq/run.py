@@ -70,8 +70,13 @@ def check_prefect_home() -> None:
                         "PREFECT_HOME to a folder that can be, or PREFECT_API_URL to a running server", home) from None
 
 
-def stage_output(result, stage: str):  # (flows.pipeline.PipelineResult, str) -> tasks.stage_contract.StageOutput
-    """What ``stage`` returned in a one-off run; a stage that failed or waits is one error paragraph."""
-    if result.stage == stage:
-        raise UserError(f"{stage}: {result.message}")
-    return result.outputs[stage]
+def run_alone(stage, config, profile, out: Path, label: str, given: dict | None = None, offline: bool = False):
+    """A one-off command: ``stage`` alone on the command's files (``config``: a pipeline file's settings made from
+    its arguments), everything written to ``out``; what the stage returned. A stage that fails or waits is one
+    error paragraph."""
+    from tasks.build.pipeline import one_off_plan  # the stages and their libraries: not for --help
+
+    result = execute(one_off_plan(stage, config, profile, out, given, offline), label)
+    if result.stage == stage.name:
+        raise UserError(f"{stage.name}: {result.message}")
+    return result.outputs[stage.name]

@@ -15,7 +15,6 @@ from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
 from tasks.templates.templates_stage import STAGE as TEMPLATES_STAGE
-from tasks.templates.validate import load_corrected
 
 EXAMPLE_SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"
 
@@ -83,7 +82,7 @@ def test_a_workbook_profile_passes_its_post_edited_workbooks_on(tmp_path, shared
     result = TEMPLATES_STAGE.run(ctx)
     assert result.outputs == {"templates": released}
     # Every row of the twelve workbooks, labelled t, m or n.
-    rows = load_corrected(released, ctx.corrections, ctx.profile)
+    rows = ctx.loaded(released).templates
     assert result.counts["rows"] == len(rows) and set(result.counts) == {"rows", "t", "m", "n"}
 
     pipeline_path.write_text('profile = "es"\nname = "EsBBQ"\n[templates]\ngroups = "groups.csv"\n', encoding="utf-8")

@@ -10,7 +10,7 @@ from core.errors import UserError
 from core.pipeline_file import LabelsSection, PipelineConfig
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
 from kobbq.arguments import add_profile, profile_of, shown
-from kobbq.run import execute, stage_output
+from kobbq.run import run_alone
 
 EXAMPLE_BBQ = EXAMPLE_DIR / "bbq"
 
@@ -112,20 +112,19 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_consensus(args: argparse.Namespace) -> int:
-    from tasks.build.pipeline import one_off_plan  # the labels stage runs in the one runner (Prefect): not for --help
-    from tasks.labels.labels_stage import STAGE
+    from tasks.labels.labels_stage import STAGE  # the stage and its libraries: not for --help
 
     profile = profile_of(args)
     labels = LabelsSection(bbq=str(args.bbq), consensus=str(args.consensus),
                            annotations=[str(path) for path in args.annotations], categories=args.categories or [])
-    plan = one_off_plan(STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out)
-    output = stage_output(execute(plan, "kobbq labels consensus"), STAGE.name)
+    output = run_alone(STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out,
+                       "kobbq labels consensus")
     agreement_file = output.outputs.get("report:labels_agreement.txt")
     if agreement_file is not None:
         print(agreement_file.read_text(encoding="utf-8"))
     labels = ", ".join(f"{label} {output.counts.get(label, 0)}" for label in ("ST", "TM", "SR"))
     print(f"{sum(output.counts.values())} BBQ templates: {labels}")
-    print(f"wrote {output.outputs['labels']} and {plan.ctx.decisions_file(STAGE.name)} "
+    print(f"wrote {output.outputs['labels']} and {args.out / 'decisions_labels.csv'} "
           f"({len(output.decisions)} decisions)")
     return 0
 

@@ -16,7 +16,7 @@ from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TemplatesSection, TranslationSection
 from kobbq.arguments import add_profile, profile_of
 from kobbq.commands.translate import add_common, blank, run_stage
-from kobbq.run import execute, stage_output
+from kobbq.run import run_alone
 
 POSTEDIT_DIR = DEFAULT_BUILD_DIR / "postedit"
 
@@ -85,7 +85,4 @@ def run_reference(args: argparse.Namespace) -> int:
 
 
 def run_postedit(args: argparse.Namespace, profile, stage, config: PipelineConfig):
-    from tasks.build.pipeline import one_off_plan
-
-    return stage_output(execute(one_off_plan(stage, config, profile, args.out), f"kobbq postedit {args.postedit_command}"),
-                        stage.name)
+    return run_alone(stage, config, profile, args.out, f"kobbq postedit {args.postedit_command}")

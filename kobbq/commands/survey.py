@@ -9,7 +9,7 @@ from core import console
 from core.paths import EXAMPLE_TEMPLATES
 from core.pipeline_file import PipelineConfig, SurveySection, TemplatesSection
 from kobbq.arguments import OVERRIDES_HELP, add_profile, profile_of, shown
-from kobbq.run import execute, stage_output
+from kobbq.run import run_alone
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -86,10 +86,6 @@ def path_or_blank(path: Path | None) -> str:
 
 
 def run_one(args: argparse.Namespace, stage, templates: TemplatesSection, survey: SurveySection | None = None):
-    """Run ``stage`` alone on the command's files (``kobbq.run``); what it returned."""
-    from tasks.build.pipeline import one_off_plan
-
     profile = profile_of(args)
     config = PipelineConfig(profile=profile.argument, templates=templates, survey=survey or SurveySection())
-    result = execute(one_off_plan(stage, config, profile, args.out), f"kobbq survey {args.survey_command}")
-    return stage_output(result, stage.name)
+    return run_alone(stage, config, profile, args.out, f"kobbq survey {args.survey_command}")

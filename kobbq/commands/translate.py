@@ -14,7 +14,7 @@ from pathlib import Path
 from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
 from kobbq.arguments import add_profile, profile_of
-from kobbq.run import execute, stage_output
+from kobbq.run import run_alone
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,17 +64,12 @@ def run(args: argparse.Namespace) -> int:
 def run_stage(args: argparse.Namespace, profile, replay: bool) -> int:
     """The pretranslate stage alone, on the command's files: drafts, workbooks and the machine-translated twin
     in ``--out``."""
-    from tasks.build.pipeline import one_off_plan
-    from tasks.translation.pretranslate_stage import STAGE
+    from tasks.translation.pretranslate_stage import STAGE  # the stage and its libraries: not for --help
 
     config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
                             translation=TranslationSection(cache=blank(args.cache), glossary=blank(args.glossary)))
-    plan = one_off_plan(STAGE, config, profile, args.out, given={("labels", "labels"): args.labels}, offline=replay)
-    result = execute(plan, f"kobbq {args.command}")
-    if result.stage == STAGE.name and not result.failed:  # waits: the cache lacks segments and no key may pay
-        print(f"stopped: {result.message}")
-        return 1
-    output = stage_output(result, STAGE.name)
+    output = run_alone(STAGE, config, profile, args.out, f"kobbq {args.command}",
+                       given={("labels", "labels"): args.labels}, offline=replay)
     c = output.counts
     print(f"{c['rows']} rows, {c['segments']} segments: {c['chars_billed']} characters billed now, "
           f"{c['chars_from_cache']} from the cache; {c['placeholder_errors']} placeholder problem(s) flagged")
@@ -82,7 +77,7 @@ def run_stage(args: argparse.Namespace, profile, replay: bool) -> int:
         print(f"wrote {path}")
     if "mt_templates" in output.outputs:
         print(f"wrote {output.outputs['mt_templates']}")
-    print(f"wrote {plan.ctx.decisions_file(STAGE.name, STAGE.log)}")
+    print(f"wrote {args.out / f'decisions_{STAGE.log}.csv'}")
     return 0
 
 

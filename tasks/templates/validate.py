@@ -14,7 +14,7 @@ from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from tasks.templates.corrections import Correction, load_corrections
 from tasks.templates.formats import template_format
-from tasks.templates.load import LoadedTemplates, TemplateRow
+from tasks.templates.load import LoadedTemplates
 from tasks.templates.validate_kobbq import validate_loaded
 
 __all__ = ["load_checked", "load_templates", "validate_loaded"]
@@ -25,12 +25,6 @@ MAX_LISTED_ERRORS = 30
 def load_templates(path: Path, profile: Profile, corrections: list[Correction] | None = None) -> LoadedTemplates:
     """The one template loader: the profile's format (a KoBBQ TSV, or a folder of workbooks), corrections applied."""
     return template_format(profile).load(path, profile, corrections or [])
-
-
-def load_corrected(path: Path, corrections_path: Path | None, profile: Profile) -> list[TemplateRow]:
-    """A template file (or workbook folder) in the profile's format with a corrections file applied, as a
-    pipeline stage reads the template file an earlier stage checked."""
-    return load_templates(path, profile, load_corrections(corrections_path) if corrections_path else []).templates
 
 
 def load_checked(path: Path, corrections_path: Path | None, profile: Profile) -> tuple[LoadedTemplates, list[Finding]]:
