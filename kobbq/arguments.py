@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -131,18 +132,28 @@ def add_prompt_selection(parser: argparse.ArgumentParser, old: str, dest: str, *
     add_hidden_alias(parser, old, chosen, **old_changes)
 
 
-PROFILE_HELP = f"culture profile name or .toml path (default: {DEFAULT_PROFILE})"
+PROFILE_HELP = (f"culture profile name or .toml path (default: the one the inputs record, else {DEFAULT_PROFILE}, "
+                "said in one line)")
 
 
-def add_profile(parser: argparse.ArgumentParser, default: str | None = DEFAULT_PROFILE,
-                help: str = PROFILE_HELP) -> None:
-    """``--profile``; ``default=None`` where the command must know whether it was given."""
-    parser.add_argument("--profile", default=default, help=help)
+def add_profile(parser: argparse.ArgumentParser, help: str = PROFILE_HELP) -> None:
+    """``--profile``: None when not given, so that a command can take it from its inputs, or say which default."""
+    parser.add_argument("--profile", default=None, help=help)
 
 
-def profile_of(args: argparse.Namespace) -> Profile:
-    """The profile the command was given (or the default), loaded: once per command."""
-    return load_profile(args.profile or DEFAULT_PROFILE)
+def profile_of(args: argparse.Namespace, recorded: str | None = None) -> Profile:
+    """The profile the command was given, else the one its inputs record (``recorded``), else the default, said
+    in one line: a command never becomes KoBBQ without a word. Loaded once per command."""
+    if args.profile is None and recorded is None:
+        print(f"profile: {DEFAULT_PROFILE} (the default; --profile NAME or --profile path/to/xx.toml for another "
+              "culture)", file=sys.stderr)
+    return load_profile(args.profile or recorded or DEFAULT_PROFILE)
+
+
+def default_said(what: str, value: Path, option: str) -> Path:
+    """A default input a command falls back on, said in one line (the embedded example's files are Korean)."""
+    print(f"{option}: {shown(value)} ({what}; {option} FILE for yours)", file=sys.stderr)
+    return value
 
 
 def add_corrections(parser: argparse.ArgumentParser, applied_to: str = "before validation") -> None:

@@ -51,7 +51,7 @@ def test_an_invalid_byte_deep_in_a_template_file_is_reported_at_its_line_and_col
     bad = tmp_path / "templates.tsv"
     bad.write_bytes(b"\n".join(lines))
     column = len(lines[11][:20].decode("utf-8")) + 1
-    assert main(["validate", str(bad)]) == 1
+    assert main(["validate", "--profile", "ko", str(bad)]) == 1
     err = one_error_line(capsys)
     assert f"{bad}, row 12, column {column}: not UTF-8 text (byte 0xff)" in err
 
@@ -81,7 +81,7 @@ def test_a_pipeline_or_profile_file_that_is_not_utf8_is_one_located_error(tmp_pa
 # --- sizes: counted in bytes read; devices and folders refused ---------------------------------------
 
 def test_validate_dev_zero_stops_at_once(capsys):
-    assert main(["validate", "/dev/zero"]) == 1  # read without limit before: the size it reports is 0
+    assert main(["validate", "--profile", "ko", "/dev/zero"]) == 1  # read without limit before: the size it reports is 0
     assert "/dev/zero: is a device, not a file" in one_error_line(capsys)
 
 

@@ -23,7 +23,7 @@ from kobbq.cli import main
 from tasks.build.pipeline import pipeline_plan
 from test_release import build_into
 
-BUILD_EXAMPLE = ["build", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded"]
+BUILD_EXAMPLE = ["build", "--profile", "ko", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded"]
 
 
 def tree(folder: Path) -> dict[str, bytes]:

@@ -87,7 +87,7 @@ def test_a_run_record_of_another_shape_is_set_aside(tmp_path, record):
 def test_a_name_with_a_control_character_or_too_long_for_the_files_beside_it_is_refused(tmp_path, capsys, name):
     with pytest.raises(UserError):
         check_release_name(name)
-    assert main(["build", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded", "--out",
+    assert main(["build", "--profile", "ko", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded", "--out",
                  str(tmp_path), "--name", name]) == 1
     one_error_line(capsys)
     assert list(tmp_path.iterdir()) == []
@@ -110,7 +110,7 @@ def test_a_pipeline_file_without_a_profile_is_an_error(tmp_path, capsys):
 
 def test_a_prefect_home_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PREFECT_HOME", "/proc/kobbq-prefect-home")  # nobody, root included, makes a folder there
-    assert main(["build", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded", "--out",
+    assert main(["build", "--profile", "ko", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded", "--out",
                  str(tmp_path / "out"), "--quiet"]) == 1
     assert "Prefect's home cannot be written" in one_error_line(capsys)
 
@@ -120,7 +120,7 @@ def test_a_prefect_home_that_is_a_file_is_one_line_before_prefect_starts(tmp_pat
     home.write_text("not a folder\n", encoding="utf-8")
     monkeypatch.setenv("PREFECT_HOME", str(home))
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    assert main(["build", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded", "--out",
+    assert main(["build", "--profile", "ko", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded", "--out",
                  str(tmp_path / "out"), "--quiet"]) == 1
     err = one_error_line(capsys)
     assert f"{home}: Prefect's home cannot be written" in err and "PREFECT_API_URL" in err
@@ -134,7 +134,7 @@ def test_a_survey_that_keeps_no_template_is_one_error_before_prefect_starts(tmp_
     zero = tmp_path / "reading.csv"
     zero.write_text("\n".join([rows[0], *(",".join(r.split(",")[:2] + ["0", "100"]) for r in rows[1:])]) + "\n",
                     encoding="utf-8")
-    assert main(["build", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded", "--out", str(tmp_path / "out"),
+    assert main(["build", "--profile", "ko", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded", "--out", str(tmp_path / "out"),
                  "--survey-results", str(example / "responses.csv"), "--reading-results", str(zero), "--quiet"]) == 1
     err = one_error_line(capsys)
     assert "the survey kept none of the 14 template rows of kobbq_example_templates.tsv: nothing to release" in err

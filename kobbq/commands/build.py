@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pipeline", type=Path, default=None,
                         help="run the whole pipeline described by this file (labels, translation, post-edit, "
                              "survey, release); see templates_raw/real/kobbq_release.toml")
-    add_profile(parser, default=None)
+    add_profile(parser)
     parser.add_argument("--templates", type=Path, default=None,
                         help="KoBBQ-format template TSV: build from it directly (no pipeline)")
     add_corrections(parser)

@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "counts, and the corrections each template file needed.")
     parser.add_argument("old", type=Path, help="old template TSV or release folder")
     parser.add_argument("new", type=Path, help="new template TSV or release folder")
-    add_profile(parser, default=None,
+    add_profile(parser,
                 help=f"culture profile name or .toml path (default: for releases, the one they were built with; "
                      f"for template files, {DEFAULT_PROFILE})")
     add_corrections(parser, applied_to="to template files")

@@ -38,7 +38,7 @@ def _add_release(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=("test", "all"), default=None,
                         help="which sample file: the test split (the paper's) or all samples (default: test; all for "
                              "a release without a test split, such as EsBBQ)")
-    add_profile(parser, default=None,
+    add_profile(parser,
                 help="expected profile, refused when the release was built with another one; the culture of a "
                      "published release folder without manifest.json")
     add_prompt_table(parser)

@@ -9,7 +9,7 @@ from pathlib import Path
 from core.errors import UserError
 from core.pipeline_file import LabelsSection, PipelineConfig
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
-from kobbq.arguments import add_profile, profile_of, shown
+from kobbq.arguments import add_profile, default_said, profile_of, shown
 from kobbq.run import run_alone
 
 EXAMPLE_BBQ = EXAMPLE_DIR / "bbq"
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     def common(sub: argparse.ArgumentParser, categories: bool = True) -> None:
         add_profile(sub)
-        sub.add_argument("--bbq", type=Path, default=EXAMPLE_BBQ,
+        sub.add_argument("--bbq", type=Path, default=None,
                          help="English BBQ templates: a folder of 'new_templates - <Category>.csv' or one file "
                               f"(default: the embedded example, {shown(EXAMPLE_BBQ)})")
         if categories:
@@ -71,13 +71,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     reference.set_defaults(handler=run_reference)
 
 
-def _items(args: argparse.Namespace, categories: list[str] | None = None):
+def bbq_of(args: argparse.Namespace) -> Path:
+    """--bbq, else the embedded example's English BBQ templates, said in one line."""
+    return args.bbq or default_said("the embedded example's four English BBQ templates", EXAMPLE_BBQ, "--bbq")
+
+
+def _items(args: argparse.Namespace, categories: list[str] | None = None, recorded: str | None = None):
     from tasks.labels.template_set import load_label_items  # the labels package (pandas): not for --help
 
-    profile = profile_of(args)
-    templates, items = load_label_items(args.bbq, profile, categories if categories is not None else args.categories)
+    profile, bbq = profile_of(args, recorded), bbq_of(args)
+    templates, items = load_label_items(bbq, profile, categories if categories is not None else args.categories)
     if not items:
-        raise UserError("no BBQ templates of the chosen categories", args.bbq)
+        raise UserError("no BBQ templates of the chosen categories", bbq)
     return profile, templates, items
 
 
@@ -100,7 +105,8 @@ def run_import(args: argparse.Namespace) -> int:
     from tasks.labels.problems import raise_if_errors
 
     files = [read_annotator_file(path) for path in args.files]
-    profile, _, items = _items(args, args.categories or categories_in(files))
+    recorded = next((f.meta["profile"] for f in files if f.meta.get("profile")), None)  # what the workbooks say
+    profile, _, items = _items(args, args.categories or categories_in(files), recorded)
     annotators, findings = check_annotator_files(files, items, profile.labels.require_rationale, profile.name)
     raise_if_errors(f"{len(files)} annotator file(s)", findings)
     report = agreement(annotators, items)
@@ -115,7 +121,7 @@ def run_consensus(args: argparse.Namespace) -> int:
     from tasks.labels.labels_stage import STAGE  # the stage and its libraries: not for --help
 
     profile = profile_of(args)
-    labels = LabelsSection(bbq=str(args.bbq), consensus=str(args.consensus),
+    labels = LabelsSection(bbq=str(bbq_of(args)), consensus=str(args.consensus),
                            annotations=[str(path) for path in args.annotations], categories=args.categories or [])
     output = run_alone(STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out,
                        "kobbq labels consensus")
@@ -137,7 +143,7 @@ def run_reference(args: argparse.Namespace) -> int:
     from tasks.templates.validate import load_templates
 
     profile = profile_of(args)
-    result = labels_from_links(load_templates(args.templates, profile).templates, args.bbq, profile)
+    result = labels_from_links(load_templates(args.templates, profile).templates, bbq_of(args), profile)
     print(result.text)
     if any(f.code == "unknown-bbq-link" for f in result.findings):
         print(f"\nSome links do not resolve: pass --bbq with the BBQ templates {args.templates.name} was built from.")

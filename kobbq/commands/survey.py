@@ -8,7 +8,7 @@ from pathlib import Path
 from core import console
 from core.paths import EXAMPLE_TEMPLATES
 from core.pipeline_file import PipelineConfig, SurveySection, TemplatesSection
-from kobbq.arguments import OVERRIDES_HELP, add_profile, profile_of, shown
+from kobbq.arguments import OVERRIDES_HELP, add_profile, default_said, profile_of, shown
 from kobbq.run import run_alone
 
 
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     add_profile(parser)
-    parser.add_argument("--templates", type=Path, default=EXAMPLE_TEMPLATES,
+    parser.add_argument("--templates", type=Path, default=None,
                         help="candidate templates, KoBBQ-format TSV (default: the embedded example, "
                              f"{shown(EXAMPLE_TEMPLATES)})")
     parser.add_argument("--corrections", type=Path, default=None, help="corrections CSV applied to the templates")
@@ -59,7 +59,7 @@ def run_export(args: argparse.Namespace) -> int:
     console.set_quiet(args.quiet)
     from tasks.survey.survey_export_stage import STAGE  # the stage and its libraries: not for --help
 
-    output = run_one(args, STAGE, TemplatesSection(file=str(args.templates), corrections=path_or_blank(args.corrections)))
+    output = run_one(args, STAGE, TemplatesSection(file=templates_of(args), corrections=path_or_blank(args.corrections)))
     print(f"{args.out}: {output.counts['questions']} questions ({output.counts['type1']} type 1, "
           f"{output.counts['type2']} type 2), {output.counts['reading_questions']} reading-comprehension questions")
     return 0
@@ -72,13 +72,19 @@ def run_ingest(args: argparse.Namespace) -> int:
     survey = SurveySection(results=str(args.results), reading=path_or_blank(args.reading),
                            overrides=path_or_blank(args.overrides), questions=path_or_blank(args.questions),
                            allow_unmatched=args.allow_unmatched)
-    output = run_one(args, STAGE, TemplatesSection(file=str(args.templates), corrections=path_or_blank(args.corrections)),
+    output = run_one(args, STAGE, TemplatesSection(file=templates_of(args), corrections=path_or_blank(args.corrections)),
                      survey)
     c = output.counts
     print(f"{args.out}: kept {c['kept']} of {c['template_ids']} templates ({c['kept_rows']} rows), "
           f"{c['stereotypes_kept']} of {c['stereotypes']} stereotypes; {c['unmatched_results']} unmatched "
           f"result(s); {c['quota_shortfalls']} quota shortfall(s)")
     return 0
+
+
+def templates_of(args: argparse.Namespace) -> str:
+    """--templates, else the embedded example's (Korean) template file, said in one line."""
+    return str(args.templates or default_said("the embedded example's Korean templates", EXAMPLE_TEMPLATES,
+                                              "--templates"))
 
 
 def path_or_blank(path: Path | None) -> str:
