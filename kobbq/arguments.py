@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -144,15 +143,15 @@ def add_profile(parser: argparse.ArgumentParser, help: str = PROFILE_HELP) -> No
 def profile_of(args: argparse.Namespace, recorded: str | None = None) -> Profile:
     """The profile the command was given, else the one its inputs record (``recorded``), else the default, said
     in one line: a command never becomes KoBBQ without a word. Loaded once per command."""
-    if args.profile is None and recorded is None:
+    if args.profile is None and recorded is None:  # on stdout, with what the command reports: stderr is for errors
         print(f"profile: {DEFAULT_PROFILE} (the default; --profile NAME or --profile path/to/xx.toml for another "
-              "culture)", file=sys.stderr)
+              "culture)")
     return load_profile(args.profile or recorded or DEFAULT_PROFILE)
 
 
 def default_said(what: str, value: Path, option: str) -> Path:
     """A default input a command falls back on, said in one line (the embedded example's files are Korean)."""
-    print(f"{option}: {shown(value)} ({what}; {option} FILE for yours)", file=sys.stderr)
+    print(f"{option}: {shown(value)} ({what}; {option} FILE for yours)")
     return value
 
 

@@ -9,16 +9,16 @@ from kobbq.cli import main
 
 def test_a_command_without_profile_says_it_uses_the_default(tmp_path, capsys):
     assert main(["labels", "export", "--annotator", "ann", "--out", str(tmp_path)]) == 0
-    err = capsys.readouterr().err
-    assert "profile: ko (the default; --profile NAME or --profile path/to/xx.toml for another culture)" in err
-    assert "--bbq: templates_raw/example/bbq (the embedded example's four English BBQ templates; --bbq FILE for yours)" in err
+    said = capsys.readouterr().out
+    assert "profile: ko (the default; --profile NAME or --profile path/to/xx.toml for another culture)" in said
+    assert "--bbq: templates_raw/example/bbq (the embedded example's four English BBQ templates; --bbq FILE for yours)" in said
 
 
 def test_a_given_profile_and_given_files_are_used_without_a_word(tmp_path, capsys):
     assert main(["labels", "export", "--profile", "ja", "--bbq", str(PROJECT_ROOT / "templates_raw" / "example_ja" / "bbq"),
                  "--annotator", "ann", "--out", str(tmp_path)]) == 0
-    err = capsys.readouterr().err
-    assert "the default" not in err and "--bbq:" not in err
+    said = capsys.readouterr().out
+    assert "the default" not in said and "--bbq:" not in said
 
 
 def test_survey_export_says_it_reads_the_korean_example_when_given_no_templates(tmp_path, capsys, monkeypatch):
@@ -32,5 +32,5 @@ def test_survey_export_says_it_reads_the_korean_example_when_given_no_templates(
         main(["survey", "export", "--profile", "ko", "--out", str(tmp_path)])
     except SystemExit:
         pass
-    err = capsys.readouterr().err
-    assert "--templates: templates_raw/example/kobbq_example_templates.tsv (the embedded example's Korean templates" in err
+    said = capsys.readouterr().out
+    assert "--templates: templates_raw/example/kobbq_example_templates.tsv (the embedded example's Korean templates" in said
