@@ -27,11 +27,18 @@ from kobbq.cli import build_parser
 DOCS = PROJECT_ROOT / "docs"
 
 
-def rendered_pages() -> dict[str, str]:
-    """Every page under docs/ as the site shows it: the generated sections filled in by the site's own hook."""
+def reference_hook():
+    """docs/hooks/reference.py, the site's hook that fills in the reference pages, loaded as MkDocs loads it: a
+    file, not a module of a package."""
     spec = importlib.util.spec_from_file_location("docs_reference_hook", DOCS / "hooks" / "reference.py")
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)  # type: ignore[union-attr]
+    return hook
+
+
+def rendered_pages() -> dict[str, str]:
+    """Every page under docs/ as the site shows it: the generated sections filled in by the site's own hook."""
+    hook = reference_hook()
     return {path.relative_to(DOCS).as_posix(): hook.render(path.read_text(encoding="utf-8"))
             for path in sorted(DOCS.rglob("*.md"))}
 

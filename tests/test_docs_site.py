@@ -7,25 +7,16 @@ In-process, into a temporary folder (a few seconds): MkDocs raises ``Abort`` on 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
 import pytest
+from mkdocs.commands import build as mkdocs_build  # the test extra installs mkdocs and mkdocs-material
+from mkdocs.config import load_config
+from mkdocs.exceptions import Abort
 
 from core.paths import PROJECT_ROOT
-
-mkdocs_build = pytest.importorskip("mkdocs.commands.build", reason="mkdocs is in the test extra")
-from mkdocs.config import load_config  # noqa: E402
-from mkdocs.exceptions import Abort  # noqa: E402
-
-
-def reference_hook():
-    """docs/hooks/reference.py as MkDocs loads it: a file, not a package module."""
-    spec = importlib.util.spec_from_file_location("docs_reference_hook", PROJECT_ROOT / "docs" / "hooks" / "reference.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+from test_docs_commands import reference_hook
 
 
 def build_site(config_file: Path, site: Path) -> None:

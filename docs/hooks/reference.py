@@ -93,8 +93,8 @@ def commands_page() -> str:
         lines += [f"## {' '.join(names)}", ""]
         if parser.description:
             lines += [escape(parser.description), ""]
-        usage = parser.format_usage().removeprefix("usage: ").strip()
-        lines += ["```text", textwrap.dedent(usage), "```", ""]
+        usage = parser.format_usage().strip()
+        lines += ["```text", *(line[len("usage: "):] for line in usage.splitlines()), "```", ""]
         if children:
             for action in children:
                 helps = {c.dest: c.help for c in action._choices_actions}
