@@ -1,15 +1,19 @@
-"""The command lines of the README and the guides are ones the parser accepts (issue 25, point 6).
+"""The command lines of the README and the documentation site are ones the parser accepts (issue 25, point 6;
+issue 34, point 5).
 
-Every ``kobbq ...`` line of a fenced code block in README.md and docs/*.md is parsed by the real
-argparse parser (``kobbq.cli.build_parser``; nothing runs); every ``kobbq ...`` in inline code (a
-synopsis such as ``kobbq build [--pipeline FILE | ...]``, or a fragment) names only options its
-subcommand has. Neither may use a spelling ``--help`` hides (an alias kept for old scripts).
+Every ``kobbq ...`` line of a fenced code block in README.md, every page under docs/ (subfolders included) and
+the reference pages as the site renders them (docs/hooks/reference.py: the commands' own ``--help`` texts, the
+pipeline-file and profile models' comments) is parsed by the real argparse parser (``kobbq.cli.build_parser``;
+nothing runs); every ``kobbq ...`` in inline code (a synopsis such as ``kobbq build [--pipeline FILE | ...]``, or
+a fragment) names only options its subcommand has. Neither may use a spelling ``--help`` hides (an alias kept
+for old scripts).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import re
 import shlex
@@ -20,20 +24,43 @@ import pytest
 from core.paths import PROJECT_ROOT
 from kobbq.cli import build_parser
 
-DOCUMENTS = [PROJECT_ROOT / "README.md", *sorted((PROJECT_ROOT / "docs").glob("*.md"))]
+DOCS = PROJECT_ROOT / "docs"
+
+
+def reference_hook():
+    """docs/hooks/reference.py, the site's hook that fills in the reference pages, loaded as MkDocs loads it: a
+    file, not a module of a package."""
+    spec = importlib.util.spec_from_file_location("docs_reference_hook", DOCS / "hooks" / "reference.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)  # type: ignore[union-attr]
+    return hook
+
+
+def rendered_pages() -> dict[str, str]:
+    """Every page under docs/ as the site shows it: the generated sections filled in by the site's own hook."""
+    hook = reference_hook()
+    return {path.relative_to(DOCS).as_posix(): hook.render(path.read_text(encoding="utf-8"))
+            for path in sorted(DOCS.rglob("*.md"))}
+
+
+DOCUMENTS = {"README.md": (PROJECT_ROOT / "README.md").read_text(encoding="utf-8"), **rendered_pages()}
+# Code blocks that are not shell: a command's printed output or usage, a file's contents, Python.
+NOT_SHELL = {"text", "toml", "python", "yaml", "json", "csv", "tsv"}
 SHELL_OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "2>", "2>&1", "<"}
 INLINE = re.compile(r"`([^`\n]*?\bkobbq [a-z][^`\n]*)`")
 PARSER = build_parser()
 
 
-def fenced_commands(path: Path) -> list[tuple[str, list[str]]]:
-    """(where, arguments after ``kobbq``) of every kobbq command line in the file's code blocks."""
-    commands, fenced, pending, start = [], False, "", 0
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+def fenced_commands(path: Path, text: str | None = None) -> list[tuple[str, list[str]]]:
+    """(where, arguments after ``kobbq``) of every kobbq command line in the file's code blocks (``text``: the
+    page as rendered, when it is not the file's own text)."""
+    commands, block, pending, start = [], None, "", 0  # block: the open code block's language, None outside
+    text = path.read_text(encoding="utf-8") if text is None else text
+    for number, line in enumerate(text.splitlines(), 1):
         if line.strip().startswith("```"):
-            fenced = not fenced
+            block = line.strip()[3:].strip() if block is None else None
             continue
-        if not fenced:
+        if block is None or block in NOT_SHELL:
             continue
         if not pending:
             start = number
@@ -45,7 +72,7 @@ def fenced_commands(path: Path) -> list[tuple[str, list[str]]]:
             if (token == "kobbq" or token.endswith("/kobbq")) and runs_a_program(tokens[:index]):
                 rest = tokens[index + 1:]
                 end = next((i for i, t in enumerate(rest) if t in SHELL_OPERATORS), len(rest))
-                commands.append((f"{path.name}:{start}", rest[:end]))
+                commands.append((f"{path.as_posix()}:{start}", rest[:end]))
     return commands
 
 
@@ -56,14 +83,15 @@ def runs_a_program(before: list[str]) -> bool:
     return all(re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", token) for token in since)
 
 
-def inline_commands(path: Path) -> list[tuple[str, str]]:
+def inline_commands(path: Path, text: str | None = None) -> list[tuple[str, str]]:
     """(where, text after ``kobbq``) of every inline-code kobbq command outside the code blocks."""
     found, fenced = [], False
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    text = path.read_text(encoding="utf-8") if text is None else text
+    for number, line in enumerate(text.splitlines(), 1):
         if line.strip().startswith("```"):
             fenced = not fenced
         elif not fenced:
-            found += [(f"{path.name}:{number}", m.group(1).split("kobbq ", 1)[1]) for m in INLINE.finditer(line)]
+            found += [(f"{path.as_posix()}:{number}", m.group(1).split("kobbq ", 1)[1]) for m in INLINE.finditer(line)]
     return found
 
 
@@ -82,13 +110,16 @@ def shown_options(parser: argparse.ArgumentParser) -> set[str]:
     return {o for a in parser._actions if a.help is not argparse.SUPPRESS for o in a.option_strings}
 
 
-FENCED = [command for document in DOCUMENTS for command in fenced_commands(document)]
-INLINE_COMMANDS = [command for document in DOCUMENTS for command in inline_commands(document)]
+FENCED = [command for name, text in DOCUMENTS.items() for command in fenced_commands(Path(name), text)]
+INLINE_COMMANDS = [command for name, text in DOCUMENTS.items() for command in inline_commands(Path(name), text)]
 
 
 def test_the_documents_have_command_lines() -> None:
     assert len(FENCED) >= 30 and len(INLINE_COMMANDS) >= 30
-    assert {"README.md", "new-culture.md"} <= {where.split(":")[0] for where, _ in FENCED}
+    assert {"README.md", "new-culture.md", "guides/score-a-model.md", "guides/adapt-a-culture.md"} <= {
+        where.split(":")[0] for where, _ in FENCED}
+    # the generated command reference is walked as rendered: the commands' own --help texts name commands too
+    assert any(where.startswith("reference/commands.md:") for where, _ in INLINE_COMMANDS)
 
 
 @pytest.mark.parametrize("where, argv", FENCED, ids=[where for where, _ in FENCED])
@@ -117,11 +148,12 @@ def test_the_checks_catch_a_wrong_line(tmp_path: Path) -> None:
                     "    --prompt-ids 1   # two lines\n.venv/bin/kobbq build --outt x | tee log\n"
                     "prefect work-pool create kobbq --type process && K=1 kobbq status --pipeline f\n```\n",
                     encoding="utf-8")
-    assert fenced_commands(page) == [("page.md:4", ["eval", "prepare", "--out", "p", "--prompt-ids", "1"]),
+    text = page.read_text(encoding="utf-8")
+    assert fenced_commands(Path("page.md"), text) == [("page.md:4", ["eval", "prepare", "--out", "p", "--prompt-ids", "1"]),
                                      ("page.md:6", ["build", "--outt", "x"]),
                                      ("page.md:7", ["status", "--pipeline", "f"])]
     with pytest.raises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
         PARSER.parse_args(["build", "--outt", "x"])
     assert "--prompt-ids" not in shown_options(subcommand(["eval", "prepare"])[0])
-    assert inline_commands(page) == [("page.md:1", "eval run --prompts 1,2")]
+    assert inline_commands(Path("page.md"), text) == [("page.md:1", "eval run --prompts 1,2")]
     assert "--prompts" not in shown_options(subcommand(["eval", "run"])[0])
