@@ -10,9 +10,9 @@ before Prefect starts), and only then is the flow run started: against the Prefe
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
+from core import console
 from core.atomic import check_writable
 from core.errors import UserError
 from core.release_folder import check_replaceable
@@ -41,10 +41,11 @@ def execute(plan, label: str = "kobbq build"):  # (tasks.build.pipeline.Plan, st
         plan.prepare()
         return start(plan, label)
     check_replaceable(plan.ctx.folder.path)  # a folder this project did not write is never replaced
-    with build_folder(plan.ctx.folder):
-        if plan.current:
+    if plan.current:
+        with build_folder(plan.ctx.folder, lock=False):  # a killed build's leftovers go, even now
             return None
-        plan.prepare()
+    plan.prepare()  # bad input stops here, before anything is written
+    with build_folder(plan.ctx.folder):
         return start(plan, label)
 
 
@@ -55,7 +56,7 @@ def start(plan, label: str):  # (tasks.build.pipeline.Plan, str) -> flows.pipeli
     from flows.pipeline import Computed, build  # Prefect, imported once kobbq.cli has set its settings
 
     if not server_url():
-        print(FALLBACK, file=sys.stderr, flush=True)
+        console.step(FALLBACK)
     return build(prepared=opaque(Computed(plan)), command=label)
 
 

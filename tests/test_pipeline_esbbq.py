@@ -7,9 +7,9 @@ import pytest
 
 from core.decisions import read_decisions
 from core.paths import PROJECT_ROOT
-from core.release_folder import ReleaseFolder
-from tasks.build.pipeline import context
-from core.pipeline_file import DONE, STAGES, load_pipeline, read_state
+from core.pipeline_file import DONE, STAGES, read_state
+from runs import run
+from tasks.build.pipeline import pipeline_plan
 from tasks.templates.bbq import load_bbq_templates, template_ids
 
 ESBBQ_PIPELINE = PROJECT_ROOT / "templates_raw" / "real" / "esbbq_release.toml"
@@ -18,14 +18,13 @@ ESBBQ_PIPELINE = PROJECT_ROOT / "templates_raw" / "real" / "esbbq_release.toml"
 @pytest.mark.flow
 @pytest.mark.realdata
 def test_esbbq_pipeline_reproduces_the_released_files(tmp_path, prefect_harness, shared_data, bbq_templates_dir):
-    from flows.pipeline import run_pipeline
-
-    result = run_pipeline(context(load_pipeline(ESBBQ_PIPELINE), tmp_path))
+    plan = pipeline_plan(ESBBQ_PIPELINE, tmp_path)
+    result = run(plan)
     assert result.finished and result.samples == 27_320 and result.test_samples == 0
     released = shared_data / "esbbq" / "released_dev" / "es"
     for path in sorted(released.glob("*.full.csv")):
         assert (result.release_dir / "data_es" / path.name).read_bytes() == path.read_bytes(), path.name
-    assert all(read_state(ReleaseFolder(tmp_path, "EsBBQ").states, stage).status == DONE for stage in STAGES)
+    assert all(read_state(plan.ctx.states, stage).status == DONE for stage in STAGES)
     decisions = read_decisions(result.release_dir / "decisions.csv")
     every_bbq_template = set(template_ids(load_bbq_templates(bbq_templates_dir)[0]))
     # Every BBQ template: its label (t/m read as ST/TM), or why it has none.

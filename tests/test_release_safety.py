@@ -44,7 +44,8 @@ def test_a_users_folder_at_the_release_path_survives_the_issues_command(tmp_path
     started = time.monotonic()
     result = subprocess.run([*BUILD, "--out", "W"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
-    assert_one_error_line(result.stderr, "W/KoBBQ: is not a release folder written by kobbq-builder")
+    assert_one_error_line(result.stderr, "W/KoBBQ: holds files but no manifest.json, so it is not a release written "
+                                         "by kobbq-builder")
     assert time.monotonic() - started < 30  # refused before Prefect's start-up (~5-15 s, more on a busy machine)
     assert tree(tmp_path / "W") == before and [p.name for p in (tmp_path / "W").iterdir()] == ["KoBBQ"]
 

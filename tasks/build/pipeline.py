@@ -140,8 +140,8 @@ def prepare(ctx: Context, checks: list[StageCheck]) -> None:
             continue
         try:
             check.stage.prepare(ctx)
-        except UserError as error:  # recorded as the stage's failure, as a failure in the flow would be
-            if ctx.one_off is None:
+        except UserError as error:  # recorded as the stage's failure (in a pipeline that has run before: a first
+            if ctx.one_off is None and ctx.states.exists():  # run with bad input writes nothing at all)
                 write_state(ctx.states, StageState(check.stage.name, FAILED, check.fingerprint, error.render()))
             raise
 
@@ -202,6 +202,8 @@ def templates_plan(templates: Path, out: Path, profile: Profile, name: str | Non
                    survey: SurveyInputs | None = None, force: bool = False) -> Plan:
     """``kobbq build --templates``'s plan: a pipeline made from its arguments (``[templates] file``, the survey's
     files when given), whose stages are the survey (with results) and the release."""
+    if not templates.exists():
+        raise UserError("does not exist", templates)
     pipeline = templates_pipeline(templates, profile.argument, name, corrections, seed, test_split, survey)
     return Plan.of(context(pipeline, out, profile), stages_for(pipeline), force)
 
