@@ -362,6 +362,40 @@ class Particles(Strict):
     suffix_characters: str = ""
 
 
+class WritingProfile(Strict):
+    """The scripts the language is written in, checked on every context, question and answer of the templates
+    (``tasks.templates.scripts``): Unicode script names (Hangul, Han, Hiragana, Katakana, Latin, Arabic, Devanagari,
+    Cyrillic, ...). A text mostly in another script is an error, a few foreign letters (a brand name) a warning.
+
+    ``sentence_scripts``: where the language shares its scripts with another (Japanese and Chinese both write Han),
+    the scripts every context and question has a letter of (Japanese: Hiragana or Katakana)."""
+
+    scripts: list[str] = Field(min_length=1)
+    sentence_scripts: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _script_names(self) -> "WritingProfile":
+        import regex  # the Unicode Script property (re and unicodedata have none)
+
+        wrong = [name for name in [*self.scripts, *self.sentence_scripts]
+                 if not _is_script_name(regex, name)]
+        if wrong:
+            raise ValueError(f"not Unicode script names: {', '.join(map(repr, wrong))} (e.g. Hangul, Han, Hiragana, "
+                             "Katakana, Latin, Arabic, Devanagari, Cyrillic)")
+        outside = [name for name in self.sentence_scripts if name not in self.scripts]
+        if outside:
+            raise ValueError(f"sentence_scripts {', '.join(outside)} must also be in scripts")
+        return self
+
+
+def _is_script_name(regex, name: str) -> bool:
+    try:
+        regex.compile(rf"\p{{Script={name}}}")
+    except regex.error:
+        return False
+    return True
+
+
 class Culture(Strict):
     """How reports and decision reasons name the culture ("adapts 2 US-specific term(s) to Korea")."""
 
@@ -451,6 +485,8 @@ class Profile(Strict):
     labels: LabelsProfile = LabelsProfile()
     particles: Particles = Particles()
     culture: Culture = Culture()
+    # The language's scripts; a profile without them gets a warning that the texts' script is not checked.
+    writing: WritingProfile | None = None
     evaluation: EvaluationProfile = EvaluationProfile()
     categories: list[Category]
     table1_notes: list[Table1Note] = Field(default_factory=list)
