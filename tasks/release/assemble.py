@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import csv
 import itertools
+import json
 import re
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -32,13 +34,15 @@ from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evalu
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
+from core.errors import UserError
 from core.release_folder import WRITTEN_BY
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
 from tasks.release.hf_layout import DATA_DIR
 from tasks.release.inputs import BuildInputs
 from tasks.release.write import FORMATS, SampleFiles, all_samples_name, samples_frame, test_samples_name, write_json
-from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
+from tasks.release import twin as twin_release
+from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport, report_from_json
 from tasks.release.table1 import build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
 from tasks.templates.load import LoadedTemplates, TemplateRow
@@ -222,19 +226,55 @@ def finish_release_checks(child: ValidationChild, started: float, progress: Prog
 
 
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
-                           split: TestSplit) -> dict[str, int]:
-    """A twin release (e.g. ``mtBBQ``, the unedited machine translation) of the same surviving templates.
+                           split: TestSplit, progress: Progress = _silent, validate: bool = True) -> dict[str, object]:
+    """A twin release (``mtBBQ``, the unedited machine translation) of the surviving templates, in its own folder
+    ``<release>/<name>/`` with its own manifest, so that ``kobbq eval prepare --release <release>/<name>`` evaluates
+    it as any release. What the twin is and how it is evaluated: ``tasks.release.twin``.
 
-    Only the template IDs kept in the main release are expanded, with the same test split (the same seed, or
-    the same listed IDs), so the two releases can be compared sample set against sample set.
+    Only the template IDs kept in the main release are expanded, with the same test split (the same seed, or the
+    same listed IDs), so the two can be compared sample set against sample set. The twin goes through the same
+    checks as the release (its template file's, the version convention on BBQ's groups included, and the Great
+    Expectations suite, unless ``validate`` is False as for the release); a twin that fails one is not published,
+    and the main manifest and card say why. Returns the twin's entry of the main manifest.
     """
-    twin, _ = load_checked(templates_path, None, profile)
+    twin_dir = folder / name
+    try:
+        twin, _ = load_checked(templates_path, None, profile)
+    except UserError as exc:
+        return twin_release.not_published(name, f"its templates fail their checks: {exc}", progress)
     keys = {t.template_key for t in kept}
-    expanded = expand_release([t for t in twin.templates if t.template_key in keys], profile, split.seed,
-                              split=split, partial=True)
-    write_sample_sets(folder, name, expanded, FORMATS)
-    return {"samples": expanded.samples, "test_samples": len(expanded.test_indices),
-            "template_ids": len({t.template_key for t in expanded.templates})}
+    chosen = [t for t in twin.templates if t.template_key in keys]
+    if not chosen:
+        return twin_release.not_published(name, "none of the release's templates has a machine translation", progress)
+    expanded = expand_release(chosen, profile, split.seed, split=split, partial=True)
+    twin_dir.mkdir()
+    write_sample_sets(twin_dir, name, expanded, ("parquet",))
+    prefixes = {c.name: c.sample_prefix for c in profile.categories}
+    child = ValidationChild(twin_dir, all_samples_name(name).replace(".tsv", ".parquet"),
+                            test_samples_name(name).replace(".tsv", ".parquet"), profile.release.unknown_expression,
+                            {prefixes.get(c, c.lower()): n for c, n in samples_by_category(expanded).items()}
+                            ) if validate else None
+    try:
+        write_while_checking(child, time.perf_counter(), lambda: write_sample_sets(twin_dir, name, expanded,
+                                                                                   ("tsv", "jsonl")),
+                             lambda line: progress(f"{name}: {line}"))
+    except ReleaseValidationError as exc:
+        shutil.rmtree(twin_dir)
+        return twin_release.not_published(name, str(exc), progress)
+    entry = twin_release.manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
+                                        len(expanded.test_indices), split.manifest(len(expanded.test_indices)),
+                                        validation_summary(twin_dir) if validate else "not validated")
+    write_json({"written_by": WRITTEN_BY, "release": name, "profile": profile.name, "twin_of": profile.release.name,
+                **entry, "outputs": release_outputs(twin_dir, profile)}, twin_dir / "manifest.json")
+    progress(f"{name}: {expanded.samples} samples ({len(expanded.test_indices)} in the test split) of "
+             f"{entry['template_ids']} template IDs, validated and written to {name}/")
+    return entry
+
+
+def validation_summary(folder: Path) -> str:
+    """``46 of 46 expectations passed``: a staged folder's suite result, in words."""
+    report = report_from_json(json.loads((folder / "validation.json").read_text(encoding="utf-8")))
+    return f"{len(report.outcomes) - len(report.failures())} of {len(report.outcomes)} expectations passed"
 
 
 def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats: tuple[str, ...]) -> None:
@@ -341,10 +381,11 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
     write_decisions_parquet(all_decisions, folder / "decisions.parquet")
     for report_name, text in sorted((reports or {}).items()):
         (folder / report_name).write_text(portable.text(text), encoding="utf-8")
-    twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split)
+    twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split, progress,
+                                          validate)
              for twin, path in sorted((parallel or {}).items())}
     facts = release_facts(inputs, release, table)
-    write_dataset_card(folder, profile, facts, render_markdown(table, name), all_decisions)
+    write_dataset_card(folder, profile, facts, render_markdown(table, name), all_decisions, twins)
     manifest = {**facts, "outputs": release_outputs(folder, profile)}
     if twins:
         manifest["parallel_releases"] = twins

@@ -7,8 +7,8 @@ with the project's own template validation (``tasks.templates.validate``) before
 each problem is reported at its workbook cell (file, sheet, row, column). With any error
 nothing is written.
 
-The same path turns the unedited DeepL drafts into the machine-translated twin
-(``mtBBQ_templates.tsv``) for the paper's KoBBQ-vs-machine-translation comparison.
+The same path checks the unedited DeepL drafts as the machine-translated twin's templates
+(``tasks.translation.twin_templates``).
 """
 
 from __future__ import annotations
@@ -28,18 +28,18 @@ from core.findings import Finding
 from tasks.templates.slots import SlotSyntaxError, find_inline_slots, normalise_text, parse_declarations
 from tasks.templates.versions import partner_version
 from tasks.templates.load import load_kobbq_templates
-from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary
+from tasks.translation.glossary import Glossary
 from tasks.translation.particles import Shorthand, expand_shorthand
-from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS, Draft
+from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS
 from tasks.translation.template_workbooks import workbook_rows, write_checked_workbooks
-from tasks.translation.workbook import EditedCell, clean_text, export_rows, read_workbook
+from tasks.translation.workbook import EditedCell, clean_text, read_workbook
 from tasks.templates.validate_kobbq import validate_loaded
 
 STAGE = "postedit"
 OUTPUT_COLUMNS = [
     "Category", "ID", "version", "Label_annotation",
     *[c for column in FIELD_ORDER for c in (column, f"{column}_translated")],
-    "Target_group", "BBQ_id", "BBQ_category", "Translator_notes",
+    "N1_info", "N2_info", "Target_group", "BBQ_id", "BBQ_category", "Translator_notes",
 ]
 
 
@@ -279,8 +279,12 @@ def cultural_substitutions(cells: list[EditedCell], glossary: Glossary) -> list[
 
 
 def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glossary: Glossary,
-                 use_draft: bool = False, vocabulary: Path | None = None) -> ImportResult:
+                 use_draft: bool = False, vocabulary: Path | None = None,
+                 groups: Mapping[str, Mapping[str, str]] | None = None) -> ImportResult:
     """Rows, checks, the template file (only without errors), edit rates, substitutions and their decisions.
+
+    ``groups``: N1_info, N2_info and Target_group per row key (``Category|ID|version``), written with the rows and
+    checked with them (the machine-translated twin's, from BBQ; a post-edit gets its groups at the templates stage).
 
     The profile's template format decides what is written: a KoBBQ TSV at ``out_path``, or (a workbook
     format) the folder ``out_path`` of template workbooks, with the vocabulary copied from ``vocabulary``.
@@ -291,6 +295,8 @@ def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glos
             findings += write_checked_workbooks(rows, origin, out_path, profile, vocabulary or out_path.parent)
     else:
         rows, origin, findings, exchanges = rows_from_cells(cells, profile, use_draft)
+        for row in rows:
+            row.update((groups or {}).get(row_key(row), {}))
         rows = sort_rows(rows, profile)
         findings += _checked_write(rows, origin, out_path, profile, findings)
     written = out_path if not any(f.severity == "error" for f in findings) and out_path.exists() else None
@@ -358,18 +364,6 @@ def import_postedit(workbook_paths: list[Path], profile: Profile, out_path: Path
 def templates_output(profile: Profile, folder: Path, stem: str) -> Path:
     """Where an import writes: ``<stem>.tsv`` for KoBBQ's format, the folder ``<stem>`` of workbooks otherwise."""
     return Path(folder) / (stem if profile.templates.workbook is not None else f"{stem}.tsv")
-
-
-def write_machine_translation(drafts: list[Draft], profile: Profile, labels: Mapping[str, str],
-                              out_path: Path) -> ImportResult:
-    """The unedited DeepL drafts as KoBBQ-format rows (``mtBBQ_templates.tsv``), checked like a post-edit.
-
-    Expanding this file like the post-edited one gives the machine-translated twin release
-    (``mtBBQ_*``) for the paper's KoBBQ-vs-machine-translation comparison.
-    """
-    cells = [EditedCell(row.category, row, row.draft, "", Location("DeepL draft", index + 1, row.field))
-             for index, row in enumerate(export_rows(drafts, profile, labels))]
-    return import_cells(cells, Path(out_path), profile, EMPTY_GLOSSARY, use_draft=True)
 
 
 def render_report(result: ImportResult) -> str:
