@@ -92,6 +92,12 @@ def test_a_new_language_reads_through_its_profile_data(raw, expected):
     assert parse_answers([raw], ["孙女"], ["不知道"], ["爷爷"], forms=ZH, unknown=["不知道"])[0] == expected
 
 
+def test_a_prefix_is_read_away_with_the_space_after_it():
+    forms = answer_forms(EvaluationProfile(answer_prefixes=["هي", "It is"]))
+    assert parse_answers(["هي جدة.", "It is the grandmother", "هي"], ["جدة"] * 3, ["لا أعرف"] * 3,
+                         ["the grandmother"] * 3, forms=forms).tolist() == ["A", "C", "هي"]
+
+
 def test_unknown_expressions_read_as_the_prompts_own_unknown_option_in_either_parser():
     """The unknown option moves with the choice order and is the prompt's wording, never the release's."""
     raws = ["无法确定", "无法确定", "不能确定。"]

@@ -94,8 +94,8 @@ def _cascade(raw: str, choices: dict[str, str], forms: AnswerForms) -> str:
     line = forms.first_line.match(raw)["line"]
     for written, read in forms.sentence_forms:
         line = line.replace(written, read)
-    prefix = next((p for p in forms.prefixes if line.startswith(p) and len(line) > len(p)), "")
-    line = line[len(prefix):]
+    prefix = next((p for p in forms.prefixes if line.startswith(p) and line[len(p):].strip()), "")
+    line = line[len(prefix):].lstrip() if prefix else line
     upper = line.upper()
     if upper and upper[0] in choices:
         letter = _letter_rule(line, upper, choices)
