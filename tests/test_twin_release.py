@@ -34,8 +34,12 @@ EXAMPLE = PROJECT_ROOT / "templates_raw" / "example_ja"
 
 @pytest.fixture(scope="module")
 def twin_templates(tmp_path_factory) -> Path:
+    return make_twin_templates(tmp_path_factory.mktemp("twin"))
+
+
+def make_twin_templates(folder: Path) -> Path:
+    """The example's DeepL drafts (replayed) as the twin's template file."""
     ja = load_profile("ja")
-    folder = tmp_path_factory.mktemp("twin")
     templates, _ = load_bbq_templates(EXAMPLE / "bbq")
     consensus = load_consensus(EXAMPLE / "labels" / "consensus.csv", templates, ja.labels.require_rationale)
     shutil.copy(EXAMPLE / "translation" / "translation_cache.sqlite", folder / "cache.sqlite")

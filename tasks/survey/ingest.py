@@ -17,6 +17,7 @@ from tasks.survey.export import write_survey_decisions
 from tasks.survey.results import NO_STEREO, SurveyResults
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import FUNNEL, GROUP_CHECK, SurveyStage, survey_stage
+from tasks.survey.votes import VOTES
 from tasks.templates.validate import load_checked
 
 QUOTA_COLUMNS = ["question_id", "what", "expected", "actual"]
@@ -68,6 +69,7 @@ def write_ingest_outputs(stage: SurveyStage, out: Path) -> dict[str, Path]:
     quota = [[q.question_id, q.what, str(q.expected), str(q.actual)] for q in results.quota]
     outputs = {"funnel": write_text(out / FUNNEL, stage.reports[FUNNEL]),
                "group_check": write_text(out / GROUP_CHECK, stage.reports[GROUP_CHECK]),
+               "votes": write_text(out / VOTES, stage.reports[VOTES]),  # what --help promises, as the release has it
                "results": write_bytes(out / "survey_results.json", released_format(results)),
                "quota": write_csv_rows(out / "quota_shortfalls.csv", QUOTA_COLUMNS, quota)}
     outputs.update(write_survey_decisions(stage.decisions, out))
