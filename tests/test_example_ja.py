@@ -148,7 +148,7 @@ def test_versions_the_wrong_way_round_stop_where_the_groups_meet_the_post_edit(j
         (str(groups), 4, "version-convention"), (str(groups), 5, "version-convention")]  # lines 4 (b) and 5 (a)
     assert errors[1].message.startswith("Age template 2 version a carries the biased disambiguating context")
     assert "Fix: exchange versions a and b of this template" in errors[1].message
-    assert "exchange the two rows' Post-edit cells, every field" in errors[1].message  # Names or texts alike
+    assert "exchange the Post-edit cells of the two rows, every field" in errors[1].message  # Names or texts alike
     check_versions(write_tsv_rows(tmp_path / "right.tsv", list(rows[0]), merge_groups(
         [{k: v for k, v in r.items() if k not in GROUP_COLUMNS} for r in read_tsv(EXAMPLE / "ja_example_templates.tsv")
          if r["Label_annotation"] != "NC"], EXAMPLE / "groups.csv")[0]), lines, EXAMPLE / "groups.csv", ja)

@@ -100,7 +100,7 @@ def test_as_drafted_the_biased_version_a_stops_with_the_fix_to_make(workbook, tm
         versions_checked(result.tsv_path, tmp_path)
     message = raised.value.findings[0].message
     assert message.startswith("Age template 1 version a carries the biased disambiguating context")
-    assert "exchange the two rows' Post-edit cells, every field" in message
+    assert "exchange the Post-edit cells of the two rows, every field" in message
 
 
 def test_the_fix_the_check_asks_for_is_accepted_and_passes_the_check(workbook, tmp_path):
