@@ -80,7 +80,9 @@ def test_translate_then_import_flows(prefect_harness, tmp_path, monkeypatch):
     assert result.stopped is None and result.chars_billed == server.state.billed_characters > 0
     assert [p.name for p in result.workbooks] == ["postedit_Age.xlsx", "postedit_Gender_identity.xlsx"]
     assert FAKE_KEY not in result.decisions_path.read_text(encoding="utf-8")
-    assert len(load_kobbq_templates(result.mt_templates).templates) == 6
+    # the twin keeps the template whose versions BBQ's answer info tells (Age 1); the others are left out, with why
+    assert [t.key for t in load_kobbq_templates(result.mt_templates).templates] == ["Age|1|a", "Age|1|b"]
+    assert sum(d.rule == "mt-twin" and d.outcome == "left out" for d in result.decisions) == 2
     imported = postedit_import_flow(workbooks=sorted((EXAMPLE / "returned").glob("*.xlsx")), out=tmp_path / "p")
     assert imported.errors == 0 and imported.rows == 6
     assert {d.rule for d in read_decisions(imported.decisions_path)} == {"postedit-import", "cultural-substitution"}

@@ -289,6 +289,7 @@ def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glos
     The profile's template format decides what is written: a KoBBQ TSV at ``out_path``, or (a workbook
     format) the folder ``out_path`` of template workbooks, with the vocabulary copied from ``vocabulary``.
     """
+    exchanges: list[Exchange] = []
     if profile.templates.workbook is not None:
         rows, origin, findings = workbook_rows(cells, profile, use_draft)
         if not any(f.severity == "error" for f in findings):
