@@ -79,6 +79,10 @@ def test_chinese_templates_validated_with_the_japanese_profile_fail_and_pass_wit
     assert {f.where.column for f in errors} == {"Ambiguous_context", "Disambiguating_context", "Biased_question",
                                                  "Counter-biased_question"}
     zh = ja.model_copy(update={"name": "zh", "language": "zh", "writing": WritingProfile(scripts=["Han"])})
+    kept = [f for f in findings(path, zh) if f.severity == "error"]  # the unknown choice copied from ja's profile
+    assert [(f.code, f.where.column) for f in kept] == [("foreign-script", "release.unknown_expression")]
+    assert "'判断できない'" in kept[0].message and "できない" in kept[0].message
+    zh = zh.model_copy(update={"release": zh.release.model_copy(update={"unknown_expression": "不知道"})})
     assert not [f for f in findings(path, zh) if f.severity == "error"]
 
 

@@ -15,7 +15,7 @@ a Korean sentence): a warning that counts them, so a reviewer can look without t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import regex
@@ -116,9 +116,19 @@ def slot_text(parsed: ParsedText) -> str:
 
 
 def profile_script_findings(profile: Profile) -> list[Finding]:
-    """A profile that states no scripts: one warning that the texts' script goes unchecked (never silently)."""
-    if profile.writing is not None:
+    """The profile's own words that every sample carries, in its scripts: the unknown choice written into the
+    release must have no letter of another script (a profile copied from another culture's keeps its word: a
+    Chinese release with the Japanese 判断できない). A profile that states no scripts: one warning that the texts'
+    script goes unchecked (never silently)."""
+    where = Location(str(profile.path or profile.name), column="release.unknown_expression")
+    if profile.writing is None:
+        return [Finding("warning", replace(where, column="writing"), "script-unchecked",
+                        f"profile {profile.name!r} states no [writing] scripts, so the script of the template texts "
+                        "is not checked (a text in another language would pass)")]
+    count = count_letters(profile.release.unknown_expression, profile.writing)
+    if not count.foreign:
         return []
-    return [Finding("warning", Location(str(profile.path or profile.name), column="writing"), "script-unchecked",
-                    f"profile {profile.name!r} states no [writing] scripts, so the script of the template texts is not "
-                    "checked (a text in another language would pass)")]
+    return [Finding("error", where, "foreign-script",
+                    f"the unknown choice {profile.release.unknown_expression!r}, written into every sample, has "
+                    f"letters outside the scripts of {profile.language} ({', '.join(profile.writing.scripts)}): "
+                    f"{count.foreign_text}; is it another culture's word?")]
