@@ -196,12 +196,14 @@ def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Fi
         "".join(f.render().replace(str(loaded.path), loaded.path.name) + "\n" for f in findings), encoding="utf-8")
 
 
-def start_release_checks(folder: Path, profile: Profile, release: ExpandedRelease) -> ValidationChild:
-    """Start the release's expectation suite on the staged Parquet files (see tasks.release.checks)."""
+def start_release_checks(folder: Path, profile: Profile, release: ExpandedRelease,
+                         name: str | None = None) -> ValidationChild:
+    """Start the release's expectation suite on the staged Parquet files (see tasks.release.checks); ``name``: the
+    files' prefix, when not the profile's release (a twin's)."""
     prefixes = {c.name: c.sample_prefix for c in profile.categories}
     expected = {prefixes.get(category, category.lower()): count
                 for category, count in samples_by_category(release).items()}
-    name = profile.release.name
+    name = name or profile.release.name
     return ValidationChild(folder, all_samples_name(name).replace(".tsv", ".parquet"),
                            test_samples_name(name).replace(".tsv", ".parquet"),
                            profile.release.unknown_expression, expected)
@@ -249,11 +251,7 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
     expanded = expand_release(chosen, profile, split.seed, split=split, partial=True)
     twin_dir.mkdir()
     write_sample_sets(twin_dir, name, expanded, ("parquet",))
-    prefixes = {c.name: c.sample_prefix for c in profile.categories}
-    child = ValidationChild(twin_dir, all_samples_name(name).replace(".tsv", ".parquet"),
-                            test_samples_name(name).replace(".tsv", ".parquet"), profile.release.unknown_expression,
-                            {prefixes.get(c, c.lower()): n for c, n in samples_by_category(expanded).items()}
-                            ) if validate else None
+    child = start_release_checks(twin_dir, profile, expanded, name) if validate else None
     try:
         write_while_checking(child, time.perf_counter(), lambda: write_sample_sets(twin_dir, name, expanded,
                                                                                    ("tsv", "jsonl")),
@@ -267,7 +265,7 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
     write_json({"written_by": WRITTEN_BY, "release": name, "profile": profile.name, "twin_of": profile.release.name,
                 **entry, "outputs": release_outputs(twin_dir, profile)}, twin_dir / "manifest.json")
     progress(f"{name}: {expanded.samples} samples ({len(expanded.test_indices)} in the test split) of "
-             f"{entry['template_ids']} template IDs, validated and written to {name}/")
+             f"{entry['template_ids']} template IDs, {'validated and ' if validate else ''}written to {name}/")
     return entry
 
 
