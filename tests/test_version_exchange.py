@@ -26,6 +26,7 @@ from tasks.translation.deepl_client import DeepLTranslator
 from tasks.translation.glossary import EMPTY_GLOSSARY
 from tasks.translation.postedit import import_postedit
 from tasks.translation.pretranslate import pretranslate
+from tasks.translation.twin_templates import write_machine_translation
 from tasks.translation.workbook import export_postedit_workbooks
 
 COLUMNS = ["Q_id", "version", "Category", "Ambiguous_Context", "Disambiguating_Context", "Names", "Lexical_diversity",
@@ -49,8 +50,8 @@ GROUPS = "Category,ID,version,N1_info,N2_info,Target_group,Reference\n" \
 
 
 @pytest.fixture(scope="module")
-def workbook(tmp_path_factory) -> Path:
-    """The exported post-edit workbook of the template, its Post-edit cells holding the DeepL drafts."""
+def drafts(tmp_path_factory) -> list:
+    """The template's DeepL drafts."""
     folder = tmp_path_factory.mktemp("exchange")
     (folder / "bbq").mkdir()
     with (folder / "bbq" / "new_templates - Age.csv").open("w", encoding="utf-8", newline="") as handle:
@@ -63,7 +64,23 @@ def workbook(tmp_path_factory) -> Path:
     finally:
         server.stop()
     assert result.complete
-    return export_postedit_workbooks(result.drafts, folder / "out", load_profile("ja"), {"bbq:Age:1": "ST"})[0]
+    return result.drafts
+
+
+@pytest.fixture(scope="module")
+def workbook(drafts, tmp_path_factory) -> Path:
+    """The exported post-edit workbook of the template, its Post-edit cells holding the DeepL drafts."""
+    return export_postedit_workbooks(drafts, tmp_path_factory.mktemp("out"), load_profile("ja"),
+                                     {"bbq:Age:1": "ST"})[0]
+
+
+def test_the_twin_exchanges_the_letters_of_such_a_template_by_bbqs_own_info(drafts, tmp_path):
+    result = write_machine_translation(drafts, load_profile("ja"), {"bbq:Age:1": "ST"}, tmp_path / "mt.tsv")
+    assert not result.errors
+    assert [(d.subject, d.outcome) for d in result.decisions if d.rule == "mt-twin"] == [
+        ("Age|1", "versions exchanged")]
+    row_a = next(r for r in result.rows if r["version"] == "a")
+    assert row_a["Biased_question_answer_translated"] == "My [N2]" and row_a["Target_group"] == "old"
 
 
 def edited(workbook: Path, folder: Path, fields: set[str] | None) -> Path:
