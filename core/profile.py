@@ -255,7 +255,8 @@ class TemplateFormat(Strict):
 class Release(Strict):
     name: str  # used as the file prefix, e.g. KoBBQ_all_samples.tsv
     unknown_expression: str  # the "cannot be determined" choice written into the release
-    # Other phrasings that mean "unknown", accepted when scoring model outputs.
+    # Other phrasings that mean "unknown": when scoring, an answer naming one of them is the prompt's unknown option
+    # (tasks.evaluation.parse.read_as_unknown). ko: none, so that scoring is the paper's.
     unknown_expressions: list[str] = Field(default_factory=list)
     seed: int = 42
     paper_total_samples: int | None = None
@@ -263,6 +264,15 @@ class Release(Strict):
     # "samples-tsv": one all-samples TSV and a test split (KoBBQ's release); "per-category-csv": one
     # <Category>.full.csv per category in the workbook format's output columns (EsBBQ's release).
     layout: str = Field("samples-tsv", pattern="^(samples-tsv|per-category-csv)$")
+
+    @model_validator(mode="after")
+    def _unknown_written(self) -> "Release":
+        """An empty unknown choice would be a blank option in every sample (and match any blank answer)."""
+        if not self.unknown_expression.strip():
+            raise ValueError("unknown_expression is empty; write the culture's 'cannot be determined' answer")
+        if any(not text.strip() for text in self.unknown_expressions):
+            raise ValueError("unknown_expressions has an empty entry")
+        return self
 
 
 class SurveyProfile(Strict):
@@ -353,6 +363,40 @@ class Particles(Strict):
     suffix_characters: str = ""
 
 
+class WritingProfile(Strict):
+    """The scripts the language is written in, checked on every context, question and answer of the templates
+    (``tasks.templates.scripts``): Unicode script names (Hangul, Han, Hiragana, Katakana, Latin, Arabic, Devanagari,
+    Cyrillic, ...). A text mostly in another script is an error, a few foreign letters (a brand name) a warning.
+
+    ``sentence_scripts``: where the language shares its scripts with another (Japanese and Chinese both write Han),
+    the scripts every context and question has a letter of (Japanese: Hiragana or Katakana)."""
+
+    scripts: list[str] = Field(min_length=1)
+    sentence_scripts: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _script_names(self) -> "WritingProfile":
+        import regex  # the Unicode Script property (re and unicodedata have none)
+
+        wrong = [name for name in [*self.scripts, *self.sentence_scripts]
+                 if not _is_script_name(regex, name)]
+        if wrong:
+            raise ValueError(f"not Unicode script names: {', '.join(map(repr, wrong))} (e.g. Hangul, Han, Hiragana, "
+                             "Katakana, Latin, Arabic, Devanagari, Cyrillic)")
+        outside = [name for name in self.sentence_scripts if name not in self.scripts]
+        if outside:
+            raise ValueError(f"sentence_scripts {', '.join(outside)} must also be in scripts")
+        return self
+
+
+def _is_script_name(regex, name: str) -> bool:
+    try:
+        regex.compile(rf"\p{{Script={name}}}")
+    except regex.error:
+        return False
+    return True
+
+
 class Culture(Strict):
     """How reports and decision reasons name the culture ("adapts 2 US-specific term(s) to Korea")."""
 
@@ -372,6 +416,9 @@ class EvaluationProfile(Strict):
     sentence_ends: str = "."  # characters that end the first sentence (besides a line break)
     answer_markers: list[str] = Field(default_factory=list)  # the text after one of these is read again
     sentence_forms: list[tuple[str, str]] = Field(default_factory=list)  # (written, read as), in order
+    # Words a model puts before the option, read away from the start of the first line after the sentence forms
+    # (zh: "是" in "是孙女", "答案是"): a copula or "the answer is" that is not a marker (nothing follows a colon).
+    answer_prefixes: list[str] = Field(default_factory=list)
     normalise: str = Field("", pattern="^(|NFC|NFKC)$")  # applied to the answer and the choices before the cascade
     # A prompt table in the same language for a machine without ``[files] evaluation_prompts`` (relative to the
     # profile's folder, like every culture file; ko: the embedded example's, when the released table is not beside
@@ -439,6 +486,8 @@ class Profile(Strict):
     labels: LabelsProfile = LabelsProfile()
     particles: Particles = Particles()
     culture: Culture = Culture()
+    # The language's scripts; a profile without them gets a warning that the texts' script is not checked.
+    writing: WritingProfile | None = None
     evaluation: EvaluationProfile = EvaluationProfile()
     categories: list[Category]
     table1_notes: list[Table1Note] = Field(default_factory=list)

@@ -4,12 +4,17 @@ It speaks just enough of the DeepL API v2 for the official ``deepl`` client: ``/
 (JSON body, ``billed_characters`` in every translation), ``/v2/usage``, ``/v2/languages``,
 ``/v2/glossary-language-pairs`` and ``/v2/glossaries``. The "translation" is deterministic:
 each English word becomes syllables derived from a hash of the word, XML tags pass through
-unchanged, and a glossary (when given) replaces its terms first. Into Korean the words are Hangul
-syllables, into Japanese katakana; into any other target language, Latin syllables (``ES``:
-pseudo-Spanish). ``/v2/languages`` lists every target language DeepL's documentation lists today
-(``TARGET_LANGUAGES``); beta languages, such as Catalan, are not in that list. Faults are
-switched on per test: an HTTP status for the next N requests (429, 503, 456, 403), a delay,
-a quota in characters, or dropping the first placeholder tag of every translation.
+unchanged, and a glossary (when given) replaces its terms first. The words are written in the
+target language's script (``SCRIPTS``: Hangul into Korean, katakana into Japanese, Han into Chinese,
+Arabic, Hebrew, Greek, Cyrillic, Thai), else in Latin syllables (``ES``: pseudo-Spanish).
+
+What it lists is DeepL's own: ``/v2/languages?type=target`` every target language DeepL's
+documentation lists today (``TARGET_LANGUAGES``, ``ZH`` beside ``ZH-HANS`` and ``ZH-HANT``); beta
+languages, such as Catalan, are not in that list. ``/v2/glossary-language-pairs`` every ordered pair
+of DeepL's glossary languages (``GLOSSARY_LANGUAGES``), by base code as DeepL writes them (``en`` ->
+``zh``, never ``zh-hans``). Billing is DeepL's: with ``tag_handling`` the characters of the XML tags
+are not billed. Faults are switched on per test: an HTTP status for the next N requests (429, 503,
+456, 403), a delay, a quota in characters, or dropping the first placeholder tag of every translation.
 
 Run it by hand with ``python tests/fake_deepl.py --port 8765``.
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html
 import json
 import re
 import threading
@@ -34,6 +40,18 @@ _PLACEHOLDER_TAG = re.compile(r'<ph\s+n="[^"]*"\s*/>')
 
 _CONSONANTS, _VOWELS = "bcdfglmnprstv", "aeiou"
 _KATAKANA = [chr(c) for c in range(0x30A2, 0x30F3) if chr(c) not in "ァィゥェォッャュョヮヰヱ"]
+
+
+def _letters(first: int, last: int) -> list[str]:
+    return [chr(c) for c in range(first, last + 1) if chr(c).isalpha()]
+
+
+# Target language (base code) -> the letters a fake word is made of, in that language's script.
+SCRIPTS = {
+    "JA": _KATAKANA, "ZH": _letters(0x4E00, 0x4FFF), "AR": _letters(0x0627, 0x064A), "HE": _letters(0x05D0, 0x05EA),
+    "EL": _letters(0x03B1, 0x03C9), "RU": _letters(0x0430, 0x044F), "UK": _letters(0x0430, 0x044F),
+    "BG": _letters(0x0430, 0x044F), "TH": _letters(0x0E01, 0x0E2E),
+}
 
 # The translation target languages of DeepL's documentation ("Languages supported", DeepLcom/api-docs
 # docs/getting-started/supported-languages.mdx; HE, TH and VI joined the /languages endpoint in Q4 2025 per the
@@ -52,17 +70,35 @@ TARGET_LANGUAGES = [
     ("ZH", "Chinese (simplified)", False), ("ZH-HANS", "Chinese (simplified)", False),
     ("ZH-HANT", "Chinese (traditional)", False),
 ]
+# The languages of DeepL's glossaries, by base code: "glossaries now work for all languages DeepL supports"
+# (DeepLcom/api-docs api-reference/glossaries.mdx, "Listing language pairs"), i.e. every source language of
+# supported-languages.mdx. /v2/glossary-language-pairs lists every ordered pair of two of them.
+GLOSSARY_LANGUAGES = ["ar", "bg", "cs", "da", "de", "el", "en", "es", "et", "fi", "fr", "he", "hu", "id", "it", "ja",
+                      "ko", "lt", "lv", "nb", "nl", "pl", "pt", "ro", "ru", "sk", "sl", "sv", "th", "tr", "uk", "vi",
+                      "zh"]
+GLOSSARY_PAIRS = [(source, target) for source in GLOSSARY_LANGUAGES for target in GLOSSARY_LANGUAGES if source != target]
+_MARKUP = re.compile(r"<[^>]*>")
 
 
 def fake_word(word: str, target_lang: str = "KO") -> str:
-    """A stable rendering of one English word: 1-3 Hangul syllables (KO), katakana (JA), else Latin syllables."""
+    """A stable rendering of one English word: 1-3 Hangul syllables (KO), letters of the target's script
+    (``SCRIPTS``), else Latin syllables."""
     digest = hashlib.sha256(word.lower().encode("utf-8")).digest()
     count = 1 + digest[0] % 3
-    if target_lang.upper() == "JA":
-        return "".join(_KATAKANA[digest[1 + i] % len(_KATAKANA)] for i in range(count + 1))
-    if target_lang.upper() != "KO":
+    base = target_lang.upper().split("-")[0]
+    if base in SCRIPTS:
+        letters = SCRIPTS[base]
+        return "".join(letters[digest[1 + i] % len(letters)] for i in range(count + 1))
+    if base != "KO":
         return "".join(_CONSONANTS[digest[1 + 2 * i] % 13] + _VOWELS[digest[2 + 2 * i] % 5] for i in range(count))
     return "".join(chr(0xAC00 + int.from_bytes(digest[1 + 2 * i:3 + 2 * i], "big") % 11172) for i in range(count))
+
+
+def billed_characters(text: str, tag_handling: str | None) -> int:
+    """DeepL bills the characters translated; with tag handling, not those of the tags (an entity is one)."""
+    if not tag_handling:
+        return len(text)
+    return len(html.unescape(_MARKUP.sub("", text)))
 
 
 def fake_translate(text: str, glossary: dict[str, str], target_lang: str = "KO") -> str:
@@ -92,7 +128,7 @@ class FakeState:
     delay_seconds: float = 0.0
     quota_characters: int | None = None  # 456 once a request would go past this many billed characters
     drop_placeholder: bool = False
-    glossary_pairs: list[tuple[str, str]] = field(default_factory=lambda: [("en", "ko"), ("en", "de"), ("en", "ja"), ("en", "es")])
+    glossary_pairs: list[tuple[str, str]] = field(default_factory=lambda: list(GLOSSARY_PAIRS))
     billed_characters: int = 0
     translate_requests: int = 0
     texts_received: list[str] = field(default_factory=list)
@@ -189,7 +225,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/v2/translate":
             texts = body.get("text") or []
             texts = [texts] if isinstance(texts, str) else list(texts)
-            billed = sum(len(t) for t in texts)
+            billed = sum(billed_characters(t, body.get("tag_handling")) for t in texts)
             with state.lock:
                 if state.quota_characters is not None and state.billed_characters + billed > state.quota_characters:
                     self._send(456, {"message": "Quota exceeded"})
@@ -204,7 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
                 out = fake_translate(text, entries, str(body.get("target_lang") or "KO"))
                 if state.drop_placeholder:
                     out = _PLACEHOLDER_TAG.sub("", out, count=1)
-                translations.append({"detected_source_language": "EN", "text": out, "billed_characters": len(text)})
+                translations.append({"detected_source_language": "EN", "text": out,
+                                     "billed_characters": billed_characters(text, body.get("tag_handling"))})
             self._send(200, {"translations": translations})
         else:
             self._send(404, {"message": f"no such endpoint {self.path}"})

@@ -1,17 +1,19 @@
-"""The command lines of the README and the documentation site are ones the parser accepts (issue 25, point 6;
-issue 34, point 5).
+"""The command lines of the README, the documentation site and the files and messages the project writes are
+ones the parser accepts.
 
 Every ``kobbq ...`` line of a fenced code block in README.md, every page under docs/ (subfolders included) and
 the reference pages as the site renders them (docs/hooks/reference.py: the commands' own ``--help`` texts, the
 pipeline-file and profile models' comments) is parsed by the real argparse parser (``kobbq.cli.build_parser``;
 nothing runs); every ``kobbq ...`` in inline code (a synopsis such as ``kobbq build [--pipeline FILE | ...]``, or
 a fragment) names only options its subcommand has. Neither may use a spelling ``--help`` hides (an alias kept
-for old scripts).
+for old scripts). The same holds for what the project generates: every command of a release's dataset card, and
+every `kobbq ...` that a stage's hint, an error message or a ``--help`` text tells a user to run.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import importlib.util
 import io
@@ -157,3 +159,99 @@ def test_the_checks_catch_a_wrong_line(tmp_path: Path) -> None:
     assert "--prompt-ids" not in shown_options(subcommand(["eval", "prepare"])[0])
     assert inline_commands(Path("page.md"), text) == [("page.md:1", "eval run --prompts 1,2")]
     assert "--prompts" not in shown_options(subcommand(["eval", "run"])[0])
+
+
+# --- commands that generated files and messages tell a user to run -------------------------------------------
+
+BACKTICKED = re.compile(r"(?<!`)`(kobbq [a-z][^`]*)`(?!`)")
+SOURCE_FOLDERS = ("core", "tasks", "flows", "kobbq")
+
+
+def message_commands() -> list[tuple[str, str]]:
+    """(where, command) of every `kobbq ...` in a message the code composes (a stage's hint, an error), each
+    ``{...}`` of an f-string standing for one word; docstrings and comments are not messages."""
+    found = []
+    for folder in SOURCE_FOLDERS:
+        for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+            for node in ast.walk(tree):
+                if id(node) in docstrings or not isinstance(node, (ast.JoinedStr, ast.Constant)):
+                    continue
+                text = _literal(node)
+                found += [(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}", m.group(1))
+                          for m in BACKTICKED.finditer(text)]
+    return list(dict.fromkeys(found))  # an f-string's literal parts are nodes of their own too
+
+
+def _literal(node: ast.AST) -> str:
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else ""
+    return "".join(part.value if isinstance(part, ast.Constant) else "WORD" for part in node.values)  # type: ignore[attr-defined]
+
+
+def help_commands() -> list[tuple[str, str]]:
+    """(command, command line) of every `kobbq ...` in a --help text."""
+    from test_help_text import COMMANDS
+
+    found = []
+    for name, parser in COMMANDS.items():
+        text = " ".join(parser.format_help().split())
+        found += [(name, m.group(1)) for m in BACKTICKED.finditer(text)]
+    return list(dict.fromkeys(found))
+
+
+MESSAGES = message_commands()
+HELP = help_commands()
+
+
+def parses(argv: list[str]) -> str:
+    """The parser's complaint about ``argv``, or "" when it parses."""
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            PARSER.parse_args(argv)
+        except SystemExit:
+            return errors.getvalue().strip() or "refused"
+    return ""
+
+
+def test_the_messages_and_help_texts_have_command_lines() -> None:
+    assert len(MESSAGES) >= 8 and any("labels_stage.py" in where for where, _ in MESSAGES)
+    assert any("pretranslate_stage.py" in where for where, _ in MESSAGES)
+
+
+def check_generated(where: str, argv: list[str]) -> None:
+    """A command line that gives what its command requires must parse; a fragment (`kobbq build`,
+    `kobbq eval import-lm-eval`) names a command and only options it has."""
+    parser, name = subcommand(argv)
+    unknown = sorted({a.split("=")[0] for a in argv if a.startswith("--")} - shown_options(parser))
+    assert not unknown, f"{where}: `kobbq {shlex.join(argv)}`: {name} has no {', '.join(unknown)}"
+    required = [a for a in parser._actions if (a.required and a.option_strings) or
+                (not a.option_strings and a.nargs not in ("?", "*") and not isinstance(a, argparse._SubParsersAction))]
+    given = set(argv)
+    if parser is not PARSER and (not required or any(o in given for a in required for o in a.option_strings)):
+        assert parses(argv) == "", f"{where}: `kobbq {shlex.join(argv)}`"
+
+
+@pytest.mark.parametrize("where, text", MESSAGES + HELP, ids=[where for where, _ in MESSAGES + HELP])
+def test_every_command_a_message_or_a_help_names_has_its_options(where: str, text: str) -> None:
+    check_generated(where, shlex.split(text)[1:])
+
+
+@pytest.fixture(scope="module")
+def generated_card(tmp_path_factory) -> Path:
+    """A release's dataset card, with the machine-translated twin's section (the Japanese example)."""
+    from test_twin_release import build, make_twin_templates
+
+    folder = tmp_path_factory.mktemp("card")
+    build(folder / "JaBBQ", make_twin_templates(folder))
+    return folder / "JaBBQ" / "README.md"
+
+
+def test_every_command_of_a_dataset_card_parses(generated_card: Path) -> None:
+    commands = fenced_commands(generated_card) + [(w, shlex.split(t)) for w, t in inline_commands(generated_card)]
+    names = {" ".join(argv[:2]) for _, argv in commands}
+    assert {"publish --release", "eval prepare", "eval run", "eval export-lm-eval"} <= names
+    for where, argv in commands:
+        check_generated(where, argv)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.profile import load_profile
+from core.profile import EvaluationProfile, load_profile
 from tasks.evaluation.parse import answer_forms, parse_answers, paper_parser, strict_parser
 
 CHOICES = {"A": "고등학생", "B": "알 수 없음", "C": "할아버지"}
@@ -69,3 +69,48 @@ def test_parse_answers_uses_each_rows_choices() -> None:
     parsed = parse_answers(["할아버지", "할아버지", "B"], ["고등학생", "할아버지", "x"], ["알 수 없음"] * 3,
                            ["할아버지", "고등학생", "y"], forms=KO)
     assert parsed.tolist() == ["C", "A", "B"]
+
+
+# A language the project ships no profile for, written as a team would write its [evaluation] (Simplified Chinese):
+# answers as models write them in it, read through nothing but profile data.
+ZH = answer_forms(EvaluationProfile(sentence_ends=".。", normalise="NFKC", answer_markers=["答案:", "答案是", "选"],
+                                    sentence_forms=[["“", ""], ["”", ""]], answer_prefixes=["是", "答案是"]),
+                  ["无法确定", "不能确定"])
+ZH_CHOICES = {"A": "孙女", "B": "不知道", "C": "爷爷"}
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("答案：A", "A"), ("答案是A。", "A"), ("（A）", "A"), ("选A", "A"),
+    ("是孙女。", "A"),  # a copula before the option's text: answer_prefixes
+    ("孙女", "A"), ("是爷爷", "C"),
+    ("不知道。", "B"),
+    ("无法确定。", "B"), ("答案是无法确定。", "B"),  # another phrasing of the unknown option: unknown_expressions
+    ("是", "是"),  # a prefix alone is not read away into an empty answer
+    ("无法判断", "无法判断"),  # a phrasing the profile does not list stays out-of-choice
+])
+def test_a_new_language_reads_through_its_profile_data(raw, expected):
+    assert parse_answers([raw], ["孙女"], ["不知道"], ["爷爷"], forms=ZH, unknown=["不知道"])[0] == expected
+
+
+def test_a_prefix_is_read_away_with_the_space_after_it():
+    forms = answer_forms(EvaluationProfile(answer_prefixes=["هي", "It is"]))
+    assert parse_answers(["هي جدة.", "It is the grandmother", "هي"], ["جدة"] * 3, ["لا أعرف"] * 3,
+                         ["the grandmother"] * 3, forms=forms).tolist() == ["A", "C", "هي"]
+
+
+def test_unknown_expressions_read_as_the_prompts_own_unknown_option_in_either_parser():
+    """The unknown option moves with the choice order and is the prompt's wording, never the release's."""
+    raws = ["无法确定", "无法确定", "不能确定。"]
+    a, b, c = ["不知道", "孙女", "爷爷"], ["孙女", "爷爷", "不知道"], ["爷爷", "不知道", "孙女"]
+    assert list(parse_answers(raws, a, b, c, forms=ZH, unknown=["不知道"] * 3)) == ["A", "C", "B"]
+    assert list(parse_answers(raws[:1], a[:1], b[:1], c[:1], strict_parser, ZH, ["不知道"])) == ["A"]
+    assert list(parse_answers(raws, a, b, c, forms=ZH)) == raws  # without the rows' unknown wording: nothing read
+    without = answer_forms(EvaluationProfile(sentence_ends=".。", normalise="NFKC"))
+    assert list(parse_answers(raws, a, b, c, forms=without, unknown=["不知道"] * 3)) == raws
+
+
+def test_the_ko_profile_reads_no_other_unknown_phrasing_as_the_paper_did():
+    """Prompt 4's unknown option is 정답 없음; the paper's parser reads 알 수 없음 under it as out-of-choice."""
+    forms = answer_forms(load_profile("ko").evaluation, load_profile("ko").release.unknown_expressions)
+    assert parse_answers(["알 수 없음"], ["고등학생"], ["정답 없음"], ["할아버지"], forms=forms,
+                         unknown=["정답 없음"])[0] == "알 수 없음"

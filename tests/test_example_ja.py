@@ -7,6 +7,9 @@ which is written by hand; the expected numbers below are worked out by hand, nev
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import csv
 import shutil
 from pathlib import Path
@@ -36,9 +39,13 @@ from tasks.templates.validate import load_templates
 from tasks.translation.deepl_client import ReplayTranslator
 from tasks.translation.glossary import profile_glossary
 from tasks.translation.postedit import import_postedit
-from tasks.translation.pretranslate import pretranslate
+from tasks.translation.pretranslate import bbq_declarations, pretranslate
+from tasks.translation.twin_templates import write_machine_translation
 from tasks.translation.workbook import EXPORT, MANIFEST, export_postedit_workbooks
+from tasks.templates.kobbq_format import expand_templates
+from tasks.release.write import samples_frame
 from core.tables import write_tsv_rows
+from twin_convention import convention_breaks, people_words
 
 EXAMPLE = PROJECT_ROOT / "templates_raw" / "example_ja"
 RETURNED = EXAMPLE / "translation" / "returned"
@@ -140,7 +147,8 @@ def test_versions_the_wrong_way_round_stop_where_the_groups_meet_the_post_edit(j
     assert [(f.where.file, f.where.row, f.code) for f in errors] == [
         (str(groups), 4, "version-convention"), (str(groups), 5, "version-convention")]  # lines 4 (b) and 5 (a)
     assert errors[1].message.startswith("Age template 2 version a carries the biased disambiguating context")
-    assert "Fix: exchange versions a and b" in errors[1].message and "Names lists" in errors[1].message
+    assert "Fix: exchange versions a and b of this template" in errors[1].message
+    assert "exchange the Post-edit cells of the two rows, every field" in errors[1].message  # Names or texts alike
     right = write_tsv_rows(tmp_path / "right.tsv", list(rows[0]), merge_groups(
         [{k: v for k, v in r.items() if k not in GROUP_COLUMNS} for r in read_tsv(EXAMPLE / "ja_example_templates.tsv")
          if r["Label_annotation"] != "NC"], EXAMPLE / "groups.csv")[0])
@@ -218,3 +226,31 @@ def test_the_labels_stage_hint_carries_the_profile_and_where_to_write(tmp_path):
     profile = str(tmp_path / "profile" / "ja" / "ja.toml")
     assert f"`kobbq labels export --profile {profile} --bbq {EXAMPLE / 'bbq'} --annotator NAME --out " in str(waiting.value)
     assert f"`kobbq labels import --profile {profile} --bbq" in str(waiting.value)
+
+
+def test_the_twin_holds_the_version_convention_on_every_sample(ja, tmp_path):
+    """Four example templates have BBQ's version a as the biased one (Age 2, Age 4, Religion 1, SES 2): their twin
+    exchanges the letters by BBQ's own answer info, so every biased answer names the right person, checked from
+    the English BBQ files alone (tests/twin_convention.py)."""
+    templates, _ = load_bbq_templates(EXAMPLE / "bbq")
+    consensus = load_consensus(EXAMPLE / "labels" / "consensus.csv", templates, ja.labels.require_rationale)
+    cache = tmp_path / "cache.sqlite"
+    shutil.copy(EXAMPLE / "translation" / "translation_cache.sqlite", cache)
+    glossary = profile_glossary(ja)
+    drafts = pretranslate(templates_to_adapt(templates, consensus), ReplayTranslator(), cache, ja, glossary)
+    labels = {s: f.label for s, f in consensus.labels.items()}
+    machine = write_machine_translation(drafts.drafts, ja, labels, tmp_path / "mtBBQ_templates.tsv")
+    assert not machine.errors
+    fates = {d.subject: (d.outcome, d.numbers["bbq"]) for d in machine.decisions if d.rule == "mt-twin"}
+    assert sorted(s for s, (outcome, _) in fates.items() if outcome == "versions exchanged") == [
+        "Age|2", "Age|3", "Religion|1", "SES|2"]  # BBQ Age 2, Age 4, Religion 1, SES 2
+    twin = load_kobbq_templates(machine.tsv_path, separators=ja.templates.separators).templates
+    samples = samples_frame(expand_templates(twin, ja))
+    words = people_words(EXAMPLE / "bbq", "JA", glossary.targets)
+    adapted = templates_to_adapt(templates, consensus)  # 4 samples a fill, fills from BBQ's own lists
+    assert len(samples) == sum(4 * math.prod(len(items) for _, items in bbq_declarations(t.names + "; " + t.lexical))
+                               for t in adapted)
+    assert convention_breaks(samples, words) == []
+    inverted = samples_frame(expand_templates([replace(t, version={"a": "b", "b": "a"}[t.version]) for t in twin
+                                               if t.template_key == ("Age", 2)], ja))
+    assert len(convention_breaks(inverted, words)) == len(inverted) > 0  # BBQ's letters kept: every sample breaks

@@ -87,7 +87,7 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
     assert sorted(pipeline_ids) == sorted(direct_ids)
 
     # The unedited machine translation is expanded for the same surviving templates, same test fills.
-    mt_test = (third.release_dir / "mtBBQ_test_samples.tsv").read_text(encoding="utf-8").splitlines()
+    mt_test = (third.release_dir / "mtBBQ" / "mtBBQ_test_samples.tsv").read_text(encoding="utf-8").splitlines()
     ko_test = (third.release_dir / "KoBBQ_test_samples.tsv").read_text(encoding="utf-8").splitlines()
     adapted_ids = {line.split("\t")[0] for line in ko_test[1:] if line.split("\t")[1] in ("ST", "TM")}
     assert {line.split("\t")[0] for line in mt_test[1:]} == adapted_ids

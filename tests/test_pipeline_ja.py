@@ -15,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from openpyxl import load_workbook
 
@@ -22,7 +23,10 @@ from core.decisions import read_decisions
 from core.paths import PROJECT_ROOT
 from core.pipeline_file import load_pipeline
 from tasks.build.pipeline import context
+from core.profile import load_profile
 from fake_deepl import FAKE_KEY, FakeDeepLServer
+from tasks.translation.glossary import profile_glossary
+from twin_convention import convention_breaks, people_words
 
 EXAMPLE = PROJECT_ROOT / "templates_raw" / "example_ja"
 HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
@@ -53,15 +57,17 @@ def states(capsys, pipeline: Path, out: Path) -> dict[str, str]:
 
 
 def release_texts(folder: Path) -> dict[str, str]:
-    """Every file of a release as text (Parquet as its rows), for the scan for another culture's words."""
+    """Every file of a release as text (Parquet as its rows), by its path in the folder, for the scan for another
+    culture's words."""
     import pyarrow.parquet as pq
 
     texts = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and "data_docs" not in p.parts):
         if path.suffix == ".parquet":
-            texts[path.name] = json.dumps(pq.read_table(path).to_pylist(), ensure_ascii=False, default=str)
+            texts[path.relative_to(folder).as_posix()] = json.dumps(pq.read_table(path).to_pylist(), ensure_ascii=False,
+                                                                    default=str)
         else:
-            texts[path.name] = path.read_text(encoding="utf-8")
+            texts[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
     return texts
 
 
@@ -144,6 +150,16 @@ reading = "arrived/survey/reading_responses.csv"
     age = {s["sample_id"]: s for s in samples if s["sample_id"].startswith("age-002")}
     assert age["age-002a-001-dis-bsd"]["answer"] == "二十代の会社員"
     assert age["age-002a-001-dis-bsd"]["biased_answer"] == "定年退職した男性"
+
+    # The machine-translated twin: a release of its own, through the same checks, every biased answer naming the
+    # person BBQ's own answer info says (checked from the English BBQ files alone).
+    twin = json.loads(texts["manifest.json"])["parallel_releases"]["mtBBQ"]
+    assert twin["published"] and re.fullmatch(r"(\d+) of \1 expectations passed", twin["validation"])
+    twin_samples = pd.read_csv(release / "mtBBQ" / "mtBBQ_all_samples.tsv", sep="\t", quoting=csv.QUOTE_NONE,
+                               dtype=str, keep_default_na=False)
+    words = people_words(EXAMPLE / "bbq", "JA", profile_glossary(load_profile("ja")).targets)
+    assert len(twin_samples) == twin["samples"] and convention_breaks(twin_samples, words) == []
+    assert "## The machine-translated twin (`mtBBQ`)" in texts["README.md"]
 
     # The commands that read the release find it and its profile: build/JaBBQ for --profile ja.
     monkeypatch.chdir(tmp_path)

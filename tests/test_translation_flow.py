@@ -89,7 +89,9 @@ def test_translate_then_import_flows(prefect_harness, tmp_path, monkeypatch):
     assert sorted(p.name for p in drafted.outputs["workbooks"].glob("*.xlsx")) == ["postedit_Age.xlsx",
                                                                                  "postedit_Gender_identity.xlsx"]
     assert FAKE_KEY not in (tmp_path / "t" / "decisions_translation.csv").read_text(encoding="utf-8")
-    assert len(load_kobbq_templates(drafted.outputs["mt_templates"]).templates) == 6
+    # the twin keeps the template whose versions BBQ's answer info tells (Age 1); the others are left out, with why
+    assert [t.key for t in load_kobbq_templates(drafted.outputs["mt_templates"]).templates] == ["Age|1|a", "Age|1|b"]
+    assert sum(d.rule == "mt-twin" and d.outcome == "left out" for d in drafted.decisions) == 2
     returned = TranslationSection(workbooks=[str(p) for p in sorted((EXAMPLE / "returned").glob("*.xlsx"))])
     imported = run(one_off_plan(POSTEDIT, PipelineConfig(profile="ko", translation=returned), ko, tmp_path / "p"))
     assert imported.outputs["postedit"].counts["rows"] == 6

@@ -17,7 +17,8 @@ from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import load_kobbq_templates
 from tasks.translation.deepl_client import ReplayTranslator
 from tasks.translation.glossary import profile_glossary
-from tasks.translation.postedit import edit_distance, import_postedit, write_machine_translation
+from tasks.translation.postedit import edit_distance, import_postedit
+from tasks.translation.twin_templates import write_machine_translation
 from tasks.translation.pretranslate import pretranslate
 from tasks.translation.workbook import HEADER, export_postedit_workbooks
 
@@ -142,12 +143,21 @@ def test_changed_ids_columns_and_macro_workbooks_are_refused(returned, ko_profil
         import_postedit(returned[1:], ko_profile, tmp_path / "p.tsv", profile_glossary(load_profile("ko")))
 
 
-def test_machine_translation_twin_is_a_valid_template_file(drafts, ko_profile, tmp_path):
+def test_machine_translation_twin_is_right_or_absent(drafts, ko_profile, tmp_path):
+    """The twin's roles are BBQ's own answer info's: Age 1 follows the convention and is kept, with BBQ's groups on
+    its rows; Age 2 and Gender_identity 1 of this example answer their negative question with the stereotyped
+    person in both versions, which no exchange of letters mends, so they are left out, each with its reason."""
     result = write_machine_translation(drafts, ko_profile, LABELS, tmp_path / "mtBBQ_templates.tsv")
     assert not result.errors, [f.render() for f in result.errors]
     loaded = load_kobbq_templates(result.tsv_path)
-    assert len(loaded.templates) == len(drafts) and not loaded.findings
+    assert [t.key for t in loaded.templates] == ["Age|1|a", "Age|1|b"] and not loaded.findings
     assert all("[N1:" in t.texts["ambiguous_context"] for t in loaded.templates)
+    assert [(t.columns["N1_info"], t.columns["N2_info"], t.target_group) for t in loaded.templates] == [
+        ("nonOld", "old", "old"), ("old", "nonOld", "old")]
+    fates = {d.subject: (d.outcome, d.reason) for d in result.decisions if d.rule == "mt-twin"}
+    assert fates["Age|1"][0] == "kept" and "BBQ a is counter-biased; BBQ b is biased" in fates["Age|1"][1]
+    assert fates["Age|2"][0] == fates["Gender_identity|1"][0] == "left out"
+    assert "no exchange of letters puts in the convention" in fates["Gender_identity|1"][1]
 
 
 @pytest.mark.realdata

@@ -39,7 +39,8 @@ def example_templates():
 
 
 def distinct_english_characters(templates) -> int:
-    """Independent of the code under test: each distinct English text once, placeholders as DeepL tags."""
+    """Independent of the code under test: each distinct English text once, without its placeholders (sent as
+    XML tags, which DeepL does not bill)."""
     texts = set()
     for t in templates:
         texts.update(v for v in t.texts.values())
@@ -48,8 +49,7 @@ def distinct_english_characters(templates) -> int:
             for body in re.findall(r"\[([^\]]*)\]", cell):
                 texts.update(i.strip() for i in body.split(","))
     texts.discard("")
-    tag = len('<ph n="NAME1"/>') - len("{{NAME1}}")
-    return sum(len(x.replace("&", "&amp;").replace('"', '"')) + tag * len(re.findall(r"\{\{", x)) for x in texts)
+    return sum(len(re.sub(r"\{\{\{?[A-Z]+[0-9]*\}\}\}?", "", x)) for x in texts)
 
 
 def test_drafts_keep_placeholders_apply_glossary_and_never_pay_twice(server, example_templates, ko_profile, tmp_path):
@@ -156,3 +156,76 @@ def test_replay_uses_only_the_recorded_cache(example_templates, ko_profile, tmp_
                           profile_glossary(load_profile("ko")))
     assert result.stopped and "not in the recorded translation cache" in result.stopped
     assert result.segments_left == result.segments and result.chars_billed == 0
+
+
+def test_the_fake_serves_deepls_own_language_lists(server):
+    """The fake answers what DeepL answers, so tests take production's path: Chinese is ZH, ZH-HANS and ZH-HANT as
+    a target, and glossaries are listed by base language (en -> zh, never zh-hans)."""
+    client = deepl.Translator(FAKE_KEY, server_url=server.url)
+    targets = {language.code.upper() for language in client.get_target_languages()}
+    assert {"ZH", "ZH-HANS", "ZH-HANT", "JA", "KO", "AR", "ES"} <= targets and "CA" not in targets
+    pairs = {(p.source_lang, p.target_lang) for p in client.get_glossary_languages()}
+    assert {("en", "zh"), ("en", "ar"), ("en", "ja"), ("zh", "en")} <= pairs
+    assert not any("-" in source + target for source, target in pairs)
+
+
+def with_target(profile, language: str, deepl_code: str):
+    return profile.model_copy(update={"language": language, "translation": profile.translation.model_copy(
+        update={"deepl_target_lang": deepl_code})})
+
+
+def test_a_variant_target_uses_deepls_glossary_for_its_base_language(server, example_templates, ko_profile, tmp_path):
+    """ZH-HANS: DeepL lists the glossary pair en -> zh; the variant is no reason to substitute terms after."""
+    zh = with_target(ko_profile, "zh", "ZH-HANS")
+    result = pretranslate(example_templates, DeepLTranslator(FAKE_KEY, server.url), tmp_path / "c.sqlite", zh,
+                          profile_glossary(load_profile("ko")))
+    assert result.complete and result.glossary_mode == "deepl"
+    assert [g["info"]["target_lang"] for g in server.state.glossaries.values()] == ["zh"]
+    mode = next(d for d in result.decisions if d.rule == "glossary-mode")
+    assert mode.outcome == "deepl" and "en->zh-hans" in mode.reason
+
+
+def test_what_auto_chose_is_replayed_offline(server, example_templates, ko_profile, tmp_path):
+    """A live run chose "after" (no glossary pair); a replay, a dry run and a run whose DeepL answers the other way
+    read the choice the cache recorded, so they find every paid segment and pay nothing again."""
+    glossary = profile_glossary(load_profile("ko"))
+    server.state.glossary_pairs = []
+    cache = tmp_path / "c.sqlite"
+    paid = pretranslate(example_templates, DeepLTranslator(FAKE_KEY, server.url), cache, ko_profile, glossary)
+    assert paid.complete and paid.glossary_mode == "after" and paid.chars_billed == server.state.billed_characters
+    replayed = pretranslate(example_templates, ReplayTranslator(), cache, ko_profile, glossary)
+    assert replayed.complete and replayed.glossary_mode == "after" and replayed.stopped is None
+    assert [d.fields for d in replayed.drafts] == [d.fields for d in paid.drafts]
+    assert "recorded with the translation cache" in next(d.reason for d in replayed.decisions
+                                                         if d.rule == "glossary-mode")
+    assert dry_run(example_templates, cache, ko_profile, glossary).characters_to_send == 0
+    server.state.glossary_pairs = [("en", "ko")]
+    requests = server.state.translate_requests
+    again = pretranslate(example_templates, DeepLTranslator(FAKE_KEY, server.url), cache, ko_profile, glossary)
+    assert again.glossary_mode == "after" and server.state.translate_requests == requests
+
+
+def test_a_replay_counts_what_is_missing_and_says_running_again_cannot_help(server, example_templates, ko_profile,
+                                                                              tmp_path):
+    profile = ko_profile.model_copy(update={"translation": ko_profile.translation.model_copy(update={"batch_size": 3})})
+    glossary = profile_glossary(load_profile("ko"))
+    cache = tmp_path / "c.sqlite"
+    pretranslate(example_templates[:2], DeepLTranslator(FAKE_KEY, server.url), cache, profile, glossary)
+    result = pretranslate(example_templates, ReplayTranslator(), cache, profile, glossary)
+    assert result.segments_left > 3  # more than a batch: the message must count them, not the batch
+    assert result.stopped.startswith(f"{result.segments_left} of {result.segments} segment(s) are not in the "
+                                     "recorded translation cache")
+    assert "cannot translate them" in result.stopped and "DEEPL_AUTH_KEY" in result.stopped
+
+
+def test_the_dry_run_estimates_what_deepl_bills_in_either_glossary_mode(server, example_templates, ko_profile,
+                                                                        tmp_path):
+    glossary = profile_glossary(load_profile("ko"))
+    for mode in ("deepl", "after"):
+        profile = ko_profile.model_copy(update={"translation": ko_profile.translation.model_copy(
+            update={"glossary_mode": mode})})
+        cache = tmp_path / f"{mode}.sqlite"
+        estimate = dry_run(example_templates, cache, profile, glossary)
+        before = server.state.billed_characters
+        result = pretranslate(example_templates, DeepLTranslator(FAKE_KEY, server.url), cache, profile, glossary)
+        assert result.chars_billed == server.state.billed_characters - before == estimate.characters_to_send, mode

@@ -4,10 +4,15 @@
 quirks included ("Answer: C" reads as A; ``답: (A)\\n\\n**이유:**`` is out-of-choice because
 the bold rule comes first), because the published numbers depend on it. What the rules look for
 in a language (where the first sentence ends, the words that mark an answer, the sentence forms
-read away) is the profile's ``[evaluation]`` section, compiled once into ``AnswerForms``; the ko
-profile's values give exactly the paper's patterns. ``strict_parser`` accepts only answers that
-name one choice and nothing else; scoring with both shows how much of a result rests on the
-cascade's guesses.
+read away, the words put before an option such as a copula) is the profile's ``[evaluation]``
+section, and its other phrasings of the unknown option are ``[release] unknown_expressions``,
+compiled once into ``AnswerForms``; the ko profile's values give exactly the paper's patterns.
+``strict_parser`` accepts only answers that name one choice and nothing else; scoring with both
+shows how much of a result rests on the cascade's guesses.
+
+An answer that a parser leaves out-of-choice is read once more with the unknown option's text
+replaced by each of the profile's ``unknown_expressions`` (``parse_answers``): "无法确定" under a
+prompt whose unknown option is "不知道" is that option when the profile lists "无法确定".
 
 A parser returns a letter, or, for an OOC answer, the text it gave up on (kept for ooc.tsv).
 """
@@ -43,28 +48,35 @@ class AnswerForms:
     retry: tuple[re.Pattern[str], ...]  # (d) bold text, the text after an answer marker, quoted text
     sentence_forms: tuple[tuple[str, str], ...]  # (a) read away from the first line, in order
     normalise: str  # "" or a Unicode form applied to the whole answer first
+    prefixes: tuple[str, ...] = ()  # (a) read away from the start of the first line, longest first ("是")
+    unknown: tuple[str, ...] = ()  # other phrasings of the unknown option (parse_answers), prepared
 
     def prepare(self, raw: str) -> str:
         return unicodedata.normalize(self.normalise, raw) if self.normalise else raw
 
 
-def answer_forms(settings: EvaluationProfile) -> AnswerForms:
-    """The cascade's patterns for a profile's ``[evaluation]`` settings. The ko values give the paper's own:
-    ``^\\s*\\(?(?P<line>[^.\\n]*)`` and ``답변?[은:]`` (written there as the four markers it matches)."""
+def answer_forms(settings: EvaluationProfile, unknown_expressions: Sequence[str] = ()) -> AnswerForms:
+    """The cascade's patterns for a profile's ``[evaluation]`` settings (and its ``[release] unknown_expressions``).
+    The ko values give the paper's own: ``^\\s*\\(?(?P<line>[^.\\n]*)`` and ``답변?[은:]`` (written there as the
+    four markers it matches), no prefix and no other phrasing of the unknown option."""
     return _compiled(settings.sentence_ends, tuple(settings.answer_markers),
-                     tuple(map(tuple, settings.sentence_forms)), settings.normalise)
+                     tuple(map(tuple, settings.sentence_forms)), settings.normalise,
+                     tuple(settings.answer_prefixes), tuple(unknown_expressions))
 
 
 @cache
 def _compiled(sentence_ends: str, markers: tuple[str, ...], sentence_forms: tuple[tuple[str, str], ...],
-              normalise: str) -> AnswerForms:
+              normalise: str, prefixes: tuple[str, ...] = (), unknown: tuple[str, ...] = ()) -> AnswerForms:
     ends = re.escape(sentence_ends)
     stop = f"[^{ends}\\n*'\"]*"
     retry = [re.compile(r"\*\*['\"]?(?P<text>" + stop + ")")]
     if markers:
         retry.append(re.compile(f"(?:{'|'.join(map(re.escape, markers))})" + r"\s*['\"]?(?P<text>" + stop + ")"))
     retry.append(re.compile(r"['\"](?P<text>" + stop + ")"))
-    return AnswerForms(re.compile(r"^\s*\(?(?P<line>[^" + ends + r"\n]*)"), tuple(retry), sentence_forms, normalise)
+    prepare = (lambda text: unicodedata.normalize(normalise, text)) if normalise else (lambda text: text)
+    return AnswerForms(re.compile(r"^\s*\(?(?P<line>[^" + ends + r"\n]*)"), tuple(retry), sentence_forms, normalise,
+                       tuple(sorted(map(prepare, prefixes), key=len, reverse=True)),
+                       tuple(dict.fromkeys(prepare(text) for text in unknown if text)))
 
 
 NO_FORMS = answer_forms(EvaluationProfile())  # a language with no markers or forms: the cascade's bare rules
@@ -82,6 +94,8 @@ def _cascade(raw: str, choices: dict[str, str], forms: AnswerForms) -> str:
     line = forms.first_line.match(raw)["line"]
     for written, read in forms.sentence_forms:
         line = line.replace(written, read)
+    prefix = next((p for p in forms.prefixes if line.startswith(p) and line[len(p):].strip()), "")
+    line = line[len(prefix):].lstrip() if prefix else line
     upper = line.upper()
     if upper and upper[0] in choices:
         letter = _letter_rule(line, upper, choices)
@@ -132,16 +146,38 @@ PARSERS: dict[str, Parser] = {"paper": paper_parser, "strict": strict_parser}
 
 
 def parse_answers(raws: Sequence[str], a: Sequence[str], b: Sequence[str], c: Sequence[str],
-                  parser: Parser = paper_parser, forms: AnswerForms = NO_FORMS) -> np.ndarray:
-    """Parse many answers; an identical (answer, choices) pair is parsed once (short answers repeat a lot)."""
-    seen: dict[tuple[str, str, str, str], str] = {}
+                  parser: Parser = paper_parser, forms: AnswerForms = NO_FORMS,
+                  unknown: Sequence[str] | None = None) -> np.ndarray:
+    """Parse many answers; an identical (answer, choices) pair is parsed once (short answers repeat a lot).
+
+    ``unknown``: each row's wording of the unknown option (the prompt's); an answer the parser leaves
+    out-of-choice that names one of ``forms.unknown`` instead is read as that option (``read_as_unknown``)."""
+    seen: dict[tuple[str, ...], str] = {}
     out = np.empty(len(raws), dtype=object)
-    for index, key in enumerate(zip(raws, a, b, c)):
+    unknowns = unknown if unknown is not None else [""] * len(raws)
+    for index, key in enumerate(zip(raws, a, b, c, unknowns)):
         parsed = seen.get(key)
         if parsed is None:
-            parsed = seen[key] = parser(key[0], dict(zip(LETTERS, key[1:])), forms)
+            choices = dict(zip(LETTERS, key[1:4]))
+            parsed = parser(key[0], choices, forms)
+            if parsed not in LETTERS and key[4] and forms.unknown:
+                parsed = read_as_unknown(key[0], choices, key[4], parser, forms) or parsed
+            seen[key] = parsed
         out[index] = parsed
     return out
+
+
+def read_as_unknown(raw: str, choices: Mapping[str, str], unknown: str, parser: Parser, forms: AnswerForms
+                    ) -> str | None:
+    """The unknown option's letter when ``raw`` names it by another of the profile's phrasings: the answer parsed
+    again with the option's text replaced by each phrasing in turn; None when none of them reads as that option."""
+    letter = next((letter for letter, text in choices.items() if text == unknown), None)
+    if letter is None:
+        return None
+    for expression in forms.unknown:
+        if parser(raw, {**choices, letter: expression}, forms) == letter:
+            return letter
+    return None
 
 
 def is_letter(parsed: np.ndarray) -> np.ndarray:

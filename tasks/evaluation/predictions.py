@@ -242,10 +242,11 @@ def match_submission(submission: Submission, release: ReleaseSamples, prompts: d
         if prompt is None:
             raise UserError("model text needs its prompt's choices: give --prompt ID (or prompt_id per row)",
                             submission.source)
-        forms = answer_forms(release.profile.evaluation)  # the release's language: its answer markers and forms
-        parsed = parse_answers(values, rows["A"], rows["B"], rows["C"], PARSERS[parser], forms)
+        # the release's language: its answer markers and forms, and its other phrasings of the unknown option
+        forms = answer_forms(release.profile.evaluation, release.profile.release.unknown_expressions)
+        parsed = parse_answers(values, rows["A"], rows["B"], rows["C"], PARSERS[parser], forms, rows["unknown"])
         other = parse_answers(values, rows["A"], rows["B"], rows["C"],
-                              PARSERS["strict" if parser == "paper" else "paper"], forms)
+                              PARSERS["strict" if parser == "paper" else "paper"], forms, rows["unknown"])
         disagreements = int((parsed != other).sum())
     else:
         parsed = values

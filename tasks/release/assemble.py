@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import itertools
 import re
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -32,13 +33,15 @@ from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evalu
 from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
+from core.errors import UserError
 from core.release_folder import WRITTEN_BY
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
 from tasks.release.hf_layout import DATA_DIR
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import FORMATS, SampleFiles, all_samples_name, samples_frame, test_samples_name
+from tasks.release.write import SampleFiles, all_samples_name, samples_frame, test_samples_name
+from tasks.release import twin as twin_release
 from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
@@ -193,12 +196,14 @@ def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Fi
         "".join(f.render().replace(str(loaded.path), loaded.path.name) + "\n" for f in findings), encoding="utf-8")
 
 
-def start_release_checks(folder: Path, profile: Profile, release: ExpandedRelease) -> ValidationChild:
-    """Start the release's expectation suite on the staged Parquet files (see tasks.release.checks)."""
+def start_release_checks(folder: Path, profile: Profile, release: ExpandedRelease,
+                         name: str | None = None) -> ValidationChild:
+    """Start the release's expectation suite on the staged Parquet files (see tasks.release.checks); ``name``: the
+    files' prefix, when not the profile's release (a twin's)."""
     prefixes = {c.name: c.sample_prefix for c in profile.categories}
     expected = {prefixes.get(category, category.lower()): count
                 for category, count in samples_by_category(release).items()}
-    name = profile.release.name
+    name = name or profile.release.name
     return ValidationChild(folder, all_samples_name(name).replace(".tsv", ".parquet"),
                            test_samples_name(name).replace(".tsv", ".parquet"),
                            profile.release.unknown_expression, expected)
@@ -223,19 +228,53 @@ def finish_release_checks(child: ValidationChild, started: float, progress: Prog
 
 
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
-                           split: TestSplit) -> dict[str, int]:
-    """A twin release (e.g. ``mtBBQ``, the unedited machine translation) of the same surviving templates.
+                           split: TestSplit, progress: Progress = _silent, validate: bool = True) -> dict[str, object]:
+    """A twin release (``mtBBQ``, the unedited machine translation) of the surviving templates, in its own folder
+    ``<release>/<name>/`` with its own manifest, so that ``kobbq eval prepare --release <release>/<name>`` evaluates
+    it as any release. What the twin is and how it is evaluated: ``tasks.release.twin``.
 
-    Only the template IDs kept in the main release are expanded, with the same test split (the same seed, or
-    the same listed IDs), so the two releases can be compared sample set against sample set.
+    Only the template IDs kept in the main release are expanded, with the same test split (the same seed, or the
+    same listed IDs), so the two can be compared sample set against sample set. The twin goes through the same
+    checks as the release (its template file's, the version convention on BBQ's groups included, and the Great
+    Expectations suite, unless ``validate`` is False as for the release); a twin that fails one is not published,
+    and the main manifest and card say why. Returns the twin's entry of the main manifest.
     """
-    twin, _ = load_checked(templates_path, None, profile)
+    twin_dir = folder / name
+    try:
+        twin, _ = load_checked(templates_path, None, profile)
+    except UserError as exc:
+        return twin_release.not_published(name, f"its templates fail their checks: {exc}", progress)
     keys = {t.template_key for t in kept}
-    expanded = expand_release([t for t in twin.templates if t.template_key in keys], profile, split.seed,
-                              split=split, partial=True)
-    write_sample_sets(folder, name, expanded, FORMATS)
-    return {"samples": expanded.samples, "test_samples": len(expanded.test_indices),
-            "template_ids": len({t.template_key for t in expanded.templates})}
+    chosen = [t for t in twin.templates if t.template_key in keys]
+    if not chosen:
+        return twin_release.not_published(name, "none of the release's templates has a machine translation", progress)
+    expanded = expand_release(chosen, profile, split.seed, split=split, partial=True)
+    twin_dir.mkdir()
+    write_sample_sets(twin_dir, name, expanded, ("parquet",))
+    child = start_release_checks(twin_dir, profile, expanded, name) if validate else None
+    try:
+        report = write_while_checking(child, time.perf_counter(),
+                                      lambda: write_sample_sets(twin_dir, name, expanded, ("tsv", "jsonl")),
+                                      lambda line: progress(f"{name}: {line}"))
+    except ReleaseValidationError as exc:
+        shutil.rmtree(twin_dir)
+        return twin_release.not_published(name, str(exc), progress)
+    entry = twin_release.manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
+                                        len(expanded.test_indices), split.manifest(len(expanded.test_indices)),
+                                        validation_summary(report))
+    write_manifest_file(twin_dir, {"written_by": WRITTEN_BY, "release": name, "profile": profile.name,
+                                   "twin_of": profile.release.name, **entry,
+                                   "outputs": release_outputs(twin_dir, profile)})
+    progress(f"{name}: {expanded.samples} samples ({len(expanded.test_indices)} in the test split) of "
+             f"{entry['template_ids']} template IDs, {'validated and ' if validate else ''}written to {name}/")
+    return entry
+
+
+def validation_summary(report: ValidationReport | None) -> str:
+    """``46 of 46 expectations passed`` (or ``not validated``): a suite's result, in words."""
+    if report is None:
+        return "not validated"
+    return f"{len(report.outcomes) - len(report.failures())} of {len(report.outcomes)} expectations passed"
 
 
 def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats: tuple[str, ...]) -> None:
@@ -356,12 +395,13 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
     texts = {report_name: portable.text(text) for report_name, text in sorted((reports or {}).items())}
     for report_name, text in texts.items():
         (folder / report_name).write_text(text, encoding="utf-8")
-    twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split)
+    twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split, progress,
+                                          validate)
              for twin, path in sorted((parallel or {}).items())}
     facts = release_facts(inputs, release, table)
     if twins:
         facts["parallel_releases"] = twins
-    write_dataset_card(folder, profile, facts, render_markdown(table, name), all_decisions, validation)
+    write_dataset_card(folder, profile, facts, render_markdown(table, name), all_decisions, validation, twins)
     return ReleaseFiles(facts, table, all_decisions, validation, texts)
 
 

@@ -6,7 +6,8 @@ licence, languages, task categories, size category, and the configs of ``tasks.r
 folder as one dataset. The licence, languages and the paper the culture follows come from the
 profile's ``[card]``; the body (``templates/dataset_card.md.j2``) says what the release is, how it was
 built (the stages that ran, the rules with their numbers, Table 1), what was dropped and why (the
-decision log, counted per rule), the validation result, and how to evaluate a model on it.
+decision log, counted per rule), the validation result, how to evaluate a model on it, and the
+machine-translated twin beside it (``tasks.release.twin``: what it is, its own config, how to evaluate it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from core.pipeline_file import STAGES
 from core.profile import Profile
 from tasks.release.checks import ValidationReport
 from tasks.release.hf_layout import TEST_SPLIT, Config, split_sources, write_layout
+from tasks.release.twin import evaluate_commands
 from tasks.release.write import lm_eval_task_name
 
 CARD_NAME = "README.md"
@@ -106,13 +108,26 @@ def card_metadata(profile: Profile, configs: list[Config], samples: int):  # -> 
         configs=[config.metadata() for config in configs])
 
 
+def twin_configs(profile: Profile, twins: dict[str, dict[str, object]]) -> list[Config]:
+    """One config per published twin (``mtBBQ``), reading the twin folder's own Parquet files."""
+    configs = []
+    for name, twin in sorted(twins.items()):
+        if twin.get("published"):
+            files = {split: f"{twin['folder']}/{source.replace(profile.release.name, name, 1)}"
+                     for split, source in split_sources(profile).items()}
+            rows = {split: int(twin["samples"] if split != TEST_SPLIT else twin["test_samples"])  # type: ignore[arg-type]
+                    for split in files}
+            configs.append(Config(name, files, rows))
+    return configs
+
+
 def _fraction(value: Fraction) -> str:
     return str(value) if value.denominator != 1 else str(value.numerator)
 
 
 def render_card(profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
                 decisions: list[Decision], validation: ValidationReport | None, columns: list[str],
-                files: list[str]) -> str:
+                files: list[str], twins: dict[str, dict[str, object]] | None = None) -> str:
     """The whole card: metadata, then the body made from the build's own numbers."""
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=False,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -126,13 +141,16 @@ def render_card(profile: Profile, configs: list[Config], facts: dict[str, object
         stages=stages_run(decisions), rules=rule_counts(decisions), overrides=sum(d.override for d in decisions),
         survey=survey if survey.enabled and any(d.stage == "survey" for d in decisions) else None,
         generated=profile.release.layout == "per-category-csv", validation=validation, columns=columns,
-        files=files, task=lm_eval_task_name(profile.release.name))
-    metadata = card_metadata(profile, configs, int(facts["samples"])).to_yaml()  # type: ignore[call-overload]
+        files=files, task=lm_eval_task_name(profile.release.name), twins=twins or {},
+        twin_commands={name: evaluate_commands(f"path/to/{profile.release.name}", name) for name in twins or {}})
+    every = configs + twin_configs(profile, twins or {})
+    metadata = card_metadata(profile, every, int(facts["samples"])).to_yaml()  # type: ignore[call-overload]
     return f"---\n{metadata}\n---\n\n{body}"
 
 
 def write_dataset_card(folder: Path, profile: Profile, facts: dict[str, object], table1: str,
-                       decisions: list[Decision], validation: ValidationReport | None) -> list[Config]:
+                       decisions: list[Decision], validation: ValidationReport | None,
+                       twins: dict[str, dict[str, object]] | None = None) -> list[Config]:
     """Lay the staged Parquet out by config (``hf_layout``) and write ``README.md``; the configs.
 
     ``facts``: the manifest's counts and inputs (``tasks.release.assemble.release_facts``). Called once
@@ -141,6 +159,6 @@ def write_dataset_card(folder: Path, profile: Profile, facts: dict[str, object],
     configs = write_layout(folder, profile)
     columns = pq.ParquetFile(folder / next(iter(split_sources(profile).values()))).schema_arrow.names
     files = sorted(p.name for p in folder.iterdir() if p.is_file()) + [CARD_NAME]
-    card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files))
+    card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files), twins)
     (folder / CARD_NAME).write_text(card, encoding="utf-8")
     return configs

@@ -44,6 +44,7 @@ class Table1:
     rows: list[CategoryRow]
     differences: list[Difference]
     paper_total_samples: int | None
+    paper_reference: str = ""  # where the paper's numbers are published (the profile's [release] paper_reference)
 
 
 def category_counts(templates: list[TemplateRow], samples_by_category: dict[str, int]) -> dict[str, dict[str, int]]:
@@ -109,7 +110,7 @@ def build_table1(templates: list[TemplateRow], samples_by_category: dict[str, in
                 explained, note = explain(category.name, column, ours[column], paper[column],
                                           links.get(category.name, {}), shared.get(category.name, {}), profile)
                 differences.append(Difference(category.name, column, ours[column], paper[column], explained, note))
-    return Table1(rows, differences, profile.release.paper_total_samples)
+    return Table1(rows, differences, profile.release.paper_total_samples, profile.release.paper_reference)
 
 
 HEADERS = ["Category", "SR (paper)", "TM", "ST", "NC", "Templates", "Templates before survey (paper)", "Samples"]
@@ -167,7 +168,8 @@ def _comparison(table: Table1, release_name: str) -> str:
             if "TM" in headers else "Template IDs and samples per category (the columns the paper reports). ")
     lines = [f"# {release_name}: Table 1 comparison", "",
              what + "A value that differs from the paper is bold with the paper's value; † explained (see the notes), "
-             "‼ not explained by the inputs.", "",
+             "‼ not explained by the inputs." + (f" The paper's numbers: {table.paper_reference}."
+                                                if table.paper_reference else ""), "",
              "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     totals = Counter()
     for row in table.rows:

@@ -14,13 +14,16 @@ from core.errors import Location
 from core.findings import Finding
 from core.profile import Profile
 from tasks.templates.load import TEXT_COLUMNS, LoadedTemplates, TemplateRow
+from tasks.templates.scripts import profile_script_findings, script_findings, slot_text
 from tasks.templates.slots import PERSON_SLOTS, bracket_problems, separator_findings
 from tasks.templates.versions import version_findings
+
+SENTENCE_FIELDS = ("ambiguous_context", "disambiguating_context", "biased_question", "counter_biased_question")
 
 
 def validate_loaded(loaded: LoadedTemplates, profile: Profile) -> list[Finding]:
     """All findings for a loaded file: those of loading, normalisation and every rule below."""
-    findings = list(loaded.findings)
+    findings = list(loaded.findings) + profile_script_findings(profile)
     for record in loaded.normalisations:
         where = Location(str(loaded.path), record.row, record.column)
         if record.what == "NFC":
@@ -69,6 +72,9 @@ def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
         text = template.texts[field]
         for problem in bracket_problems(text):
             add("error", column, "brackets", problem)
+        if profile.writing is not None:
+            findings.extend(script_findings(template.where(column), slot_text(parsed[field]), profile.writing,
+                                            field in SENTENCE_FIELDS, profile.language))
         for inline in parsed[field].slots:
             used.add(inline.name)
             findings.extend(_check_inline(template, column, inline.name, inline.items))

@@ -16,6 +16,7 @@ from core.findings import Finding
 from core.profile import Profile, WorkbookFormat
 from tasks.templates.hooks import HOOKS
 from tasks.templates.load import LoadedTemplates, TemplateRow
+from tasks.templates.scripts import profile_script_findings, script_findings
 from tasks.templates.slots import separator_findings
 from tasks.templates.workbook import PLACEHOLDER, forms_by_label, matching_rule
 
@@ -25,7 +26,7 @@ SPECS = ("", "def", "indef")
 def validate_workbook(loaded: LoadedTemplates, profile: Profile) -> list[Finding]:
     fmt = profile.templates.workbook
     assert fmt is not None
-    findings = list(loaded.findings) + hook_findings(profile, fmt)
+    findings = list(loaded.findings) + hook_findings(profile, fmt) + profile_script_findings(profile)
     for template in loaded.templates:
         findings.extend(check_workbook_row(template, profile, fmt))
     keys = Counter((t.source, t.key) for t in loaded.templates)
@@ -84,6 +85,10 @@ def check_workbook_row(template: TemplateRow, profile: Profile, fmt: WorkbookFor
                 findings.extend(separator_findings(Location(template.source, template.row, column), label,
                                                    tuple(items), profile))
     for field in fmt.text_fields:
+        if profile.writing is not None:  # a context or question is a sentence; an answer may be a bare name
+            findings.extend(script_findings(Location(template.source, template.row, field),
+                                            PLACEHOLDER.sub(" ", template.texts.get(field, "")), profile.writing,
+                                            not field.startswith("answer"), profile.language))
         for match in PLACEHOLDER.finditer(template.texts.get(field, "")):
             label, _, spec = match.group(1).partition("-")
             if spec not in SPECS:

@@ -101,11 +101,18 @@ def version_message(template: TemplateRow, role: str, person: str, profile: Prof
     relation = "is" if role == BIASED else "is not"
     return (f"{template.category} template {template.template_id} version {template.version} carries the {role} "
             f"disambiguating context (the answer to its biased question, {person} = {info!r}, {relation} the target "
-            f"group {template.target_group!r}), but {convention_text(profile)}. Fix: exchange versions "
-            f"{template.version} and {partner} of this template (in a template file, swap their version letters; in "
-            f"a post-edit workbook, where versions are locked, exchange the N1 and N2 Names lists, and X1/X2 words, "
-            f"of the two rows and their N1_info/N2_info in the groups file), or correct N1_info/N2_info/Target_group "
-            f"if the groups are what is wrong")
+            f"group {template.target_group!r}), but {convention_text(profile)}. Fix: {exchange_fix(template.version, partner)}"
+            ", or correct N1_info/N2_info/Target_group if the groups are what is wrong")
+
+
+def exchange_fix(version: str, partner: str) -> str:
+    """How to exchange two versions, in each place a template is written: one instruction for every template,
+    whether its versions differ by their Names (most of BBQ) or by their texts (BBQ Disability_status 3)."""
+    return (f"exchange versions {version} and {partner} of this template: in a template file, swap their version "
+            f"letters; in a post-edit workbook, where the version cells are locked, exchange the Post-edit cells of "
+            f"the two rows, every field (contexts, questions, answers, Names, Lexical_diversity: the import takes a "
+            f"row whose post-edit follows the English of its partner as exchanged), and exchange the two rows of the "
+            f"groups file (N1_info, N2_info, Target_group)")
 
 
 def version_decisions(templates: list[TemplateRow], profile: Profile, stage: str,

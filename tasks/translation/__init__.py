@@ -4,9 +4,9 @@ Modules: ``placeholders`` (protect/restore/verify ``{{NAME1}}``), ``glossary`` (
 substitutions, the profile folder's ``glossary.csv``), ``cache`` (SQLite; never pay twice;
 resume), ``deepl_client`` (``Translator``: live DeepL or replay of a recorded cache),
 ``pretranslate``, ``cost`` (dry run), ``workbook`` (xlsx export/read), ``postedit`` (import,
-edit rates, mtBBQ twin), ``template_workbooks`` (the post-edit as a workbook culture's
-``<Category>.xlsx`` templates, validated before publication), ``particles`` (Korean particles with
-hgtk), ``reference`` (the released template file as the post-edit, linked to BBQ). Drafts use the
+edit rates), ``twin_templates`` (the machine-translated twin's templates), ``template_workbooks``
+(the post-edit as a workbook culture's ``<Category>.xlsx`` templates, validated before publication),
+``particles`` (Korean particles with hgtk), ``reference`` (the released template file as the post-edit, linked to BBQ). Drafts use the
 target format's slots (``placeholders.SlotStyle``: KoBBQ's ``[N1]``, or BBQ's own ``{{NAME1}}`` for a
 workbook format); DeepL's target languages are checked before anything is sent (no Catalan).
 
@@ -25,8 +25,9 @@ Entry points for the build flow:
   tsv_path (the TSV, or a workbook format's folder; None when errors; written atomically), decisions,
   findings, template_rates, category_rates, substitutions)``; ``postedit.render_report(result)`` is the
   post-edit report.
-- ``postedit.write_machine_translation(drafts, profile, labels, out_path) -> ImportResult``: the
-  unedited drafts as ``mtBBQ_templates.tsv`` (expand it like the post-edit for ``mtBBQ_*``).
+- ``twin_templates.write_machine_translation(drafts, profile, labels, out_path) -> ImportResult``: the
+  unedited drafts as ``mtBBQ_templates.tsv``, versions in the convention by BBQ's own answer info, BBQ's
+  groups on every row (the release expands it into its twin ``mtBBQ/``).
 - ``reference.link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile, glossary)
   -> ReferenceLinks(decisions, linked, unlinked, rows_linked, rows, substitutions, shared)``: the
   release as the post-edit, without DeepL.

@@ -5,6 +5,11 @@ text as sent, the language pair, the glossary fingerprint and the request option
 batch is committed as soon as DeepL answers, so an interrupted or quota-stopped run
 resumes where it stopped. The same file replays a recorded run without any network
 (``ReplayTranslator``), which is how the example and the tests reproduce a translation.
+
+The file also records how the glossary was applied when a live run chose it (``glossary_modes``:
+DeepL's own glossary or substitution after translation, the profile's ``glossary_mode = "auto"``):
+the texts sent differ between the two, so a reader without DeepL (a replay, a dry run, a rebuild
+without a key) must ask the same cache keys the paid run stored, and reads the choice from here.
 """
 
 from __future__ import annotations
@@ -28,6 +33,14 @@ CREATE TABLE IF NOT EXISTS translations (
     options TEXT NOT NULL,
     translated TEXT NOT NULL,
     billed_characters INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS glossary_modes (
+    source_lang TEXT NOT NULL,
+    target_lang TEXT NOT NULL,
+    glossary TEXT NOT NULL,
+    glossary_mode TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    PRIMARY KEY (source_lang, target_lang, glossary)
 )
 """
 
@@ -66,7 +79,7 @@ class TranslationCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path)
         try:
-            self._db.execute(_SCHEMA)
+            self._db.executescript(_SCHEMA)
             self._db.commit()
         except sqlite3.DatabaseError as exc:  # a damaged file: it may hold paid translations, so it is kept
             self._db.close()
@@ -102,6 +115,32 @@ class TranslationCache:
                   settings.glossary, settings.options_json, r.translated, r.billed_characters)
                  for sent, r in sorted(results.items())],
             )
+
+    def recorded_mode(self, source_lang: str, target_lang: str, glossary: str) -> tuple[str, str] | None:
+        """How the glossary was applied to this pair when its drafts were paid for: (mode, why), or None.
+
+        A choice recorded by a live run; else, for a cache recorded before choices were kept, the mode its
+        stored translations of this pair and glossary were made with (the one with most rows)."""
+        key = (source_lang.upper(), target_lang.upper(), glossary)
+        row = self._db.execute("SELECT glossary_mode, reason FROM glossary_modes WHERE source_lang = ? AND "
+                               "target_lang = ? AND glossary = ?", key).fetchone()
+        if row is not None:
+            return str(row[0]), str(row[1])
+        counts: dict[str, int] = {}
+        for (options,) in self._db.execute("SELECT options FROM translations WHERE source_lang = ? AND "
+                                           "target_lang = ? AND glossary = ?", key):
+            mode = json.loads(options).get("glossary_mode")
+            if mode:
+                counts[mode] = counts.get(mode, 0) + 1
+        if not counts:
+            return None
+        mode = max(sorted(counts), key=counts.__getitem__)
+        return mode, f"the cache holds {counts[mode]} translation(s) of this pair made with glossary mode {mode!r}"
+
+    def record_mode(self, source_lang: str, target_lang: str, glossary: str, mode: str, reason: str) -> None:
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO glossary_modes VALUES (?, ?, ?, ?, ?)",
+                             (source_lang.upper(), target_lang.upper(), glossary, mode, reason))
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM translations").fetchone()[0])

@@ -1,11 +1,14 @@
 """Cost control: what a run would send to DeepL, and what it would cost, before any call.
 
-The count uses the same segments, protection and cache keys as ``pretranslate``, so the
-dry run's number is exactly what the real run sends (DeepL bills the characters sent).
+The count uses the same segments, protection, glossary mode and cache keys as ``pretranslate``, so
+the dry run's number is what the real run is billed: DeepL bills the characters it translates, not
+the XML tags that protect the slots (``placeholders.billable_characters``). The glossary mode is the
+one the cache recorded when its drafts were paid for; with nothing recorded, DeepL's own glossary.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +16,8 @@ from core.profile import Profile
 from tasks.templates.bbq import BBQTemplate
 from tasks.translation.cache import TranslationCache
 from tasks.translation.glossary import Glossary
-from tasks.translation.pretranslate import choose_mode, protect_all, request_settings
+from tasks.translation.placeholders import billable_characters
+from tasks.translation.pretranslate import choose_mode, protect_all, recorded_mode, request_settings
 
 
 @dataclass(frozen=True)
@@ -41,16 +45,14 @@ def estimate_cost(characters: int, profile: Profile) -> float:
 
 
 def dry_run(templates: list[BBQTemplate], cache_path: Path, profile: Profile, glossary: Glossary) -> CostEstimate:
-    """Count without calling DeepL; "auto" glossary mode is assumed to be DeepL's own glossary."""
-    mode = choose_mode(profile, glossary, None)
-    settings = request_settings(profile, glossary, mode)
-    sents = list(dict.fromkeys(p.sent for p in protect_all(templates, glossary, mode).values()))
-    cached: dict = {}
-    if Path(cache_path).exists():
-        with TranslationCache(cache_path) as cache:
-            cached = cache.get_many(sents, settings)
+    """Count without calling DeepL (the glossary mode as ``choose_mode`` takes it without DeepL)."""
+    with contextlib.ExitStack() as stack:  # a cache that does not exist yet is not created by a dry run
+        cache = stack.enter_context(TranslationCache(cache_path)) if Path(cache_path).exists() else None
+        mode = choose_mode(profile, glossary, None, recorded_mode(cache, profile, glossary) if cache else None).mode
+        sents = list(dict.fromkeys(p.sent for p in protect_all(templates, glossary, mode).values()))
+        cached = cache.get_many(sents, request_settings(profile, glossary, mode)) if cache else {}
     to_send = [s for s in sents if s not in cached]
-    characters = sum(len(s) for s in to_send)
+    characters = sum(map(billable_characters, to_send))
     return CostEstimate(len(templates), len(sents), len(cached), len(to_send), characters,
-                        sum(len(s) for s in cached), estimate_cost(characters, profile),
+                        sum(map(billable_characters, cached)), estimate_cost(characters, profile),
                         profile.translation.currency)

@@ -8,7 +8,8 @@ never contains the key; ``pretranslate`` keeps every batch already answered.
 
 ``ReplayTranslator`` answers nothing: with it, a run can only use the cache, so a recorded
 translation is reproduced without a network or a key, and any text not recorded is
-reported as left to translate.
+reported as left to translate (how the glossary was applied is the cache's record, see
+``tasks.translation.cache``).
 
 The key comes from ``DEEPL_AUTH_KEY`` (or the Prefect Secret block named in the profile,
 read by the flow); ``DEEPL_SERVER_URL`` points the client at another server.
@@ -45,6 +46,7 @@ def redact(message: str, secret: str | None) -> str:
 
 class Translator(Protocol):
     name: str
+    sends: bool  # whether it reaches DeepL at all (a replay does not: only the cache answers)
 
     def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
         """Whether DeepL can apply a glossary for this pair (else terms are substituted after translation)."""
@@ -66,6 +68,7 @@ class DeepLTranslator:
     auth_key: str
     server_url: str | None = None
     name: str = "deepl"
+    sends: bool = True
 
     def __post_init__(self) -> None:
         if not self.auth_key:
@@ -84,12 +87,14 @@ class DeepLTranslator:
         return TranslationStopped("unavailable", f"DeepL did not answer after retries ({text})")
 
     def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
+        """DeepL lists glossary pairs by base language (``en``, ``zh``): a glossary for ``zh`` serves ``ZH-HANS``
+        and ``ZH-HANT`` as one for ``en`` serves ``EN-GB`` (the client creates it without the variant too)."""
         try:
             pairs = self._client.get_glossary_languages()
         except _deepl().DeepLException as exc:
             raise self._stop(exc) from None
-        return any(p.source_lang.lower() == source_lang.lower() and p.target_lang.lower() == target_lang.lower()
-                   for p in pairs)
+        wanted = (base_language(source_lang), base_language(target_lang))
+        return any((base_language(p.source_lang), base_language(p.target_lang)) == wanted for p in pairs)
 
     def target_supported(self, target_lang: str) -> bool:
         try:
@@ -123,13 +128,14 @@ class DeepLTranslator:
 
 @dataclass
 class ReplayTranslator:
-    """Only the recorded cache: every text not in it is left untranslated and reported."""
+    """Only the recorded cache: every text not in it is left untranslated and reported (``pretranslate`` never
+    sends it anything, since ``sends`` is False; how the glossary was applied comes from the cache's record)."""
 
-    glossaries: bool = True  # whether the recording used DeepL's glossary feature
     name: str = "replay"
+    sends: bool = False
 
     def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
-        return self.glossaries
+        raise TranslationStopped("not-recorded", "a replay cannot ask DeepL which glossary pairs it supports")
 
     def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
         return ""
@@ -139,6 +145,11 @@ class ReplayTranslator:
 
     def translate(self, sents: list[str], settings: RequestSettings, glossary_id: str | None) -> list[CachedTranslation]:
         raise TranslationStopped("not-recorded", f"{len(sents)} text(s) are not in the recorded translation cache")
+
+
+def base_language(code: str) -> str:
+    """``ZH-HANS`` -> ``zh``, ``en-US`` -> ``en``: the language without its variant, as glossary pairs name it."""
+    return code.split("-", 1)[0].lower()
 
 
 def translator_from_environment(auth_key: str | None = None, server_url: str | None = None) -> DeepLTranslator:

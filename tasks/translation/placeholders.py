@@ -133,6 +133,16 @@ def restore(protected: Protected, translated: str, term_targets: dict[str, str],
     return Restored(text, missing, extra)
 
 
+_ANY_TAG = re.compile(r"<[^>]*>")
+
+
+def billable_characters(sent: str) -> int:
+    """What DeepL bills for one text sent with ``tag_handling="xml"``: the characters outside the tags, an
+    entity (``&amp;``) being the one character it stands for (DeepL's "Usage count and billing": "the
+    characters of the HTML or XML tags (including all their attributes and values) are not counted")."""
+    return len(unescape(_ANY_TAG.sub("", sent)))
+
+
 def placeholder_difference(expected: tuple[str, ...], got: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What was lost and what was added, counting repeats: a sentence that names {{NAME1}} twice needs it twice."""
     want, have = Counter(expected), Counter(got)

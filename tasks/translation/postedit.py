@@ -7,8 +7,8 @@ with the project's own template validation (``tasks.templates.validate``) before
 each problem is reported at its workbook cell (file, sheet, row, column). With any error
 nothing is written.
 
-The same path turns the unedited DeepL drafts into the machine-translated twin
-(``mtBBQ_templates.tsv``) for the paper's KoBBQ-vs-machine-translation comparison.
+The same path checks the unedited DeepL drafts as the machine-translated twin's templates
+(``tasks.translation.twin_templates``).
 """
 
 from __future__ import annotations
@@ -26,19 +26,20 @@ from core.atomic import replacing
 from core.decisions import Decision, template_subject
 from core.findings import Finding
 from tasks.templates.slots import SlotSyntaxError, find_inline_slots, normalise_text, parse_declarations
+from tasks.templates.versions import partner_version
 from tasks.templates.load import load_kobbq_templates
-from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary
+from tasks.translation.glossary import Glossary
 from tasks.translation.particles import Shorthand, expand_shorthand
-from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS, Draft
+from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS
 from tasks.translation.template_workbooks import workbook_rows, write_checked_workbooks
-from tasks.translation.workbook import EditedCell, clean_text, export_rows, read_workbook
+from tasks.translation.workbook import EditedCell, clean_text, read_workbook
 from tasks.templates.validate_kobbq import validate_loaded
 
 STAGE = "postedit"
 OUTPUT_COLUMNS = [
     "Category", "ID", "version", "Label_annotation",
     *[c for column in FIELD_ORDER for c in (column, f"{column}_translated")],
-    "Target_group", "BBQ_id", "BBQ_category", "Translator_notes",
+    "N1_info", "N2_info", "Target_group", "BBQ_id", "BBQ_category", "Translator_notes",
 ]
 
 
@@ -83,18 +84,22 @@ class ImportResult:
         return [f for f in self.findings if f.severity == "error"]
 
 
+SLOT_FIELDS = [c for c in FIELD_ORDER if c not in LIST_FIELDS and c != "Stereotype"]  # texts that carry slots
+
+
 def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool = False
-                    ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding]]:
+                    ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding], list[Exchange]]:
     """KoBBQ rows from returned cells (or from the drafts alone, for the machine-translated twin).
 
-    Returns the rows, where each (row key, column) came from, and the findings so far.
+    Returns the rows, where each (row key, column) came from, the findings so far, and the versions the
+    translator exchanged (``exchanged_rows``): their rows are checked against, and record, each other's English.
     """
     findings: list[Finding] = []
     shorthand, separators = Shorthand.of(profile), profile.templates.separators
     grouped: dict[tuple[str, int, str], dict[str, EditedCell]] = defaultdict(dict)
     for cell in cells:
         grouped[(cell.category, cell.row.template_id, cell.row.version)][cell.row.field] = cell
-    rows, origin = [], {}
+    rows, origin, edited = [], {}, {}
     for (category, template_id, version), by_field in grouped.items():
         first = next(iter(by_field.values())).row
         key = f"{category}|{template_id}|{version}"
@@ -114,29 +119,87 @@ def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool =
                 declared.update(parse_declarations(texts[column], separators))
             except SlotSyntaxError as exc:
                 findings.append(Finding("error", by_field[column].where, "bad-declaration", str(exc)))
-        row = {"Category": category, "ID": str(template_id), "version": version, "Label_annotation": first.label}
-        for column in FIELD_ORDER:
-            if column not in LIST_FIELDS and column != "Stereotype":
-                expanded = expand_shorthand(texts[column], declared, shorthand)
-                texts[column] = expanded.text
-                findings.extend(Finding("error", by_field[column].where, "slot-undeclared", p)
-                                for p in expanded.problems)
-                findings.extend(missing_slots(by_field[column], texts[column]))
-            row[column] = texts[column]
-            row[f"{column}_translated"] = by_field[column].row.english
+        for column in SLOT_FIELDS:
+            expanded = expand_shorthand(texts[column], declared, shorthand)
+            texts[column] = expanded.text
+            findings.extend(Finding("error", by_field[column].where, "slot-undeclared", p) for p in expanded.problems)
         notes = "; ".join(by_field[c].notes.strip() for c in FIELD_ORDER if by_field[c].notes.strip())
-        row.update({"Target_group": "", "BBQ_id": first.bbq_id, "BBQ_category": first.bbq_category,
-                    "Translator_notes": clean_text(notes, by_field["Stereotype"].where, findings)})
-        rows.append(row)
-    return rows, origin, findings
+        rows.append({"Category": category, "ID": str(template_id), "version": version, "Label_annotation": first.label,
+                     **texts, "Target_group": "", "BBQ_id": first.bbq_id, "BBQ_category": first.bbq_category,
+                     "Translator_notes": clean_text(notes, by_field["Stereotype"].where, findings)})
+        edited[key] = by_field
+    exchanges, follows_key = exchanged_rows(rows, edited, profile, findings)
+    for row in rows:
+        key = row_key(row)
+        english = edited[follows_key.get(key, key)]
+        row.update({f"{column}_translated": english[column].row.english for column in FIELD_ORDER})
+        for column in SLOT_FIELDS:
+            findings.extend(missing_slots(edited[key][column], row[column], english[column].row.english))
+    return rows, origin, findings, exchanges
 
 
-def missing_slots(cell: EditedCell, text: str) -> list[Finding]:
-    """Every slot of the English text must be in the post-edit: a lost [N2] loses a person."""
-    english = {slot.name for slot in find_inline_slots(cell.row.english)}
-    present = {slot.name for slot in find_inline_slots(text)}
+def row_key(row: dict[str, str]) -> str:
+    return f"{row['Category']}|{row['ID']}|{row['version']}"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """Two versions of a template whose post-edits the translator exchanged, as the version check asks."""
+
+    category: str
+    template_id: str
+    versions: tuple[str, str]
+    where: Location
+
+
+def slot_names(text: str) -> set[str]:
+    return {slot.name for slot in find_inline_slots(text)}
+
+
+def exchanged(row: dict[str, str], own: dict[str, EditedCell], partner: dict[str, EditedCell]) -> bool:
+    """Whether ``row`` holds its partner version's post-edit: in every text where the two versions' English
+    differs, it has the partner's slots and is nearer the partner's draft than its own (edit distance). A row
+    whose answers alone were exchanged keeps its own disambiguating context, and is not taken for exchanged."""
+    differing = [c for c in SLOT_FIELDS if own[c].row.english != partner[c].row.english]
+    return bool(differing) and all(
+        slot_names(partner[c].row.english) <= slot_names(row[c])
+        and edit_distance(row[c], partner[c].row.draft) < edit_distance(row[c], own[c].row.draft)
+        for c in differing)
+
+
+def exchanged_rows(rows: list[dict[str, str]], edited: dict[str, dict[str, EditedCell]], profile: Profile,
+                   findings: list[Finding]) -> tuple[list[Exchange], dict[str, str]]:
+    """Versions whose post-edits were exchanged (``exchanged``), both rows. Versions that differ by their Names
+    only (most of BBQ) have the same English texts and are exchanged by their Names, which nothing here needs
+    to see; this finds the exchange of versions that differ by their texts (BBQ Disability_status 3). Returns
+    the exchanges and, per exchanged row, the key of the row whose English it follows; a row exchanged alone is
+    an error at that row."""
+    by_key = {row_key(row): row for row in rows}
+    swapped: dict[str, str] = {}
+    for key, row in by_key.items():
+        partner = f"{row['Category']}|{row['ID']}|{partner_version(row['version'], profile)}"
+        if partner in edited and exchanged(row, edited[key], edited[partner]):
+            swapped[key] = partner
+    exchanges = []
+    for key, partner in swapped.items():
+        row, other = by_key[key], by_key[partner]["version"]
+        if swapped.get(partner) != key:
+            findings.append(Finding("error", edited[key]["Stereotype"].where, "version-exchange",
+                                    f"{key}: the post-edit is version {other}'s, but version {other}'s post-edit is "
+                                    "not this one's; to exchange two versions, exchange every Post-edit cell of both "
+                                    "rows"))
+        elif row["version"] < other:
+            exchanges.append(Exchange(row["Category"], row["ID"], (row["version"], other),
+                                      edited[key]["Stereotype"].where))
+    return exchanges, {key: partner for key, partner in swapped.items() if swapped.get(partner) == key}
+
+
+def missing_slots(cell: EditedCell, text: str, english: str) -> list[Finding]:
+    """Every slot of the English text the row follows must be in the post-edit: a lost [N2] loses a person."""
     return [Finding("error", cell.where, "slot-missing",
-                    f"slot [{name}] of the English text is missing from the post-edit") for name in sorted(english - present)]
+                    f"slot [{name}] of the English text is missing from the post-edit (to exchange two versions, as "
+                    "the version check asks, exchange every Post-edit cell of both rows, not some)")
+            for name in sorted(slot_names(english) - slot_names(text))]
 
 
 def write_tsv_atomic(rows: list[dict[str, str]], path: Path) -> None:
@@ -158,8 +221,11 @@ def sort_rows(rows: list[dict[str, str]], profile: Profile) -> list[dict[str, st
 
 
 def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], path: Path,
-                   profile: Profile) -> list[Finding]:
-    """Validate the rows as the build will read them; publish only when there is no error.
+                   profile: Profile, earlier: list[Finding]) -> list[Finding]:
+    """Validate the rows as the build will read them; publish only when neither this nor ``earlier`` (the
+    findings of reading the cells) has an error. The validation runs whatever was found before, so that one
+    import reports every problem (a wrong list separator beside a lost slot), and a problem already reported
+    at the same cell with the same code is not repeated.
 
     Each finding of the template validation is moved to the workbook cell the text came from.
     """
@@ -177,7 +243,9 @@ def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Loc
             key = keys.get(finding.where.row or 0, "")
             where = origin.get((key, finding.where.column or ""), origin.get((key, "")))
             findings.append(Finding(finding.severity, where, finding.code, f"{key}: {finding.message}"))
-        if not any(f.severity == "error" for f in findings):
+        seen = {(f.where, f.code) for f in earlier}
+        findings = [f for f in findings if (f.where, f.code) not in seen]
+        if not any(f.severity == "error" for f in [*earlier, *findings]):
             os.replace(temp, path)
         return findings
     finally:
@@ -211,28 +279,45 @@ def cultural_substitutions(cells: list[EditedCell], glossary: Glossary) -> list[
 
 
 def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glossary: Glossary,
-                 use_draft: bool = False, vocabulary: Path | None = None) -> ImportResult:
+                 use_draft: bool = False, vocabulary: Path | None = None,
+                 groups: Mapping[str, Mapping[str, str]] | None = None) -> ImportResult:
     """Rows, checks, the template file (only without errors), edit rates, substitutions and their decisions.
+
+    ``groups``: N1_info, N2_info and Target_group per row key (``Category|ID|version``), written with the rows and
+    checked with them (the machine-translated twin's, from BBQ; a post-edit gets its groups at the templates stage).
 
     The profile's template format decides what is written: a KoBBQ TSV at ``out_path``, or (a workbook
     format) the folder ``out_path`` of template workbooks, with the vocabulary copied from ``vocabulary``.
     """
+    exchanges: list[Exchange] = []
     if profile.templates.workbook is not None:
         rows, origin, findings = workbook_rows(cells, profile, use_draft)
         if not any(f.severity == "error" for f in findings):
             findings += write_checked_workbooks(rows, origin, out_path, profile, vocabulary or out_path.parent)
     else:
-        rows, origin, findings = rows_from_cells(cells, profile, use_draft)
+        rows, origin, findings, exchanges = rows_from_cells(cells, profile, use_draft)
+        for row in rows:
+            row.update((groups or {}).get(row_key(row), {}))
         rows = sort_rows(rows, profile)
-        if not any(f.severity == "error" for f in findings):
-            findings += _checked_write(rows, origin, out_path, profile)
+        findings += _checked_write(rows, origin, out_path, profile, findings)
     written = out_path if not any(f.severity == "error" for f in findings) and out_path.exists() else None
     template_rates, category_rates = edit_rates(cells) if not use_draft else ([], [])
     substitutions = cultural_substitutions(cells, glossary) if not use_draft else []
     decisions = postedit_decisions(cells, template_rates, substitutions, findings, written is not None,
-                                   profile.culture.name)
+                                   profile.culture.name) + exchange_decisions(exchanges if written else [])
     return ImportResult(rows if written else [], written, decisions, findings, template_rates, category_rates,
                         substitutions)
+
+
+def exchange_decisions(exchanges: list[Exchange]) -> list[Decision]:
+    """The versions a translator exchanged, so that "why does version a hold BBQ's version b?" has an answer."""
+    return [Decision(STAGE, "template", template_subject(e.category, e.template_id), "version-exchange",
+                     f"{e.versions[0]}<->{e.versions[1]}",
+                     f"the translator exchanged versions {e.versions[0]} and {e.versions[1]}: each row's post-edit "
+                     f"follows the other's English (its slots, field by field), as the version convention asks where "
+                     f"BBQ's version {e.versions[0]} carries the biased context; each row records the English it "
+                     "follows", {"versions": list(e.versions)}, source=e.where.file)
+            for e in exchanges]
 
 
 def postedit_decisions(cells: list[EditedCell], rates: list[EditRate], substitutions: list[tuple[str, str, str]],
@@ -280,18 +365,6 @@ def import_postedit(workbook_paths: list[Path], profile: Profile, out_path: Path
 def templates_output(profile: Profile, folder: Path, stem: str) -> Path:
     """Where an import writes: ``<stem>.tsv`` for KoBBQ's format, the folder ``<stem>`` of workbooks otherwise."""
     return Path(folder) / (stem if profile.templates.workbook is not None else f"{stem}.tsv")
-
-
-def write_machine_translation(drafts: list[Draft], profile: Profile, labels: Mapping[str, str],
-                              out_path: Path) -> ImportResult:
-    """The unedited DeepL drafts as KoBBQ-format rows (``mtBBQ_templates.tsv``), checked like a post-edit.
-
-    Expanding this file like the post-edited one gives the machine-translated twin release
-    (``mtBBQ_*``) for the paper's KoBBQ-vs-machine-translation comparison.
-    """
-    cells = [EditedCell(row.category, row, row.draft, "", Location("DeepL draft", index + 1, row.field))
-             for index, row in enumerate(export_rows(drafts, profile, labels))]
-    return import_cells(cells, Path(out_path), profile, EMPTY_GLOSSARY, use_draft=True)
 
 
 def render_report(result: ImportResult) -> str:

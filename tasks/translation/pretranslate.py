@@ -14,6 +14,7 @@ import csv
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from core.errors import Location, UserError
 from core.profile import Profile
@@ -21,9 +22,10 @@ from tasks.templates.bbq import BBQTemplate
 from core.decisions import Decision
 from core.findings import Finding
 from tasks.translation.cache import CachedTranslation, RequestSettings, TranslationCache
-from tasks.translation.deepl_client import TranslationStopped, Translator
-from tasks.translation.glossary import Glossary
-from tasks.translation.placeholders import BBQ_SLOTS, KOBBQ_SLOTS, Protected, SlotStyle, protect, restore
+from tasks.translation.deepl_client import KEY_VARIABLE, TranslationStopped, Translator
+from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary
+from tasks.translation.placeholders import (BBQ_SLOTS, KOBBQ_SLOTS, Protected, SlotStyle, billable_characters,
+                                           protect, restore)
 
 STAGE = "pretranslate"
 # KoBBQ column -> where its English text is in a BBQ row. Names/Lexical_diversity are lists.
@@ -139,34 +141,73 @@ def protect_all(templates: list[BBQTemplate], glossary: Glossary, mode: str) -> 
     return protected
 
 
-def choose_mode(profile: Profile, glossary: Glossary, translator: Translator | None) -> str:
-    """DeepL's own glossary where the pair supports it, else substitution after translation."""
+@dataclass(frozen=True)
+class ModeChoice:
+    """How the glossary is applied, and why: the decision a run records (and the cache keeps, see
+    ``TranslationCache.record_mode``)."""
+
+    mode: str  # deepl | after | none
+    reason: str
+    asked_deepl: bool = False  # the choice came from DeepL's glossary pairs just now (a live run records it)
+
+
+def choose_mode(profile: Profile, glossary: Glossary, translator: Translator | None,
+                recorded: tuple[str, str] | None = None) -> ModeChoice:
+    """DeepL's own glossary where the pair supports it, else substitution after translation.
+
+    ``"auto"`` takes, in order: the choice the cache recorded when its drafts were paid for (``recorded``; the
+    texts sent differ between the modes, so a replay or a dry run must ask the cache what the paid run sent); a
+    live DeepL's glossary pairs; for a dry run or a replay with nothing recorded, DeepL's own glossary (DeepL
+    supports glossaries for every language pair it translates)."""
     if not glossary.entries:
-        return "none"
+        return ModeChoice("none", "the profile's glossary has no entries")
     wanted = profile.translation.glossary_mode
     if wanted in ("deepl", "after"):
-        return wanted
-    if translator is None:  # a dry run makes no call
-        return "deepl"
+        return ModeChoice(wanted, f"the profile sets [translation] glossary_mode = {wanted!r}")
+    if recorded is not None:
+        return ModeChoice(recorded[0], f"recorded with the translation cache: {recorded[1]}")
     source, target = profile.source_language, profile.translation.target_lang(profile.language)
-    return "deepl" if translator.glossary_supported(source, target) else "after"
+    if translator is None or not translator.sends:
+        return ModeChoice("deepl", "nothing recorded in the translation cache, and no DeepL to ask: DeepL's own "
+                                   "glossary is assumed (DeepL supports glossaries for the languages it translates)")
+    if translator.glossary_supported(source, target):
+        return ModeChoice("deepl", f"DeepL lists {source.lower()}->{target.lower()} among its glossary language pairs",
+                          asked_deepl=True)
+    return ModeChoice("after", f"DeepL does not list {source.lower()}->{target.lower()} among its glossary language "
+                               "pairs: terms are protected and substituted after translation", asked_deepl=True)
+
+
+def recorded_mode(cache: TranslationCache, profile: Profile, glossary: Glossary) -> tuple[str, str] | None:
+    """The cache's record of how this profile's glossary was applied (None: nothing recorded)."""
+    if not glossary.entries:
+        return None
+    source, target = profile.source_language, profile.translation.target_lang(profile.language)
+    return cache.recorded_mode(source, target, glossary.fingerprint)
 
 
 def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_path, profile: Profile,
                  glossary: Glossary) -> PretranslationResult:
     """Draft every row; pay only for segments not in the cache; stop cleanly on quota or key errors."""
     billed, stopped = 0, None
-    try:
-        mode = choose_mode(profile, glossary, translator)
-    except TranslationStopped as exc:  # the cache can still answer; nothing new can be sent
-        stopped, mode = exc.message, choose_mode(profile, glossary, None)
-    settings = request_settings(profile, glossary, mode)
-    protected = protect_all(templates, glossary, mode)
-    sents = list(dict.fromkeys(p.sent for p in protected.values()))
     with TranslationCache(cache_path) as cache:
+        recorded = recorded_mode(cache, profile, glossary)
+        try:
+            choice = choose_mode(profile, glossary, translator, recorded)
+        except TranslationStopped as exc:  # the cache can still answer; nothing new can be sent
+            stopped, choice = exc.message, choose_mode(profile, glossary, None, recorded)
+        mode = choice.mode
+        settings = request_settings(profile, glossary, mode)
+        if choice.asked_deepl:
+            cache.record_mode(settings.source_lang, settings.target_lang, glossary.fingerprint, mode, choice.reason)
+        protected = protect_all(templates, glossary, mode)
+        sents = list(dict.fromkeys(p.sent for p in protected.values()))
         answers = cache.get_many(sents, settings)
-        from_cache = sum(len(s) for s in answers)
+        from_cache = sum(billable_characters(s) for s in answers)
         missing = [s for s in sents if s not in answers]
+        if missing and stopped is None and not translator.sends:
+            stopped = (f"{len(missing)} of {len(sents)} segment(s) are not in the recorded translation cache "
+                       f"{Path(cache_path)} (glossary mode {mode!r}: {choice.reason}); a replay sends nothing to "
+                       f"DeepL, so running it again cannot translate them: set {KEY_VARIABLE} to pay for them")
         glossary_id = None
         if missing and stopped is None:
             try:
@@ -191,10 +232,10 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
             answers.update(done)
             billed += sum(r.billed_characters for r in results)
     left = sum(1 for s in sents if s not in answers)
-    if stopped:
+    if stopped and translator.sends:
         stopped = f"{stopped}; {len(sents) - left} of {len(sents)} segments are translated and cached, {left} left"
     drafts, flagged, substitutions = build_drafts(templates, protected, answers, glossary, mode, slot_style(profile))
-    decisions = draft_decisions(drafts, flagged, substitutions, protected, answers, mode)
+    decisions = draft_decisions(drafts, flagged, substitutions, protected, answers, choice, glossary)
     return PretranslationResult(drafts, decisions, billed, from_cache, flagged, len(sents), left, stopped, mode,
                                 substitutions)
 
@@ -255,8 +296,11 @@ def build_drafts(templates: list[BBQTemplate], protected: dict[str, Protected],
 
 
 def draft_decisions(drafts: list[Draft], flagged: list[Finding], substitutions: list[Substitution],
-                    protected: dict[str, Protected], answers: dict[str, CachedTranslation], mode: str) -> list[Decision]:
-    """One decision per BBQ template (its rows together) and one per template's glossary substitutions."""
+                    protected: dict[str, Protected], answers: dict[str, CachedTranslation], choice: ModeChoice,
+                    glossary: Glossary = EMPTY_GLOSSARY) -> list[Decision]:
+    """One decision per BBQ template (its rows together), one per template's glossary substitutions, and how the
+    glossary was applied (when the profile has one)."""
+    mode = choice.mode
     by_subject: dict[str, list[Draft]] = defaultdict(list)
     for draft in drafts:
         by_subject[draft.template.subject].append(draft)
@@ -267,7 +311,7 @@ def draft_decisions(drafts: list[Draft], flagged: list[Finding], substitutions: 
         untranslated = sum(1 for f in fields if f.draft is None)
         outcome = "incomplete" if untranslated else ("flagged" if lost else "drafted")
         sources = [t for d in rows for texts in segment_sources(d.template).values() for t in texts if t]
-        chars = sum(len(protected[t].sent) for t in dict.fromkeys(sources))
+        chars = sum(billable_characters(protected[t].sent) for t in dict.fromkeys(sources))
         reason = {"drafted": f"DeepL drafted all {len(fields)} fields of {len(rows)} row(s) with every placeholder intact",
                   "flagged": f"DeepL drafted {len(fields)} fields of {len(rows)} row(s) but a placeholder was lost or "
                              f"added ({', '.join(lost)}); the post-editor must restore it",
@@ -288,6 +332,12 @@ def draft_decisions(drafts: list[Draft], flagged: list[Finding], substitutions: 
                                   f"({'by DeepL' if mode == 'deepl' else 'after translation'}): {text}",
                                   {"occurrences": len(items), "terms": dict(pairs), "mode": mode},
                                   source=by_subject[subject][0].template.source))
+    if glossary.entries:
+        decisions.append(Decision(STAGE, "glossary", Path(glossary.path).name, "glossary-mode", mode,
+                                  f"glossary applied {'by DeepL' if mode == 'deepl' else 'after translation'}: "
+                                  f"{choice.reason}", {"mode": mode, "entries": len(glossary.entries),
+                                                       "fingerprint": glossary.fingerprint},
+                                  source=Path(glossary.path).name))
     return decisions
 
 

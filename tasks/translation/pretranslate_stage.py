@@ -24,13 +24,13 @@ from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
                                             set_network_retries, translator_from_environment)
 from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary, glossary_path, load_glossary
-from tasks.translation.postedit import ImportResult, write_machine_translation
+from tasks.translation.postedit import ImportResult
+from tasks.translation.twin_templates import MT_TEMPLATES, write_machine_translation
 from tasks.translation.pretranslate import (PretranslationResult, load_labels, pretranslate, require_target_language,
                                             translatable)
 from tasks.translation.workbook import export_postedit_workbooks
 
 NAME = "pretranslate"
-MT_TEMPLATES = "mtBBQ_templates.tsv"  # the unedited machine translation, expanded into a twin release
 CACHE_FILE = "translation_cache.sqlite"
 
 
@@ -153,7 +153,7 @@ def run(ctx: Context) -> StageOutput:
     outputs: dict[str, Path] = {"workbooks": sent}
     if machine and machine.tsv_path:
         outputs["mt_templates"] = machine.tsv_path
-    return StageOutput(counts, outputs, result.decisions,
+    return StageOutput(counts, outputs, result.decisions + (machine.decisions if machine else []),
                        f"{len(templates)} BBQ rows drafted; {len(drafted.workbooks)} post-edit workbook(s) to send out")
 
 

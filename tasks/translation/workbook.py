@@ -98,10 +98,13 @@ def version_lines(profile: Profile) -> list[str]:
         f"Version{'s' if len(biased) > 1 else ''} {', '.join(biased)} carr{'y' if len(biased) > 1 else 'ies'} the "
         "biased one: the answer to the biased question is the person of the target group.",
         "BBQ's own letters do not always follow this. Where the English version a is the biased one, exchange the "
-        "Names lists of N1 and N2",
-        "(and their X1/X2 words) between the two versions, so that version a answers the biased question with the "
-        "non-target person.",
-        "The groups file (N1_info, N2_info, Target_group) is checked against this, row by row.",
+        "two versions' rows: every Post-edit cell",
+        "(contexts, questions, answers, Names, Lexical_diversity) of version a with the same field of version b, so "
+        "that version a answers the biased question",
+        "with the non-target person; say so in Notes. This works whether the two versions differ by their Names "
+        "(most templates) or by their texts.",
+        "The groups file (N1_info, N2_info, Target_group) is checked against this, row by row: exchange its two rows "
+        "too.",
     ]
 
 

@@ -1,0 +1,134 @@
+"""Is a text written in the profile's language? Checked by its letters' Unicode scripts.
+
+A profile states the scripts its language writes in (``[writing] scripts``: Unicode script names
+such as Hangul, Han, Hiragana, Katakana, Latin, Arabic, Devanagari) and, where scripts are shared
+between languages, the scripts every sentence has (``sentence_scripts``: a Japanese sentence
+always has kana; Chinese written in Han alone passes ``scripts`` but not this). Letters of the
+Common and Inherited scripts (the long-vowel mark ー, combining marks) belong to every language;
+digits, punctuation and spaces are not letters.
+
+A text is *written in another script* when more than half of its letters are foreign: an error
+(an untranslated English sentence in a Korean release, Chinese templates built with the Japanese
+profile). Fewer foreign letters are mixed text a language writes too (a brand such as "iPhone" in
+a Korean sentence): a warning that counts them, so a reviewer can look without the build stopping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+
+import regex
+
+from core.errors import Location
+from core.findings import Finding
+from core.profile import Profile, WritingProfile
+from tasks.templates.slots import ParsedText
+
+# Scripts named in messages when a foreign letter is found (any other is "another script").
+KNOWN_SCRIPTS = ("Latin", "Han", "Hangul", "Hiragana", "Katakana", "Arabic", "Hebrew", "Cyrillic", "Greek",
+                 "Devanagari", "Bengali", "Thai", "Tamil", "Georgian", "Armenian", "Ethiopic")
+_LETTER = regex.compile(r"\p{L}")
+_SHARED = regex.compile(r"[\p{Script=Common}\p{Script=Inherited}]")
+FOREIGN_SHARE_MAX = 0.5  # above this share of foreign letters a text is in another script: an error
+
+
+@cache
+def _script_pattern(names: tuple[str, ...]) -> regex.Pattern[str]:
+    return regex.compile("[" + "".join(rf"\p{{Script={name}}}" for name in names) + "]")
+
+
+@dataclass(frozen=True)
+class LetterCount:
+    letters: int  # letters of the language's own scripts and foreign ones (not Common/Inherited)
+    foreign: int
+    sentence: int  # letters of the sentence scripts
+    foreign_text: str  # the foreign letters as written (their first runs), for the message
+
+    @property
+    def foreign_share(self) -> float:
+        return self.foreign / self.letters if self.letters else 0.0
+
+
+def count_letters(text: str, writing: WritingProfile) -> LetterCount:
+    own, sentence = _script_pattern(tuple(writing.scripts)), _script_pattern(tuple(writing.sentence_scripts or
+                                                                                   writing.scripts))
+    letters = foreign = in_sentence = 0
+    runs: list[str] = []
+    previous_foreign = False
+    for char in text:
+        if not _LETTER.match(char) or _SHARED.match(char):
+            previous_foreign = False
+            continue
+        letters += 1
+        in_sentence += bool(sentence.match(char))
+        if own.match(char):
+            previous_foreign = False
+            continue
+        foreign += 1
+        if previous_foreign:
+            runs[-1] += char
+        else:
+            runs.append(char)
+        previous_foreign = True
+    return LetterCount(letters, foreign, in_sentence, ", ".join(dict.fromkeys(runs[:5])))
+
+
+def scripts_of(text: str) -> list[str]:
+    """The known scripts of the letters of ``text``, most letters first."""
+    counts = {name: len(_script_pattern((name,)).findall(text)) for name in KNOWN_SCRIPTS}
+    return [name for name, n in sorted(counts.items(), key=lambda item: -item[1]) if n]
+
+
+def script_findings(where: Location, text: str, writing: WritingProfile, sentence: bool, language: str
+                    ) -> list[Finding]:
+    """An error when ``text`` is written in another script (or, a ``sentence``, lacks the sentence scripts); a
+    warning counting foreign letters in mixed text."""
+    count = count_letters(text, writing)
+    if not count.letters:
+        return []
+    own = ", ".join(writing.scripts)
+    if count.foreign_share > FOREIGN_SHARE_MAX:
+        found = ", ".join(scripts_of(count.foreign_text)) or "another script"
+        return [Finding("error", where, "foreign-script",
+                        f"written in {found} ({count.foreign} of {count.letters} letters: {count.foreign_text}), not "
+                        f"in the scripts of {language} ({own}, [writing] scripts of the profile): is this text in "
+                        "another language, or the profile the wrong one?")]
+    findings = []
+    if sentence and writing.sentence_scripts and not count.sentence:
+        needed = " or ".join(writing.sentence_scripts)
+        found = ", ".join(scripts_of(text)) or "no known script"
+        findings.append(Finding("error", where, "foreign-script",
+                                f"has no {needed} letter, which every {language} sentence has ([writing] "
+                                f"sentence_scripts); its letters are {found}: is this text in another language "
+                                "written in the same script, or the profile the wrong one?"))
+    if count.foreign:
+        findings.append(Finding("warning", where, "mixed-script",
+                                f"{count.foreign} of {count.letters} letters are not in the scripts of {language} "
+                                f"({own}): {count.foreign_text}; mixed text such as a brand name is allowed, check "
+                                "that it is meant"))
+    return findings
+
+
+def slot_text(parsed: ParsedText) -> str:
+    """What a template text writes in the language: its literal pieces and its slots' items, not the slot names."""
+    return " ".join([*parsed.pieces, *(item for slot in parsed.slots for item in slot.items or ())])
+
+
+def profile_script_findings(profile: Profile) -> list[Finding]:
+    """The profile's own words that every sample carries, in its scripts: the unknown choice written into the
+    release must have no letter of another script (a profile copied from another culture's keeps its word: a
+    Chinese release with the Japanese 判断できない). A profile that states no scripts: one warning that the texts'
+    script goes unchecked (never silently)."""
+    where = Location(str(profile.path or profile.name), column="release.unknown_expression")
+    if profile.writing is None:
+        return [Finding("warning", replace(where, column="writing"), "script-unchecked",
+                        f"profile {profile.name!r} states no [writing] scripts, so the script of the template texts "
+                        "is not checked (a text in another language would pass)")]
+    count = count_letters(profile.release.unknown_expression, profile.writing)
+    if not count.foreign:
+        return []
+    return [Finding("error", where, "foreign-script",
+                    f"the unknown choice {profile.release.unknown_expression!r}, written into every sample, has "
+                    f"letters outside the scripts of {profile.language} ({', '.join(profile.writing.scripts)}): "
+                    f"{count.foreign_text}; is it another culture's word?")]
