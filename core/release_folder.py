@@ -208,8 +208,8 @@ def release_problem(target: Path, fingerprint: str | None = None) -> str | None:
     if manifest is None:
         return f"{target} has no {MANIFEST}; `kobbq build --force` builds it again"
     if fingerprint is not None and manifest.get("build_fingerprint") != fingerprint:
-        return (f"{target} was built by another build since (another pipeline, or `kobbq build --templates`, writing "
-                "the same release); `kobbq build` builds it again from these inputs")
+        return (f"{target} was built by another build since (another pipeline, or a build from a template file, "
+                "writing the same release); `kobbq build` builds it again from these inputs")
     changed = changed_files(target, manifest)
     if changed:
         return (f"{len(changed)} file(s) of {target} differ from its manifest ({', '.join(changed[:3])}); "

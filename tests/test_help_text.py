@@ -101,19 +101,17 @@ def test_no_help_states_a_count_that_a_profile_contradicts() -> None:
                 assert {int(stated)} == truth, f"{command} --help says {stated} {noun}s; the profiles have {truth}"
 
 
+@pytest.mark.flow
 def test_survey_ingest_writes_every_file_its_help_names(tmp_path: Path) -> None:
     """The help listed survey_votes.csv, which only a release had: every output file it names is written."""
-    from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
-    from tasks.survey.ingest import write_ingest_outputs
-    from tasks.survey.inputs import SurveyInputs
-    from tasks.survey.survey_stage import survey_stage
-    from tasks.templates.load import load_kobbq_templates
+    from core.paths import SURVEY_DIR
+    from kobbq.cli import main
 
-    ko = load_profile("ko")
     example = SURVEY_DIR / "ko" / "example"
-    inputs = SurveyInputs(example / "responses.csv", example / "reading_results.csv").resolve(ko)
-    stage = survey_stage(load_kobbq_templates(EXAMPLE_TEMPLATES).templates, inputs, ko)
-    written = {path.name for path in write_ingest_outputs(stage, tmp_path).values()}
+    assert main(["survey", "ingest", "--profile", "ko", "--results", str(example / "responses.csv"),
+                 "--questions", str(example / "questions.csv"), "--reading", str(example / "reading_results.csv"),
+                 "--out", str(tmp_path), "--quiet"]) == 0
+    written = {path.name for path in tmp_path.rglob("*") if path.is_file()}
     description = " ".join(COMMANDS["kobbq survey ingest"].description.split())
-    named = set(re.findall(r"\b\w+\.(?:csv|md|json)\b", description.split("write", 1)[1]))
-    assert "survey_votes.csv" in named and named <= written
+    named = set(re.findall(r"\b\w+\.(?:csv|md|json|parquet)\b", description.split("write", 1)[1]))
+    assert "survey_votes.csv" in named and named <= written, (named, written)

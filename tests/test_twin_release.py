@@ -15,7 +15,7 @@ import pytest
 
 from core.paths import PROJECT_ROOT
 from core.profile import load_profile
-from tasks.audit.report import write_release_folder
+from tasks.audit.report import WrittenRelease, write_release_folder
 from tasks.evaluation.prompts import prepare_release
 from tasks.labels.consensus import load_consensus
 from tasks.release.assemble import expand_release
@@ -49,7 +49,7 @@ def make_twin_templates(folder: Path) -> Path:
     return write_machine_translation(drafts.drafts, ja, labels, folder / "mtBBQ_templates.tsv").tsv_path
 
 
-def build(folder: Path, twin: Path) -> dict:
+def build(folder: Path, twin: Path) -> WrittenRelease:
     ja = load_profile("ja")
     templates = EXAMPLE / "ja_example_templates.tsv"
     loaded, findings = load_checked(templates, None, ja)
@@ -61,7 +61,7 @@ def build(folder: Path, twin: Path) -> dict:
 
 def test_the_twin_is_a_release_of_its_own_beside_the_release(twin_templates, tmp_path, offline_datasets):
     folder = tmp_path / "JaBBQ"
-    manifest = build(folder, twin_templates)
+    manifest = build(folder, twin_templates).manifest
     entry = manifest["parallel_releases"]["mtBBQ"]
     assert entry["published"] and entry["folder"] == "mtBBQ"
     assert entry["template_ids_by_label"] == {"ST": 5, "TM": 3}  # every ST/TM template of the example
@@ -96,7 +96,7 @@ def test_a_twin_that_fails_its_checks_is_not_published_and_the_card_says_why(twi
     lines = twin_templates.read_text(encoding="utf-8").splitlines(keepends=True)
     broken.write_text(lines[0] + lines[1].replace("\t1\ta\t", "\t1\tx\t", 1) + "".join(lines[2:]), encoding="utf-8")
     folder = tmp_path / "JaBBQ"
-    manifest = build(folder, broken)
+    manifest = build(folder, broken).manifest
     entry = manifest["parallel_releases"]["mtBBQ"]
     assert entry["published"] is False and entry["why"].startswith("its templates fail their checks")
     assert "mtBBQ_templates.tsv, row 2, column version" in entry["why"]

@@ -20,7 +20,7 @@ from core.profile import load_profile
 from core.tables import write_tsv_rows
 from fake_deepl import FAKE_KEY, FakeDeepLServer
 from tasks.templates.bbq import load_bbq_templates
-from tasks.templates.load import read_tsv
+from tasks.templates.load import load_kobbq_templates, read_tsv
 from tasks.templates.templates_stage import check_versions, merge_groups
 from tasks.translation.deepl_client import DeepLTranslator
 from tasks.translation.glossary import EMPTY_GLOSSARY
@@ -105,8 +105,10 @@ def versions_checked(tsv: Path, folder: Path) -> list:
     groups.write_text(GROUPS, encoding="utf-8")
     _, rows, _ = read_tsv(tsv)
     merged, lines = merge_groups(rows, groups)
-    return check_versions(write_tsv_rows(folder / "templates.tsv", list(merged[0]), merged), lines, groups,
-                          load_profile("ja"))
+    ja = load_profile("ja")
+    loaded = load_kobbq_templates(write_tsv_rows(folder / "templates.tsv", list(merged[0]), merged),
+                                  separators=ja.templates.separators)
+    return check_versions(loaded, lines, groups, ja)
 
 
 def test_as_drafted_the_biased_version_a_stops_with_the_fix_to_make(workbook, tmp_path):
