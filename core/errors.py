@@ -46,6 +46,7 @@ OS_ERROR_HINTS = {
     errno.EDQUOT: "the disk quota is used up: free space (or choose another --out) and run again",
     errno.EISDIR: "a folder was given where a file is expected: give the file",
     errno.ENOTDIR: "a part of this path is a file, not a folder",
+    errno.EEXIST: "a file is where a folder is needed: give another path, or move the file away",
     errno.ENOENT: "check the path",
     errno.EACCES: "permission denied: make it readable (or writable), or choose another path",
     errno.EPERM: "not permitted: make it readable (or writable), or choose another path",

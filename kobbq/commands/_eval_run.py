@@ -20,15 +20,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+from core import interrupt
+from core.atomic import check_not_a_file
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, whole_number
 from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
-from tasks.evaluation.client import ReplayModel, check_from_here, model_from_environment
+from tasks.evaluation.client import (REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS, ReplayModel, check_from_here,
+                                     model_from_environment)
 from tasks.evaluation.lm_eval_task import answers_from_log_samples, export_task
 from tasks.evaluation.prompts import prepare_release
 from tasks.evaluation.report import ScoreRequest, score
-from tasks.evaluation.runs import load_requests, model_slug, run_requests
+from tasks.evaluation.runs import load_requests, model_slug, run_lock, run_requests
 
 RUNS_DIR = DEFAULT_BUILD_DIR / "evaluation" / "runs"  # answers of eval run and import-lm-eval, <out>/<model>/
 
@@ -39,7 +42,8 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
         description="The key comes from OPENAI_API_KEY (or --key-env NAME) and is never printed or written. "
                     "The endpoint is checked first (its models listing): no connection or a refused key stops "
                     "in one line. 429/5xx, timeouts and dropped connections are retried with backoff (Retry-After "
-                    "honoured); 401/403/404 and a server that stops accepting connections stop the run. "
+                    "honoured); 401/403/404, a server that stops accepting connections and one that accepts them "
+                    "but answers nothing for two timeouts stop the run. "
                     "Re-running the same command resumes.")
     run.add_argument("--prepared", type=Path, required=True, help="folder written by kobbq eval prepare")
     source = run.add_mutually_exclusive_group(required=True)
@@ -62,8 +66,9 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
                      help="environment variable holding the key (default: %(default)s)")
     run.add_argument("--max-retries", type=NOT_NEGATIVE, default=5,
                      help="client retries per request (default: %(default)s)")
-    run.add_argument("--timeout", type=real_number(0, above=True), default=120.0,
-                     help="seconds per request attempt (default: %(default)g)")
+    run.add_argument("--timeout", type=real_number(0, above=True), default=REQUEST_SECONDS,
+                     help="seconds per request attempt; no answer at all for "
+                          f"{STALLED_AFTER_TIMEOUTS} of them stops the run (default: %(default)g)")
     run.add_argument("--price-in", type=real_number(0), default=None,
                      help="price per million input tokens, for the estimate")
     run.add_argument("--price-out", type=real_number(0), default=None, help="price per million output tokens")
@@ -104,15 +109,24 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
 def run_command(args: argparse.Namespace) -> int:
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
-    if args.deployment:
-        return pool_command(args, endpoint)
+    cache_path = args.cache or args.out / "answer_cache.sqlite"
+    check_not_a_file(args.out)
+    interrupt.leaves(f"every answer received is kept in {cache_path}: run the same command again to resume")
+    with run_lock(args.out, cache_path):
+        if args.deployment:
+            return pool_command(args, endpoint)
+        return direct_run(args, requests, endpoint, cache_path)
+
+
+def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_path: Path) -> int:
+    """Every request from this process (a thread pool), answers cached as they arrive."""
     if len(args.model) > 1:
         raise UserError("one --model per direct run; several models need --deployment")
     settings = GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
     model = (ReplayModel(settings, args.replay) if args.replay else
              model_from_environment(settings, args.key_env, args.max_retries, args.timeout))
     model.check()  # a dead server or a refused key: one line now, not a retried request after another
-    with AnswerCache(args.cache or args.out / "answer_cache.sqlite") as cache:
+    with AnswerCache(cache_path) as cache:
         summary = run_requests(requests, model, cache, args.out, args.concurrency, progress=not args.quiet)
     if not args.quiet:
         print(summary.render(args.price_in, args.price_out))

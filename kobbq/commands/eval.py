@@ -10,7 +10,8 @@ import argparse
 import importlib.util
 from pathlib import Path
 
-from core.atomic import write_text
+from core import interrupt
+from core.atomic import check_not_a_file, write_text
 from core.paths import DEFAULT_BUILD_DIR
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table
 from tasks.audit.fates import release_folder
@@ -62,6 +63,7 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
+    interrupt.leaves(f"{args.out} is as it was before (a preparation is moved in only once complete)")
     prepared = prepare_release(release_folder(args.release, args.profile), args.out, args.split, args.profile,
                                args.prompts, args.prompt_ids)
     print("\n".join(prepared.notes))
@@ -103,6 +105,9 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_score(args: argparse.Namespace) -> int:
+    check_not_a_file(args.out)
+    interrupt.leaves(f"the result files in {args.out} are each either the previous or the new one, never half "
+                     "written")
     request = ScoreRequest(release=release_folder(args.release, args.profile), split=args.split,
                            predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
                            prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
@@ -133,6 +138,8 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        check_not_a_file(args.out)
     table = comparison(read_results(args.results), metric_names(args.metrics))
     text = comparison_markdown(table)
     if args.out is not None:

@@ -29,6 +29,7 @@ from core.fingerprint import sha256_file
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.bbq_columns import evaluation_view, read_samples
 from tasks.evaluation.metrics import sample_attributes
+from tasks.evaluation.prepared_folder import SUMMARY, folder_files, publish_prepared, staged
 from tasks.evaluation.published import is_published_folder, published_note, read_category_files, require_profile
 from tasks.release.category_csv import category_folder
 from tasks.release.write import all_samples_name
@@ -338,8 +339,9 @@ def write_prepared(out: Path, release: ReleaseSamples, table: Path, prompts: lis
                "split": release.split, "prompts": [p.prompt_id for p in prompts], "requests": len(lines),
                "requests_per_prompt": counts, "prompt_table": str(table),
                "prompt_table_sha256": sha256_file(table), "samples_sha256": release.samples_sha256,
-               "unknown": {str(p.prompt_id): p.unknown for p in prompts}}
-    write_text(out / "prepared.json", json.dumps(summary, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+               "unknown": {str(p.prompt_id): p.unknown for p in prompts},
+               "files": sorted([*folder_files(out), SUMMARY])}  # what a new preparation replaces
+    write_text(out / SUMMARY, json.dumps(summary, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
     return summary
 
 
@@ -357,5 +359,7 @@ def prepare_release(release_dir: Path, out: Path, split: str | None = None, prof
     release = read_release(release_dir, split, profile)
     table, note = resolve_prompt_table(release.profile, prompts)
     chosen = select_prompts(read_prompt_table(table), prompt_ids, table)
-    summary = write_prepared(out, release, table, chosen)
+    with staged(out) as staging:  # an interrupted or failed preparation leaves the previous one as it was
+        summary = write_prepared(staging, release, table, chosen)
+        publish_prepared(staging, out)
     return Prepared([note, *release.notes], summary["requests"], len(release.frame), len(chosen))

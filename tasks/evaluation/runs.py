@@ -18,8 +18,9 @@ import csv
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,10 @@ from core.atomic import write_text, write_with
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings
 from tasks.evaluation.client import Model
 from tasks.evaluation.jsonl import text_lines
+from tasks.release.publish import build_lock
+
+BUSY = ("another `kobbq eval run` (pid {pid}) is answering into this folder; wait for it to finish (two runs at "
+        "once would each pay for the same answers)")
 
 REQUIRED_KEYS = ("id", "sample_id", "prompt_id", "prompt", "choices", "answer")
 
@@ -82,6 +87,20 @@ def _request_from_line(line: str, where: Location) -> Request:
                         Location(where.file, where.row, "choices"))
     return Request(str(row["id"]), str(row["sample_id"]), row["prompt_id"], row["prompt"],
                    {str(k): str(v) for k, v in row["choices"].items()}, str(row["answer"]))
+
+
+@contextmanager
+def run_lock(out: Path, cache: Path) -> Iterator[None]:
+    """One ``kobbq eval run`` at a time per output folder, and per answer cache when it lives elsewhere: a second
+    run stops at once instead of sending (and paying for) every request the first is sending."""
+    out, cache = Path(out).resolve(), Path(cache).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)  # the lock file's folder; ``out`` is made by the first answer
+    with ExitStack() as locks:
+        locks.enter_context(build_lock(out, BUSY))
+        if out not in cache.parents:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            locks.enter_context(build_lock(cache, BUSY.replace("into this folder", "with this answer cache")))
+        yield
 
 
 def model_slug(model: str) -> str:
