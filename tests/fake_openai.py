@@ -21,7 +21,8 @@ assert that nothing was asked twice.
 It also writes a stand-in prepared folder (``write_prepared``: ``requests.jsonl`` and
 ``prepared.json`` in the documented format, five realistic Korean prompts) so the run side is
 tested on the file contract alone, and records the fake model's answers for the embedded
-example (``record``), which ``kobbq eval run --replay`` reads.
+example (``record``: every request ``kobbq eval prepare`` writes, with each prompt table it may use),
+which ``kobbq eval run --replay`` reads.
 
 Run it by hand for a dry run of ``kobbq eval run`` with ``python tests/fake_openai.py serve``:
 it listens on 127.0.0.1:8000 (``--port``), the endpoint the README's commands use
@@ -309,23 +310,40 @@ def example_model_answer(request: dict, biased_letter: str) -> str:
     return ANSWER_STYLES[digest[1] % (len(ANSWER_STYLES) - 1)].format(letter=letter)
 
 
+def recorded_prompt_tables(release: Path) -> list[Path]:
+    """The prompt tables ``kobbq eval prepare`` may use for the release: its profile's, when this machine has it
+    (the released table, beside the project), and the profile's fallback (a fresh clone's)."""
+    from tasks.audit.fates import release_profile
+    from tasks.evaluation.prompts import profile_prompt_table
+
+    profile = release_profile(Path(release))
+    tables = [profile_prompt_table(profile), profile.folder_file(profile.evaluation.fallback_prompts)]
+    return [table for table in tables if table is not None and table.exists()]
+
+
 def record(release: Path, out: Path) -> int:
-    """The example model's answers to every sample of the release (split all), by request id, as a replay file."""
+    """The example model's answers to every request ``kobbq eval prepare --split all`` writes for the release, with
+    each prompt table it may use, as a replay file (matched by the sha256 of each prompt)."""
+    from tasks.evaluation.client import prompt_sha256
+    from tasks.evaluation.prompts import prepare_release
+
     biased = {}
     for line in (Path(release) / "KoBBQ_all_samples.jsonl").read_text(encoding="utf-8").splitlines():
         sample = json.loads(line)
         biased[sample["sample_id"]] = sample["biased_answer"]
-    with tempfile.TemporaryDirectory() as folder:
-        prepared = write_prepared(release, Path(folder), split="all")
-        lines = []
-        for line in (prepared / "requests.jsonl").read_text(encoding="utf-8").splitlines():
-            request = json.loads(line)
-            letter = next(k for k, v in request["choices"].items() if v == biased[request["sample_id"]])
-            lines.append(json.dumps({"id": request["id"], "prompt_id": request["prompt_id"],
-                                     "raw": example_model_answer(request, letter), "status": "ok"},
-                                    ensure_ascii=False))
+    lines: dict[str, str] = {}  # prompt sha256 -> line: a prompt both tables write is recorded once
+    for table in recorded_prompt_tables(release):
+        with tempfile.TemporaryDirectory() as folder:
+            prepare_release(Path(release), Path(folder) / "prepared", split="all", prompts=table)
+            for line in (Path(folder) / "prepared" / "requests.jsonl").read_text(encoding="utf-8").splitlines():
+                request = json.loads(line)
+                letter = next(k for k, v in request["choices"].items() if v == biased[request["sample_id"]])
+                lines.setdefault(prompt_sha256(request["prompt"]), json.dumps(
+                    {"id": request["id"], "prompt_id": request["prompt_id"],
+                     "prompt_sha256": prompt_sha256(request["prompt"]), "raw": example_model_answer(request, letter),
+                     "status": "ok"}, ensure_ascii=False))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out.write_text("\n".join(lines.values()) + "\n", encoding="utf-8")
     return len(lines)
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from fuzzing import (FUZZ_PROFILES, check_command, fuzz, malformed_table, previous_release, run_in_process,
                      workspace, write)
+from tasks.evaluation.client import prompt_sha256
 
 __all__ = ["previous_release"]
 
@@ -74,7 +75,8 @@ def prepared(previous_release, tmp_path_factory) -> Path:
 
 def recording(prepared: Path) -> bytes:
     """Every prepared request answered, as `--replay` reads a recording."""
-    lines = [json.dumps({"id": request["id"], "prompt_id": request["prompt_id"], "raw": "답: (A)", "status": "ok"},
+    lines = [json.dumps({"id": request["id"], "prompt_id": request["prompt_id"],
+                         "prompt_sha256": prompt_sha256(request["prompt"]), "raw": "답: (A)", "status": "ok"},
                         ensure_ascii=False)
              for request in map(json.loads, (prepared / "requests.jsonl").read_text(encoding="utf-8").splitlines())]
     return ("\n".join(lines) + "\n").encode("utf-8")

@@ -48,7 +48,9 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--prepared", type=Path, required=True, help="folder written by kobbq eval prepare")
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--endpoint", type=http_url, help="base URL of the API, e.g. http://127.0.0.1:8000/v1")
-    source.add_argument("--replay", type=Path, help="answers recorded earlier (JSONL id, prompt_id, raw, status)")
+    source.add_argument("--replay", type=Path,
+                        help="answers recorded earlier, matched by the sha256 of each prompt (JSONL id, prompt_id, "
+                             "prompt_sha256, raw, status: the answers.jsonl of an earlier run is one)")
     run.add_argument("--model", required=True, action="append",
                      help="model name as the endpoint knows it (repeat it with --deployment for several)")
     add_prompt_selection(run, "--prompts", dest="prompts")
@@ -132,6 +134,9 @@ def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_pa
         print(summary.render(args.price_in, args.price_out))
         for path in summary.files:
             print(f"wrote {path}")
+    if summary.failed and isinstance(model, ReplayModel):  # a recording does not change: no "run again"
+        print(f"error: {model.unanswered(summary.failed, summary.requests)}", file=sys.stderr)
+        return 1
     if summary.failed:
         print(f"{summary.failed} request(s) failed ({'; '.join(summary.errors[:3])}); run the same command again "
               "to retry them", file=sys.stderr)
@@ -175,9 +180,10 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
 
 def score_answers(args: argparse.Namespace, answers: Path) -> int:
     """Score the answers as ``kobbq eval score`` does with its defaults (``ScoreRequest``'s)."""
-    release = json.loads((args.prepared / "prepared.json").read_text(encoding="utf-8"))["release"]
-    outcome = score(ScoreRequest(release=Path(release), predictions=[answers], out=answers.parent / "scores",
-                                 prepared=args.prepared))
+    prepared = json.loads((args.prepared / "prepared.json").read_text(encoding="utf-8"))
+    outcome = score(ScoreRequest(release=Path(prepared["release"]), predictions=[answers],
+                                 out=answers.parent / "scores", prepared=args.prepared,
+                                 allow_modified=bool(prepared.get("warnings"))))  # prepared with --allow-modified
     print(outcome.summary)
     return 0
 

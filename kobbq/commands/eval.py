@@ -47,6 +47,9 @@ def _add_release(parser: argparse.ArgumentParser) -> None:
                 help="expected profile, refused when the release was built with another one; the culture of a "
                      "published release folder without manifest.json")
     add_prompt_table(parser)
+    parser.add_argument("--allow-modified", action="store_true",
+                        help="evaluate a release whose files differ from its manifest (edited or damaged since it "
+                             "was built) as it is, with a warning in every output; refused without it")
 
 
 def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
@@ -65,8 +68,8 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
 def run_prepare(args: argparse.Namespace) -> int:
     interrupt.leaves(f"{args.out} is as it was before (a preparation is moved in only once complete)")
     prepared = prepare_release(release_folder(args.release, args.profile), args.out, args.split, args.profile,
-                               args.prompts, args.prompt_ids)
-    print("\n".join(prepared.notes))
+                               args.prompts, args.prompt_ids, args.allow_modified)
+    print("\n".join([*(f"warning: {w}" for w in prepared.warnings), *prepared.notes]))
     print(f"{args.out}: {prepared.requests:,} requests ({prepared.samples:,} samples x 3 orders x "
           f"{prepared.prompts} prompt(s)) in requests.jsonl")
     return 0
@@ -111,7 +114,8 @@ def run_score(args: argparse.Namespace) -> int:
     request = ScoreRequest(release=release_folder(args.release, args.profile), split=args.split,
                            predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
                            prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
-                           allow_missing=args.allow_missing, bootstrap=args.bootstrap, seed=args.seed, out=args.out,
+                           allow_missing=args.allow_missing, allow_modified=args.allow_modified,
+                           bootstrap=args.bootstrap, seed=args.seed, out=args.out,
                            figures=not args.no_figures)
     outcome = score(request)
     print(outcome.summary)

@@ -24,14 +24,15 @@ module only sorts what comes back:
   ``STALLED_AFTER_TIMEOUTS`` request timeouts (a minute with the default 30 s), instead of
   waiting out every request's attempts (hours for the example, weeks for the real release).
 
-``ReplayModel`` answers from a recording (``--replay``) by request id, with no network and
-no key; a request not recorded is ``failed``.
+``ReplayModel`` answers from a recording (``--replay``) by the sha256 of the prompt text, with no
+network and no key; a request not recorded is ``failed``.
 
 The key comes from an environment variable (``OPENAI_API_KEY`` unless another is named).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -49,7 +50,7 @@ from tasks.evaluation.jsonl import json_records
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 RECORDED_STATUSES = ("ok", "empty", "malformed")
-RECORDED_KEYS = ("id", "prompt_id", "raw", "status")  # a line of a --replay recording
+RECORDED_KEYS = ("id", "prompt_id", "prompt_sha256", "raw", "status")  # a line of a --replay recording
 NO_KEY = "no-key-set"  # local servers (vLLM, Ollama, llama.cpp) accept any key; the client needs one
 # Every connection attempt failing for this long, this many times: the server is down, not blinking. The
 # client's backoff (0.5, 1, 2, 4, 8 s) makes that ~1.5 s with 4 requests in flight, ~3.5 s with one.
@@ -283,9 +284,20 @@ def answer_from_response(response: object, chat: bool) -> Answer:
     return Answer(text, "ok", *tokens)
 
 
+def prompt_sha256(prompt: str) -> str:
+    """What a recorded answer is matched by: the full prompt text the model was sent (its only message)."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
 @dataclass
 class ReplayModel:
-    """Answers recorded earlier (``{"id", "prompt_id", "raw", "status"}`` per line), looked up by request id."""
+    """Answers recorded earlier (``{"id", "prompt_id", "prompt_sha256", "raw", "status"}`` per line; the
+    ``answers.jsonl`` of ``kobbq eval run`` is one), looked up by the sha256 of the prompt text.
+
+    Not by request id: the same id (``age-001a-001-amb-bsd-0``, prompt 1) names another question in another
+    release, split or prompt table, and an answer recorded for one must never be scored as the answer to the
+    other. Two lines with the same id or prompt and different answers are refused.
+    """
 
     settings: GenerationSettings
     recording: Path
@@ -294,25 +306,58 @@ class ReplayModel:
         """Nothing to reach: the recording was read when the model was made."""
 
     def __post_init__(self) -> None:
-        self._answers: dict[tuple[int, str], Answer] = {}
+        self._answers: dict[str, tuple[Answer, Location]] = {}
+        self._by_id: dict[tuple[int, str], str] = {}  # (prompt_id, id) -> the prompt it was recorded for
+        self.asked = self.matched = self.other_question = 0
         for where, row in json_records(self.recording):
-            if not isinstance(row, dict) or not all(key in row for key in RECORDED_KEYS):
-                raise UserError(f"not a recorded answer (an object with {', '.join(RECORDED_KEYS)})", where)
-            answer = Answer(str(row["raw"]), str(row["status"]))
-            try:
-                self._answers[(int(row["prompt_id"]), str(row["id"]))] = answer
-            except (ValueError, TypeError):
-                raise UserError("prompt_id must be a whole number",
-                                Location(where.file, where.row, "prompt_id")) from None
-            if answer.status not in RECORDED_STATUSES:
-                raise UserError(f"status must be one of {', '.join(RECORDED_STATUSES)}",
-                                Location(where.file, where.row, "status"))
+            self._add(where, row)
+
+    def _add(self, where: Location, row: object) -> None:
+        if not isinstance(row, dict) or not all(key in row for key in RECORDED_KEYS):
+            raise UserError(f"not a recorded answer (an object with {', '.join(RECORDED_KEYS)})", where)
+        try:
+            key = (int(row["prompt_id"]), str(row["id"]))
+        except (ValueError, TypeError):
+            raise UserError("prompt_id must be a whole number", Location(where.file, where.row, "prompt_id")) from None
+        digest = str(row["prompt_sha256"])
+        if len(digest) != 64 or digest.strip("0123456789abcdef"):
+            raise UserError("prompt_sha256 must be the sha256 of the prompt text, 64 hexadecimal digits",
+                            Location(where.file, where.row, "prompt_sha256"))
+        answer = Answer(str(row["raw"]), str(row["status"]))
+        if answer.status not in RECORDED_STATUSES:
+            raise UserError(f"status must be one of {', '.join(RECORDED_STATUSES)}",
+                            Location(where.file, where.row, "status"))
+        earlier = self._answers.get(digest)
+        if earlier is not None and earlier[0] != answer:
+            raise UserError(f"a second, different answer to the same prompt (first at row {earlier[1].row}): "
+                            "which one the model gave cannot be told", Location(where.file, where.row, "raw"))
+        if self._by_id.get(key, digest) != digest:
+            first = self._answers[self._by_id[key]][1]
+            raise UserError(f"request {key[1]} of prompt {key[0]} is recorded twice, for two different prompts "
+                            f"(first at row {first.row})", Location(where.file, where.row, "prompt_sha256"))
+        self._answers.setdefault(digest, (answer, where))
+        self._by_id[key] = digest
 
     def ask(self, request_id: str, prompt_id: int, prompt: str) -> Answer:
-        recorded = self._answers.get((prompt_id, request_id))
-        if recorded is None:
-            return Answer("", "failed", error=f"{request_id} (prompt {prompt_id}) is not in {self.recording}")
-        return recorded
+        self.asked += 1
+        recorded = self._answers.get(prompt_sha256(prompt))
+        if recorded is not None:
+            self.matched += 1
+            return recorded[0]
+        if (prompt_id, request_id) in self._by_id:
+            self.other_question += 1
+            return Answer("", "failed", error=f"{self.recording} answers {request_id} (prompt {prompt_id}) for "
+                                              "another question")
+        return Answer("", "failed", error=f"{request_id} (prompt {prompt_id}) is not in {self.recording}")
+
+    def unanswered(self, failed: int, requests: int) -> str:
+        """Why ``failed`` of ``requests`` got no answer, and what to do: running again cannot change a recording."""
+        other = (f"; {self.other_question:,} of those ids are in it, recorded for other questions (another release, "
+                 "split or prompt table)" if self.other_question else "")
+        return (f"{failed:,} of {requests:,} request(s) have no answer in the recording {self.recording} (it answers "
+                f"{requests - failed:,}{other}); a replay answers only the questions it was recorded for: replay it "
+                "against the prepared folder it was recorded from, or get the missing answers from a live "
+                "endpoint (--endpoint)")
 
 
 def model_from_environment(settings: GenerationSettings, key_variable: str = KEY_VARIABLE,

@@ -8,7 +8,8 @@ the cache, so SQLite sees one writer. Once every request has an answer or has fa
 answer files are written atomically from the cache, in request order, so a run killed midway
 and resumed writes the same bytes as a run never interrupted:
 
-- ``<out>/<model-slug>/answers.jsonl``: ``id, sample_id, prompt_id, model, raw, status``;
+- ``<out>/<model-slug>/answers.jsonl``: ``id, sample_id, prompt_id, prompt_sha256, model, raw, status`` (a
+  recording ``--replay`` reads: it matches answers by the prompt's sha256);
 - ``<out>/<model-slug>/raw_p<N>.tsv``: the upstream raw layout (``guid, raw``) per prompt.
 """
 
@@ -29,7 +30,7 @@ from tqdm import tqdm
 from core.errors import Location, UserError
 from core.atomic import write_text, write_with
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings
-from tasks.evaluation.client import Model
+from tasks.evaluation.client import Model, prompt_sha256
 from tasks.evaluation.jsonl import text_lines
 from tasks.release.publish import build_lock
 
@@ -89,17 +90,26 @@ def _request_from_line(line: str, where: Location) -> Request:
                    {str(k): str(v) for k, v in row["choices"].items()}, str(row["answer"]))
 
 
+LOCK = "eval-run"  # <out>/.eval-run.lock (tasks.release.publish.build_lock names it)
+
+
 @contextmanager
 def run_lock(out: Path, cache: Path) -> Iterator[None]:
     """One ``kobbq eval run`` at a time per output folder, and per answer cache when it lives elsewhere: a second
-    run stops at once instead of sending (and paying for) every request the first is sending."""
+    run stops at once instead of sending (and paying for) every request the first is sending. The lock files
+    are hidden files in the output folder (and beside the cache)."""
     out, cache = Path(out).resolve(), Path(cache).resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)  # the lock file's folder; ``out`` is made by the first answer
+    out.mkdir(parents=True, exist_ok=True)
     with ExitStack() as locks:
-        locks.enter_context(build_lock(out, BUSY))
-        if out not in cache.parents:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            locks.enter_context(build_lock(cache, BUSY.replace("into this folder", "with this answer cache")))
+        for lock, folder, busy in ((out / LOCK, out, BUSY),
+                                   (cache, cache, BUSY.replace("into this folder", "with this answer cache"))):
+            if lock == cache and out in cache.parents:
+                continue  # the cache in the output folder: its lock is the folder's
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                locks.enter_context(build_lock(lock, busy))
+            except UserError as busy_error:  # named by the folder (or cache), not by the lock's stem
+                raise UserError(busy_error.message, folder) from None
         yield
 
 
@@ -207,8 +217,9 @@ def _ask_all(requests: Sequence[Request], model: Model, concurrency: int,
 
 def write_answer_files(requests: Sequence[Request], answers: Sequence[Answer], model: str, folder: Path) -> list[Path]:
     """``answers.jsonl`` and one upstream ``raw_p<N>.tsv`` per prompt, in request order, atomically."""
-    lines = [json.dumps({"id": r.id, "sample_id": r.sample_id, "prompt_id": r.prompt_id, "model": model,
-                         "raw": a.raw, "status": a.status}, ensure_ascii=False)
+    lines = [json.dumps({"id": r.id, "sample_id": r.sample_id, "prompt_id": r.prompt_id,
+                         "prompt_sha256": prompt_sha256(r.prompt), "model": model, "raw": a.raw, "status": a.status},
+                        ensure_ascii=False)
              for r, a in zip(requests, answers)]
     written = [write_text(folder / "answers.jsonl", "\n".join(lines) + "\n")]
     for prompt_id in sorted({r.prompt_id for r in requests}):
