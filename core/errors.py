@@ -51,6 +51,7 @@ OS_ERROR_HINTS = {
     errno.EACCES: "permission denied: make it readable (or writable), or choose another path",
     errno.EPERM: "not permitted: make it readable (or writable), or choose another path",
     errno.EROFS: "the file system is read-only: choose another --out",
+    errno.ENAMETOOLONG: "a name in this path is longer than the file system allows (255 bytes): choose a shorter one",
 }
 
 

@@ -147,10 +147,10 @@ def test_timeouts_without_any_answer_for_the_bound_mark_the_endpoint_stalled() -
     assert not watch.timed_out("timed out")  # one request timeout: a slow answer, perhaps
     clock.now += 20.0
     watch.succeeded()  # something came back: the server is alive, the bound starts again
-    clock.now += 59.0
-    assert not watch.timed_out("timed out") and not watch.stopped
+    clock.now += 61.0
+    assert not watch.timed_out("timed out") and not watch.stopped  # one slow request after a pause: not a stall
     clock.now += 1.0
-    assert watch.timed_out("timed out") and watch.stalled and watch.stopped
+    assert watch.timed_out("timed out") and watch.stalled and watch.stopped  # two timeouts, 62 s of silence
     watch.succeeded()
     assert watch.stalled  # for the rest of the run
 

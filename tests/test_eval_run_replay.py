@@ -101,9 +101,9 @@ def test_unrecorded_request_fails_and_bad_recording_names_the_line(tmp_path: Pat
         line("a-0", "q") + line("a-1", "q", raw="(B)"):
             "row 2, column raw: a second, different answer to the same prompt (first at row 1): which one the model "
             "gave cannot be told",
-        line("a-0", "q") + line("a-0", "q2"):
-            "row 2, column prompt_sha256: request a-0 of prompt 1 is recorded twice, for two different prompts "
-            "(first at row 1)",
+        line("a-0", "q") + line("a-0", "q", raw="(C)"):  # two answers for one request
+            "row 2, column raw: a second, different answer to the same prompt (first at row 1): which one the model "
+            "gave cannot be told",
         '{"id": "a-0", "prompt_id": 1, "prompt_sha256": "abc", "raw": "(A)", "status": "ok"}\n':
             "row 1, column prompt_sha256: prompt_sha256 must be the sha256 of the prompt text, 64 hexadecimal digits",
         "[1, 2]\n": "row 1: not a recorded answer (an object with id, prompt_id, prompt_sha256, raw, status)",
@@ -113,5 +113,7 @@ def test_unrecorded_request_fails_and_bad_recording_names_the_line(tmp_path: Pat
         with pytest.raises(UserError) as error:
             ReplayModel(GenerationSettings("replay", "m"), recording)
         assert error.value.render() == f"{recording}, {message}"
-    recording.write_text(line("a-0", "q") + line("a-0", "q"), encoding="utf-8")  # the same line twice: harmless
-    assert ReplayModel(GenerationSettings("replay", "m"), recording).ask("a-0", 1, "q").raw == "(A)"
+    recording.write_text(line("a-0", "q") + line("a-0", "q") + line("a-0", "q from another prompt table", "(B)"),
+                         encoding="utf-8")  # the same line twice is harmless; one id, two questions, two answers
+    model = ReplayModel(GenerationSettings("replay", "m"), recording)
+    assert model.ask("a-0", 1, "q").raw == "(A)" and model.ask("a-0", 1, "q from another prompt table").raw == "(B)"

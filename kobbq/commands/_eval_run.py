@@ -15,7 +15,6 @@ Registered by ``kobbq.commands.eval`` (the ``eval`` group), not discovered on it
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -24,6 +23,7 @@ from core import interrupt
 from core.atomic import check_not_a_file
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
+from core.text_files import read_json
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, whole_number
 from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
 from tasks.evaluation.client import (REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS, ReplayModel, check_from_here,
@@ -31,7 +31,7 @@ from tasks.evaluation.client import (REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS, Re
 from tasks.evaluation.lm_eval_task import answers_from_log_samples, export_task
 from tasks.evaluation.prompts import prepare_release
 from tasks.evaluation.report import ScoreRequest, score
-from tasks.evaluation.runs import load_requests, model_slug, run_lock, run_requests
+from tasks.evaluation.runs import check_model_name, load_requests, model_slug, run_lock, run_requests
 
 RUNS_DIR = DEFAULT_BUILD_DIR / "evaluation" / "runs"  # answers of eval run and import-lm-eval, <out>/<model>/
 
@@ -109,6 +109,8 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    for model in args.model:
+        check_model_name(model)
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     cache_path = args.cache or args.out / "answer_cache.sqlite"
@@ -180,7 +182,7 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
 
 def score_answers(args: argparse.Namespace, answers: Path) -> int:
     """Score the answers as ``kobbq eval score`` does with its defaults (``ScoreRequest``'s)."""
-    prepared = json.loads((args.prepared / "prepared.json").read_text(encoding="utf-8"))
+    prepared = read_json(args.prepared / "prepared.json", "prepared summary")
     outcome = score(ScoreRequest(release=Path(prepared["release"]), predictions=[answers],
                                  out=answers.parent / "scores", prepared=args.prepared,
                                  allow_modified=bool(prepared.get("warnings"))))  # prepared with --allow-modified
@@ -211,6 +213,7 @@ def prepared_by_cli(release: Path) -> tempfile.TemporaryDirectory:
 
 
 def import_command(args: argparse.Namespace) -> int:
+    check_model_name(args.model)
     for path in answers_from_log_samples(args.samples, args.model, args.out / model_slug(args.model)):
         print(f"wrote {path}")
     return 0

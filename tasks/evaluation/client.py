@@ -89,8 +89,9 @@ class ConnectionWatch:
 
     It is down once ``failures`` connection attempts have failed, with none succeeding in between,
     over at least ``down_after`` seconds: a server that stopped, not a dropped connection. It is
-    stalled once an attempt has timed out waiting for an answer and no response of any kind has come
-    for ``stalled_after`` seconds: a server that accepts connections and never answers. Either way it
+    stalled once ``STALLED_AFTER_TIMEOUTS`` attempts have timed out waiting for an answer and no response
+    of any kind has come for ``stalled_after`` seconds: a server that accepts connections and never
+    answers (the backoff between two attempts of one slow request is not a stall). Either way it
     stays so for the run: what follows is refused at once rather than retried. A slow answer within
     the timeout, or a 429/5xx, is the server alive, and keeps the client's backoff.
     """
@@ -104,6 +105,7 @@ class ConnectionWatch:
         self._first: float | None = None  # the first failure since the last success
         self._failures = 0
         self._last_response = clock()
+        self._timeouts = 0  # attempts timed out since the last response
         self.down = False
         self.stalled = False
         self.last_error = ""
@@ -122,7 +124,9 @@ class ConnectionWatch:
         """Count an attempt that connected and got no answer in time; True once the endpoint is stalled."""
         with self._lock:
             self.last_error = error
-            self.stalled = self.stalled or self._clock() - self._last_response >= self.stalled_after
+            self._timeouts += 1
+            self.stalled = self.stalled or (self._timeouts >= STALLED_AFTER_TIMEOUTS
+                                            and self._clock() - self._last_response >= self.stalled_after)
             return self.stalled
 
     def silent_for(self) -> float:
@@ -131,7 +135,7 @@ class ConnectionWatch:
 
     def succeeded(self) -> None:
         with self._lock:
-            self._first, self._failures = None, 0
+            self._first, self._failures, self._timeouts = None, 0, 0
             self._last_response = self._clock()
 
     @property
@@ -296,7 +300,8 @@ class ReplayModel:
 
     Not by request id: the same id (``age-001a-001-amb-bsd-0``, prompt 1) names another question in another
     release, split or prompt table, and an answer recorded for one must never be scored as the answer to the
-    other. Two lines with the same id or prompt and different answers are refused.
+    other (one id may be recorded for several prompts: the same sample under two prompt tables). Two lines with
+    the same prompt and different answers are refused: which one the model gave cannot be told.
     """
 
     settings: GenerationSettings
@@ -307,7 +312,7 @@ class ReplayModel:
 
     def __post_init__(self) -> None:
         self._answers: dict[str, tuple[Answer, Location]] = {}
-        self._by_id: dict[tuple[int, str], str] = {}  # (prompt_id, id) -> the prompt it was recorded for
+        self._ids: set[tuple[int, str]] = set()  # (prompt_id, id) recorded, for whatever prompt text
         self.asked = self.matched = self.other_question = 0
         for where, row in json_records(self.recording):
             self._add(where, row)
@@ -331,12 +336,8 @@ class ReplayModel:
         if earlier is not None and earlier[0] != answer:
             raise UserError(f"a second, different answer to the same prompt (first at row {earlier[1].row}): "
                             "which one the model gave cannot be told", Location(where.file, where.row, "raw"))
-        if self._by_id.get(key, digest) != digest:
-            first = self._answers[self._by_id[key]][1]
-            raise UserError(f"request {key[1]} of prompt {key[0]} is recorded twice, for two different prompts "
-                            f"(first at row {first.row})", Location(where.file, where.row, "prompt_sha256"))
         self._answers.setdefault(digest, (answer, where))
-        self._by_id[key] = digest
+        self._ids.add(key)
 
     def ask(self, request_id: str, prompt_id: int, prompt: str) -> Answer:
         self.asked += 1
@@ -344,7 +345,7 @@ class ReplayModel:
         if recorded is not None:
             self.matched += 1
             return recorded[0]
-        if (prompt_id, request_id) in self._by_id:
+        if (prompt_id, request_id) in self._ids:
             self.other_question += 1
             return Answer("", "failed", error=f"{self.recording} answers {request_id} (prompt {prompt_id}) for "
                                               "another question")

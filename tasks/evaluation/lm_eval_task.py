@@ -24,6 +24,7 @@ from core.errors import Location, UserError
 from tasks.evaluation.jsonl import json_records
 from tasks.evaluation.prompts import ReleaseSamples, read_release
 from core.atomic import write_text
+from core.text_files import read_json
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
 from tasks.evaluation.metric_table import family
@@ -81,9 +82,10 @@ def _group_yaml(prefix: str, prompts: list[int]) -> str:
 
 
 def _read_json(path: Path) -> dict:
-    if not path.exists():
-        raise UserError("not found", path)
-    return json.loads(path.read_text(encoding="utf-8"))
+    summary = read_json(path, "prepared summary")
+    if not isinstance(summary, dict):
+        raise UserError("not a prepared summary (expected a JSON object): prepare the folder again", path)
+    return summary
 
 
 def _by_sample_id(release: ReleaseSamples) -> dict[str, dict]:

@@ -72,6 +72,7 @@ def read_table(path: Path, sep: str = "\t", **options) -> pd.DataFrame:
     Not ``core.tables.read_rows``: scoring reads release splits and prediction files of 10^5-10^6 rows
     into columns, and pandas' C parser does that ~10x faster than the csv module plus a frame.
     """
+    check_input_file(path)  # a folder, a device or a named pipe: one line, before pandas opens it
     try:
         return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, **options)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:

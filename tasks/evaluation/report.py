@@ -17,6 +17,7 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.atomic import write_bytes, write_text
+from core.text_files import read_json
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.metric_table import TITLES
 from tasks.evaluation.metrics import BBQ_METRICS, METRICS, UPSTREAM_HEADER, Bootstrap, over_prompts, score_rows
@@ -345,7 +346,9 @@ def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
     path = prepared / "prepared.json"
     if not path.exists():
         raise UserError("not a prepared folder (no prepared.json; write one with `kobbq eval prepare`)", prepared)
-    summary = json.loads(path.read_text(encoding="utf-8"))
+    summary = read_json(path, "prepared summary")
+    if not isinstance(summary, dict):
+        raise UserError("not a prepared summary (expected a JSON object): prepare the folder again", path)
     for key, ours in (("profile", release.profile.name), ("split", release.split), ("release_name", release.name)):
         if summary.get(key) != ours:
             raise UserError(f"prepared for {key} {summary.get(key)!r}, but the release to score has {ours!r}",

@@ -16,6 +16,7 @@ and resumed writes the same bytes as a run never interrupted:
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 from collections import Counter
@@ -113,9 +114,25 @@ def run_lock(out: Path, cache: Path) -> Iterator[None]:
         yield
 
 
+SLUG_LENGTH = 120  # a folder name stays far below the file system's 255 bytes
+
+
 def model_slug(model: str) -> str:
-    """The model's folder name: ``org/Model:7b`` -> ``org-Model-7b``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
+    """The model's folder name: ``org/Model:7b`` -> ``org-Model-7b``; a longer one than ``SLUG_LENGTH`` is cut and
+    told apart by a hash of the whole name (a name the file system refuses would fail after the answers are paid)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
+    if len(slug) <= SLUG_LENGTH:
+        return slug
+    return f"{slug[:SLUG_LENGTH - 13].rstrip('-.')}-{hashlib.sha256(model.encode('utf-8')).hexdigest()[:12]}"
+
+
+def check_model_name(model: str) -> str:
+    """A model name as results show it: not empty, no control characters (a line break would split a row of
+    results.md and a line of the answer files' readers)."""
+    if not model.strip() or not model.isprintable():
+        raise UserError(f"model name {model[:80]!r} is empty or holds control characters; give the name as the "
+                        "endpoint knows it, e.g. org/Model-7B")
+    return model
 
 
 @dataclass
