@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from core import interrupt
 from core.errors import Location, UserError
 from core.paths import EXAMPLE_DIR
 from core.text_files import check_input_file
@@ -364,6 +365,7 @@ def write_prepared(out: Path, release: ReleaseSamples, table: Path, prompts: lis
         # no final newline, as upstream writes it
         write_text(folder / f"{stem}.json", json.dumps(data, ensure_ascii=False, indent=4))
     write_text(out / "requests.jsonl", "".join(lines))
+    interrupt.checkpoint("prepare")  # fault-injection tests stop a preparation here, half written
     write_bytes(out / PREPARED_PROMPTS, table.read_bytes())  # the folder scores anywhere, table or not
     summary = {"release": str(release.folder), "release_name": release.name, "profile": release.profile.name,
                "split": release.split, "prompts": [p.prompt_id for p in prompts], "requests": len(lines),
