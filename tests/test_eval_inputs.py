@@ -203,3 +203,31 @@ def test_a_release_edited_after_its_build_is_refused_or_scored_with_a_warning(pr
     assert scored.code == 0 and scored.out.startswith("warning: the release ")
     assert "- **warning: the release " in (tmp_path / "scores" / "results.md").read_text(encoding="utf-8")
     assert "<li>warning: the release " in (tmp_path / "scores" / "results.html").read_text(encoding="utf-8")
+
+
+def test_a_signal_says_what_the_running_command_leaves(previous_release: Path, prepared: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: SIGINT of `eval run`, `validate` or `eval prepare` said "nothing was published". The line a signal
+    would print is taken while each command works (its step replaced by one that reads it)."""
+    from core import interrupt
+    from kobbq.commands import _eval_run, eval as eval_command, validate
+
+    said: list[str] = []
+
+    def signal_now(*_args, **_kwargs):
+        said.append(interrupt.stop_message("SIGINT", []))
+        raise UserError("stopped by the test")
+
+    monkeypatch.setattr(validate, "findings_for", signal_now)
+    monkeypatch.setattr(eval_command, "prepare_release", signal_now)
+    monkeypatch.setattr(_eval_run, "direct_run", signal_now)
+    for argv in (["validate", str(EXAMPLE_TEMPLATES)],
+                 ["eval", "prepare", "--release", str(previous_release), "--out", "prepared"],
+                 ["eval", "run", "--prepared", str(prepared), "--replay", "x.jsonl", "--model", "m", "--out", "runs"]):
+        assert run_in_process(argv, tmp_path).code == 1
+    assert said == ["interrupted (SIGINT): stopped; validate writes no file; nothing is left running",
+                    "interrupted (SIGINT): stopped; prepared is as it was before (a preparation is moved in only once "
+                    "complete); nothing is left running",
+                    "interrupted (SIGINT): stopped; every answer received is kept in runs/answer_cache.sqlite: run the "
+                    "same command again to resume; nothing is left running"]
+    assert interrupt.stop_message("SIGINT", []).endswith("nothing was published and nothing is left running")

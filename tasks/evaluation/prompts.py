@@ -99,6 +99,8 @@ def read_prompt_table(path: Path) -> dict[int, Prompt]:
         if not record["unknown"].strip():
             raise UserError("empty unknown wording", Location(str(path), row, "unknown"))
         prompts[prompt_id] = Prompt(**{**record, "prompt_id": prompt_id})
+    if not prompts:
+        raise UserError("holds no prompts (a header alone): a preparation would hold no request", path)
     return prompts
 
 

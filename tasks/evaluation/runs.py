@@ -79,6 +79,9 @@ def _request_from_line(line: str, where: Location) -> Request:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
         raise UserError(f"not JSON ({exc.msg})", Location(where.file, where.row, str(exc.colno))) from None
+    if not isinstance(row, dict):
+        raise UserError(f"not a request (a JSON object with {', '.join(REQUIRED_KEYS)}); prepare the folder again",
+                        where)
     absent = [key for key in REQUIRED_KEYS if key not in row]
     if absent:
         raise UserError(f"missing {', '.join(absent)}", Location(where.file, where.row, absent[0]))
