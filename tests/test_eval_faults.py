@@ -201,3 +201,18 @@ def test_a_full_disk_during_eval_score_is_one_line(previous_release: Path, prepa
     line = last_line(stderr)
     assert len(stderr.strip().splitlines()) == 1 and line.startswith("error: disk/scores/")
     assert "the disk is full" in line, line
+
+
+@pytest.mark.parametrize("environment", [{"PYTHONIOENCODING": "ascii"}, {"LANG": "C", "LC_ALL": "C"}])
+def test_why_on_a_stdout_that_cannot_encode_korean_escapes_it(example_release: Path, environment: dict) -> None:
+    """Before: a UnicodeEncodeError traceback. What the stream's encoding has no character for is written as a
+    \\uXXXX escape (a C locale is UTF-8 for Python, so there Korean is printed as it is), on stdout and in an error."""
+    env = {**os.environ, "PYTHONIOENCODING": "", **environment}
+    done = subprocess.run([*KOBBQ, "why", "age-001", "--release", str(example_release)], capture_output=True, env=env)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    out = done.stdout.decode("utf-8")
+    assert out.startswith("Age|1: IN THE RELEASE")
+    assert ("\\u" in out) == (environment.get("PYTHONIOENCODING") == "ascii")
+    failed = subprocess.run([*KOBBQ, "why", "노인", "--release", str(example_release)], capture_output=True, env=env)
+    assert failed.returncode == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
+    assert failed.stderr.startswith(b"error: ") and b"Traceback" not in failed.stderr

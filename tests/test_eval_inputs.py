@@ -231,3 +231,18 @@ def test_a_signal_says_what_the_running_command_leaves(previous_release: Path, p
                     "interrupted (SIGINT): stopped; every answer received is kept in runs/answer_cache.sqlite: run the "
                     "same command again to resume; nothing is left running"]
     assert interrupt.stop_message("SIGINT", []).endswith("nothing was published and nothing is left running")
+
+
+def test_publish_names_a_lost_card_as_a_changed_file_and_checks_the_name_before_the_token(
+        previous_release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a release that lost README.md "was built by an older version"; with a token, an invalid name was an
+    HFValidationError traceback."""
+    copy = tmp_path / "KoBBQ"
+    shutil.copytree(previous_release, copy)
+    (copy / "README.md").unlink()
+    line = one_error(run_in_process(["publish", "--release", str(copy), "--to-hub", "someone/x", "--dry-run"],
+                                    tmp_path), "1 file(s) differ from what the build wrote (README.md)")
+    assert "older version" not in line
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    one_error(run_in_process(["publish", "--release", str(previous_release), "--to-hub", "someone/../x"], tmp_path),
+              "'someone/../x' is not a Hub repository name")
