@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FAKE_KEY, FakeOpenAIServer, FakeState
-from fuzzing import previous_release, run_in_process
+from fuzzing import previous_prepared, previous_release, run_in_process
 from tasks.evaluation.client import prompt_sha256
 
-__all__ = ["previous_release"]
+__all__ = ["previous_prepared", "previous_release"]
 pytestmark = pytest.mark.subprocess
 KOBBQ = [sys.executable, "-m", "kobbq"]
 
@@ -43,12 +43,9 @@ def cached(cache: Path) -> int:
         return 0
 
 
-@pytest.fixture(scope="module")
-def prepared(previous_release: Path, tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("faults") / "prepared"
-    assert run_in_process(["eval", "prepare", "--release", str(previous_release), "--prompt-ids", "1,2", "--out",
-                           str(folder)], folder.parent).code == 0
-    return folder
+@pytest.fixture()
+def prepared(previous_prepared: Path) -> Path:
+    return previous_prepared
 
 
 def recording(prepared: Path, path: Path) -> Path:

@@ -26,11 +26,11 @@ import pytest
 from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES
 from core.profile import load_profile
-from fuzzing import Outcome, previous_release, run_in_process
+from fuzzing import Outcome, previous_prepared, previous_release, run_in_process
 from tasks.release.hub import check_repo_id
 from tasks.survey.inputs import load_survey_results
 
-__all__ = ["previous_release"]
+__all__ = ["previous_prepared", "previous_release"]
 SURVEY = Path(__file__).resolve().parent.parent / "survey" / "ko" / "example"
 
 
@@ -58,12 +58,9 @@ def one_error(outcome: Outcome, *fragments: str) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def prepared(previous_release: Path, tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("inputs") / "prepared"
-    assert run_in_process(["eval", "prepare", "--release", str(previous_release), "--prompt-ids", "1", "--out",
-                           str(folder)], folder.parent).code == 0
-    return folder
+@pytest.fixture()
+def prepared(previous_prepared: Path) -> Path:
+    return previous_prepared
 
 
 def test_a_named_pipe_as_any_input_is_refused_without_waiting(previous_release: Path, prepared: Path,

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from hypothesis import strategies as st
 
-from fuzzing import (CELL, FUZZ_PROFILES, JSON_VALUE, Outcome, check_command, fuzz, previous_release, run_in_process,
-                     workspace, write)
+from fuzzing import (CELL, FUZZ_PROFILES, JSON_VALUE, Outcome, check_command, fuzz, previous_prepared,
+                     previous_release, workspace, write)
 from tasks.evaluation.client import prompt_sha256
 
-__all__ = ["previous_release"]
+__all__ = ["previous_prepared", "previous_release"]
 
 # Valid JSON that is not what the file holds: any value but an object, or an object without the expected keys.
 WRONG_SHAPE = st.one_of(JSON_VALUE.filter(lambda value: not isinstance(value, dict)),
@@ -38,13 +38,9 @@ def assert_one_error(outcome: Outcome, shown: str = "") -> None:
         assert len(lines) == 1 and lines[0].startswith("error: "), f"{shown}\n{outcome.err[-3000:]}"
 
 
-@pytest.fixture(scope="module")
-def prepared(previous_release: Path, tmp_path_factory) -> Path:
-    """The previous release prepared for prompt 1, as `kobbq eval prepare` writes it."""
-    folder = tmp_path_factory.mktemp("fuzz-eval") / "prepared"
-    assert run_in_process(["eval", "prepare", "--release", str(previous_release), "--prompt-ids", "1", "--out",
-                           str(folder)], folder.parent).code == 0
-    return folder
+@pytest.fixture()
+def prepared(previous_prepared: Path) -> Path:
+    return previous_prepared
 
 
 def requests(prepared: Path) -> list[dict]:

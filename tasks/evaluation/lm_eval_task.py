@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from core.errors import Location, UserError
+from core.errors import UserError
 from tasks.evaluation.jsonl import json_records
 from tasks.evaluation.prompts import ReleaseSamples, read_release
 from core.atomic import write_text

@@ -12,6 +12,8 @@ removed by the next preparation.
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import json
 import os
 import shutil
@@ -27,13 +29,18 @@ from core.release_folder import STAGING_PREFIX
 SUMMARY = "prepared.json"  # written last; lists the folder's files ("files")
 
 
+def _stem(out: Path) -> str:
+    """The staging folder's stem: ``out``'s name, or for a name near the file system's 255 bytes a hash of it."""
+    return out.name if len(out.name.encode("utf-8")) <= 200 else hashlib.sha256(out.name.encode("utf-8")).hexdigest()[:16]
+
+
 def staging_folder(out: Path) -> Path:
-    return out.parent / f"{STAGING_PREFIX}{out.name}-{os.getpid()}"
+    return out.parent / f"{STAGING_PREFIX}{_stem(out)}-{os.getpid()}"
 
 
 def remove_dead_staging(out: Path) -> None:
     """Staging folders of preparations whose process is gone (SIGKILL): nothing can use them."""
-    for folder in out.parent.glob(f"{STAGING_PREFIX}{out.name}-*"):
+    for folder in out.parent.glob(f"{glob.escape(STAGING_PREFIX + _stem(out))}-*"):
         pid = folder.name.rsplit("-", 1)[-1]
         if pid.isdigit() and interrupt.start_time(int(pid)) is None:
             shutil.rmtree(folder, ignore_errors=True)
