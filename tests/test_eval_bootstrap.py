@@ -91,7 +91,7 @@ def test_memory_does_not_grow_with_the_number_of_resamples(monkeypatch: pytest.M
 
 def test_streamed_percentiles_are_numpys() -> None:
     rng = np.random.default_rng(4)
-    for trial in range(60):
+    for trial in range(30):
         size = int(rng.integers(1, 2500))
         values = [rng.normal(size=size), rng.integers(-3, 4, size=size) / 7.0, np.full(size, 0.25),
                   np.where(rng.random(size) < 0.4, np.nan, rng.random(size))][trial % 4]

@@ -105,14 +105,14 @@ def test_json_of_the_wrong_shape(profile, prepared, previous_release):
                 else with_one_line(inputs[name], value, where))
         run_target(name, data, prepared, previous_release)
 
-    fuzz(profile, st.tuples(st.sampled_from(TARGETS), WRONG_SHAPE, st.floats(0, 1)), damaged, fast=12, long=150)
+    fuzz(profile, st.tuples(st.sampled_from(TARGETS), WRONG_SHAPE, st.floats(0, 1)), damaged, fast=8, long=150)
 
 
-@pytest.mark.parametrize("name", TARGETS)
-def test_empty_but_valid_inputs(name, prepared, previous_release):
-    """Every empty form of every JSON input (no fuzzing needed: there are few)."""
-    for data in EMPTY_FORMS:
-        run_target(name, data, prepared, previous_release)
+@pytest.mark.parametrize("profile", FUZZ_PROFILES)
+def test_empty_but_valid_inputs(profile, prepared, previous_release):
+    """Every empty form of every JSON input: a few pairs by default, all of them in the slow step."""
+    fuzz(profile, st.tuples(st.sampled_from(TARGETS), st.sampled_from(EMPTY_FORMS)),
+         lambda case: run_target(*case, prepared, previous_release), fast=8, long=len(TARGETS) * len(EMPTY_FORMS) * 2)
 
 
 def test_empty_tables_are_refused_in_one_line(previous_release, tmp_path):
@@ -172,5 +172,5 @@ def test_names_with_control_characters_and_maximal_lengths(profile, prepared, pr
             outcome = check_command(argv, root, outputs=outputs, release="build/KoBBQ", what=f"{kind}: {name!r}")
             assert_one_error(outcome, f"{kind}: {name!r}")
 
-    fuzz(profile, st.tuples(st.sampled_from(["model", "score-model", "out", "hub"]), NAME), named, fast=12,
+    fuzz(profile, st.tuples(st.sampled_from(["model", "score-model", "out", "hub"]), NAME), named, fast=8,
          long=150)
