@@ -183,6 +183,9 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
 def score_answers(args: argparse.Namespace, answers: Path) -> int:
     """Score the answers as ``kobbq eval score`` does with its defaults (``ScoreRequest``'s)."""
     prepared = read_json(args.prepared / "prepared.json", "prepared summary")
+    if not isinstance(prepared, dict) or not isinstance(prepared.get("release"), str):
+        raise UserError("not a prepared summary naming its release: prepare the folder again (kobbq eval prepare)",
+                        args.prepared / "prepared.json")
     outcome = score(ScoreRequest(release=Path(prepared["release"]), predictions=[answers],
                                  out=answers.parent / "scores", prepared=args.prepared,
                                  allow_modified=bool(prepared.get("warnings"))))  # prepared with --allow-modified
