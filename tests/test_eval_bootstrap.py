@@ -67,6 +67,7 @@ def test_small_chunks_and_streamed_percentiles_give_the_same_bounds(monkeypatch:
     counts = example_counts(seed=3, templates=12)
     settings = Bootstrap(replicates=1500, seed=9)
     monkeypatch.setattr(metrics, "BOOTSTRAP_CHUNK_CELLS", 50 * 12)
+    monkeypatch.setattr(streamed_percentiles, "KEEP_ALL", 40)
     monkeypatch.setattr(streamed_percentiles, "KEEP", 40)
     for mode in ("test", "all"):
         chunked = bootstrap_intervals(counts, mode, settings)
@@ -79,6 +80,7 @@ def test_memory_does_not_grow_with_the_number_of_resamples(monkeypatch: pytest.M
     and keeping every resample made it grow fivefold."""
     counts = example_counts(seed=5, templates=9).loc[["overall"]]
     monkeypatch.setattr(metrics, "BOOTSTRAP_CHUNK_REPLICATES", 2_000)
+    monkeypatch.setattr(streamed_percentiles, "KEEP_ALL", 256)
     monkeypatch.setattr(streamed_percentiles, "KEEP", 256)
     peaks = []
     for replicates in (30_000, 150_000):
@@ -100,8 +102,9 @@ def test_streamed_percentiles_are_numpys() -> None:
         def chunks(values: np.ndarray = values) -> object:
             return ({"m": values[i:i + 113]} for i in range(0, len(values), 113))
 
-        found = streamed_percentiles.streamed_percentiles(chunks, size, ["m"], percents,
-                                                          keep=int(rng.integers(1, 60)))["m"]
+        keep = int(rng.integers(1, 60))
+        found = streamed_percentiles.streamed_percentiles(chunks, size, ["m"], percents, keep=keep,
+                                                          keep_all=keep)["m"]
         finite = values[~np.isnan(values)]
         expected = np.percentile(finite, percents).tolist() if len(finite) else [np.nan] * len(percents)
         np.testing.assert_array_equal(found, expected)

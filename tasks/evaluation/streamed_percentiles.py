@@ -5,11 +5,12 @@ value to sort them would make memory grow with ``--bootstrap``. Here the chunks 
 (the same seed gives the same chunks) as many times as needed to find the few order statistics a
 percentile needs, in memory that does not depend on their number:
 
-- up to ``keep`` values are simply kept and given to ``np.percentile``;
+- up to ``KEEP_ALL`` values per name (2^20: 8 MiB each) are simply kept and given to ``np.percentile``,
+  in one pass;
 - beyond that, each pass counts the values per 16-bit bucket of an order-preserving 64-bit key of the
   float (sign, exponent, mantissa), narrowing to the bucket that holds each wanted rank, until a
   bucket holds at most ``keep`` values: the next pass keeps those and sorts them. Four passes at most
-  (64 bits), usually two or three.
+  (64 bits), usually two or three, each drawing every resample again: time grows, memory does not.
 
 The percentile is then interpolated exactly as ``np.percentile``'s default (linear) method does, so the
 bounds are the same floats whether the values fit in memory or not. NaN values are left out (a
@@ -24,7 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-KEEP = 1 << 17  # values kept (and sorted) at once per wanted rank: 1 MiB of float64
+KEEP_ALL = 1 << 20  # values per name kept whole, in one pass: 8 MiB of float64 each
+KEEP = 1 << 17  # beyond that, values kept (and sorted) at once per wanted rank: 1 MiB of float64
 BUCKET_BITS = 16
 SIGN = np.uint64(1 << 63)
 
@@ -122,15 +124,15 @@ def _finite(values: np.ndarray) -> np.ndarray:
 
 
 def streamed_percentiles(chunks: Chunks, total: int, names: Sequence[str], percents: Sequence[float],
-                         keep: int | None = None) -> dict[str, list[float]]:
+                         keep: int | None = None, keep_all: int | None = None) -> dict[str, list[float]]:
     """Per name, ``np.percentile`` of its non-NaN values over every chunk at each of ``percents``.
 
-    ``total`` is how many values per name the chunks hold in all: when it is at most ``keep`` they are
-    kept and handed to ``np.percentile`` in one pass, else found by the passes described above.
-    ``keep`` defaults to ``KEEP``.
+    ``total`` is how many values per name the chunks hold in all: when it is at most ``keep_all`` they are
+    kept and handed to ``np.percentile`` in one pass, else found by the passes described above, keeping at
+    most ``keep`` at once per wanted rank (defaults: ``KEEP_ALL``, ``KEEP``).
     """
     keep = KEEP if keep is None else keep
-    if total <= keep:
+    if total <= (KEEP_ALL if keep_all is None else keep_all):
         kept: dict[str, list[np.ndarray]] = {name: [] for name in names}
         for chunk in chunks():
             for name in names:
