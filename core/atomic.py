@@ -7,18 +7,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.errors import UserError
+from core.errors import UserError, os_errno
 
 
 @contextmanager
 def replacing(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; when the block succeeds it replaces ``path``, else it is removed."""
+    """Yield a temporary path beside ``path``; when the block succeeds it replaces ``path``, else it is removed.
+
+    An error of the operating system (a full disk) that names the temporary file, or no file (pandas' and
+    pyarrow's writers name none), is raised naming ``path``: the temporary file is gone by then."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         yield temporary
         os.replace(temporary, path)
+    except OSError as exc:
+        if exc.filename is not None and str(exc.filename) != str(temporary):
+            raise
+        raise OSError(os_errno(exc), exc.strerror or str(exc), str(path)) from exc
     finally:
         temporary.unlink(missing_ok=True)
 
@@ -42,10 +49,18 @@ def write_with(path: Path, write: Callable[[Path], object]) -> Path:
     return Path(path)
 
 
+def check_not_a_file(folder: Path) -> Path:
+    """An output folder's path must not name a file (which the first write would fail on, naming another cause)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UserError("is a file, not a folder; give a folder as --out (it is created if missing)", folder)
+    return folder
+
+
 def check_writable(folder: Path) -> None:
     """A folder that will be written can be: created if missing, and a file can be made in it. Checked
     before any work starts, so a read-only or foreign folder fails in a second with one clear line."""
-    folder = Path(folder)
+    folder = check_not_a_file(folder)
     probe = folder / f".kobbq-write-check-{os.getpid()}"
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import sys
 import time
 
@@ -18,3 +19,19 @@ def step(message: str) -> None:
     """One line per finished stage, with the seconds since the command started."""
     if not _quiet:
         print(f"[{time.perf_counter() - _START:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def escape_what_cannot_be_shown() -> None:
+    """Let stdout and stderr write what their encoding cannot (Hangul with ``PYTHONIOENCODING=ascii``, or a pipe in a
+    non-UTF-8 locale) as ``\\uXXXX`` escapes instead of failing: a command must not end in a UnicodeEncodeError
+    traceback because of the terminal. UTF-8 streams are left as they are."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None)
+        if not encoding or getattr(stream, "errors", "strict") != "strict" or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            if codecs.lookup(encoding).name.startswith("utf"):
+                continue
+            stream.reconfigure(errors="backslashreplace")
+        except (LookupError, ValueError, OSError):
+            pass

@@ -17,7 +17,7 @@ class Location:
     sheet: str | None = None
 
     def __str__(self) -> str:
-        parts = [self.file]
+        parts = [printable(self.file)]
         if self.sheet is not None:
             parts.append(f"sheet {self.sheet}")
         if self.row is not None:
@@ -38,7 +38,14 @@ class UserError(Exception):
     def render(self) -> str:
         if self.where is None:
             return self.message
-        return f"{self.where}: {self.message}"
+        where = self.where if isinstance(self.where, Location) else printable(str(self.where))
+        return f"{where}: {self.message}"
+
+
+def printable(text: str) -> str:
+    """A path as an error line shows it: a control character (a line break in a folder name) written as its
+    escape, so the error stays one line; every other character (Hangul included) as it is."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 OS_ERROR_HINTS = {
@@ -46,10 +53,12 @@ OS_ERROR_HINTS = {
     errno.EDQUOT: "the disk quota is used up: free space (or choose another --out) and run again",
     errno.EISDIR: "a folder was given where a file is expected: give the file",
     errno.ENOTDIR: "a part of this path is a file, not a folder",
+    errno.EEXIST: "a file is where a folder is needed: give another path, or move the file away",
     errno.ENOENT: "check the path",
     errno.EACCES: "permission denied: make it readable (or writable), or choose another path",
     errno.EPERM: "not permitted: make it readable (or writable), or choose another path",
     errno.EROFS: "the file system is read-only: choose another --out",
+    errno.ENAMETOOLONG: "a name in this path is longer than the file system allows (255 bytes): choose a shorter one",
 }
 
 
@@ -64,7 +73,7 @@ def describe_os_error(exc: OSError) -> str:
     """One line for an error of the operating system (a full disk, a folder where a file was expected): the
     file it names and what to do about it."""
     code = os_errno(exc)
-    where = f"{exc.filename}: " if exc.filename else ""
+    where = f"{printable(str(exc.filename))}: " if exc.filename else ""
     what = exc.strerror or str(exc)
     hint = OS_ERROR_HINTS.get(code, "check that the folder exists, has free space and may be written")  # type: ignore[arg-type]
     return f"{where}{what}; {hint} (or run again with --debug for the traceback)"

@@ -41,6 +41,7 @@ _children: dict[int, str] = {}  # pid -> what it is
 _staging: set[Path] = set()
 _published: list[Path] = []  # releases this process has published: a later signal must not deny them
 _records: set[Path] = set()  # run records this process writes
+_left_as: str | None = None  # what a signal leaves, in the running command's words (None: a build's)
 _critical = 0
 _pending: int | None = None
 
@@ -137,8 +138,18 @@ def mark_published(release: Path) -> None:
     _published.append(Path(release))
 
 
+def leaves(outcome: str) -> None:
+    """What a signal would leave, said by the command running (``kobbq eval run``: the answers are kept);
+    a build says what was published."""
+    global _left_as
+    _left_as = outcome
+
+
 def stop_message(signal_name: str, published: list[Path]) -> str:
-    """The line a signal prints: what was published before it came, and that nothing is left running."""
+    """The line a signal prints: what was published before it came (or what the command says it leaves), and
+    that nothing is left running."""
+    if _left_as is not None and not published:
+        return f"interrupted ({signal_name}): stopped; {_left_as}; nothing is left running"
     if published:
         done = ", ".join(str(p) for p in published)
         return (f"interrupted ({signal_name}): stopped after {done} was published (complete and validated); "
@@ -165,7 +176,9 @@ def _write_records() -> None:
 
 
 def forget_run() -> None:
-    """A command's end: this process's records, and what it published, are no longer needed."""
+    """A command's end: this process's records, and what it published (or said it leaves), are no longer needed."""
+    global _left_as
+    _left_as = None
     for path in list(_records):
         path.unlink(missing_ok=True)
     _records.clear()

@@ -1,8 +1,9 @@
 """Input files read one way: a file (not a folder or a device), within a size limit counted in the bytes
 actually read, and UTF-8 text whose bad bytes, JSON and TOML errors are reported at their line and column.
 
-The size a file reports is not trusted: ``/proc`` files and pipes report 0 bytes and a device such as
-``/dev/zero`` never ends, so the limit is enforced while reading. Devices are refused before reading.
+The size a file reports is not trusted: ``/proc`` files report 0 bytes and a device such as ``/dev/zero``
+never ends, so the limit is enforced while reading. Anything but a regular file is refused before reading:
+a device, and a named pipe (FIFO) or socket, whose read would wait for a writer that may never come.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ READ_BLOCK = 1 << 20
 
 
 def check_input_file(path: Path, what: str = "file") -> Path:
-    """An input that exists and is a regular file (or a pipe) within ``MAX_FILE_BYTES`` as reported; else a
-    UserError naming it. ``read_bytes`` checks the bytes actually read as well."""
+    """An input that exists and is a regular file within ``MAX_FILE_BYTES`` as reported; else a UserError naming
+    it. ``read_bytes`` checks the bytes actually read as well."""
     path = Path(path)
     try:
         mode = path.stat().st_mode
@@ -33,6 +34,10 @@ def check_input_file(path: Path, what: str = "file") -> Path:
         raise UserError(f"is a folder; expected a {what}", path)
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         raise UserError(f"is a device, not a {what}; give a file", path)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket"
+        raise UserError(f"is {kind}, not a {what}: reading it would wait for a writer; give a regular file (save "
+                        "what the pipe carries to a file first)", path)
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise UserError(f"is {size:,} bytes; an input file may have at most {MAX_FILE_BYTES:,}", path)

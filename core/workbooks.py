@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from core.atomic import write_bytes
 from core.errors import UserError
+from core.text_files import check_input_file
 
 if TYPE_CHECKING:  # openpyxl takes ~0.3 s to import: only the functions that use it import it
     from openpyxl import Workbook
@@ -69,6 +70,7 @@ def read_sheets(path: Path) -> dict[str, list[list[str]]]:
 
     # Not a zip, a zip without a workbook, a damaged sheet (XML errors are SyntaxErrors, lxml's too).
     unreadable = (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, SyntaxError, IndexError, ValueError)
+    check_input_file(path, "workbook")  # a folder, a device or a named pipe: named as such, before openpyxl
     try:
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
         try:

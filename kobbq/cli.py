@@ -15,7 +15,7 @@ import pkgutil
 import sys
 from typing import NoReturn
 
-from core import interrupt
+from core import console, interrupt
 from core.errors import UserError, describe_os_error
 from core.runtime import configure_environment
 from kobbq import __version__, commands
@@ -49,6 +49,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     interrupt.install()
+    console.escape_what_cannot_be_shown()  # Korean text on an ASCII stdout: escapes, not a traceback
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
     args = parser.parse_args(argv)

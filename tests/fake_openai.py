@@ -11,7 +11,9 @@ a test can script the answer for any prompt instead.
 
 Faults are switched on per test: an HTTP status for the next N requests (429 with
 ``Retry-After``, 500, 401), dropped connections, a delay (slow responses), an empty or
-malformed body, or holding a request unanswered until released (to kill a client mid-run).
+malformed body, holding a request unanswered until released (to kill a client mid-run), or
+never answering at all (``never_answer``: a stalled server that accepts connections, reads each
+request, the models listing included, and sends nothing back).
 The server counts requests per prompt: ``received`` (every request that reached it) and
 ``answered`` (every 200 answer it sent, which is what a paid API bills), so a test can
 assert that nothing was asked twice.
@@ -19,7 +21,8 @@ assert that nothing was asked twice.
 It also writes a stand-in prepared folder (``write_prepared``: ``requests.jsonl`` and
 ``prepared.json`` in the documented format, five realistic Korean prompts) so the run side is
 tested on the file contract alone, and records the fake model's answers for the embedded
-example (``record``), which ``kobbq eval run --replay`` reads.
+example (``record``: every request ``kobbq eval prepare`` writes, with each prompt table it may use),
+which ``kobbq eval run --replay`` reads.
 
 Run it by hand for a dry run of ``kobbq eval run`` with ``python tests/fake_openai.py serve``:
 it listens on 127.0.0.1:8000 (``--port``), the endpoint the README's commands use
@@ -77,6 +80,7 @@ class FakeState:
     delay_seconds: float = 0.0  # the next slow_times requests wait this long before answering
     slow_times: int = 0
     hold_after: int | None = None  # hold every request after this many answers; dropped once `release` is set
+    never_answer: bool = False  # accept and read every request (GET too), answer none; dropped once `release` is set
     release: threading.Event = field(default_factory=threading.Event)
     received: Counter = field(default_factory=Counter)  # (model, prompt) -> requests that reached the server
     answered: Counter = field(default_factory=Counter)  # (model, prompt) -> 200 answers sent
@@ -138,6 +142,9 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         with state.lock:
             state.models_listed += 1
+        if state.never_answer:
+            self._hold(state)
+            return
         if self._refuse_key():
             return
         if self.path.rstrip("/") != "/v1/models":
@@ -149,6 +156,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         state = self.server.state
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        if state.never_answer:
+            self._hold(state)
+            return
         if self._refuse_key():
             return
         route = self.path.rstrip("/")
@@ -171,10 +181,13 @@ class _Handler(BaseHTTPRequestHandler):
             with state.lock:
                 state.in_flight -= 1
 
+    def _hold(self, state: FakeState) -> None:
+        state.release.wait()  # held until the test is done with the client (or the server stops): never answered
+        self.close_connection = True
+
     def _answer(self, state: FakeState, body: dict, prompts: list[str], chat: bool) -> None:
         if state.hold_after is not None and sum(state.answered.values()) >= state.hold_after:
-            state.release.wait()  # held until the test has killed the client: then never answered
-            self.close_connection = True
+            self._hold(state)
             return
         fault = state.take_fault()
         if fault and fault[0] == "drop":
@@ -297,23 +310,40 @@ def example_model_answer(request: dict, biased_letter: str) -> str:
     return ANSWER_STYLES[digest[1] % (len(ANSWER_STYLES) - 1)].format(letter=letter)
 
 
+def recorded_prompt_tables(release: Path) -> list[Path]:
+    """The prompt tables ``kobbq eval prepare`` may use for the release: its profile's, when this machine has it
+    (the released table, beside the project), and the profile's fallback (a fresh clone's)."""
+    from tasks.audit.fates import release_profile
+    from tasks.evaluation.prompts import profile_prompt_table
+
+    profile = release_profile(Path(release))
+    tables = [profile_prompt_table(profile), profile.folder_file(profile.evaluation.fallback_prompts)]
+    return [table for table in tables if table is not None and table.exists()]
+
+
 def record(release: Path, out: Path) -> int:
-    """The example model's answers to every sample of the release (split all), by request id, as a replay file."""
+    """The example model's answers to every request ``kobbq eval prepare --split all`` writes for the release, with
+    each prompt table it may use, as a replay file (matched by the sha256 of each prompt)."""
+    from tasks.evaluation.client import prompt_sha256
+    from tasks.evaluation.prompts import prepare_release
+
     biased = {}
     for line in (Path(release) / "KoBBQ_all_samples.jsonl").read_text(encoding="utf-8").splitlines():
         sample = json.loads(line)
         biased[sample["sample_id"]] = sample["biased_answer"]
-    with tempfile.TemporaryDirectory() as folder:
-        prepared = write_prepared(release, Path(folder), split="all")
-        lines = []
-        for line in (prepared / "requests.jsonl").read_text(encoding="utf-8").splitlines():
-            request = json.loads(line)
-            letter = next(k for k, v in request["choices"].items() if v == biased[request["sample_id"]])
-            lines.append(json.dumps({"id": request["id"], "prompt_id": request["prompt_id"],
-                                     "raw": example_model_answer(request, letter), "status": "ok"},
-                                    ensure_ascii=False))
+    lines: dict[str, str] = {}  # prompt sha256 -> line: a prompt both tables write is recorded once
+    for table in recorded_prompt_tables(release):
+        with tempfile.TemporaryDirectory() as folder:
+            prepare_release(Path(release), Path(folder) / "prepared", split="all", prompts=table)
+            for line in (Path(folder) / "prepared" / "requests.jsonl").read_text(encoding="utf-8").splitlines():
+                request = json.loads(line)
+                letter = next(k for k, v in request["choices"].items() if v == biased[request["sample_id"]])
+                lines.setdefault(prompt_sha256(request["prompt"]), json.dumps(
+                    {"id": request["id"], "prompt_id": request["prompt_id"],
+                     "prompt_sha256": prompt_sha256(request["prompt"]), "raw": example_model_answer(request, letter),
+                     "status": "ok"}, ensure_ascii=False))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out.write_text("\n".join(lines.values()) + "\n", encoding="utf-8")
     return len(lines)
 
 
@@ -323,6 +353,8 @@ def main() -> None:
     serve = commands.add_parser("serve", help=f"serve until interrupted (only the key {FAKE_KEY} is accepted)")
     serve.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default: 8000)")
     serve.add_argument("--delay", type=float, default=0.0, help="seconds before every answer (a model's latency)")
+    serve.add_argument("--never-answer", action="store_true",
+                       help="a stalled server: accept every request and answer none")
     recorder = commands.add_parser("record", help="record the fake model's answers for a release")
     recorder.add_argument("--release", type=Path, required=True)
     recorder.add_argument("--out", type=Path, required=True)
@@ -332,6 +364,7 @@ def main() -> None:
         return
     server = FakeOpenAIServer(args.port)
     server.state.delay_seconds, server.state.slow_times = args.delay, 10**9 if args.delay else 0
+    server.state.never_answer = args.never_answer
     print(f"fake OpenAI server at {server.url} (key {FAKE_KEY})", flush=True)
     server.serve_forever()
 

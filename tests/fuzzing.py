@@ -418,6 +418,15 @@ def previous_release(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def previous_prepared(previous_release, tmp_path_factory) -> Path:
+    """The previous release prepared for prompt 1 (`kobbq eval prepare`): the requests a run or a replay answers."""
+    folder = tmp_path_factory.mktemp("fuzz-prepared") / "prepared"
+    assert run_in_process(["eval", "prepare", "--release", str(previous_release), "--prompt-ids", "1", "--out",
+                           str(folder)], folder.parent).code == 0
+    return folder
+
+
 @contextlib.contextmanager
 def workspace(release: Path | None = None) -> Iterator[Path]:
     """A fresh folder for one example (hypothesis runs many per test, so no function-scoped tmp_path), with

@@ -61,8 +61,10 @@ def test_the_example_card_has_the_hubs_metadata_from_the_profile(example):
     names = [c["config_name"] for c in card.data.configs]
     assert names == ["all", *(c for c in load_profile("ko").category_names if c in manifest["categories"])]
     assert card.data.configs[0]["default"] is True
-    assert card.data.configs[0]["data_files"] == [{"split": "all_samples", "path": "data/*/all_samples.parquet"},
-                                                  {"split": "test", "path": "data/*/test.parquet"}]
+    categories = names[1:]
+    assert card.data.configs[0]["data_files"] == [  # each file listed: a lost one cannot pass unnoticed
+        {"split": "all_samples", "path": [f"data/{c}/all_samples.parquet" for c in categories]},
+        {"split": "test", "path": [f"data/{c}/test.parquet" for c in categories]}]
     assert "doi = {10.1162/tacl_a_00661}" in card.text  # the paper the culture follows, from the profile
     assert "README.md" in manifest["outputs"] and "data/Age/test.parquet" in manifest["outputs"]
     age = manifest["categories"]["Age"]
@@ -82,6 +84,23 @@ def test_the_example_loads_per_category_and_split_with_datasets(example, offline
             rows = offline_datasets(example, category, split).to_list()
             assert rows == category_rows(example, whole, prefixes[category])  # same rows, same order
             assert len(rows) == counts["samples" if split == "all_samples" else "test_samples"]
+
+
+def test_a_folder_that_lost_a_categorys_parquet_fails_to_load_and_is_refused(example, offline_datasets, tmp_path,
+                                                                           capsys):
+    """With a glob, ``load_dataset(FOLDER, "all")`` read the 16 rows of the two categories left, with no error."""
+    import shutil
+
+    copy = tmp_path / "KoBBQ"
+    shutil.copytree(example, copy)
+    (copy / "data" / "SES" / "test.parquet").unlink()
+    with pytest.raises(FileNotFoundError, match="data/SES/test.parquet"):
+        offline_datasets(copy, "all", "test")
+    for argv in (["publish", "--release", str(copy), "--to-hub", "someone/x", "--dry-run"],
+                 ["eval", "prepare", "--release", str(copy), "--out", str(tmp_path / "prepared")]):
+        assert main(argv) == 1
+        assert "data/SES/test.parquet" in capsys.readouterr().err
+    assert not (tmp_path / "prepared").exists()
 
 
 def test_the_card_counts_each_rule_from_the_decision_log(tmp_path):

@@ -14,13 +14,15 @@ import pytest
 
 from core.errors import UserError
 from kobbq.cli import main
+from tasks.evaluation.client import prompt_sha256
 from tasks.evaluation.jsonl import json_records, text_lines
 from tasks.evaluation.predictions import read_predictions
 from tasks.evaluation.runs import load_requests
 
-RECORDED = '{"id": "s-0", "prompt_id": 1, "raw": "(A)", "status": "ok"}\n'
 REQUEST = {"id": "s-0", "sample_id": "s", "prompt_id": 1, "prompt": "맥락: ...", "choices": {"A": "a", "B": "b"},
            "answer": "A"}
+RECORDED = json.dumps({"id": "s-0", "prompt_id": 1, "prompt_sha256": prompt_sha256(REQUEST["prompt"]), "raw": "(A)",
+                       "status": "ok"}) + "\n"
 
 
 def test_a_byte_that_is_not_utf8_is_named_by_line_and_character_column(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import httpx2
 import openai
 import pytest
 
-from fake_openai import FAKE_KEY, FakeOpenAIServer, fake_answer, write_prepared
+from fake_openai import FAKE_KEY, FakeOpenAIServer, FakeState, fake_answer, write_prepared
 from prefect_cluster import free_port
 from tasks.evaluation import client
 from tasks.evaluation.answer_cache import GenerationSettings
@@ -131,8 +131,37 @@ def test_check_refuses_a_refused_key_unless_the_key_is_elsewhere(monkeypatch: py
     model_over(monkeypatch, refuse).check(key_required=False)  # the workers hold the key (--deployment)
 
 
+def test_check_refuses_an_endpoint_that_connects_and_does_not_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Connected but silent is not alive: the models listing of a live server answers at once."""
+    with pytest.raises(RunStopped) as stopped:
+        model_over(monkeypatch, failing(httpx2.ReadTimeout, "timed out")).check()
+    assert stopped.value.message == ("http://10.0.0.5:8000/v1 accepts connections but did not list its models within "
+                                     "10 s: the server is stalled or still starting; check it, then run the same "
+                                     "command again")
+
+
+def test_timeouts_without_any_answer_for_the_bound_mark_the_endpoint_stalled() -> None:
+    clock = Clock()
+    watch = ConnectionWatch(clock=clock, stalled_after=60.0)
+    clock.now += 30.0
+    assert not watch.timed_out("timed out")  # one request timeout: a slow answer, perhaps
+    clock.now += 20.0
+    watch.succeeded()  # something came back: the server is alive, the bound starts again
+    clock.now += 61.0
+    assert not watch.timed_out("timed out") and not watch.stopped  # one slow request after a pause: not a stall
+    clock.now += 1.0
+    assert watch.timed_out("timed out") and watch.stalled and watch.stopped  # two timeouts, 62 s of silence
+    watch.succeeded()
+    assert watch.stalled  # for the rest of the run
+
+
+def test_default_request_timeout_stops_a_silent_server_within_about_a_minute() -> None:
+    model = OpenAIModel(GenerationSettings("http://10.0.0.5:8000/v1", "m"), "k")
+    assert model.timeout_seconds == client.REQUEST_SECONDS == 30.0
+    assert model.watch.stalled_after == 60.0  # no answer at all for 60 s stops the run (before: never)
+
+
 @pytest.mark.parametrize("answer", [
-    failing(httpx2.ReadTimeout, "timed out"),  # connected, slow to list: alive
     lambda request: httpx2.Response(404, json={"error": {"message": "no route"}}),  # no models listing
     lambda request: httpx2.Response(503, json={"error": {"message": "loading"}}),  # busy: the requests back off
     lambda request: httpx2.Response(200, json={"object": "list", "data": [{"id": "m", "object": "model"}]}),
@@ -175,7 +204,7 @@ def test_dead_endpoint_is_one_line_before_any_progress_bar(prepared: Path, tmp_p
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines() == [f"error: cannot connect to {dead} ([Errno 111] Connection refused); "
                                         "check --endpoint and that the server is running"]
-    assert not (tmp_path / "out").exists()  # no cache, no answer files
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [".eval-run.lock"]  # no cache, no answer files
     print(f"dead endpoint refused in {elapsed:.1f} s (command start-up included)")
 
 
@@ -252,3 +281,47 @@ def test_server_killed_mid_run_stops_it_within_seconds_and_a_rerun_resumes(prepa
     prompts = {(r["prompt_id"], r["id"]): r["prompt"] for r in map(json.loads, (prepared / "requests.jsonl").open())}
     assert [r["raw"] for r in rows] == [fake_answer(prompts[(r["prompt_id"], r["id"])]) for r in rows]
     assert len(rows) == 144
+
+
+@pytest.mark.subprocess
+def test_server_that_never_answers_is_one_line_at_the_model_check(prepared: Path, tmp_path: Path) -> None:
+    silent = FakeOpenAIServer(state=FakeState(never_answer=True)).start()
+    started = time.monotonic()
+    try:
+        done = subprocess.run(run_argv(prepared, silent.url, tmp_path / "out", "--timeout", "2"), env=kobbq_env(),
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        silent.stop()
+    elapsed = time.monotonic() - started
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"error: {silent.url} accepts connections but did not list its models within "
+                                        "2 s: the server is stalled or still starting; check it, then run the same "
+                                        "command again"]
+    assert silent.state.models_listed == 1 and not silent.state.bodies  # nothing asked, nothing paid
+    assert elapsed < 15, elapsed
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("timeout", [None, "2"])
+def test_server_that_stops_answering_mid_run_stops_the_run_in_one_line(prepared: Path, tmp_path: Path,
+                                                                       timeout: str | None) -> None:
+    """After 20 answers every request is held unanswered. The defaults (30 s per attempt, 5 retries, 4 in flight)
+    used to keep the example at 20/144 for hours; now no answer at all for two timeouts stops the run."""
+    out = tmp_path / "out"
+    server = FakeOpenAIServer(state=FakeState(hold_after=20)).start()
+    started = time.monotonic()
+    try:
+        done = subprocess.run(run_argv(prepared, server.url, out, *(("--timeout", timeout) if timeout else ())),
+                              env=kobbq_env(), capture_output=True, text=True, timeout=300)
+    finally:
+        server.stop()
+    elapsed = time.monotonic() - started
+    seconds = float(timeout or client.REQUEST_SECONDS)
+    last = done.stderr.splitlines()[-1]
+    assert done.returncode == 1 and last.startswith(f"error: {server.url} accepted connections but sent no answer for ")
+    assert last.endswith(f" s (each attempt timed out after {seconds:g} s, --timeout): the server is stalled or "
+                         "overloaded; the answers received are kept in the answer cache: check the server, then run "
+                         "the same command again (or give a longer --timeout for a slow model)")
+    assert cached(out / "answer_cache.sqlite") == 20 and not (out / "fake-model").exists()
+    assert 2 * seconds <= elapsed < 4 * seconds + 15, elapsed
+    print(f"--timeout {seconds:g}: stopped after {elapsed:.1f} s")

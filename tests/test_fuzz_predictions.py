@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from hypothesis import strategies as st
 
-from fuzzing import (FUZZ_PROFILES, check_command, fuzz, malformed_table, previous_release, run_in_process,
+from fuzzing import (FUZZ_PROFILES, check_command, fuzz, malformed_table, previous_prepared, previous_release,
                      workspace, write)
+from tasks.evaluation.client import prompt_sha256
 
-__all__ = ["previous_release"]
+__all__ = ["previous_prepared", "previous_release"]
 
 
 def test_samples(release: Path) -> list[dict[str, str]]:
@@ -63,18 +64,15 @@ def test_malformed_predictions(profile, previous_release):
 
 # --- a recording replayed by `kobbq eval run --replay` -----------------------------------------------------
 
-@pytest.fixture(scope="session")
-def prepared(previous_release, tmp_path_factory) -> Path:
-    """The previous release prepared for prompt 1 (`kobbq eval prepare`), the requests a replay answers."""
-    folder = tmp_path_factory.mktemp("fuzz-prepared")
-    assert run_in_process(["eval", "prepare", "--release", str(previous_release), "--prompt", "1", "--out",
-                           str(folder)], folder).code == 0
-    return folder
+@pytest.fixture()
+def prepared(previous_prepared: Path) -> Path:
+    return previous_prepared
 
 
 def recording(prepared: Path) -> bytes:
     """Every prepared request answered, as `--replay` reads a recording."""
-    lines = [json.dumps({"id": request["id"], "prompt_id": request["prompt_id"], "raw": "답: (A)", "status": "ok"},
+    lines = [json.dumps({"id": request["id"], "prompt_id": request["prompt_id"],
+                         "prompt_sha256": prompt_sha256(request["prompt"]), "raw": "답: (A)", "status": "ok"},
                         ensure_ascii=False)
              for request in map(json.loads, (prepared / "requests.jsonl").read_text(encoding="utf-8").splitlines())]
     return ("\n".join(lines) + "\n").encode("utf-8")

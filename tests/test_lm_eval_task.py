@@ -117,7 +117,8 @@ def test_task_names_come_from_the_release(example_release: Path, tmp_path: Path)
     release = tmp_path / "XxBBQ"
     release.mkdir()
     manifest = json.loads((example_release / "manifest.json").read_text(encoding="utf-8"))
-    (release / "manifest.json").write_text(json.dumps({**manifest, "release": "XxBBQ"}), encoding="utf-8")
+    hand_made = {key: value for key, value in manifest.items() if key != "outputs"}  # no hashes to check
+    (release / "manifest.json").write_text(json.dumps({**hand_made, "release": "XxBBQ"}), encoding="utf-8")
     shutil.copy(example_release / "KoBBQ_test_samples.tsv", release / "XxBBQ_test_samples.tsv")
     prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(3,))
     names = sorted(p.name for p in export_task(release, tmp_path / "task", prepared))

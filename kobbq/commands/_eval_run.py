@@ -15,14 +15,17 @@ Registered by ``kobbq.commands.eval`` (the ``eval`` group), not discovered on it
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 
+from core import interrupt
+from core.atomic import check_not_a_file
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
+from core.text_files import read_json
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, whole_number
+from tasks.evaluation.limits import REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
 
 RUNS_DIR = DEFAULT_BUILD_DIR / "evaluation" / "runs"  # answers of eval run and import-lm-eval, <out>/<model>/
 
@@ -33,12 +36,15 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
         description="The key comes from OPENAI_API_KEY (or --key-env NAME) and is never printed or written. "
                     "The endpoint is checked first (its models listing): no connection or a refused key stops "
                     "in one line. 429/5xx, timeouts and dropped connections are retried with backoff (Retry-After "
-                    "honoured); 401/403/404 and a server that stops accepting connections stop the run. "
+                    "honoured); 401/403/404, a server that stops accepting connections and one that accepts them "
+                    "but answers nothing for two timeouts stop the run. "
                     "Re-running the same command resumes.")
     run.add_argument("--prepared", type=Path, required=True, help="folder written by kobbq eval prepare")
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--endpoint", type=http_url, help="base URL of the API, e.g. http://127.0.0.1:8000/v1")
-    source.add_argument("--replay", type=Path, help="answers recorded earlier (JSONL id, prompt_id, raw, status)")
+    source.add_argument("--replay", type=Path,
+                        help="answers recorded earlier, matched by the sha256 of each prompt (JSONL id, prompt_id, "
+                             "prompt_sha256, raw, status: the answers.jsonl of an earlier run is one)")
     run.add_argument("--model", required=True, action="append",
                      help="model name as the endpoint knows it (repeat it with --deployment for several)")
     add_prompt_selection(run, "--prompts", dest="prompts")
@@ -56,8 +62,9 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
                      help="environment variable holding the key (default: %(default)s)")
     run.add_argument("--max-retries", type=NOT_NEGATIVE, default=5,
                      help="client retries per request (default: %(default)s)")
-    run.add_argument("--timeout", type=real_number(0, above=True), default=120.0,
-                     help="seconds per request attempt (default: %(default)g)")
+    run.add_argument("--timeout", type=real_number(0, above=True), default=REQUEST_SECONDS,
+                     help="seconds per request attempt; no answer at all for "
+                          f"{STALLED_AFTER_TIMEOUTS} of them stops the run (default: %(default)g)")
     run.add_argument("--price-in", type=real_number(0), default=None,
                      help="price per million input tokens, for the estimate")
     run.add_argument("--price-out", type=real_number(0), default=None, help="price per million output tokens")
@@ -97,26 +104,42 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     # The evaluation package (pandas, the openai client): not for --help.
-    from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
-    from tasks.evaluation.client import ReplayModel, model_from_environment
-    from tasks.evaluation.runs import load_requests, run_requests
+    from tasks.evaluation.runs import check_model_name, load_requests, run_lock
 
+    for model in args.model:
+        check_model_name(model)
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
-    if args.deployment:
-        return pool_command(args, endpoint)
+    cache_path = args.cache or args.out / "answer_cache.sqlite"
+    check_not_a_file(args.out)
+    interrupt.leaves(f"every answer received is kept in {cache_path}: run the same command again to resume")
+    with run_lock(args.out, cache_path):
+        if args.deployment:
+            return pool_command(args, endpoint)
+        return direct_run(args, requests, endpoint, cache_path)
+
+
+def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_path: Path) -> int:
+    """Every request from this process (a thread pool), answers cached as they arrive."""
+    from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
+    from tasks.evaluation.client import ReplayModel, model_from_environment
+    from tasks.evaluation.runs import run_requests
+
     if len(args.model) > 1:
         raise UserError("one --model per direct run; several models need --deployment")
     settings = GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
     model = (ReplayModel(settings, args.replay) if args.replay else
              model_from_environment(settings, args.key_env, args.max_retries, args.timeout))
     model.check()  # a dead server or a refused key: one line now, not a retried request after another
-    with AnswerCache(args.cache or args.out / "answer_cache.sqlite") as cache:
+    with AnswerCache(cache_path) as cache:
         summary = run_requests(requests, model, cache, args.out, args.concurrency, progress=not args.quiet)
     if not args.quiet:
         print(summary.render(args.price_in, args.price_out))
         for path in summary.files:
             print(f"wrote {path}")
+    if summary.failed and isinstance(model, ReplayModel):  # a recording does not change: no "run again"
+        print(f"error: {model.unanswered(summary.failed, summary.requests)}", file=sys.stderr)
+        return 1
     if summary.failed:
         print(f"{summary.failed} request(s) failed ({'; '.join(summary.errors[:3])}); run the same command again "
               "to retry them", file=sys.stderr)
@@ -164,9 +187,13 @@ def score_answers(args: argparse.Namespace, answers: Path) -> int:
     """Score the answers as ``kobbq eval score`` does with its defaults (``ScoreRequest``'s)."""
     from tasks.evaluation.report import ScoreRequest, score
 
-    release = json.loads((args.prepared / "prepared.json").read_text(encoding="utf-8"))["release"]
-    outcome = score(ScoreRequest(release=Path(release), predictions=[answers], out=answers.parent / "scores",
-                                 prepared=args.prepared))
+    prepared = read_json(args.prepared / "prepared.json", "prepared summary")
+    if not isinstance(prepared, dict) or not isinstance(prepared.get("release"), str):
+        raise UserError("not a prepared summary naming its release: prepare the folder again (kobbq eval prepare)",
+                        args.prepared / "prepared.json")
+    outcome = score(ScoreRequest(release=Path(prepared["release"]), predictions=[answers],
+                                 out=answers.parent / "scores", prepared=args.prepared,
+                                 allow_modified=bool(prepared.get("warnings"))))  # prepared with --allow-modified
     print(outcome.summary)
     return 0
 
@@ -200,8 +227,9 @@ def prepared_by_cli(release: Path) -> tempfile.TemporaryDirectory:
 def import_command(args: argparse.Namespace) -> int:
     # The evaluation package: not for --help.
     from tasks.evaluation.lm_eval_task import answers_from_log_samples
-    from tasks.evaluation.runs import model_slug
+    from tasks.evaluation.runs import check_model_name, model_slug
 
+    check_model_name(args.model)
     for path in answers_from_log_samples(args.samples, args.model, args.out / model_slug(args.model)):
         print(f"wrote {path}")
     return 0

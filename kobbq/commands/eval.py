@@ -10,7 +10,8 @@ import argparse
 import importlib.util
 from pathlib import Path
 
-from core.atomic import write_text
+from core import interrupt
+from core.atomic import check_not_a_file, write_text
 from core.paths import DEFAULT_BUILD_DIR
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table
 
@@ -42,6 +43,9 @@ def _add_release(parser: argparse.ArgumentParser) -> None:
                 help="expected profile, refused when the release was built with another one; the culture of a "
                      "published release folder without manifest.json")
     add_prompt_table(parser)
+    parser.add_argument("--allow-modified", action="store_true",
+                        help="evaluate a release whose files differ from its manifest (edited or damaged since it "
+                             "was built) as it is, with a warning in every output; refused without it")
 
 
 def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
@@ -62,9 +66,10 @@ def run_prepare(args: argparse.Namespace) -> int:
     from tasks.audit.fates import release_folder
     from tasks.evaluation.prompts import prepare_release
 
+    interrupt.leaves(f"{args.out} is as it was before (a preparation is moved in only once complete)")
     prepared = prepare_release(release_folder(args.release, args.profile), args.out, args.split, args.profile,
-                               args.prompts, args.prompt_ids)
-    print("\n".join(prepared.notes))
+                               args.prompts, args.prompt_ids, args.allow_modified)
+    print("\n".join([*(f"warning: {w}" for w in prepared.warnings), *prepared.notes]))
     print(f"{args.out}: {prepared.requests:,} requests ({prepared.samples:,} samples x 3 orders x "
           f"{prepared.prompts} prompt(s)) in requests.jsonl")
     return 0
@@ -107,10 +112,14 @@ def run_score(args: argparse.Namespace) -> int:
     from tasks.audit.fates import release_folder
     from tasks.evaluation.report import ScoreRequest, score
 
+    check_not_a_file(args.out)
+    interrupt.leaves(f"the result files in {args.out} are each either the previous or the new one, never half "
+                     "written")
     request = ScoreRequest(release=release_folder(args.release, args.profile), split=args.split,
                            predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
                            prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
-                           allow_missing=args.allow_missing, bootstrap=args.bootstrap, seed=args.seed, out=args.out,
+                           allow_missing=args.allow_missing, allow_modified=args.allow_modified,
+                           bootstrap=args.bootstrap, seed=args.seed, out=args.out,
                            figures=not args.no_figures)
     outcome = score(request)
     print(outcome.summary)
@@ -140,6 +149,8 @@ def run_compare(args: argparse.Namespace) -> int:
     # The evaluation package (pandas): not for --help.
     from tasks.evaluation.compare import comparison, comparison_markdown, comparison_tsv, metric_names, read_results
 
+    if args.out is not None:
+        check_not_a_file(args.out)
     table = comparison(read_results(args.results), metric_names(args.metrics))
     text = comparison_markdown(table)
     if args.out is not None:

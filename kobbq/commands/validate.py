@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core import interrupt
 from core.errors import UserError
 from core.findings import Finding
 from kobbq.arguments import add_corrections, add_profile, corrections_file, profile_of
@@ -48,6 +49,7 @@ def findings_for(args: argparse.Namespace) -> tuple[list[Finding], str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    interrupt.leaves("validate writes no file")
     findings, what = findings_for(args)
     errors = [f for f in findings if f.severity == "error"]
     warnings = [f for f in findings if f.severity == "warning"]

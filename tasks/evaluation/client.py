@@ -17,16 +17,22 @@ module only sorts what comes back:
   before anything is sent, and during the run a ``ConnectionWatch`` shared by every thread
   stops it once every attempt to connect has failed for a second (the server died), instead
   of retrying each remaining request for its whole backoff (~14 s a request, a day and a half
-  for the real release). Answers received before are in the answer cache.
+  for the real release). Answers received before are in the answer cache;
+- so does a server that accepts connections and never answers (stalled, or hung on a model):
+  ``check`` refuses one that does not list its models within the request timeout (10 s at
+  most), and the watch stops the run once no response of any kind has come for
+  ``STALLED_AFTER_TIMEOUTS`` request timeouts (a minute with the default 30 s), instead of
+  waiting out every request's attempts (hours for the example, weeks for the real release).
 
-``ReplayModel`` answers from a recording (``--replay``) by request id, with no network and
-no key; a request not recorded is ``failed``.
+``ReplayModel`` answers from a recording (``--replay``) by the sha256 of the prompt text, with no
+network and no key; a request not recorded is ``failed``.
 
 The key comes from an environment variable (``OPENAI_API_KEY`` unless another is named).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -39,20 +45,22 @@ import httpx2  # the openai client's HTTP library: its connection errors are wha
 import openai
 
 from core.errors import Location, UserError
+from tasks.evaluation.limits import REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
 from tasks.evaluation.answer_cache import Answer, GenerationSettings
 from tasks.evaluation.jsonl import json_records
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 RECORDED_STATUSES = ("ok", "empty", "malformed")
-RECORDED_KEYS = ("id", "prompt_id", "raw", "status")  # a line of a --replay recording
+RECORDED_KEYS = ("id", "prompt_id", "prompt_sha256", "raw", "status")  # a line of a --replay recording
 NO_KEY = "no-key-set"  # local servers (vLLM, Ollama, llama.cpp) accept any key; the client needs one
 # Every connection attempt failing for this long, this many times: the server is down, not blinking. The
 # client's backoff (0.5, 1, 2, 4, 8 s) makes that ~1.5 s with 4 requests in flight, ~3.5 s with one.
 DOWN_AFTER_SECONDS = 1.0
 DOWN_AFTER_FAILURES = 3
 CONNECT_SECONDS = 5.0  # to open a connection (the openai client's default): a host that drops packets is down
-CHECK_TIMEOUT = httpx2.Timeout(10.0, connect=CONNECT_SECONDS)  # the models listing before a run
-CHECK_RETRIES = 2  # a refused connection is retried twice (~1 s in all) before the run is refused
+CHECK_SECONDS = 10.0  # the models listing before a run answers at once on a live server; no answer: stalled
+CHECK_RETRIES = 2  # a refused connection is retried twice (~1.5 s in all) before the run is refused
+CHECK_BACKOFF_SECONDS = 0.5
 
 
 class RunStopped(UserError):
@@ -75,23 +83,29 @@ class Model(Protocol):
 
 
 class ConnectionWatch:
-    """Whether the endpoint is down, from the connection attempts of every thread of a run.
+    """Whether the endpoint is down or stalled, from the attempts of every thread of a run.
 
     It is down once ``failures`` connection attempts have failed, with none succeeding in between,
-    over at least ``down_after`` seconds: a server that stopped, not a dropped connection. Once
-    down it stays down for the run: what follows is refused at once rather than retried. Only
-    failures to connect count; a slow answer or a 429/5xx is the server alive, and keeps the
-    client's backoff.
+    over at least ``down_after`` seconds: a server that stopped, not a dropped connection. It is
+    stalled once ``STALLED_AFTER_TIMEOUTS`` attempts have timed out waiting for an answer and no response
+    of any kind has come for ``stalled_after`` seconds: a server that accepts connections and never
+    answers (the backoff between two attempts of one slow request is not a stall). Either way it
+    stays so for the run: what follows is refused at once rather than retried. A slow answer within
+    the timeout, or a 429/5xx, is the server alive, and keeps the client's backoff.
     """
 
     def __init__(self, down_after: float = DOWN_AFTER_SECONDS, failures: int = DOWN_AFTER_FAILURES,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.down_after, self.down_failures = down_after, failures
+                 clock: Callable[[], float] = time.monotonic,
+                 stalled_after: float = STALLED_AFTER_TIMEOUTS * REQUEST_SECONDS) -> None:
+        self.down_after, self.down_failures, self.stalled_after = down_after, failures, stalled_after
         self._clock = clock
         self._lock = threading.Lock()
         self._first: float | None = None  # the first failure since the last success
         self._failures = 0
+        self._last_response = clock()
+        self._timeouts = 0  # attempts timed out since the last response
         self.down = False
+        self.stalled = False
         self.last_error = ""
 
     def failed(self, error: str) -> bool:
@@ -104,13 +118,32 @@ class ConnectionWatch:
             self.down = self.down or (self._failures >= self.down_failures and now - self._first >= self.down_after)
             return self.down
 
+    def timed_out(self, error: str) -> bool:
+        """Count an attempt that connected and got no answer in time; True once the endpoint is stalled."""
+        with self._lock:
+            self.last_error = error
+            self._timeouts += 1
+            self.stalled = self.stalled or (self._timeouts >= STALLED_AFTER_TIMEOUTS
+                                            and self._clock() - self._last_response >= self.stalled_after)
+            return self.stalled
+
+    def silent_for(self) -> float:
+        """Seconds since the endpoint last answered anything."""
+        return self._clock() - self._last_response
+
     def succeeded(self) -> None:
         with self._lock:
-            self._first, self._failures = None, 0
+            self._first, self._failures, self._timeouts = None, 0, 0
+            self._last_response = self._clock()
+
+    @property
+    def stopped(self) -> bool:
+        return self.down or self.stalled
 
 
 class EndpointDown(openai.APIConnectionError):
-    """Raised by ``WatchedHttpClient`` once the endpoint is down: an ``OpenAIError``, which the client never retries."""
+    """Raised by ``WatchedHttpClient`` once the endpoint is down or stalled: an ``OpenAIError``, which the client
+    never retries."""
 
 
 class WatchedHttpClient(openai.DefaultHttpxClient):
@@ -124,12 +157,16 @@ class WatchedHttpClient(openai.DefaultHttpxClient):
         self.watch = watch
 
     def send(self, request: httpx2.Request, **kwargs: object) -> httpx2.Response:  # type: ignore[override]
-        if self.watch.down:
+        if self.watch.stopped:
             raise EndpointDown(message=self.watch.last_error, request=request)
         try:
             response = super().send(request, **kwargs)
         except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
             if self.watch.failed(str(exc) or type(exc).__name__):
+                raise EndpointDown(message=self.watch.last_error, request=request) from exc
+            raise
+        except httpx2.TimeoutException as exc:  # connected, and no answer within the timeout
+            if self.watch.timed_out(str(exc) or type(exc).__name__):
                 raise EndpointDown(message=self.watch.last_error, request=request) from exc
             raise
         self.watch.succeeded()
@@ -144,10 +181,10 @@ class OpenAIModel:
     api_key: str = field(repr=False)
     key_variable: str = KEY_VARIABLE
     max_retries: int = 5
-    timeout_seconds: float = 120.0
+    timeout_seconds: float = REQUEST_SECONDS
 
     def __post_init__(self) -> None:
-        self.watch = ConnectionWatch()
+        self.watch = ConnectionWatch(stalled_after=STALLED_AFTER_TIMEOUTS * self.timeout_seconds)
         self._client = openai.OpenAI(base_url=self.settings.endpoint, api_key=self.api_key or NO_KEY,
                                      max_retries=self.max_retries,
                                      timeout=httpx2.Timeout(self.timeout_seconds,
@@ -155,26 +192,44 @@ class OpenAIModel:
                                      http_client=WatchedHttpClient(self.watch))
 
     def check(self, key_required: bool = True) -> None:
-        """List the endpoint's models before any request: a server that cannot be reached or a refused key
-        stops the run here, in about a second, instead of after every request's retries.
+        """List the endpoint's models before any request: a server that cannot be reached, one that connects
+        and does not answer, or a refused key stops the run here, in seconds, instead of after every
+        request's retries.
 
         Anything else (no models listing, 404; a busy server, 429/5xx) is left to the requests, which
         stop on a missing model and back off on a busy server. ``key_required=False`` (the key is on
         the workers, not here) checks the connection only.
         """
-        try:
-            self._client.with_options(max_retries=CHECK_RETRIES, timeout=CHECK_TIMEOUT).models.list()
-        except openai.APITimeoutError as exc:
-            if isinstance(exc.__cause__, httpx2.ConnectTimeout):
-                raise self._unreachable(exc) from None
-            # connected but slow to list its models: alive, and the requests have their own timeout
-        except openai.APIConnectionError as exc:  # refused, unknown host
-            raise self._unreachable(exc) from None
-        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            if key_required:
-                raise self._stop(exc) from None
-        except openai.APIError:
-            pass
+        seconds = min(self.timeout_seconds, CHECK_SECONDS)
+        listing = self._client.with_options(max_retries=0, timeout=httpx2.Timeout(
+            seconds, connect=min(seconds, CONNECT_SECONDS)))
+        for attempt in range(CHECK_RETRIES + 1):
+            try:
+                listing.models.list()
+                return
+            except openai.APITimeoutError as exc:  # (an APIConnectionError) connected, and no answer: not retried
+                if isinstance(exc.__cause__, httpx2.ConnectTimeout):
+                    raise self._unreachable(exc) from None
+                raise RunStopped(f"{self.settings.endpoint} accepts connections but did not list its models "
+                                 f"within {seconds:g} s: the server is stalled or still starting; check it, then "
+                                 "run the same command again") from None
+            except openai.APIConnectionError as exc:  # refused, unknown host, or the watch saw it down
+                if isinstance(exc, EndpointDown) or attempt == CHECK_RETRIES:
+                    raise self._unreachable(exc) from None
+                time.sleep(CHECK_BACKOFF_SECONDS * 2 ** attempt)
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+                if key_required:
+                    raise self._stop(exc) from None
+                return
+            except openai.APIError:
+                return
+
+    def _stalled(self) -> RunStopped:
+        return RunStopped(f"{self.settings.endpoint} accepted connections but sent no answer for "
+                          f"{self.watch.silent_for():.0f} s (each attempt timed out after {self.timeout_seconds:g} s, "
+                          "--timeout): the server is stalled or overloaded; the answers received are kept in the "
+                          "answer cache: check the server, then run the same command again (or give a longer "
+                          "--timeout for a slow model)")
 
     def _unreachable(self, exc: openai.APIConnectionError) -> RunStopped:
         reason = redact(str(exc.__cause__ or exc), self.api_key)
@@ -185,6 +240,8 @@ class OpenAIModel:
         try:
             response = self._create(prompt)
         except EndpointDown as exc:
+            if self.watch.stalled:
+                raise self._stalled() from None
             raise RunStopped(f"lost the connection to {self.settings.endpoint} "
                              f"({redact(exc.message, self.api_key)}); the answers "
                              "received are kept in the answer cache: run the same command again once the server "
@@ -229,9 +286,21 @@ def answer_from_response(response: object, chat: bool) -> Answer:
     return Answer(text, "ok", *tokens)
 
 
+def prompt_sha256(prompt: str) -> str:
+    """What a recorded answer is matched by: the full prompt text the model was sent (its only message)."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
 @dataclass
 class ReplayModel:
-    """Answers recorded earlier (``{"id", "prompt_id", "raw", "status"}`` per line), looked up by request id."""
+    """Answers recorded earlier (``{"id", "prompt_id", "prompt_sha256", "raw", "status"}`` per line; the
+    ``answers.jsonl`` of ``kobbq eval run`` is one), looked up by the sha256 of the prompt text.
+
+    Not by request id: the same id (``age-001a-001-amb-bsd-0``, prompt 1) names another question in another
+    release, split or prompt table, and an answer recorded for one must never be scored as the answer to the
+    other (one id may be recorded for several prompts: the same sample under two prompt tables). Two lines with
+    the same prompt and different answers are refused: which one the model gave cannot be told.
+    """
 
     settings: GenerationSettings
     recording: Path
@@ -240,29 +309,58 @@ class ReplayModel:
         """Nothing to reach: the recording was read when the model was made."""
 
     def __post_init__(self) -> None:
-        self._answers: dict[tuple[int, str], Answer] = {}
+        self._answers: dict[str, tuple[Answer, Location]] = {}
+        self._ids: set[tuple[int, str]] = set()  # (prompt_id, id) recorded, for whatever prompt text
+        self.asked = self.matched = self.other_question = 0
         for where, row in json_records(self.recording):
-            if not isinstance(row, dict) or not all(key in row for key in RECORDED_KEYS):
-                raise UserError(f"not a recorded answer (an object with {', '.join(RECORDED_KEYS)})", where)
-            answer = Answer(str(row["raw"]), str(row["status"]))
-            try:
-                self._answers[(int(row["prompt_id"]), str(row["id"]))] = answer
-            except (ValueError, TypeError):
-                raise UserError("prompt_id must be a whole number",
-                                Location(where.file, where.row, "prompt_id")) from None
-            if answer.status not in RECORDED_STATUSES:
-                raise UserError(f"status must be one of {', '.join(RECORDED_STATUSES)}",
-                                Location(where.file, where.row, "status"))
+            self._add(where, row)
+
+    def _add(self, where: Location, row: object) -> None:
+        if not isinstance(row, dict) or not all(key in row for key in RECORDED_KEYS):
+            raise UserError(f"not a recorded answer (an object with {', '.join(RECORDED_KEYS)})", where)
+        try:
+            key = (int(row["prompt_id"]), str(row["id"]))
+        except (ValueError, TypeError):
+            raise UserError("prompt_id must be a whole number", Location(where.file, where.row, "prompt_id")) from None
+        digest = str(row["prompt_sha256"])
+        if len(digest) != 64 or digest.strip("0123456789abcdef"):
+            raise UserError("prompt_sha256 must be the sha256 of the prompt text, 64 hexadecimal digits",
+                            Location(where.file, where.row, "prompt_sha256"))
+        answer = Answer(str(row["raw"]), str(row["status"]))
+        if answer.status not in RECORDED_STATUSES:
+            raise UserError(f"status must be one of {', '.join(RECORDED_STATUSES)}",
+                            Location(where.file, where.row, "status"))
+        earlier = self._answers.get(digest)
+        if earlier is not None and earlier[0] != answer:
+            raise UserError(f"a second, different answer to the same prompt (first at row {earlier[1].row}): "
+                            "which one the model gave cannot be told", Location(where.file, where.row, "raw"))
+        self._answers.setdefault(digest, (answer, where))
+        self._ids.add(key)
 
     def ask(self, request_id: str, prompt_id: int, prompt: str) -> Answer:
-        recorded = self._answers.get((prompt_id, request_id))
-        if recorded is None:
-            return Answer("", "failed", error=f"{request_id} (prompt {prompt_id}) is not in {self.recording}")
-        return recorded
+        self.asked += 1
+        recorded = self._answers.get(prompt_sha256(prompt))
+        if recorded is not None:
+            self.matched += 1
+            return recorded[0]
+        if (prompt_id, request_id) in self._ids:
+            self.other_question += 1
+            return Answer("", "failed", error=f"{self.recording} answers {request_id} (prompt {prompt_id}) for "
+                                              "another question")
+        return Answer("", "failed", error=f"{request_id} (prompt {prompt_id}) is not in {self.recording}")
+
+    def unanswered(self, failed: int, requests: int) -> str:
+        """Why ``failed`` of ``requests`` got no answer, and what to do: running again cannot change a recording."""
+        other = (f"; {self.other_question:,} of those ids are in it, recorded for other questions (another release, "
+                 "split or prompt table)" if self.other_question else "")
+        return (f"{failed:,} of {requests:,} request(s) have no answer in the recording {self.recording} (it answers "
+                f"{requests - failed:,}{other}); a replay answers only the questions it was recorded for: replay it "
+                "against the prepared folder it was recorded from, or get the missing answers from a live "
+                "endpoint (--endpoint)")
 
 
 def model_from_environment(settings: GenerationSettings, key_variable: str = KEY_VARIABLE,
-                           max_retries: int = 5, timeout_seconds: float = 120.0) -> OpenAIModel:
+                           max_retries: int = 5, timeout_seconds: float = REQUEST_SECONDS) -> OpenAIModel:
     """The live endpoint, its key read from ``key_variable`` (never printed, never written)."""
     return OpenAIModel(settings, os.environ.get(key_variable, ""), key_variable, max_retries, timeout_seconds)
 

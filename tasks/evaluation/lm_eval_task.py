@@ -20,9 +20,11 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from core.errors import Location, UserError
+from core.errors import UserError
+from tasks.evaluation.jsonl import json_records
 from tasks.evaluation.prompts import ReleaseSamples, read_release
 from core.atomic import write_text
+from core.text_files import read_json
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
 from tasks.evaluation.metric_table import family
@@ -80,9 +82,10 @@ def _group_yaml(prefix: str, prompts: list[int]) -> str:
 
 
 def _read_json(path: Path) -> dict:
-    if not path.exists():
-        raise UserError("not found", path)
-    return json.loads(path.read_text(encoding="utf-8"))
+    summary = read_json(path, "prepared summary")
+    if not isinstance(summary, dict):
+        raise UserError("not a prepared summary (expected a JSON object): prepare the folder again", path)
+    return summary
 
 
 def _by_sample_id(release: ReleaseSamples) -> dict[str, dict]:
@@ -111,22 +114,25 @@ def _document(request: Request, samples: dict[str, dict], unknown: str, where: P
 
 
 def read_log_samples(paths: Iterable[Path]) -> list[tuple[Request, Answer]]:
-    """The harness's ``samples_<task>_*.jsonl`` lines as (request, answer), in prepared order (prompt, doc)."""
+    """The harness's ``samples_<task>_*.jsonl`` lines as (request, answer), in prepared order (prompt, doc); a file
+    with no sample (empty, or blank lines only) is an error, not an empty run."""
     found: list[tuple[tuple[int, int], Request, Answer]] = []
     for path in sorted(Path(p) for p in paths):
-        for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
+        before = len(found)
+        for where, sample in json_records(path):
             try:
-                sample = json.loads(line)
                 doc, raw = sample["doc"], sample["resps"][0][0]
-                request = Request(doc["id"], doc["sample_id"], int(doc["prompt_id"]), doc["prompt"],
-                                  doc["choices"], doc["answer"])
+                request = Request(str(doc["id"]), str(doc["sample_id"]), int(doc["prompt_id"]), str(doc["prompt"]),
+                                  dict(doc["choices"]), str(doc["answer"]))
                 position = (request.prompt_id, int(sample["doc_id"]))
             except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise UserError(f"not an lm-eval sample of an exported task ({exc!r})",
-                                Location(str(path), line_number)) from None
+                raise UserError(f"not an lm-eval sample of an exported task ({exc!r})", where) from None
+            if raw is not None and not isinstance(raw, str):
+                raise UserError("the response (resps[0][0]) is not text", where)
             found.append((position, request, Answer(raw, "ok") if raw and raw.strip() else Answer("", "empty")))
+        if len(found) == before:
+            raise UserError("holds no lm-eval samples (an empty file?): give the samples_<task>_*.jsonl files that "
+                            "lm_eval --log_samples wrote", path)
     return [(request, answer) for _, request, answer in sorted(found, key=lambda item: item[0])]
 
 

@@ -22,8 +22,9 @@ share, share minus share), so the printed digits agree.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ import pandas as pd
 from core.errors import Location, UserError
 from core.profile import Profile
 from tasks.evaluation.metric_table import family, names
+from tasks.evaluation.streamed_percentiles import streamed_percentiles
 from tasks.templates.sample_ids import SAMPLE_ID
 
 METRICS = names("paper")  # the paper's five, then BBQ's two scores (tasks.evaluation.metric_table)
@@ -38,6 +40,10 @@ BBQ_METRICS = names("bbq")
 UPSTREAM_HEADER = ["model", "category", *(metric.upstream for metric in family("paper"))]
 COUNTS = ["rows", "ooc", "amb", "amb_correct", "amb_biased", "amb_counter", "dis", "dis_correct", "dis_biased",
           "dis_counter", "dis_b", "dis_b_correct", "dis_c", "dis_c_correct"]
+# What bounds the bootstrap's memory, whatever --bootstrap is: resample x template cells drawn at once (each
+# array ~8 MB), and resamples at once (their counts and metrics, when a group has few templates)
+BOOTSTRAP_CHUNK_CELLS = 1 << 20
+BOOTSTRAP_CHUNK_REPLICATES = 1 << 15
 GROUPINGS = ("overall", "label", "category")  # the upstream row order: overall, each label, each category
 MODES = ("test", "all")
 
@@ -173,31 +179,42 @@ class Bootstrap:
 def bootstrap_intervals(counts: pd.DataFrame, mode: str, settings: Bootstrap, by: Sequence[str] = (),
                         metrics: Sequence[str] = METRICS[1:] + BBQ_METRICS) -> pd.DataFrame:
     """Per (grouping, group): lower and upper bounds of each metric. Each group draws its templates
-    from its own template set with one generator seeded per group, so adding a group changes no other."""
+    from its own template set with one generator seeded per group, so adding a group changes no other.
+
+    Memory does not grow with the number of resamples: they are drawn ``BOOTSTRAP_CHUNK_CELLS`` at a
+    time, and the percentiles are found without keeping them all (``streamed_percentiles``), with
+    the same bounds as drawing and sorting them all at once."""
     tail = (1 - settings.level) / 2 * 100
     records = []
     for key, block in counts.groupby(level=[*by, "grouping", "group"], sort=False):
-        rng = np.random.default_rng([settings.seed, zlib.crc32("|".join(map(str, key)).encode())])
-        size = len(block)
-        draws = rng.integers(0, size, size=(settings.replicates, size))
-        # weights[b, t]: how often resample b drew template t
-        cells = (np.arange(settings.replicates)[:, None] * size + draws).ravel()
-        weights = np.bincount(cells, minlength=settings.replicates * size).reshape(settings.replicates, size)
-        weights = weights.astype(np.float64)
-        matrix = block[COUNTS].to_numpy(np.float64)
-        if mode == "test":
-            replicated = ratios(dict(zip(COUNTS, (weights @ matrix).T)))
-        else:
-            per_template = ratios(dict(zip(COUNTS, matrix.T)))
-            replicated = {name: _weighted_nanmean(weights, per_template[name]) for name in metrics}
+        resampled = partial(_resampled_metrics, block[COUNTS].to_numpy(np.float64), mode, settings, key, metrics)
+        bounds = streamed_percentiles(resampled, settings.replicates, metrics, [tail, 100 - tail])
         record = dict(zip([*by, "grouping", "group"], key))
         for name in metrics:
-            with np.errstate(invalid="ignore"):
-                finite = replicated[name][~np.isnan(replicated[name])]
-            low, high = np.percentile(finite, [tail, 100 - tail]) if len(finite) else (np.nan, np.nan)
-            record[f"{name}_low"], record[f"{name}_high"] = float(low), float(high)
+            record[f"{name}_low"], record[f"{name}_high"] = bounds[name]
         records.append(record)
     return pd.DataFrame.from_records(records)
+
+
+def _resampled_metrics(matrix: np.ndarray, mode: str, settings: Bootstrap, key: tuple,
+                       metrics: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
+    """The metrics of every resample of one group's templates (``matrix``: templates x COUNTS), a chunk of
+    resamples at a time. Each call draws the same resamples again: the generator is seeded by the group."""
+    rng = np.random.default_rng([settings.seed, zlib.crc32("|".join(map(str, key)).encode())])
+    size = len(matrix)
+    per_template = None if mode == "test" else ratios(dict(zip(COUNTS, matrix.T)))
+    step = max(1, min(BOOTSTRAP_CHUNK_REPLICATES, BOOTSTRAP_CHUNK_CELLS // size))
+    for start in range(0, settings.replicates, step):
+        replicates = min(step, settings.replicates - start)
+        # consecutive draws from one generator: the same numbers as one draw of every resample at once
+        draws = rng.integers(0, size, size=(replicates, size))
+        # weights[b, t]: how often resample b drew template t
+        cells = (np.arange(replicates)[:, None] * size + draws).ravel()
+        weights = np.bincount(cells, minlength=replicates * size).reshape(replicates, size).astype(np.float64)
+        if per_template is None:
+            yield ratios(dict(zip(COUNTS, (weights @ matrix).T)))
+        else:
+            yield {name: _weighted_nanmean(weights, per_template[name]) for name in metrics}
 
 
 def _weighted_nanmean(weights: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -140,6 +140,8 @@ def _submissions(frame: pd.DataFrame, path: Path, model: str | None, prompt: int
     default_model = model or (named["model"] if named else folder or path.stem)
     default_prompt = prompt if prompt is not None else (
         int(named["prompt"]) if named else int(raw_named["prompt"]) if raw_named else None)
+    if "model" in frame.columns:
+        _one_model_for_option(frame, path, model)
     if model is None and "model" in frame.columns:
         models = frame["model"].astype(str).replace("", default_model)
     else:
@@ -149,6 +151,10 @@ def _submissions(frame: pd.DataFrame, path: Path, model: str | None, prompt: int
                              topics["prompt"] if topics is not None and prompt is None else None)
     submissions = []
     for (run_model, run_prompt), block in frame.groupby([models, prompts], sort=True, dropna=False):
+        if not str(run_model).strip() or not str(run_model).isprintable():
+            raise UserError(f"model name {str(run_model)[:80]!r} is empty or holds control characters (a line "
+                            "break would split a row of results.md); give --model NAME",
+                            Location(str(path), int(block["_row"].iloc[0]), "model" if model is None else None))
         submissions.append(Submission(
             model=str(run_model), prompt_id=None if run_prompt < 0 else int(run_prompt), source=path,
             ids=block[id_column].astype(str).tolist(), values=block[value_column].astype(str).tolist(),
@@ -156,6 +162,19 @@ def _submissions(frame: pd.DataFrame, path: Path, model: str | None, prompt: int
             topic_release=None if topics is None else _one_release(topics.loc[block.index], block, path),
             truth=block["truth"].astype(str).tolist() if "truth" in block.columns else None))
     return submissions
+
+
+def _one_model_for_option(frame: pd.DataFrame, path: Path, model: str | None) -> None:
+    """``--model`` names the one model of a file: a file whose rows name several would have their answers
+    merged into one run under that name (and scored as one model, or refused as duplicates)."""
+    named = frame["model"].astype(str)
+    names = list(dict.fromkeys(named[named != ""]))
+    if model is not None and len(names) > 1:
+        row = int(frame["_row"].iloc[int(np.flatnonzero((named == names[1]).to_numpy())[0])])
+        raise UserError(f"the rows name {len(names)} models ({', '.join(map(repr, names[:3]))}"
+                        f"{', ...' if len(names) > 3 else ''}) and --model {model!r} would merge their answers into "
+                        "one run: drop --model to score each under its own name, or give one model's rows",
+                        Location(str(path), row, "model"))
 
 
 def _topics(frame: pd.DataFrame, path: Path) -> pd.DataFrame | None:

@@ -19,17 +19,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from core import interrupt
 from core.errors import Location, UserError
 from core.paths import EXAMPLE_DIR
 from core.text_files import check_input_file
 from core.profile import Profile, load_profile
 from core.atomic import write_bytes, write_text, write_with
-from core.release_folder import require_manifest
+from core.release_folder import changed_files, require_manifest
 from tasks.audit.fates import release_profile
 from core.fingerprint import sha256_file
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.bbq_columns import evaluation_view, read_samples
 from tasks.evaluation.metrics import sample_attributes
+from tasks.evaluation.prepared_folder import SUMMARY, folder_files, publish_prepared, staged
 from tasks.evaluation.published import is_published_folder, published_note, read_category_files, require_profile
 from tasks.release.category_csv import category_folder
 from tasks.release.write import all_samples_name
@@ -71,6 +73,7 @@ def read_table(path: Path, sep: str = "\t", **options) -> pd.DataFrame:
     Not ``core.tables.read_rows``: scoring reads release splits and prediction files of 10^5-10^6 rows
     into columns, and pandas' C parser does that ~10x faster than the csv module plus a frame.
     """
+    check_input_file(path)  # a folder, a device or a named pipe: one line, before pandas opens it
     try:
         return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, **options)
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
@@ -96,6 +99,8 @@ def read_prompt_table(path: Path) -> dict[int, Prompt]:
         if not record["unknown"].strip():
             raise UserError("empty unknown wording", Location(str(path), row, "unknown"))
         prompts[prompt_id] = Prompt(**{**record, "prompt_id": prompt_id})
+    if not prompts:
+        raise UserError("holds no prompts (a header alone): a preparation would hold no request", path)
     return prompts
 
 
@@ -151,6 +156,7 @@ class ReleaseSamples:
     attributes: pd.DataFrame
     notes: list[str] = field(default_factory=list)  # what a reader of the results should know about the samples
     digest: str = ""  # sha256 of the samples read; empty: that of ``path``, computed when asked
+    warnings: list[str] = field(default_factory=list)  # what no number may be read without (a modified release)
 
     @property
     def samples_sha256(self) -> str:
@@ -158,22 +164,49 @@ class ReleaseSamples:
         return self.digest or sha256_file(self.path)
 
 
-def read_release(folder: Path, split: str | None = "test", profile: str | None = None) -> ReleaseSamples:
+def read_release(folder: Path, split: str | None = "test", profile: str | None = None,
+                 allow_modified: bool = False) -> ReleaseSamples:
     """Read a release's samples; ``profile``, when given, must be the one the release was built with.
 
-    A folder without the manifest of `kobbq build` is a published release as downloaded
-    (``tasks.evaluation.published``): ``profile`` must say its culture. ``split=None`` takes the test split
-    when the release has one and all samples when it has none (a release in BBQ's column layout, such as
+    A release built by `kobbq build` must still have every file its manifest records (``modified_warnings``),
+    unless ``allow_modified``. A folder without the manifest of `kobbq build` is a published release as
+    downloaded (``tasks.evaluation.published``): ``profile`` must say its culture. ``split=None`` takes the test
+    split when the release has one and all samples when it has none (a release in BBQ's column layout, such as
     EsBBQ, is evaluated whole, as its paper does).
     """
     if not folder.is_dir():
         raise UserError("release folder not found", folder)
+    warnings: list[str] = []
     if is_published_folder(folder):
         loaded = load_profile(require_profile(folder, profile))
         name, published = loaded.release.name, True
     else:
         loaded = release_profile(folder, profile)
-        name, published = str(require_manifest(folder).get("release", loaded.release.name)), False
+        manifest = require_manifest(folder)
+        name, published = str(manifest.get("release", loaded.release.name)), False
+        warnings = modified_warnings(folder, manifest, allow_modified)
+    release = _read_split(folder, name, split, loaded, published)
+    release.warnings = warnings
+    return release
+
+
+def modified_warnings(folder: Path, manifest: dict, allow_modified: bool) -> list[str]:
+    """Nothing when every file of the release is as its manifest records it (sha256); else a UserError, or with
+    ``allow_modified`` the warning every output of the evaluation carries. A release edited by hand (an answer
+    set to the biased one) scores other numbers than the release as built, and nothing else would say so."""
+    changed = changed_files(folder, manifest)
+    if not changed:
+        return []
+    listed = f"{len(changed)} file(s) ({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''})"
+    if not allow_modified:
+        raise UserError(f"{listed} differ from what the build wrote (the sha256 in manifest.json): the release was "
+                        "edited or damaged since it was built; rebuild it (kobbq build --force), or give "
+                        "--allow-modified to evaluate it as it is (every output then says so)", folder)
+    return [f"the release {folder} differs from its manifest in {listed}: evaluated as it is (--allow-modified), so "
+            "these numbers are not those of the release as built"]
+
+
+def _read_split(folder: Path, name: str, split: str | None, loaded: Profile, published: bool) -> ReleaseSamples:
     if loaded.release.layout == "per-category-csv":
         return _read_bbq_columns(folder, name, split or "all", loaded, published)
     split = split or "test"
@@ -334,13 +367,15 @@ def write_prepared(out: Path, release: ReleaseSamples, table: Path, prompts: lis
         # no final newline, as upstream writes it
         write_text(folder / f"{stem}.json", json.dumps(data, ensure_ascii=False, indent=4))
     write_text(out / "requests.jsonl", "".join(lines))
+    interrupt.checkpoint("prepare")  # fault-injection tests stop a preparation here, half written
     write_bytes(out / PREPARED_PROMPTS, table.read_bytes())  # the folder scores anywhere, table or not
     summary = {"release": str(release.folder), "release_name": release.name, "profile": release.profile.name,
                "split": release.split, "prompts": [p.prompt_id for p in prompts], "requests": len(lines),
                "requests_per_prompt": counts, "prompt_table": str(table),
                "prompt_table_sha256": sha256_file(table), "samples_sha256": release.samples_sha256,
-               "unknown": {str(p.prompt_id): p.unknown for p in prompts}}
-    write_text(out / "prepared.json", json.dumps(summary, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+               "unknown": {str(p.prompt_id): p.unknown for p in prompts}, "warnings": release.warnings,
+               "files": sorted([*folder_files(out), SUMMARY])}  # what a new preparation replaces
+    write_text(out / SUMMARY, json.dumps(summary, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
     return summary
 
 
@@ -350,13 +385,17 @@ class Prepared:
     requests: int
     samples: int
     prompts: int
+    warnings: list[str] = field(default_factory=list)  # the release differs from its manifest (--allow-modified)
 
 
 def prepare_release(release_dir: Path, out: Path, split: str | None = None, profile: str | None = None,
-                    prompts: Path | None = None, prompt_ids: list[int] | None = None) -> Prepared:
+                    prompts: Path | None = None, prompt_ids: list[int] | None = None,
+                    allow_modified: bool = False) -> Prepared:
     """``kobbq eval prepare``: every sample x prompt x 3 choice orders of a release written into ``out``."""
-    release = read_release(release_dir, split, profile)
+    release = read_release(release_dir, split, profile, allow_modified)
     table, note = resolve_prompt_table(release.profile, prompts)
     chosen = select_prompts(read_prompt_table(table), prompt_ids, table)
-    summary = write_prepared(out, release, table, chosen)
-    return Prepared([note, *release.notes], summary["requests"], len(release.frame), len(chosen))
+    with staged(out) as staging:  # an interrupted or failed preparation leaves the previous one as it was
+        summary = write_prepared(staging, release, table, chosen)
+        publish_prepared(staging, out)
+    return Prepared([note, *release.notes], summary["requests"], len(release.frame), len(chosen), release.warnings)

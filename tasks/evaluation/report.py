@@ -17,6 +17,7 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.atomic import write_bytes, write_text
+from core.text_files import read_json
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.metric_table import TITLES
 from tasks.evaluation.metrics import BBQ_METRICS, METRICS, UPSTREAM_HEADER, Bootstrap, over_prompts, score_rows
@@ -41,6 +42,7 @@ class ScoreSettings:
     bootstrap_seed: int
     release_notes: tuple[str, ...] = ()  # what the release's reader noticed (tasks.evaluation.bbq_columns)
     esbbq_metrics: bool = False  # the table also has EsBBQ's own metrics (a release in BBQ's column layout)
+    release_warnings: tuple[str, ...] = ()  # the release differs from its manifest (--allow-modified)
 
 
 def prompt_label(prompt: int) -> str:
@@ -149,7 +151,8 @@ def _settings_lines(settings: ScoreSettings) -> list[str]:
     ooc = "counted as wrong answers" if settings.ooc_as_wrong else "dropped from every metric but the OOC ratio"
     mode = ("pooled over the rows of each group (test)" if settings.mode == "test"
             else "computed per template, templates averaged with equal weight (all)")
-    lines = [f"- release: `{settings.release}` ({settings.split} split); prompt table: `{settings.prompt_table}`",
+    lines = [*(f"- **warning: {warning}**" for warning in settings.release_warnings),
+             f"- release: `{settings.release}` ({settings.split} split); prompt table: `{settings.prompt_table}`",
              f"- metrics {mode}; out-of-choice answers {ooc}; answers parsed with the {settings.parser} parser",
              "- OOC, Acc amb/dis, Diff-bias amb/dis follow KoBBQ's protocol (the paper's 5_evaluation.py): "
              "diff-bias amb = biased share - counter-biased share; diff-bias dis = accuracy in contexts supporting "
@@ -236,7 +239,7 @@ def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], settings: Sco
         files["results_bias_score.tsv"] = bias_score_tsv(table)
     if figures:
         notes = [*(f"warning: {w}" for w in score_warnings(table, runs)),
-                 *(line[2:] for line in [*_settings_lines(settings), *_template_lines(table)])]
+                 *(line[2:].replace("**", "") for line in [*_settings_lines(settings), *_template_lines(table)])]
         files.update(figures_and_page(table, notes, display))
     files["results.md"] = results_markdown(table, runs, settings, display)
     return [write_text(out / name, data) if isinstance(data, str) else write_bytes(out / name, data)
@@ -260,6 +263,7 @@ class ScoreRequest:
     parser: str = "paper"
     ooc_as_wrong: bool = False
     allow_missing: bool = False
+    allow_modified: bool = False  # score a release that differs from its manifest (every output says so)
     bootstrap: int = 1000
     seed: int = 42
     figures: bool = True
@@ -275,7 +279,7 @@ class ScoreOutcome:
 
 def load_runs(request: ScoreRequest) -> tuple[ReleaseSamples, Path, list[Run]]:
     """Read the release, the prompt table and every predictions file, and match them."""
-    release = read_release(request.release, request.split, request.profile)
+    release = read_release(request.release, request.split, request.profile, request.allow_modified)
     table_path = prepared_prompt_table(request.prepared, release) if request.prepared else resolve_prompt_table(
         release.profile, request.prompts)[0]
     prompts = read_prompt_table(table_path)
@@ -295,7 +299,8 @@ def score_table(release: ReleaseSamples, table_path: Path, runs: list[Run],
     if upstream:
         table = with_esbbq_metrics(table, rows, request.ooc_as_wrong, release)
     settings = ScoreSettings(str(request.release), release.split, mode, request.ooc_as_wrong, request.parser,
-                             str(table_path), request.bootstrap, request.seed, tuple(release.notes), upstream)
+                             str(table_path), request.bootstrap, request.seed, tuple(release.notes), upstream,
+                             tuple(release.warnings))
     return table, settings
 
 
@@ -329,7 +334,8 @@ def score(request: ScoreRequest) -> ScoreOutcome:
     release, table_path, runs = load_runs(request)
     table, settings = score_table(release, table_path, runs, request)
     files = write_outputs(request.out, table, runs, settings, category_names(release), request.figures)
-    summary = [*overall_lines(table), *(f"warning: {w}" for w in score_warnings(table, runs)),
+    summary = [*(f"warning: {w}" for w in settings.release_warnings), *overall_lines(table),
+               *(f"warning: {w}" for w in score_warnings(table, runs)),
                f"wrote {request.out}/results.md and {len(files) - 1} other file(s)"]
     return ScoreOutcome(table, runs, files, "\n".join(summary))
 
@@ -340,7 +346,9 @@ def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
     path = prepared / "prepared.json"
     if not path.exists():
         raise UserError("not a prepared folder (no prepared.json; write one with `kobbq eval prepare`)", prepared)
-    summary = json.loads(path.read_text(encoding="utf-8"))
+    summary = read_json(path, "prepared summary")
+    if not isinstance(summary, dict):
+        raise UserError("not a prepared summary (expected a JSON object): prepare the folder again", path)
     for key, ours in (("profile", release.profile.name), ("split", release.split), ("release_name", release.name)):
         if summary.get(key) != ours:
             raise UserError(f"prepared for {key} {summary.get(key)!r}, but the release to score has {ours!r}",

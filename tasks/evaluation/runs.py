@@ -8,18 +8,21 @@ the cache, so SQLite sees one writer. Once every request has an answer or has fa
 answer files are written atomically from the cache, in request order, so a run killed midway
 and resumed writes the same bytes as a run never interrupted:
 
-- ``<out>/<model-slug>/answers.jsonl``: ``id, sample_id, prompt_id, model, raw, status``;
+- ``<out>/<model-slug>/answers.jsonl``: ``id, sample_id, prompt_id, prompt_sha256, model, raw, status`` (a
+  recording ``--replay`` reads: it matches answers by the prompt's sha256);
 - ``<out>/<model-slug>/raw_p<N>.tsv``: the upstream raw layout (``guid, raw``) per prompt.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,8 +31,12 @@ from tqdm import tqdm
 from core.errors import Location, UserError
 from core.atomic import write_text, write_with
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings
-from tasks.evaluation.client import Model
+from tasks.evaluation.client import Model, prompt_sha256
 from tasks.evaluation.jsonl import text_lines
+from tasks.release.publish import build_lock
+
+BUSY = ("another `kobbq eval run` (pid {pid}) is answering into this folder; wait for it to finish (two runs at "
+        "once would each pay for the same answers)")
 
 REQUIRED_KEYS = ("id", "sample_id", "prompt_id", "prompt", "choices", "answer")
 
@@ -72,6 +79,9 @@ def _request_from_line(line: str, where: Location) -> Request:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
         raise UserError(f"not JSON ({exc.msg})", Location(where.file, where.row, str(exc.colno))) from None
+    if not isinstance(row, dict):
+        raise UserError(f"not a request (a JSON object with {', '.join(REQUIRED_KEYS)}); prepare the folder again",
+                        where)
     absent = [key for key in REQUIRED_KEYS if key not in row]
     if absent:
         raise UserError(f"missing {', '.join(absent)}", Location(where.file, where.row, absent[0]))
@@ -84,9 +94,48 @@ def _request_from_line(line: str, where: Location) -> Request:
                    {str(k): str(v) for k, v in row["choices"].items()}, str(row["answer"]))
 
 
+LOCK = "eval-run"  # <out>/.eval-run.lock (tasks.release.publish.build_lock names it)
+
+
+@contextmanager
+def run_lock(out: Path, cache: Path) -> Iterator[None]:
+    """One ``kobbq eval run`` at a time per output folder, and per answer cache when it lives elsewhere: a second
+    run stops at once instead of sending (and paying for) every request the first is sending. The lock files
+    are hidden files in the output folder (and beside the cache)."""
+    out, cache = Path(out).resolve(), Path(cache).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as locks:
+        for lock, folder, busy in ((out / LOCK, out, BUSY),
+                                   (cache, cache, BUSY.replace("into this folder", "with this answer cache"))):
+            if lock == cache and out in cache.parents:
+                continue  # the cache in the output folder: its lock is the folder's
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                locks.enter_context(build_lock(lock, busy))
+            except UserError as busy_error:  # named by the folder (or cache), not by the lock's stem
+                raise UserError(busy_error.message, folder) from None
+        yield
+
+
+SLUG_LENGTH = 120  # a folder name stays far below the file system's 255 bytes
+
+
 def model_slug(model: str) -> str:
-    """The model's folder name: ``org/Model:7b`` -> ``org-Model-7b``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
+    """The model's folder name: ``org/Model:7b`` -> ``org-Model-7b``; a longer one than ``SLUG_LENGTH`` is cut and
+    told apart by a hash of the whole name (a name the file system refuses would fail after the answers are paid)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
+    if len(slug) <= SLUG_LENGTH:
+        return slug
+    return f"{slug[:SLUG_LENGTH - 13].rstrip('-.')}-{hashlib.sha256(model.encode('utf-8')).hexdigest()[:12]}"
+
+
+def check_model_name(model: str) -> str:
+    """A model name as results show it: not empty, no control characters (a line break would split a row of
+    results.md and a line of the answer files' readers)."""
+    if not model.strip() or not model.isprintable():
+        raise UserError(f"model name {model[:80]!r} is empty or holds control characters; give the name as the "
+                        "endpoint knows it, e.g. org/Model-7B")
+    return model
 
 
 @dataclass
@@ -188,8 +237,9 @@ def _ask_all(requests: Sequence[Request], model: Model, concurrency: int,
 
 def write_answer_files(requests: Sequence[Request], answers: Sequence[Answer], model: str, folder: Path) -> list[Path]:
     """``answers.jsonl`` and one upstream ``raw_p<N>.tsv`` per prompt, in request order, atomically."""
-    lines = [json.dumps({"id": r.id, "sample_id": r.sample_id, "prompt_id": r.prompt_id, "model": model,
-                         "raw": a.raw, "status": a.status}, ensure_ascii=False)
+    lines = [json.dumps({"id": r.id, "sample_id": r.sample_id, "prompt_id": r.prompt_id,
+                         "prompt_sha256": prompt_sha256(r.prompt), "model": model, "raw": a.raw, "status": a.status},
+                        ensure_ascii=False)
              for r, a in zip(requests, answers)]
     written = [write_text(folder / "answers.jsonl", "\n".join(lines) + "\n")]
     for prompt_id in sorted({r.prompt_id for r in requests}):

@@ -2,9 +2,10 @@
 
 ``datasets.load_dataset(FOLDER, CONFIG, split=SPLIT)`` reads a folder whose ``README.md`` lists its
 configs and their files (the Hub's "manual configuration"). Each category's rows of each split are
-written once, as ``data/<Category>/<split>.parquet``; the ``all`` config reads every category's file
-of a split through a glob (``data/*/<split>.parquet``), so the configs share files instead of holding
-the release twice.
+written once, as ``data/<Category>/<split>.parquet``; the ``all`` config lists every category's file
+of a split, so the configs share files instead of holding the release twice. It lists them one by one,
+not as a glob (``data/*/<split>.parquet``): a folder that lost a category's file then fails to load
+(``FileNotFoundError`` naming it) instead of loading the other categories' rows as if they were all.
 
 Splits: ``test`` is what a model is evaluated on (KoBBQ: the evaluation split, one fill per template
 row; a generated release such as EsBBQ is evaluated whole, so its one set is ``test``, as its
@@ -34,10 +35,10 @@ BATCH_ROWS = 65_536  # rows read at a time, so memory does not grow with the rel
 
 @dataclass(frozen=True)
 class Config:
-    """One config of the dataset card: its name, and per split the data files (a path or a glob) and rows."""
+    """One config of the dataset card: its name, and per split its data files and rows."""
 
     name: str
-    files: dict[str, str]  # split -> path relative to the release folder
+    files: dict[str, str | list[str]]  # split -> path(s) relative to the release folder
     rows: dict[str, int]  # split -> rows
 
     def metadata(self) -> dict[str, object]:
@@ -118,6 +119,6 @@ def configs(profile: Profile, rows: dict[str, dict[str, int]], splits: list[str]
     if ALL_CONFIG in rows:
         raise ValueError(f"a category may not be called {ALL_CONFIG!r}: that config reads every category")
     order = [c for c in profile.category_names if c in rows] + sorted(set(rows) - set(profile.category_names))
-    every = Config(ALL_CONFIG, {split: data_file("*", split) for split in splits},
+    every = Config(ALL_CONFIG, {split: [data_file(c, split) for c in order] for split in splits},
                    {split: sum(rows[c][split] for c in order) for split in splits})
     return [every] + [Config(c, {split: data_file(c, split) for split in splits}, rows[c]) for c in order]

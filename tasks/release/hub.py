@@ -16,7 +16,8 @@ from pathlib import Path
 
 import httpx2  # huggingface_hub 2.x's HTTP client: its transport errors (refused, DNS, timeout) are not OSError
 from huggingface_hub import HfApi, get_token
-from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+from huggingface_hub.errors import HfHubHTTPError, HFValidationError, OfflineModeIsEnabled
+from huggingface_hub.utils import validate_repo_id
 
 from core.errors import UserError
 from core.release_folder import changed_files, read_manifest
@@ -45,14 +46,14 @@ class Upload:
 def plan_upload(folder: Path, repo_id: str) -> Upload:
     """What ``publish`` would upload: every file of an intact release folder (hidden files left out)."""
     folder = Path(folder)
-    if "/" not in repo_id or repo_id.count("/") != 1 or not all(repo_id.split("/")):
-        raise UserError(f"{repo_id!r} is not a Hub repository name: write it as OWNER/NAME")
+    check_repo_id(repo_id)
     manifest = read_manifest(folder)
     if manifest is None:
         raise UserError("not a release folder (no manifest.json); build it first", folder)
-    if not (folder / CARD_NAME).exists():
+    outputs = manifest.get("outputs")
+    if not (folder / CARD_NAME).exists() and not (isinstance(outputs, dict) and CARD_NAME in outputs):
         raise UserError(f"this release has no dataset card ({CARD_NAME}): it was built by an older version; "
-                        "rebuild it (kobbq build --force)", folder)
+                        "rebuild it (kobbq build --force)", folder)  # a card its manifest lists is a lost file
     changed = changed_files(folder, manifest)
     if changed:
         raise UserError(f"{len(changed)} file(s) differ from what the build wrote ({', '.join(changed[:5])}); "
@@ -60,6 +61,21 @@ def plan_upload(folder: Path, repo_id: str) -> Upload:
     files = sorted((p.relative_to(folder).as_posix(), p.stat().st_size) for p in folder.rglob("*")
                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     return Upload(folder, repo_id, files)
+
+
+def check_repo_id(repo_id: str) -> str:
+    """OWNER/NAME as the Hub accepts it (``huggingface_hub``'s own check: letters, digits, '-', '_', '.', at most 96
+    characters a part, no '--' or '..'), so a dry run never promises an upload the Hub would refuse."""
+    problem = None if repo_id.count("/") == 1 else "it must be OWNER/NAME, with one '/'"
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        problem = problem or f"huggingface_hub: {str(exc).split(': ' + chr(39))[0]}"
+    if problem:
+        shown = repr(repo_id) if len(repo_id) <= 120 else f"{repo_id[:120]!r}... ({len(repo_id)} characters)"
+        raise UserError(f"{shown} is not a Hub repository name ({problem}); write it as OWNER/NAME with letters, "
+                        "digits, '-', '_' or '.'")
+    return repo_id
 
 
 def publish(upload: Upload, private: bool = False, message: str | None = None,
@@ -77,6 +93,8 @@ def publish(upload: Upload, private: bool = False, message: str | None = None,
         commit = api.upload_folder(repo_id=upload.repo_id, repo_type=REPO_TYPE, folder_path=upload.folder,
                                    commit_message=message or f"Release {upload.folder.name} (kobbq-builder)",
                                    ignore_patterns=[".*", "**/.*"])
+    except HFValidationError as exc:  # a name check_repo_id let through and the client refused
+        raise UserError(f"huggingface_hub refused the upload to {upload.repo_id!r}: {exc}; nothing was uploaded") from None
     except OfflineModeIsEnabled:
         raise UserError("HF_HUB_OFFLINE is set: nothing was uploaded (unset it to publish)") from None
     except HfHubHTTPError as exc:

@@ -87,12 +87,17 @@ def release_os_error(exc: OSError, staging: Path, target: Path) -> OSError:
 _held: dict[Path, int] = {}  # lock file -> depth: a build takes the lock before Prefect starts, the flow again
 
 
+BUSY = "another build (pid {pid}) is writing this release; wait for it to finish"
+
+
 @contextmanager
-def build_lock(target: Path) -> Iterator[None]:
+def build_lock(target: Path, busy: str = BUSY) -> Iterator[None]:
     """One build at a time per release folder: a second one stops at once instead of interleaving.
 
     Re-entrant within a process: the command takes the lock before Prefect starts (so a second build
-    is refused in a second, not after Prefect's start-up), and the flow takes it again."""
+    is refused in a second, not after Prefect's start-up), and the flow takes it again. Other commands
+    that must not run twice on one folder (``kobbq eval run``) take it too, with their own ``busy``
+    message ({pid}: the holder's)."""
     lock_path = (target.parent / f".{target.name}.lock").resolve()
     if lock_path in _held:
         _held[lock_path] += 1
@@ -106,8 +111,7 @@ def build_lock(target: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            raise UserError(f"another build (pid {handle.read().strip() or '?'}) is writing this release; "
-                            "wait for it to finish", target) from None
+            raise UserError(busy.format(pid=handle.read().strip() or "?"), target) from None
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))

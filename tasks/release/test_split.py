@@ -24,6 +24,7 @@ from pathlib import Path
 
 from core.errors import Location, UserError
 from core.profile import Profile
+from core.text_files import read_text
 from tasks.templates.formats import template_format
 from tasks.templates.sample_ids import QUESTION_SUFFIXES, fill_number, row_prefix
 from tasks.templates.load import TemplateRow
@@ -95,7 +96,7 @@ def read_listed_ids(path: Path) -> list[ListedId]:
     """One sample ID a line (blank lines ignored); a repeated ID is an error naming both lines."""
     ids: list[ListedId] = []
     seen: dict[str, int] = {}
-    for line, text in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    for line, text in enumerate(read_text(path, "sample ID list").splitlines(), start=1):
         sample_id = text.strip()
         if not sample_id:
             continue

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.profile import Profile
+from core.text_files import check_input_file
 from tasks.survey.aggregated_results import load_survey_json
 from tasks.survey.groups import profile_survey_dir
 from tasks.survey.overrides import Override, load_overrides
@@ -56,9 +57,9 @@ class SurveyInputs:
         return replace(self, overrides=self.overrides or default_overrides_path(profile))
 
     def check_exist(self) -> None:
+        """Each input is there and a regular file (a folder, a device or a named pipe is named as such)."""
         for role, path in self.files().items():
-            if not path.exists():
-                raise UserError(f"{role.replace('_', ' ')} file does not exist", path)
+            check_input_file(path, f"{role.replace('_', ' ')} file")
 
     def read(self, profile: Profile) -> SurveyData:
         """Read and check every survey input (see the module docstring for the defaults)."""
@@ -78,13 +79,16 @@ def default_overrides_path(profile: Profile) -> Path | None:
 def load_survey_results(path: Path, profile: Profile, questions: Path | None = None) -> SurveyResults:
     """The released JSON, or a respondent-level CSV/xlsx (which needs the exported ``questions.csv``;
     by default the one in the same folder)."""
-    path = Path(path)
-    if not path.exists():
-        raise UserError("survey results file does not exist", path)
+    path = check_input_file(Path(path), "survey results file")  # a folder is not taken for respondent results
     if path.suffix.lower() == ".json":
-        return load_survey_json(path, profile)
-    questions = questions or path.parent / "questions.csv"
-    if not questions.exists():
-        raise UserError(f"respondent-level results need the exported questions.csv (`--questions` on the command "
-                        f"line, `survey.questions` in a pipeline file); {questions} does not exist", path)
-    return load_respondent_results(path, questions, profile)
+        results = load_survey_json(path, profile)
+    else:
+        questions = questions or path.parent / "questions.csv"
+        if not questions.exists():
+            raise UserError(f"respondent-level results need the exported questions.csv (`--questions` on the "
+                            f"command line, `survey.questions` in a pipeline file); {questions} does not exist", path)
+        results = load_respondent_results(path, questions, profile)
+    if not results.entries:  # a header alone, or []: every template would be dropped for want of votes
+        raise UserError("holds no survey results (a header alone, or an empty list): every stereotype would be "
+                        "dropped for want of votes; give the file with the respondents' answers", path)
+    return results

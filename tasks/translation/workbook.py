@@ -36,7 +36,7 @@ from openpyxl.styles import Alignment, Font, Protection
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile
-from core.text_files import read_text
+from core.text_files import check_input_file, read_text
 from tasks.templates.slots import normalise_text
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
 from core.workbooks import save_workbook, set_text
@@ -344,8 +344,7 @@ def read_workbook(path: Path, profile: Profile) -> list[EditedCell]:
     if path.suffix.lower() != ".xlsx":
         raise UserError(f"expected an .xlsx workbook, got {path.suffix or 'no extension'} "
                         "(macro-enabled .xlsm workbooks are refused)", path)
-    if not path.exists():
-        raise UserError("workbook does not exist", path)
+    check_input_file(path, "workbook")  # absent, a folder, a device or a named pipe: one line
     try:
         workbook = load_workbook(path)
     except Exception as exc:  # openpyxl raises several unrelated types for a damaged file

@@ -1,0 +1,119 @@
+"""A prepared folder (``kobbq eval prepare``) is replaced whole or not at all, and never loses a user's file.
+
+Everything is written into a staging folder beside the target (``.staging-<name>-<pid>``, on the same
+file system), which a signal or an error removes, so an interrupted or failed preparation leaves the
+previous one as it was (and no 94 MB of half-written files). Then the staged files are moved in,
+``prepared.json`` last (a folder without it is not a prepared folder), and the files of the previous
+preparation that this one does not write (another prompt selection, split or release) are removed:
+those ``prepared.json`` lists, so a file the user put in the folder is never touched. A signal during
+the moves takes effect after them (``interrupt.critical``); a staging folder left by a killed process is
+removed by the next preparation.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core import interrupt
+from core.atomic import check_not_a_file
+from core.errors import os_errno
+from core.release_folder import STAGING_PREFIX
+
+SUMMARY = "prepared.json"  # written last; lists the folder's files ("files")
+
+
+def _stem(out: Path) -> str:
+    """The staging folder's stem: ``out``'s name, or for a name near the file system's 255 bytes a hash of it."""
+    return out.name if len(out.name.encode("utf-8")) <= 200 else hashlib.sha256(out.name.encode("utf-8")).hexdigest()[:16]
+
+
+def staging_folder(out: Path) -> Path:
+    return out.parent / f"{STAGING_PREFIX}{_stem(out)}-{os.getpid()}"
+
+
+def remove_dead_staging(out: Path) -> None:
+    """Staging folders of preparations whose process is gone (SIGKILL): nothing can use them."""
+    for folder in out.parent.glob(f"{glob.escape(STAGING_PREFIX + _stem(out))}-*"):
+        pid = folder.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and interrupt.start_time(int(pid)) is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def staged(out: Path) -> Iterator[Path]:
+    """Yield an empty staging folder for ``out``; on an error or a signal it is removed and ``out`` is untouched.
+
+    An error of the operating system (a full disk) names the file being written as it would be in ``out``
+    (the staging folder is gone by then)."""
+    out = check_not_a_file(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_staging(out)
+    staging = staging_folder(out)
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    interrupt.register_staging(staging)
+    try:
+        yield staging
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        named = str(exc.filename or "")
+        where = out / Path(named).relative_to(staging) if named.startswith(f"{staging}{os.sep}") else out
+        raise OSError(os_errno(exc), exc.strerror or str(exc), str(where)) from exc
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        interrupt.unregister_staging(staging)
+
+
+def folder_files(folder: Path) -> list[str]:
+    """Every file under ``folder``, as relative POSIX paths, sorted."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def previous_files(out: Path) -> set[str]:
+    """The files the previous preparation of ``out`` wrote: those its ``prepared.json`` lists (or, written before
+    it listed them, the ones its release, split and prompts name); none when there is no readable one."""
+    try:
+        summary = json.loads((out / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(summary, dict):
+        return set()
+    if isinstance(summary.get("files"), list):
+        return {str(name) for name in summary["files"]}
+    stem = f"{summary.get('release_name')}_{summary.get('split')}"
+    upstream = {f"{stem}/{stem}_evaluation_{prompt}.{kind}" for prompt in summary.get("prompts") or []
+                for kind in ("tsv", "json")}
+    return {"requests.jsonl", "prompts.tsv", SUMMARY} | upstream
+
+
+def publish_prepared(staging: Path, out: Path) -> None:
+    """Move the staged files into ``out`` (``prepared.json`` last), then remove the previous preparation's files
+    that were not written again; the staging folder is removed."""
+    written = folder_files(staging)
+    stale = previous_files(out) - set(written)
+    top = out.resolve()
+    with interrupt.critical():
+        (out / SUMMARY).unlink(missing_ok=True)  # not a prepared folder until the last move
+        for name in [n for n in written if n != SUMMARY] + [SUMMARY]:
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / name, out / name)
+        for name in sorted(stale):
+            path = out / name
+            if path.is_file() and top in path.resolve().parents:
+                path.unlink()
+                _remove_if_empty(path.parent, out)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _remove_if_empty(folder: Path, top: Path) -> None:
+    if folder != top and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
