@@ -40,6 +40,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
+from uuid import UUID
 
 from prefect import flow, task, unmapped
 from prefect.artifacts import create_table_artifact
@@ -312,9 +313,10 @@ def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], lost_af
         if not claim.take(link, CLAIM_WAIT_SECONDS):
             raise UserError("another kobbq eval run is orchestrating this evaluation now (its claim "
                             f"{claim.name} is renewed): wait for it, or stop it and run this command again")
+    me = UUID(flow_run.id)
     try:
-        with marked_on_signal(flow_run.id, claim):
-            took_over = take_over(link, claim, flow_run.id)
+        with marked_on_signal(me, claim):
+            took_over = take_over(link, claim, me)
             if took_over:
                 notice(took_over)
             target = link.call("reading the deployment", lambda client: client.read_deployment_by_name(deployment))

@@ -301,6 +301,8 @@ def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: 
         reporter = threading.Thread(target=report, args=(signum,), daemon=True)
         reporter.start()
         reporter.join(budget_seconds)
+        notice("the units already started keep running on the workers; run the same command again to resume "
+               "(it waits for them, and starts only what is missing)")
         interrupt.stop(signum)
 
     if threading.current_thread() is not threading.main_thread():
