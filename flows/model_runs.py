@@ -302,7 +302,7 @@ def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], lost_af
     """Every unit as a run of ``deployment``, under this evaluation's claim; what went wrong, by unit key.
 
     The claim makes this the only command orchestrating the evaluation; runs of earlier commands
-    that were killed are closed (``take_over``), and a signal marks this one Cancelled.
+    that were killed are closed (``take_over``), and a signal marks this one Crashed.
     """
     from prefect.runtime import flow_run
 

@@ -21,7 +21,7 @@ shows, and what the endpoint is asked, true whatever crashes:
   be taken for lost; and a second run of its unit still waits for the lock.
 - **Outages.** A Prefect server that does not answer (``ServerLink``) is waited for, up to
   ``OUTAGE_SECONDS``, and its silence is not counted against the units' heartbeats.
-- **Take-over.** The command's own run is marked Cancelled on SIGINT/SIGTERM (``marked_on_signal``);
+- **Take-over.** The command's own run is marked Crashed on SIGINT/SIGTERM (``marked_on_signal``);
   one killed outright is found by the next command of the same evaluation, which marks it
   Crashed and says that it took over (``take_over``).
 
@@ -53,7 +53,7 @@ from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFi
 from prefect.concurrency.sync import concurrency
 from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
-from prefect.states import Cancelled, Completed, Crashed
+from prefect.states import Completed, Crashed
 from prefect.utilities.asyncutils import run_coro_as_sync
 from prefect.utilities.templating import resolve_variables
 
@@ -280,17 +280,18 @@ def take_over(link: ServerLink, claim: EvaluationClaim, flow_run_id: UUID) -> st
 
 @contextmanager
 def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: float = 5.0) -> Iterator[None]:
-    """On SIGINT/SIGTERM: mark this orchestrating run Cancelled and release the claim, then stop the command.
+    """On SIGINT/SIGTERM: mark this orchestrating run Crashed and release the claim, then stop the command.
 
-    The units keep running on the workers (the same command, run again, attaches to them). The
+    The units keep running on the workers (the same command, run again, attaches to them).
+    Crashed, not Cancelled: Prefect cancels the subflow runs of a Cancelled run, and the unit
+    runs are this run's subflows (cancelling the run in the UI does stop the evaluation). The
     server gets ``budget_seconds`` to answer: a stop must not wait for an unreachable server.
     """
 
     def report(signum: int) -> None:
-
         try:
             with get_client(sync_client=True) as client:
-                client.set_flow_run_state(flow_run_id, Cancelled(
+                client.set_flow_run_state(flow_run_id, Crashed(
                     message=f"its command was stopped ({signal.Signals(signum).name}); the units keep running on the "
                             "workers; run the same command again to resume"), force=True)
             claim.release()
