@@ -354,14 +354,18 @@ class UnitWatch:
             time.sleep(self.poll_seconds)
 
     def mark_lost(self, run: object, silent: float) -> None:
-
-        if self.is_finished():  # it wrote every answer, then its process ended without reporting
-            state = Completed(message=f"every answer of the unit is in the answer cache; its process stopped "
-                                      f"reporting ({silent:.0f} s without a heartbeat)")
-        else:
-            state = Crashed(message=f"no heartbeat and no lease for {silent:.0f} s: its worker is gone; the unit "
-                                    "runs again elsewhere")
+        state = lost_state(self.is_finished(), silent)
         self.link.call("marking a lost unit run", lambda client: client.set_flow_run_state(run.id, state, force=True))
+
+
+def lost_state(finished: bool, silent: float) -> object:
+    """What a lost run is: Completed if the cache holds every answer of its unit (it wrote them, then its
+    process ended without reporting: its work is not a failure), Crashed otherwise."""
+    if finished:
+        return Completed(message=f"every answer of the unit is in the answer cache; its process stopped reporting "
+                                 f"({silent:.0f} s without a heartbeat)")
+    return Crashed(message=f"no heartbeat and no lease for {silent:.0f} s: its worker is gone; the unit runs again "
+                           "elsewhere")
 
 
 def latest_heartbeat(client: object, run: object) -> str | None:

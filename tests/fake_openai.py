@@ -223,7 +223,10 @@ class RequestLog:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        cut_short = self.path.exists() and not self.path.read_bytes().endswith(b"\n") and self.path.stat().st_size
         self._handle = self.path.open("a", encoding="utf-8")
+        if cut_short:  # a server killed mid-line: the next line starts on its own
+            self._handle.write("\n")
 
     def write(self, event: str, model: str, prompts: list[str]) -> None:
         now = round(time.time(), 3)
@@ -418,7 +421,9 @@ def main() -> None:
     if args.command == "count":
         counts = count_log(args.log)
         print(counts.render())
-        sys.exit(1 if counts.answered_twice else 0)
+        if counts.answered_twice:
+            sys.exit(1)
+        return
     server = FakeOpenAIServer(args.port)
     server.state.delay_seconds, server.state.slow_times = args.delay, 10**9 if args.delay else 0
     if args.log:
