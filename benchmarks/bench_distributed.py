@@ -65,7 +65,8 @@ def one_evaluation(cluster: Cluster, prepared: Path, out: Path, endpoint: str, a
     command = [sys.executable, "-m", "kobbq", "eval", "run", "--prepared", str(prepared), "--endpoint", endpoint,
                "--model", MODEL, "--out", str(out), "--deployment", "kobbq-model-run/shared", "--quiet",
                "--concurrency", str(args.concurrency), "--shards", str(args.shards)]
-    env = {**cluster.client_env("orchestrator"), "OPENAI_API_KEY": FAKE_KEY}
+    # The command runs this checkout's code, as the units do (kobbq_code_dir): not whatever is installed.
+    env = {**cluster.client_env("orchestrator"), "OPENAI_API_KEY": FAKE_KEY, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
     result = subprocess.run(command, env=env, cwd=cluster.root, capture_output=True, text=True, timeout=3600)
     elapsed = time.perf_counter() - started

@@ -197,13 +197,22 @@ def run_deployed_unit(deployment: str, unit: RunUnit, job_variables: dict, lost_
         flow_run = UnitWatch(link, flow_run.id, unit.lock, lost_after, lambda: unit.unanswered() == 0).wait()
         if unit.unanswered() == 0:
             return flow_run.name
-        state = flow_run.state
-        ended.append(f"{flow_run.name!r} {state.name if state else 'no state'}"
-                     + (f" ({state.message})" if state and state.message else ""))
+        ended.append(flow_run)
         waited += 0 if earlier else 1
         if waited >= attempts:
             break
-    raise RequestsFailed(f"{unit.describe()}: requests still unanswered after runs {', '.join(ended[-attempts:])}")
+    raise RequestsFailed(f"{unit.describe()}: requests still unanswered after {describe_runs(ended[-attempts:])}")
+
+
+def describe_runs(runs: list) -> str:
+    """``runs 'a', 'b' Failed (the same message once)``: runs that ended alike, named together."""
+    alike: dict[tuple[str, str], list[str]] = {}
+    for run in runs:
+        state = (run.state.name, run.state.message or "") if run.state else ("no state", "")
+        alike.setdefault(state, []).append(repr(run.name))
+    return "; ".join(f"run{'s' if len(names) > 1 else ''} {', '.join(names)} {state}" + (f" ({message})" if message
+                                                                                          else "")
+                     for (state, message), names in alike.items())
 
 
 @task(name="write-model-answers", cache_policy=NO_CACHE)
@@ -292,9 +301,9 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
         key="kobbq-model-runs", table=table,
         description=f"{len(units)} (model x prompt) runs on {endpoint}; {len(unfinished)} unfinished"))
     if unfinished:
-        raise RequestsFailed(f"{len(unfinished)} of {len(units)} units did not finish: "
-                             + "; ".join(problems.get(u.key) or f"{u.describe()}: {u.unanswered()} prompt(s) "
-                                                                  "unanswered" for u in unfinished))
+        said = [problems.get(u.key) or f"{u.describe()}: {u.unanswered()} prompt(s) unanswered" for u in unfinished]
+        more = f" (and {len(said) - 3} more)" if len(said) > 3 else ""
+        raise RequestsFailed(f"{len(unfinished)} of {len(units)} units did not finish: {' | '.join(said[:3])}{more}")
     return table
 
 
