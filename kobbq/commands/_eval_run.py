@@ -69,7 +69,7 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--price-out", type=real_number(0), default=None, help="price per million output tokens")
     run.add_argument("--score", action="store_true", help="score the answers afterwards (kobbq eval score)")
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary (errors still shown)")
-    pool = run.add_argument_group("on a work pool (needs PREFECT_API_URL; see the README's distributed section)")
+    pool = run.add_argument_group("on a work pool (needs PREFECT_API_URL; see docs/several-machines.md)")
     pool.add_argument("--deployment", help="run every unit as a run of this deployment, e.g. kobbq-model-run/git")
     pool.add_argument("--endpoint-limit", type=POSITIVE, default=None,
                       help="units answering at once on this endpoint (sets its Prefect concurrency limit)")
