@@ -4,16 +4,20 @@ An evaluation is orchestrated by one command (the flow ``kobbq-model-runs``, in 
 process) and answered by unit runs on the pool's workers. Four things make what the server
 shows, and what the endpoint is asked, true whatever crashes:
 
-- **Leases.** A lease is a slot of a Prefect global concurrency limit of one slot, taken with
-  a lease that its holder renews (Prefect renews it every ``0.75 * LEASE_SECONDS``); the server
-  frees the slot ``LEASE_SECONDS`` after the holder stopped renewing (its process died), plus
-  up to 15 s of Prefect's lease repossessor. The run answering a unit holds the unit's lock
+- **Leases.** A lock here is a Prefect global concurrency limit of one slot, held with a lease
+  that its holder renews (Prefect renews it every ``0.75 * LEASE_SECONDS``); the server frees
+  the slot ``LEASE_SECONDS`` after the holder stopped renewing (its process died), plus up to
+  15 s of Prefect's lease repossessor. The run answering a unit holds the unit's lock
   (``kobbq-unit-<unit key>``, ``unit_lock``) from before it reads the answer cache until it has
   written its answers: a second run of the same unit waits while the first is alive, then finds
   the answers in the cache. So no unit is answered twice, whatever the orchestrator believes.
-  The orchestrating command holds the evaluation's claim (``kobbq-eval-<evaluation key>``,
-  ``EvaluationClaim``): a second command on the same evaluation waits for it, and takes over
-  only once the first is gone.
+  (One gap is left: a holder cut off from the server for longer than its lease keeps answering,
+  since stopping it would lose its requests in flight; a second run that was already waiting
+  for the lock may then take it when the server is back. The orchestrator starts no second run
+  while the first still sends heartbeats, so that needs a run the orchestrator had already
+  wrongly taken for lost before the outage.) The orchestrating command holds the evaluation's
+  claim (``kobbq-eval-<evaluation key>``, ``EvaluationClaim``): a second command on the same
+  evaluation waits for it, and takes over only once the first is gone.
 - **Signs of life.** A unit run is lost (``UnitWatch``) when, for ``lost_after`` seconds of this
   machine's clock, it sent no new heartbeat *and* nobody held the unit's lock. Only event ids
   are compared, never another machine's clock. A run that held the lock is alive by definition
