@@ -300,6 +300,8 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
     link.call("publishing the runs table", lambda _client: create_table_artifact(
         key="kobbq-model-runs", table=table,
         description=f"{len(units)} (model x prompt) runs on {endpoint}; {len(unfinished)} unfinished"))
+    if not unfinished:  # done: the units' locks need not stay on the server
+        remove_locks(link, [u.lock for u in units])
     if unfinished:
         said = [problems.get(u.key) or f"{u.describe()}: {u.unanswered()} prompt(s) unanswered" for u in unfinished]
         more = f" (and {len(said) - 3} more)" if len(said) > 3 else ""
@@ -340,8 +342,8 @@ def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], lost_af
             claim.release()
         except Exception:  # noqa: BLE001 (an unreachable server: the lease lapses by itself)
             pass
-    if all(u.unanswered() == 0 for u in units):  # done: the locks need not stay on the server
-        remove_locks(link, [u.lock for u in units] + [claim.name])
+    if all(u.unanswered() == 0 for u in units):  # done: the claim need not stay on the server
+        remove_locks(link, [claim.name])
     return problems
 
 
