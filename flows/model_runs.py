@@ -1,10 +1,11 @@
 """Model answers at scale as Prefect flows: (model x prompt) runs with a concurrency limit per endpoint.
 
 - ``model_prompt_flow`` answers one prompt's requests for one model (or one shard of them,
-  see ``shards``): the unit of work. Its task holds one slot of the endpoint's global
-  concurrency limit (``kobbq-endpoint-<host>-<port>``, see ``limit_name``) while it runs,
-  and is retried by Prefect when requests are still failing after the client's own retries
-  (the answer cache makes a retry send only what failed).
+  see ``shards``): the unit of work. Its task holds the unit's lock (``kobbq-unit-<key>``:
+  no two runs of a unit ever answer at once, ``flows/orchestration.py``) and one slot of the
+  endpoint's global concurrency limit (``kobbq-endpoint-<host>-<port>``, see ``limit_name``)
+  while it runs, and is retried by Prefect when requests are still failing after the client's
+  own retries (the answer cache makes a retry send only what failed).
 - ``model_runs_flow`` maps every unit, either as tasks in its own process or, with
   ``deployment`` set, as runs of the deployed ``model_prompt_flow``, which every worker of
   the work pool picks up: several workers (on one or several machines) share one
@@ -14,13 +15,13 @@
 Losing a worker costs only its requests in flight. ``model_runs_flow`` is meant to run where
 it is started (``kobbq eval run --deployment``), not on the pool, so no worker holds it. A
 worker that dies (machine lost, SIGKILL) leaves its unit's run "Running" with no process
-behind it: the runs send Prefect heartbeats every ``HEARTBEAT_SECONDS``, and the orchestrator
-marks a run that stopped sending them for ``lost_after`` seconds Crashed (``wait_for_unit_run``);
-the unit is then run again on a live worker, and the answer cache makes that run send only
-what was never answered. Its slot of the endpoint's limit is
-a lease that expires ``LEASE_SECONDS`` after the dead worker's last renewal. Each run of a unit
-carries an idempotency key (the unit and the attempt), so a ``model_runs_flow`` started again
-after its own machine was lost waits for the runs still going instead of starting them twice.
+behind it: the orchestrator marks a run that showed no sign of life (no new heartbeat, its
+unit's lock free) for ``lost_after`` seconds Crashed, and the unit runs again on a live
+worker, which sends only what the answer cache lacks. Each run of a unit carries an
+idempotency key (the unit and the attempt), so a ``model_runs_flow`` started again after its
+own machine was lost waits for the runs still going instead of starting them twice. The code
+is pinned: the command resolves the deployment's code to one commit as it starts, and every
+unit refuses to run other code.
 
 The concurrency limit lives on the Prefect server: ``endpoint_limit`` creates or resets it
 (``upsert``); without it the limit is whatever the server has (``prefect gcl create
@@ -35,11 +36,11 @@ import hashlib
 import itertools
 import json
 import re
-import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
+from uuid import UUID
 
 from prefect import flow, task, unmapped
 from prefect.artifacts import create_table_artifact
@@ -47,16 +48,18 @@ from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
 
 from core.errors import UserError
+from flows.orchestration import (CLAIM_WAIT_SECONDS, HEARTBEAT_SECONDS, LEASE_SECONDS, LOST_AFTER_SECONDS, CodePin,
+                                 EvaluationClaim, ServerLink, UnitWatch, check_code, check_lost_after,
+                                 evaluation_key, marked_on_signal, notice, pin_code, remove_locks,
+                                 take_over, unit_lock, unit_lock_name)
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings
 from tasks.evaluation.client import Model, ReplayModel, model_from_environment
 from tasks.evaluation.runs import (Request, RunSummary, answer_requests, cached_answers, load_requests, model_slug,
                                    write_answer_files)
 
 LIMIT_PREFIX = "kobbq-endpoint-"
-HEARTBEAT_SECONDS = 30  # Prefect's shortest flow-run heartbeat interval
-LOST_AFTER_SECONDS = 90  # no heartbeat for this long: the run's worker is gone
-LEASE_SECONDS = 60  # a dead holder's slot of the endpoint limit returns after this (Prefect's minimum)
 UNIT_FLOW = "kobbq-model-run"
+CODE_ROOT = Path(__file__).resolve().parents[1]  # the checkout (or clone) this module was imported from
 
 
 def limit_name(endpoint: str) -> str:
@@ -82,6 +85,13 @@ class RunUnit:
     replay: str | None = None
     shard: int = 0  # this unit answers the prompt's requests whose prompt text hashes to `shard` ...
     shards: int = 1  # ... modulo `shards` (more, smaller units share out better among workers)
+    max_retries: int = 5  # the client's retries per request
+    timeout: float = 120.0  # seconds per request attempt
+    code_commit: str | None = None  # the commit the evaluation pinned: a run with other code refuses
+
+    # What decides the unit's answers (and where they go): the rest says only how to get them.
+    IDENTITY = ("prepared", "endpoint", "model", "prompt_id", "cache", "chat", "max_tokens", "replay", "shard",
+                "shards")
 
     @property
     def settings(self) -> GenerationSettings:
@@ -89,8 +99,17 @@ class RunUnit:
 
     @property
     def key(self) -> str:
-        """A stable name for this unit (the same unit of the same evaluation: the same key)."""
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode("utf-8")).hexdigest()[:24]
+        """A stable name for this unit: the same answers to the same cache, the same key (however they are asked)."""
+        identity = {name: getattr(self, name) for name in self.IDENTITY}
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:24]
+
+    @property
+    def lock(self) -> str:
+        return unit_lock_name(self.key)
+
+    def describe(self) -> str:
+        shard = f" shard {self.shard + 1}/{self.shards}" if self.shards > 1 else ""
+        return f"{self.model} prompt {self.prompt_id}{shard}"
 
     def requests(self) -> list[Request]:
         """The unit's requests; a prompt text always falls in one shard, so it is never asked by two units."""
@@ -109,7 +128,7 @@ class RunUnit:
     def model_client(self) -> Model:
         if self.replay:
             return ReplayModel(self.settings, Path(self.replay))
-        return model_from_environment(self.settings, self.key_env)
+        return model_from_environment(self.settings, self.key_env, self.max_retries, self.timeout)
 
 
 class RequestsFailed(Exception):
@@ -133,12 +152,15 @@ def _retry_unless_user_error(task, task_run, state) -> bool:  # noqa: ANN001 (Pr
 @task(name="answer-model-prompt", retries=2, retry_delay_seconds=30, retry_condition_fn=_retry_unless_user_error,
       cache_policy=NO_CACHE)
 def answer_unit(unit: RunUnit) -> RunSummary:
+    """The unit's requests, under its lock: the answer cache is read after the lock is taken, so a run
+    that waited for another run of the same unit sends only what that one left unanswered."""
     requests = unit.requests()
-    with concurrency(limit_name(unit.endpoint), occupy=1, strict=False, lease_duration=LEASE_SECONDS):
-        with AnswerCache(Path(unit.cache)) as cache:
-            _, summary = answer_requests(requests, unit.model_client(), cache, unit.concurrency, progress=False)
+    with unit_lock(unit.lock):
+        with concurrency(limit_name(unit.endpoint), occupy=1, strict=False, lease_duration=LEASE_SECONDS):
+            with AnswerCache(Path(unit.cache)) as cache:
+                _, summary = answer_requests(requests, unit.model_client(), cache, unit.concurrency, progress=False)
     if summary.failed:
-        raise RequestsFailed(f"{unit.model}, prompt {unit.prompt_id}: {summary.failed} request(s) failed "
+        raise RequestsFailed(f"{unit.describe()}: {summary.failed} request(s) failed "
                              f"({'; '.join(summary.errors[:2])})")
     return summary
 
@@ -146,6 +168,7 @@ def answer_unit(unit: RunUnit) -> RunSummary:
 @flow(name=UNIT_FLOW)
 def model_prompt_flow(unit: RunUnit) -> RunSummary:
     """One model on one prompt (what a worker runs when the fan-out goes through a deployment)."""
+    check_code(unit.code_commit, CODE_ROOT)
     return answer_unit(unit)
 
 
@@ -157,27 +180,39 @@ def run_deployed_unit(deployment: str, unit: RunUnit, job_variables: dict, lost_
     Run ``n`` of a unit has the idempotency key ``<unit key>-<n>``: asking for it again returns
     the same flow run, so a resumed evaluation waits for a run that is still going (on a worker
     that outlived the previous orchestrator) instead of sending its requests a second time. A
-    run that ended before this call started (an earlier evaluation's) does not count as a try.
+    run that had ended before this call asked for it (an earlier evaluation's) does not count
+    as a try. The server may be away meanwhile (``ServerLink``): its silence is waited out.
     """
     from prefect.deployments import run_deployment
 
     if unit.unanswered() == 0:
         return "answers already cached"
-    began, waited, ended = time.time(), 0, []
+    link = ServerLink()
+    waited, ended = 0, []
     for attempt in itertools.count():
-        flow_run = run_deployment(deployment, parameters={"unit": asdict(unit)}, timeout=0, as_subflow=True,
-                                  idempotency_key=f"{unit.key}-{attempt}", job_variables=job_variables)
-        flow_run = wait_for_unit_run(flow_run.id, lost_after)
-        state = flow_run.state.name if flow_run.state else "no state"
+        flow_run = link.call("starting a unit run", lambda _client: run_deployment(
+            deployment, parameters={"unit": asdict(unit)}, timeout=0, as_subflow=True,
+            idempotency_key=f"{unit.key}-{attempt}", job_variables=job_variables))
+        earlier = flow_run.state is not None and flow_run.state.is_final()
+        flow_run = UnitWatch(link, flow_run.id, unit.lock, lost_after, lambda: unit.unanswered() == 0).wait()
         if unit.unanswered() == 0:
             return flow_run.name
-        ended.append(f"{flow_run.name} {state}")
-        if flow_run.end_time is None or flow_run.end_time.timestamp() >= began:
-            waited += 1
+        ended.append(flow_run)
+        waited += 0 if earlier else 1
         if waited >= attempts:
             break
-    raise RequestsFailed(f"{unit.model}, prompt {unit.prompt_id}: requests still unanswered after runs "
-                         f"{', '.join(ended[-attempts:])}")
+    raise RequestsFailed(f"{unit.describe()}: requests still unanswered after {describe_runs(ended[-attempts:])}")
+
+
+def describe_runs(runs: list) -> str:
+    """``runs 'a', 'b' Failed (the same message once)``: runs that ended alike, named together."""
+    alike: dict[tuple[str, str], list[str]] = {}
+    for run in runs:
+        state = (run.state.name, run.state.message or "") if run.state else ("no state", "")
+        alike.setdefault(state, []).append(repr(run.name))
+    return "; ".join(f"run{'s' if len(names) > 1 else ''} {', '.join(names)} {state}" + (f" ({message})" if message
+                                                                                          else "")
+                     for (state, message), names in alike.items())
 
 
 @task(name="write-model-answers", cache_policy=NO_CACHE)
@@ -205,56 +240,19 @@ def runs_table(model: str, prompt_ids: list[int], answers: list[Answer]) -> list
     return rows
 
 
-def unit_job_variables(deployment: str) -> dict:
-    """The deployment's job variables with heartbeats every ``HEARTBEAT_SECONDS`` added to its environment.
+def unit_job_variables(deployment: object, pin: CodePin) -> dict:
+    """The deployment's job variables, with heartbeats every ``HEARTBEAT_SECONDS`` and the pinned commit.
 
-    A run whose heartbeats stop is taken for lost (``LOST_AFTER_SECONDS``), so the heartbeat
-    interval is set here for every unit run, whatever the deployment says.
+    A run whose heartbeats stop may be taken for lost, so the interval is set here for every
+    unit run, whatever the deployment says. A cloning deployment's pull step reads the commit
+    from ``KOBBQ_COMMIT`` (``prefect.yaml``).
     """
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        variables = dict(client.read_deployment_by_name(deployment).job_variables or {})
-    variables["env"] = {**(variables.get("env") or {}), "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_SECONDS)}
+    variables = dict(deployment.job_variables or {})
+    env = {**(variables.get("env") or {}), "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_SECONDS)}
+    if pin.clone and pin.commit:
+        env["KOBBQ_COMMIT"] = pin.commit
+    variables["env"] = env
     return variables
-
-
-def wait_for_unit_run(flow_run_id: object, lost_after: float, poll_seconds: float = 5.0) -> object:
-    """Wait for a unit's run to end, and mark it Crashed once it has shown no sign of life for ``lost_after`` s.
-
-    A worker that dies with its machine (or a SIGKILL) cannot report anything: its runs stay
-    Running (or Pending) on the server for ever. Their Prefect heartbeats (events sent every
-    ``HEARTBEAT_SECONDS`` by the run's process) stop, and that is what is watched here, from
-    the orchestrator, so nothing depends on a server-side automation. The Crashed run ends
-    ``run_deployed_unit``'s wait, and it starts the unit's next run.
-    """
-    from prefect.client.orchestration import get_client
-    from prefect.states import Crashed
-
-    with get_client(sync_client=True) as client:
-        while True:
-            run = client.read_flow_run(flow_run_id)
-            if run.state is None or run.state.is_final():
-                return run
-            if run.state.is_running() or run.state.is_pending():
-                silent = time.time() - last_sign_of_life(client, run)
-                if silent > lost_after:
-                    client.set_flow_run_state(run.id, Crashed(message=f"no heartbeat for {silent:.0f} s: its worker "
-                                                                      "is gone; the unit runs again elsewhere"),
-                                              force=True)
-                    continue
-            time.sleep(poll_seconds)
-
-
-def last_sign_of_life(client: object, run: object) -> float:
-    """When the run last showed it was alive: its latest heartbeat, or its current state's start."""
-    from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
-
-    since = run.state.timestamp
-    beats = client.read_events(EventFilter(occurred=EventOccurredFilter(since=since),
-                                           event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
-                                           resource=EventResourceFilter(id=[f"prefect.flow-run.{run.id}"])), limit=1)
-    return max([since.timestamp()] + [event.occurred.timestamp() for event in beats.events])
 
 
 def ensure_limit(endpoint: str, slots: int) -> str:
@@ -271,33 +269,95 @@ def ensure_limit(endpoint: str, slots: int) -> str:
 def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path, prompts: list[int] | None = None,
                     cache: Path | None = None, chat: bool = True, max_tokens: int = 30, concurrency: int = 4,
                     endpoint_limit: int | None = None, key_env: str = "OPENAI_API_KEY", replay: Path | None = None,
-                    deployment: str | None = None, shards: int = 1, lost_after: int = LOST_AFTER_SECONDS) -> list[dict]:
-    """Every (model, prompt[, shard]) run of a prepared release; returns the runs table (also an artifact)."""
+                    deployment: str | None = None, shards: int = 1, lost_after: int = LOST_AFTER_SECONDS,
+                    max_retries: int = 5, timeout: float = 120.0) -> list[dict]:
+    """Every (model, prompt[, shard]) run of a prepared release; returns the runs table (also an artifact).
+
+    Whether a unit is done is read from the answer cache, whatever its runs' states say (a run
+    may finish while the server is away, or be marked lost after it wrote its last answer).
+    """
     prepared, out = Path(prepared).resolve(), Path(out).resolve()
     cache_path = Path(cache).resolve() if cache else out / "answer_cache.sqlite"
     prompts = prompts or sorted({r.prompt_id for r in load_requests(prepared)})
+    if deployment:
+        check_lost_after(lost_after)
     if endpoint_limit:
         ensure_limit(endpoint, endpoint_limit)
     units = [RunUnit(str(prepared), endpoint, m, p, str(cache_path), chat, max_tokens, concurrency, key_env,
-                     str(Path(replay).resolve()) if replay else None, shard, shards)
+                     str(Path(replay).resolve()) if replay else None, shard, shards, max_retries, timeout)
              for m in models for p in prompts for shard in range(shards)]
+    link = ServerLink()
     if deployment:
-        if lost_after <= HEARTBEAT_SECONDS:
-            raise UserError(f"lost_after must be longer than the heartbeat interval ({HEARTBEAT_SECONDS} s)")
-        futures = run_deployed_unit.map(deployment, units, job_variables=unmapped(unit_job_variables(deployment)),
-                                        lost_after=lost_after)
+        problems = run_on_pool(link, deployment, units, lost_after)
     else:
-        futures = answer_unit.map(units)
-    for future in futures:
-        future.wait()
-    stopped = [f for f in futures if f.state.is_failed()]
+        problems = wait_for_units(units, answer_unit.map(units))
+    unfinished = [u for u in units if u.unanswered()]
     table: list[dict] = []
     for model in models:
         settings = GenerationSettings(endpoint, model, chat=chat, max_tokens=max_tokens)
         _, rows = write_model_answers(prepared, settings, prompts, cache_path, out)
         table += rows
-    create_table_artifact(key="kobbq-model-runs", table=table,
-                          description=f"{len(units)} (model x prompt) runs on {endpoint}; {len(stopped)} unfinished")
-    if stopped:
-        raise RequestsFailed(f"{len(stopped)} of {len(units)} runs did not finish; run the flow again to resume")
+    link.call("publishing the runs table", lambda _client: create_table_artifact(
+        key="kobbq-model-runs", table=table,
+        description=f"{len(units)} (model x prompt) runs on {endpoint}; {len(unfinished)} unfinished"))
+    if not unfinished:  # done: the units' locks need not stay on the server
+        remove_locks(link, [u.lock for u in units])
+    if unfinished:
+        said = [problems.get(u.key) or f"{u.describe()}: {u.unanswered()} prompt(s) unanswered" for u in unfinished]
+        more = f" (and {len(said) - 3} more)" if len(said) > 3 else ""
+        raise RequestsFailed(f"{len(unfinished)} of {len(units)} units did not finish: {' | '.join(said[:3])}{more}")
     return table
+
+
+def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], lost_after: float) -> dict[str, str]:
+    """Every unit as a run of ``deployment``, under this evaluation's claim; what went wrong, by unit key.
+
+    The claim makes this the only command orchestrating the evaluation; runs of earlier commands
+    that were killed are closed (``take_over``), and a signal marks this one Crashed.
+    """
+    from prefect.runtime import flow_run
+
+    claim = EvaluationClaim(evaluation_key([u.key for u in units]))
+    if not claim.take(link, 0):
+        notice(f"another command holds this evaluation ({claim.name}); waiting up to {CLAIM_WAIT_SECONDS} s for it "
+               "to finish or its claim to lapse")
+        if not claim.take(link, CLAIM_WAIT_SECONDS):
+            raise UserError("another kobbq eval run is orchestrating this evaluation now (its claim "
+                            f"{claim.name} is renewed): wait for it, or stop it and run this command again")
+    me = UUID(flow_run.id)
+    try:
+        with marked_on_signal(me, claim):
+            took_over = take_over(link, claim, me)
+            if took_over:
+                notice(took_over)
+            target = link.call("reading the deployment", lambda client: client.read_deployment_by_name(deployment))
+            pin = pin_code(link, target)
+            if pin.commit:
+                notice(f"code: {pin.where} = commit {pin.commit[:12]}, for every unit of this evaluation")
+            pinned = [replace(u, code_commit=pin.commit) for u in units]
+            problems = wait_for_units(units, run_deployed_unit.map(
+                deployment, pinned, job_variables=unmapped(unit_job_variables(target, pin)), lost_after=lost_after))
+    finally:
+        try:
+            claim.release()
+        except Exception:  # noqa: BLE001 (an unreachable server: the lease lapses by itself)
+            pass
+    if all(u.unanswered() == 0 for u in units):  # done: the claim need not stay on the server
+        remove_locks(link, [claim.name])
+    return problems
+
+
+def wait_for_units(units: list[RunUnit], futures: list) -> dict[str, str]:
+    """Wait for every unit's task; what stopped the ones that failed, by unit key."""
+    for future in futures:
+        future.wait()
+    return {u.key: unit_problem(f) for u, f in zip(units, futures) if f.state.is_failed()}
+
+
+def unit_problem(future: object) -> str:
+    """What stopped a unit's task: its exception's message (the runs it waited for and their states)."""
+    try:
+        future.result()
+    except Exception as exc:  # noqa: BLE001 (reported, not raised: the answer cache decides)
+        return str(exc)
+    return ""

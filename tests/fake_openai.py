@@ -27,8 +27,12 @@ which ``kobbq eval run --replay`` reads.
 Run it by hand for a dry run of ``kobbq eval run`` with ``python tests/fake_openai.py serve``:
 it listens on 127.0.0.1:8000 (``--port``), the endpoint the README's commands use
 (``http://127.0.0.1:8000/v1``), accepts only the key ``sk-fake-0000`` (``OPENAI_API_KEY``) and
-waits ``--delay`` seconds before every answer (a model's latency; none by default). Record the
-example's answers with ``python tests/fake_openai.py record --release build/KoBBQ --out FILE``.
+waits ``--delay`` seconds before every answer (a model's latency; none by default). With
+``--log FILE`` it appends one JSON line per completion request it receives and per answer it
+sends (``RequestLog``); ``python tests/fake_openai.py count FILE`` reads that log back and says
+how many requests came, how many answers went out, and which prompts were answered more than
+once (exit 1 if any): the check that nothing was paid twice, after a dry run across machines.
+Record the example's answers with ``python tests/fake_openai.py record --release build/KoBBQ --out FILE``.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 import tempfile
 import threading
 import time
@@ -89,6 +94,7 @@ class FakeState:
     max_in_flight: int = 0  # the most ever answered at once
     models: tuple[str, ...] = ("fake-model",)  # what GET /v1/models lists (any model name is answered)
     models_listed: int = 0  # GET /v1/models requests that reached the server
+    log: "RequestLog | None" = None  # one JSON line per request received and per answer sent
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail(self, status: int, times: int = 1, retry_after: str | None = None) -> None:
@@ -173,6 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.bodies.append(body)
             state.received.update((body.get("model", ""), p) for p in prompts)
+            if state.log:
+                state.log.write("received", body.get("model", ""), prompts)
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
@@ -212,6 +220,81 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with state.lock:
             state.answered.update((body.get("model", ""), p) for p in prompts)
+            if state.log:
+                state.log.write("answered", body.get("model", ""), prompts)
+
+
+class RequestLog:
+    """An append-only JSON-lines log of what the server received and answered, one line per request.
+
+    Each line: ``{"time": <unix seconds>, "event": "received" | "answered", "model": ...,
+    "prompt": <sha256 of the prompt text, 16 hex digits>}`` (a completions request with several
+    prompts writes a line per prompt). Prompts are logged by hash: the log says what was asked
+    how often without holding the evaluation's text. Lines are flushed as written, so the log
+    is complete up to the moment the server is stopped.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        cut_short = self.path.exists() and not self.path.read_bytes().endswith(b"\n") and self.path.stat().st_size
+        self._handle = self.path.open("a", encoding="utf-8")
+        if cut_short:  # a server killed mid-line: the next line starts on its own
+            self._handle.write("\n")
+
+    def write(self, event: str, model: str, prompts: list[str]) -> None:
+        now = round(time.time(), 3)
+        for prompt in prompts:
+            self._handle.write(json.dumps({"time": now, "event": event, "model": model,
+                                           "prompt": prompt_hash(prompt)}) + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def prompt_hash(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class LogCounts:
+    """What a request log says: requests received and answered per (model, prompt hash)."""
+
+    received: Counter
+    answered: Counter
+
+    @property
+    def answered_twice(self) -> dict[tuple[str, str], int]:
+        return {key: n for key, n in self.answered.items() if n > 1}
+
+    def render(self) -> str:
+        lines = [f"{sum(self.received.values())} requests received, {sum(self.answered.values())} answered, "
+                 f"{len(self.answered)} distinct (model, prompt) answered"]
+        asked_again = sum(n - 1 for n in self.received.values() if n > 1)
+        if asked_again:
+            lines.append(f"{asked_again} request(s) repeated a prompt already asked (retries, or requests in "
+                         "flight when a client was lost)")
+        twice = self.answered_twice
+        if twice:
+            lines.append(f"{len(twice)} prompt(s) answered more than once (paid twice):")
+            lines += [f"  {model} prompt {digest}: answered {n} times" for (model, digest), n in sorted(twice.items())]
+        else:
+            lines.append("no prompt was answered twice")
+        return "\n".join(lines)
+
+
+def count_log(path: Path) -> LogCounts:
+    """Read a ``--log`` file back (a line cut short by a killed server is skipped)."""
+    received: Counter = Counter()
+    answered: Counter = Counter()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        counter = answered if entry.get("event") == "answered" else received
+        counter[(entry.get("model", ""), entry.get("prompt", ""))] += 1
+    return LogCounts(received, answered)
 
 
 def completion_payload(model: str, prompts: list[str], answers: list[str], chat: bool) -> dict:
@@ -355,6 +438,11 @@ def main() -> None:
     serve.add_argument("--delay", type=float, default=0.0, help="seconds before every answer (a model's latency)")
     serve.add_argument("--never-answer", action="store_true",
                        help="a stalled server: accept every request and answer none")
+    serve.add_argument("--log", type=Path, default=None,
+                       help="append one JSON line per request received and per answer sent to this file")
+    counter = commands.add_parser("count", help="count a --log file: requests, answers, prompts answered twice "
+                                                "(exit 1 if any)")
+    counter.add_argument("log", type=Path, help="the file given to serve --log")
     recorder = commands.add_parser("record", help="record the fake model's answers for a release")
     recorder.add_argument("--release", type=Path, required=True)
     recorder.add_argument("--out", type=Path, required=True)
@@ -362,10 +450,19 @@ def main() -> None:
     if args.command == "record":
         print(f"recorded {record(args.release, args.out)} answers in {args.out}")
         return
+    if args.command == "count":
+        counts = count_log(args.log)
+        print(counts.render())
+        if counts.answered_twice:
+            sys.exit(1)
+        return
     server = FakeOpenAIServer(args.port)
     server.state.delay_seconds, server.state.slow_times = args.delay, 10**9 if args.delay else 0
     server.state.never_answer = args.never_answer
-    print(f"fake OpenAI server at {server.url} (key {FAKE_KEY})", flush=True)
+    if args.log:
+        server.state.log = RequestLog(args.log)
+    print(f"fake OpenAI server at {server.url} (key {FAKE_KEY})" + (f", logging to {args.log}" if args.log else ""),
+          flush=True)
     server.serve_forever()
 
 

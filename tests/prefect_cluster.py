@@ -6,6 +6,11 @@ outlives a test. Each worker gets a home and a working folder of its own, as a w
 another machine would. ``lose(worker)`` SIGKILLs a worker with everything it started: a
 machine gone, with no chance to report anything.
 
+The server is started as docs/several-machines.md starts it: concurrency leases kept on disk
+(so a restart, ``restart_server``, keeps the slots' holders), and with ``auth`` Prefect's own
+basic authentication (``PREFECT_SERVER_API_AUTH_STRING``; every client of the cluster then
+sends ``PREFECT_API_AUTH_STRING``).
+
 PostgreSQL (``start_postgres``) uses Debian's binaries (``/usr/lib/postgresql/<N>/bin``); it
 refuses to run as root, so as root it runs as the ``postgres`` user (or ``nobody``).
 """
@@ -29,6 +34,7 @@ from pathlib import Path
 PREFECT = Path(sys.executable).with_name("prefect")
 QUIET = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_UI_ENABLED": "false",
          "PREFECT_SERVER_LOGGING_LEVEL": "WARNING", "PREFECT_LOGGING_LEVEL": "WARNING"}
+LEASES_ON_DISK = {"PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": "prefect.server.concurrency.lease_storage.filesystem"}
 
 
 def free_port() -> int:
@@ -94,6 +100,8 @@ class Cluster:
     processes: list[subprocess.Popen] = field(default_factory=list)
     folders: list[Path] = field(default_factory=list)
     api_url: str = ""
+    server: subprocess.Popen | None = None
+    server_env: dict[str, str] = field(default_factory=dict)
 
     def __enter__(self) -> "Cluster":
         return self
@@ -159,33 +167,55 @@ class Cluster:
             time.sleep(0.3)
         raise TimeoutError("postgres did not start")
 
-    def start_server(self, database_url: str | None = None) -> str:
-        """``prefect server start`` on a free port (SQLite in its home, or ``database_url``); returns the API URL."""
+    def start_server(self, database_url: str | None = None, auth: str | None = None) -> str:
+        """``prefect server start`` on a free port (SQLite in its home, or ``database_url``); returns the API URL.
+
+        With ``auth`` (``user:password``) the API refuses every request without it.
+        """
         home = self.root / "server-home"
         home.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **QUIET, "PREFECT_HOME": str(home)}
-        env.pop("PREFECT_API_URL", None)
+        env = {**os.environ, **QUIET, **LEASES_ON_DISK, "PREFECT_HOME": str(home)}
+        for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING", "PREFECT_SERVER_API_AUTH_STRING"):
+            env.pop(name, None)
         if database_url:
             env["PREFECT_API_DATABASE_CONNECTION_URL"] = database_url
-        port = free_port()
-        process = self.start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                             env, home, self.root / "server.log")
-        self.api_url = f"http://127.0.0.1:{port}/api"
+        if auth:
+            env["PREFECT_SERVER_API_AUTH_STRING"] = auth
+        self.server_env = env
+        self.api_url = f"http://127.0.0.1:{free_port()}/api"
+        self._run_server()
+        self.env = {**os.environ, **QUIET, "PREFECT_API_URL": self.api_url}
+        self.env.pop("PREFECT_API_DATABASE_CONNECTION_URL", None)
+        self.env.pop("PREFECT_API_AUTH_STRING", None)
+        if auth:
+            self.env["PREFECT_API_AUTH_STRING"] = auth
+        return self.api_url
+
+    def _run_server(self) -> None:
+        port = self.api_url.rsplit(":", 1)[1].split("/")[0]
+        home = Path(self.server_env["PREFECT_HOME"])
+        self.server = self.start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", port],
+                                 self.server_env, home, self.root / "server.log")
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
-            if process.poll() is not None:
+            if self.server.poll() is not None:
                 raise RuntimeError(f"prefect server exited: {(self.root / 'server.log').read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as response:
                     if response.status == 200:
-                        break
+                        return
             except OSError:
                 time.sleep(0.5)
-        else:
-            raise TimeoutError("prefect server did not become ready")
-        self.env = {**os.environ, **QUIET, "PREFECT_API_URL": self.api_url}
-        self.env.pop("PREFECT_API_DATABASE_CONNECTION_URL", None)
-        return self.api_url
+        raise TimeoutError("prefect server did not become ready")
+
+    def stop_server(self) -> None:
+        """The server goes away (SIGKILL: no goodbye to its clients); its database and leases stay."""
+        kill_tree(self.server.pid)
+        self.server.wait(timeout=10)
+
+    def restart_server(self) -> None:
+        """The same server back on the same port, with the same database and lease storage."""
+        self._run_server()
 
     def client_env(self, name: str) -> dict[str, str]:
         """The environment of a machine called ``name``: its own Prefect home, the server's URL."""
@@ -208,6 +238,13 @@ class Cluster:
         process = self.start([str(PREFECT), "worker", "start", "--pool", pool, "--name", name, "--limit", str(limit),
                               "--type", "process"], env, folder, self.root / f"{name}.log")
         return Worker(name, process)
+
+    def start_script(self, name: str, script: str, extra_env: dict | None = None) -> subprocess.Popen:
+        """A shell script run as a machine's start-up script would be: no terminal, ``sh``, in the machine's folder."""
+        folder = self.root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        env = {**self.client_env(name), **(extra_env or {})}
+        return self.start(["sh", "-c", script], env, folder, self.root / f"{name}.log", stdin=subprocess.DEVNULL)
 
     def lose(self, worker: Worker) -> None:
         """The worker's machine is gone: SIGKILL the worker and every process it started."""

@@ -2,27 +2,34 @@
 
 Every process runs on 127.0.0.1 and is stopped when the test ends (``tests/prefect_cluster.py``).
 The reference is an uninterrupted direct run (``run_requests``, no Prefect) against a second
-fake server: the distributed answer files must be byte-identical to it.
+fake server: the distributed answer files must be byte-identical to it. The fake model server
+logs every request (``--log``'s ``RequestLog``), and no prompt may ever be answered twice.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from core.paths import PROJECT_ROOT
-from fake_openai import FAKE_KEY, FakeOpenAIServer, write_prepared
-from prefect_cluster import Cluster, descendants, kill_tree, postgres_binaries
+from fake_openai import FAKE_KEY, FakeOpenAIServer, RequestLog, count_log, write_prepared
+from prefect_cluster import PREFECT, Cluster, descendants, kill_tree, postgres_binaries
 
 pytestmark = pytest.mark.flow
 
 MODEL = "model-a"
 BRANCH = "kobbq-under-test"
-# A worker machine's environment: the endpoint's key, and a quicker look for new runs than the 10 s default.
+AUTH = "kobbq:not-a-real-secret"
+# A worker machine's environment: the endpoint's key, and the worker poll docs/several-machines.md recommends.
 WORKER_ENV = {"OPENAI_API_KEY": FAKE_KEY, "PREFECT_WORKER_QUERY_SECONDS": "2"}
 
 
@@ -66,6 +73,20 @@ def deploy(cluster: Cluster, clone: Path) -> None:
     cluster.prefect("variable", "set", "kobbq_code_dir", str(clone))
 
 
+def head(clone: Path) -> str:
+    return subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def logged_fake(folder: Path, delay: float = 0.0) -> tuple[FakeOpenAIServer, Path]:
+    """The fake model server with a request log (as ``serve --log``) and ``delay`` seconds per answer."""
+    fake = FakeOpenAIServer().start()
+    log = folder / "fake-requests.jsonl"
+    fake.state.log = RequestLog(log)
+    fake.state.delay_seconds, fake.state.slow_times = delay, 10**9 if delay else 0
+    return fake, log
+
+
 def eval_command(cluster: Cluster, prepared: Path, out: Path, endpoint: str, deployment: str,
                  *extra: str) -> list[str]:
     return [sys.executable, "-m", "kobbq", "eval", "run", "--prepared", str(prepared), "--endpoint", endpoint,
@@ -82,11 +103,20 @@ def deployments(cluster: Cluster) -> list:
 
 def read_from_server(cluster: Cluster, read):  # noqa: ANN001, ANN201
     from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
-    with temporary_settings({PREFECT_API_URL: cluster.api_url}):
+    auth = cluster.env.get("PREFECT_API_AUTH_STRING")
+    with temporary_settings({PREFECT_API_URL: cluster.api_url, PREFECT_API_AUTH_STRING: auth}):
         with get_client(sync_client=True) as client:
             return read(client)
+
+
+def unit_runs(cluster: Cluster) -> list:
+    return sorted((r for r in flow_runs(cluster) if r.parameters.get("unit")), key=lambda r: r.created)
+
+
+def orchestrating_runs(cluster: Cluster) -> list:
+    return sorted((r for r in flow_runs(cluster) if not r.parameters.get("unit")), key=lambda r: r.created)
 
 
 def test_deployments_from_a_clean_clone_run_on_a_worker_elsewhere(clone: Path, example_release: Path,
@@ -101,13 +131,17 @@ def test_deployments_from_a_clean_clone_run_on_a_worker_elsewhere(clone: Path, e
         listed = cluster.prefect("deployment", "ls").stdout
         for name in ("kobbq-model-run/git", "kobbq-model-run/shared", "kobbq-build/git", "kobbq-build/shared"):
             assert name in listed, listed
-        # Where the code comes from is decided when a run starts, from the variables: no path of the clone.
+        # Where the code comes from is decided when a run starts, from the variables (and, for the
+        # evaluation's units, the commit the command pinned): no path of the clone.
         git = [{"prefect.deployments.steps.git_clone": {"id": "clone", "branch": "{{ prefect.variables.kobbq_ref }}",
                                                         "repository": "{{ prefect.variables.kobbq_repository }}"}}]
+        pinned = [{"prefect.deployments.steps.git_clone": {"id": "clone", "commit_sha": "{{ $KOBBQ_COMMIT }}",
+                                                           "repository": "{{ prefect.variables.kobbq_repository }}"}}]
         shared = [{"prefect.deployments.steps.set_working_directory":
                    {"directory": "{{ prefect.variables.kobbq_code_dir }}"}}]
-        assert sorted((d.name, d.pull_steps == git, d.pull_steps == shared) for d in deployments(cluster)) == [
-            ("git", True, False), ("git", True, False), ("shared", False, True), ("shared", False, True)]
+        pulls = {"git": git, "pinned": pinned, "shared": shared}
+        assert sorted((d.name, next(k for k, v in pulls.items() if v == d.pull_steps)) for d in deployments(cluster)) == [
+            ("git", "git"), ("git", "pinned"), ("shared", "shared"), ("shared", "shared")]
         cluster.start_worker("machine-1", limit=4, extra_env=WORKER_ENV)
         orchestrator = tmp_path / "orchestrator"
         orchestrator.mkdir()
@@ -117,9 +151,13 @@ def test_deployments_from_a_clean_clone_run_on_a_worker_elsewhere(clone: Path, e
                                     env=env, cwd=orchestrator, capture_output=True, text=True, timeout=600)
             assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
             assert answer_files(out / MODEL) == expected
-        runs = [r for r in flow_runs(cluster) if r.parameters.get("unit")]
+        runs = unit_runs(cluster)
+        locks = read_from_server(cluster, lambda client: client.read_global_concurrency_limits())
     fake.stop()
     assert len(runs) == 2 * 2 * 2 and all(r.state.is_completed() for r in runs)  # 2 deployments x 2 prompts x 2 shards
+    # Every unit ran the commit the command pinned as it started; the unit locks are gone once all is done.
+    assert {r.parameters["unit"]["code_commit"] for r in runs} == {head(clone)}
+    assert not [lock.name for lock in locks if lock.name.startswith(("kobbq-unit-", "kobbq-eval-"))]
     # Two evaluations (two output folders, two caches): every prompt answered once by each.
     assert len(fake.state.answered) == 144 and set(fake.state.answered.values()) == {2}
     # The runs imported the clone's code, not this checkout's: the worker ran in its own folder.
@@ -170,7 +208,7 @@ def test_losing_a_worker_and_the_orchestrator_costs_only_requests_in_flight(clon
         orchestrator.mkdir()
         env = {**cluster.client_env("orchestrator"), "OPENAI_API_KEY": FAKE_KEY}
         command = eval_command(cluster, prepared, out, fake.url, "kobbq-model-run/git", "--shards", "2",
-                               "--concurrency", "2", "--endpoint-limit", "4", "--lost-after", "60")
+                               "--concurrency", "2", "--endpoint-limit", "4", "--lost-after", "90")
         first = cluster.start(command, env, orchestrator, tmp_path / "orchestrator-1.log")
         wait_for(lambda: all(running_engines(w.process.pid) for w in workers) and fake.state.in_flight >= 6
                  and sum(fake.state.answered.values()) >= 40, 300, "both workers answering, requests held")
@@ -182,13 +220,194 @@ def test_losing_a_worker_and_the_orchestrator_costs_only_requests_in_flight(clon
         fake.state.hold_after = None
         fake.state.release.set()  # the held requests are dropped unanswered (the killed clients are gone)
         second = subprocess.run(command, env=env, cwd=orchestrator, capture_output=True, text=True, timeout=900)
-        runs = [r for r in flow_runs(cluster) if r.parameters.get("unit")]
+        runs = unit_runs(cluster)
+        killed, resumed = orchestrating_runs(cluster)
     fake.stop()
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    # The killed command's run is closed by the next one, which says so.
+    assert f"took over from kobbq-model-runs run {killed.name!r} (its command stopped without reporting)" in (
+        second.stderr), second.stderr
+    assert killed.state.is_crashed() and f"run {resumed.name!r} took over" in killed.state.message
+    assert resumed.state.is_completed()
     assert answer_files(out / MODEL) == expected
     assert fake.state.repeated() == {}  # no answer paid twice
     asked_again = sum(n - 1 for n in fake.state.received.values() if n > 1)
     assert asked_again <= in_flight  # re-sent: at most what was in flight when the worker died
     crashed = [r for r in runs if r.state.is_crashed()]
-    assert crashed and all("heartbeat" in (r.state.message or "") for r in crashed)
+    assert crashed and all("no heartbeat and no lease" in (r.state.message or "") for r in crashed)
     assert len([r for r in runs if r.state.is_completed()]) == 4  # every unit completed once
+
+
+ORCHESTRATOR_WITHOUT_FLOOR = """
+import sys
+import flows.model_runs as runs
+import flows.orchestration as orchestration
+
+# The command refuses --lost-after below three heartbeats; lowered here, and the heartbeats set
+# 60 s apart, so that every live unit goes silent for longer than lost_after: the lease alone
+# must keep each unit to one run.
+orchestration.LOST_AFTER_FLOOR = 31
+runs.HEARTBEAT_SECONDS = 60
+runs.model_runs_flow(prepared=sys.argv[1], endpoint=sys.argv[2], models=[sys.argv[3]], out=sys.argv[4],
+                     deployment="kobbq-model-run/git", shards=2, concurrency=1, lost_after=31)
+"""
+
+
+def refused_without_auth(cluster: Cluster) -> tuple[int, subprocess.CompletedProcess]:
+    """What the API says to a request without the auth string, and what a Prefect client without it gets."""
+    request = urllib.request.Request(f"{cluster.api_url}/flow_runs/filter", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    env = {k: v for k, v in cluster.client_env("stranger").items() if k != "PREFECT_API_AUTH_STRING"}
+    listing = subprocess.run([str(PREFECT), "flow-run", "ls"], env=env, capture_output=True, text=True, timeout=120)
+    return status, listing
+
+
+def test_a_unit_is_never_answered_twice_whatever_lost_after_says(clone: Path, example_release: Path,
+                                                                 tmp_path: Path) -> None:
+    """The report's case: ``--lost-after 31`` with heartbeats 30 s apart took a live unit for lost and
+    ran it again beside itself (31 requests paid twice). The command now refuses 31; with the floor
+    lowered anyway (and heartbeats 60 s apart), no live unit is taken for lost, because it holds its
+    unit's lease; and two runs of one unit started at once (what a wrong belief would do) answer
+    every prompt once between them. The server runs with Prefect's authentication, as the guide sets
+    it up: a client without the auth string is refused.
+    """
+    prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(1, 2))
+    expected = direct_run(prepared, tmp_path / "direct", MODEL)
+    refused = subprocess.run([sys.executable, "-m", "kobbq", "eval", "run", "--prepared", str(prepared),
+                              "--endpoint", "http://127.0.0.1:9/v1", "--model", MODEL, "--deployment",
+                              "kobbq-model-run/git", "--lost-after", "31"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--lost-after: must be at least 90, not 31" in refused.stderr
+    fake, log = logged_fake(tmp_path, delay=2.0)  # 36 requests a unit, one at a time: ~75 s a unit
+    out = tmp_path / "out"
+    with Cluster(tmp_path / "cluster") as cluster:
+        cluster.root.mkdir()
+        cluster.start_server(cluster.start_postgres() if postgres_binaries() else None, auth=AUTH)
+        status, stranger = refused_without_auth(cluster)
+        assert status == 401
+        assert stranger.returncode != 0 and "401" in stranger.stdout + stranger.stderr, stranger.stdout + stranger.stderr
+        deploy(cluster, clone)
+        for n in (1, 2):
+            cluster.start_worker(f"machine-{n}", limit=2, extra_env=WORKER_ENV)
+        orchestrator = tmp_path / "orchestrator"
+        orchestrator.mkdir()
+        env = {**cluster.client_env("orchestrator"), "OPENAI_API_KEY": FAKE_KEY, "PYTHONPATH": str(PROJECT_ROOT)}
+        result = subprocess.run([sys.executable, "-c", ORCHESTRATOR_WITHOUT_FLOOR, str(prepared), fake.url, MODEL,
+                                 str(out)], env=env, cwd=orchestrator, capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        runs = unit_runs(cluster)
+        # Two runs of one unit at once, as an orchestrator that took a live run for lost would start them.
+        fake.state.delay_seconds = 0.5
+        from flows.model_runs import RunUnit
+        unit = RunUnit(str(prepared), fake.url, "model-b", 1, str(out / "answer_cache.sqlite"), concurrency=2,
+                       code_commit=head(clone))
+        job_variables = {"env": {"KOBBQ_COMMIT": head(clone), "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"}}
+
+        def start_twice(client: object) -> list:
+            from prefect.deployments import run_deployment
+
+            return [run_deployment("kobbq-model-run/git", parameters={"unit": asdict(unit)}, timeout=0,
+                                   idempotency_key=f"{unit.key}-twin-{n}", job_variables=job_variables).id
+                    for n in (1, 2)]
+
+        twins = read_from_server(cluster, start_twice)
+        deadline = time.monotonic() + 600
+        while not all(r.state.is_final() for r in read_from_server(
+                cluster, lambda client: [client.read_flow_run(i) for i in twins])):
+            assert time.monotonic() < deadline, "the two runs of one unit did not end"
+            time.sleep(2)
+        twin_runs = read_from_server(cluster, lambda client: [client.read_flow_run(i) for i in twins])
+    fake.stop()
+    assert answer_files(out / MODEL) == expected
+    assert len(runs) == 4 and all(r.state.is_completed() for r in runs)  # each unit one run, none taken for lost
+    assert all(r.state.is_completed() for r in twin_runs)
+    counts = count_log(log)
+    assert counts.answered_twice == {} and fake.state.repeated() == {}
+    assert sum(n for (model, _), n in counts.answered.items() if model == "model-b") == 72  # one run's worth
+
+
+def test_the_server_tells_the_truth_through_a_signal_a_lost_worker_and_an_outage(
+        clone: Path, example_release: Path, tmp_path: Path) -> None:
+    """SIGTERM the command, run it again, SIGKILL the worker process alone, stop the server for 100 s.
+
+    The first command marks its run Crashed (not Cancelled: Prefect would cancel its subflows, the
+    unit runs); the second says it took over and attaches to the
+    unit runs still going; the units outlive their worker and the outage, and the second command
+    reports them as the server has them (Completed), exits 0 and writes the same files as a
+    direct run. Nothing is answered twice. The worker is started as the guide says (from a script,
+    in the background, where SIGINT is ignored): at the end one SIGTERM stops such a worker,
+    which it does not without the guide's ``env --default-signal=INT``.
+    """
+    if postgres_binaries() is None:
+        pytest.skip("PostgreSQL is not installed (Debian's postgresql package; .ci/run installs it)")
+    prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(1, 2))
+    expected = direct_run(prepared, tmp_path / "direct", MODEL)
+    fake, log = logged_fake(tmp_path, delay=2.0)  # 72 requests a unit, one at a time: ~150 s a unit
+    out = tmp_path / "out"
+    worker_line = ("env --default-signal=INT {prefect} worker start --pool kobbq --name {name} --limit 2 "
+                   "--type process & echo $! > worker.pid; wait")
+    with Cluster(tmp_path / "cluster") as cluster:
+        cluster.root.mkdir()
+        cluster.start_server(cluster.start_postgres(), auth=AUTH)
+        deploy(cluster, clone)
+        cluster.start_script("machine-1", worker_line.format(prefect=PREFECT, name="machine-1"), WORKER_ENV)
+        orchestrator = tmp_path / "orchestrator"
+        orchestrator.mkdir()
+        env = {**cluster.client_env("orchestrator"), "OPENAI_API_KEY": FAKE_KEY}
+        command = eval_command(cluster, prepared, out, fake.url, "kobbq-model-run/git", "--concurrency", "1")
+        first = cluster.start(command, env, orchestrator, tmp_path / "orchestrator-1.log")
+        wait_for(lambda: fake.state.in_flight >= 2, 300, "both units answering")
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=15) == 143
+        assert "interrupted (SIGTERM)" in (tmp_path / "orchestrator-1.log").read_text()
+        second = cluster.start(command, env, orchestrator, tmp_path / "orchestrator-2.log")
+        wait_for(lambda: "took over" in (tmp_path / "orchestrator-2.log").read_text(), 120, "the second command")
+        time.sleep(5)
+        worker = int((cluster.root / "machine-1" / "worker.pid").read_text())
+        units = running_engines(worker)
+        assert len(units) == 2, (cluster.root / "machine-1.log").read_text()[-3000:]
+        os.kill(worker, signal.SIGKILL)  # the worker process alone: its two unit runs go on
+        time.sleep(5)
+        cluster.stop_server()
+        time.sleep(100)
+        cluster.restart_server()
+        assert second.wait(timeout=600) == 0, (tmp_path / "orchestrator-2.log").read_text()[-3000:]
+        runs, (interrupted, resumed) = unit_runs(cluster), orchestrating_runs(cluster)
+        stops = stop_with_one_sigterm(cluster)
+        for pid in units:  # orphans of the killed worker, if any is left
+            kill_tree(pid) if Path(f"/proc/{pid}").exists() else None
+    fake.stop()
+    said = (tmp_path / "orchestrator-2.log").read_text()
+    assert f"took over from kobbq-model-runs run {interrupted.name!r} (Crashed: its command was stopped (SIGTERM)" \
+        in said, said
+    assert interrupted.state.is_crashed() and resumed.state.is_completed()
+    assert len(runs) == 2 and all(r.state.is_completed() for r in runs), [(r.name, r.state) for r in runs]
+    assert answer_files(out / MODEL) == expected
+    assert count_log(log).answered_twice == {}
+    assert stops == {"as the guide starts it": True, "without env --default-signal=INT": False}
+
+
+def stop_with_one_sigterm(cluster: Cluster) -> dict[str, bool]:
+    """Two workers started from a script in the background, with and without the guide's fix; one SIGTERM each."""
+    lines = {"as the guide starts it": "env --default-signal=INT {prefect} worker start --pool kobbq --name {name} &"
+                                       " echo $! > worker.pid; wait",
+             "without env --default-signal=INT": "{prefect} worker start --pool kobbq --name {name} & "
+                                                 "echo $! > worker.pid; wait"}
+    pids = {}
+    for n, (how, line) in enumerate(lines.items()):
+        name = f"stopping-{n}"
+        cluster.start_script(name, line.format(prefect=PREFECT, name=name))
+        wait_for(lambda: "started" in (cluster.root / f"{name}.log").read_text(errors="replace"), 120, name)
+        pids[how] = int((cluster.root / name / "worker.pid").read_text())
+    for pid in pids.values():
+        os.kill(pid, signal.SIGTERM)
+    time.sleep(15)
+    stopped = {how: not Path(f"/proc/{pid}").exists() for how, pid in pids.items()}  # the script's sh reaps it
+    for pid in pids.values():
+        if Path(f"/proc/{pid}").exists():
+            kill_tree(pid)
+    return stopped

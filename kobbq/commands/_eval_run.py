@@ -70,14 +70,17 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--price-out", type=real_number(0), default=None, help="price per million output tokens")
     run.add_argument("--score", action="store_true", help="score the answers afterwards (kobbq eval score)")
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary (errors still shown)")
-    pool = run.add_argument_group("on a work pool (needs PREFECT_API_URL; see the README's distributed section)")
+    pool = run.add_argument_group("on a work pool (needs PREFECT_API_URL; see docs/several-machines.md)")
     pool.add_argument("--deployment", help="run every unit as a run of this deployment, e.g. kobbq-model-run/git")
     pool.add_argument("--endpoint-limit", type=POSITIVE, default=None,
                       help="units answering at once on this endpoint (sets its Prefect concurrency limit)")
     pool.add_argument("--shards", type=POSITIVE, default=1, help="units per (model, prompt) (default: %(default)s)")
-    pool.add_argument("--lost-after", type=whole_number(31), default=90,  # more than flows.model_runs' heartbeat
-                      help="seconds without a heartbeat before a unit's run is taken for lost and run again "
-                           "(default: %(default)s; more than 30)")
+    # Three heartbeats of 30 s at least, four by default: flows.orchestration.LOST_AFTER_FLOOR and
+    # LOST_AFTER_SECONDS (not imported: this parser must not load Prefect; a test keeps them equal).
+    pool.add_argument("--lost-after", type=whole_number(90), default=120,
+                      help="seconds a unit's run may go without a heartbeat while nobody holds its unit's lock, "
+                           "before it is taken for lost and the unit runs again (default: %(default)s; at least 90, "
+                           "three heartbeats; a unit is never answered by two runs at once, whatever this says)")
     run.set_defaults(handler=run_command)
 
     export = eval_subparsers.add_parser(
@@ -169,7 +172,8 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
                                 prompts=args.prompts, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
                                 concurrency=args.concurrency, endpoint_limit=args.endpoint_limit,
                                 key_env=args.key_env, replay=args.replay, deployment=args.deployment,
-                                shards=args.shards, lost_after=args.lost_after)
+                                shards=args.shards, lost_after=args.lost_after, max_retries=args.max_retries,
+                                timeout=args.timeout)
     except RequestsFailed as exc:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1

@@ -1,0 +1,460 @@
+"""What ``kobbq eval run --deployment`` keeps true on the Prefect server while units run on a work pool.
+
+An evaluation is orchestrated by one command (the flow ``kobbq-model-runs``, in its own
+process) and answered by unit runs on the pool's workers. Four things make what the server
+shows, and what the endpoint is asked, true whatever crashes:
+
+- **Leases.** A lock here is a Prefect global concurrency limit of one slot, held with a lease
+  that its holder renews (Prefect renews it every ``0.75 * LEASE_SECONDS``); the server frees
+  the slot ``LEASE_SECONDS`` after the holder stopped renewing (its process died), plus up to
+  15 s of Prefect's lease repossessor. The run answering a unit holds the unit's lock
+  (``kobbq-unit-<unit key>``, ``unit_lock``) from before it reads the answer cache until it has
+  written its answers: a second run of the same unit waits while the first is alive, then finds
+  the answers in the cache. So no unit is answered twice, whatever the orchestrator believes.
+  (One gap is left: a holder cut off from the server for longer than its lease keeps answering,
+  since stopping it would lose its requests in flight; a second run that was already waiting
+  for the lock may then take it when the server is back. The orchestrator starts no second run
+  while the first still sends heartbeats, so that needs a run the orchestrator had already
+  wrongly taken for lost before the outage.) The orchestrating command holds the evaluation's
+  claim (``kobbq-eval-<evaluation key>``, ``EvaluationClaim``): a second command on the same
+  evaluation waits for it, and takes over only once the first is gone.
+- **Signs of life.** A unit run is lost (``UnitWatch``) when, for ``lost_after`` seconds of this
+  machine's clock, it sent no new heartbeat *and* nobody held the unit's lock. Only event ids
+  are compared, never another machine's clock. A run that held the lock is alive by definition
+  (its lease was renewed), so only a run that never got the lock, or whose process is gone, can
+  be taken for lost; and a second run of its unit still waits for the lock.
+- **Outages.** A Prefect server that does not answer (``ServerLink``) is waited for, up to
+  ``OUTAGE_SECONDS``, and its silence is not counted against the units' heartbeats.
+- **Take-over.** The command's own run is marked Crashed on SIGINT/SIGTERM (``marked_on_signal``);
+  one killed outright is found by the next command of the same evaluation, which marks it
+  Crashed and says that it took over (``take_over``).
+
+The lease storage must survive a restart of the server, or a restart leaves the slots of that
+moment taken: ``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``
+(docs/several-machines.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+from uuid import UUID
+
+import httpx
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterTags
+from prefect.concurrency.sync import concurrency
+from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+from prefect.states import Completed, Crashed
+from prefect.utilities.asyncutils import run_coro_as_sync
+from prefect.utilities.templating import resolve_variables
+
+from core import interrupt
+from core.errors import UserError
+
+HEARTBEAT_SECONDS = 30  # the unit runs' heartbeat interval (Prefect's shortest)
+LOST_AFTER_FLOOR = 3 * HEARTBEAT_SECONDS  # a shorter wait takes a run between two late heartbeats for lost
+LOST_AFTER_SECONDS = 4 * HEARTBEAT_SECONDS  # the default
+LEASE_SECONDS = 60  # a dead holder's lease lapses after this (Prefect's shortest lease)
+CLAIM_WAIT_SECONDS = LEASE_SECONDS + 30  # a killed command's claim lapses within this (lease + repossessor)
+OUTAGE_SECONDS = 600  # how long a silent Prefect server is waited for
+POLL_SECONDS = 5.0
+UNIT_LOCK_PREFIX = "kobbq-unit-"
+CLAIM_PREFIX = "kobbq-eval-"
+ORCHESTRATOR_FLOW = "kobbq-model-runs"
+
+T = TypeVar("T")
+
+
+def check_lost_after(seconds: float) -> None:
+    """``--lost-after`` below three heartbeats takes live runs for lost: refused."""
+    if seconds < LOST_AFTER_FLOOR:
+        raise UserError(f"--lost-after {seconds:g}: must be at least {LOST_AFTER_FLOOR} s (three heartbeats of "
+                        f"{HEARTBEAT_SECONDS} s); a shorter wait takes a unit between two late heartbeats for lost")
+
+
+# --- the server's silence --------------------------------------------------------------------------
+
+class ServerGone(UserError):
+    """The Prefect server did not answer for ``OUTAGE_SECONDS`` (the units may still be running on the workers)."""
+
+
+def server_unreachable(exc: BaseException) -> bool:
+    """A failure that says nothing of the request, only that the server (or its database) is not there now."""
+
+    if isinstance(exc, httpx.TransportError):
+        return True
+    return isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code >= 500
+
+
+class ServerLink:
+    """Calls to the Prefect server that wait through an outage of up to ``outage_seconds``.
+
+    ``back_at`` is when (``time.monotonic``) the server last came back: silence before it is
+    the server's, not a run's.
+    """
+
+    def __init__(self, outage_seconds: float = OUTAGE_SECONDS, poll_seconds: float = POLL_SECONDS) -> None:
+        self.outage_seconds, self.poll_seconds = outage_seconds, poll_seconds
+        self.back_at = time.monotonic()
+
+    def call(self, what: str, request: Callable[..., T]) -> T:
+        """``request(client)`` with a sync Prefect client, retried while the server is unreachable."""
+
+        down_since = None
+        while True:
+            try:
+                with get_client(sync_client=True) as client:
+                    result = request(client)
+            except Exception as exc:  # noqa: BLE001 (sorted by server_unreachable)
+                if not server_unreachable(exc):
+                    raise
+                down_since = down_since or time.monotonic()
+                if time.monotonic() - down_since > self.outage_seconds:
+                    raise ServerGone(f"the Prefect server did not answer for {self.outage_seconds:.0f} s "
+                                     f"({what}: {exc.__class__.__name__}); the units keep running on the "
+                                     "workers: run the same command again once the server is back") from exc
+                time.sleep(self.poll_seconds)
+                continue
+            if down_since is not None:
+                self.back_at = time.monotonic()
+            return result
+
+
+# --- leases ----------------------------------------------------------------------------------------
+
+def unit_lock_name(unit_key: str) -> str:
+    return UNIT_LOCK_PREFIX + unit_key
+
+
+def ensure_lock(client: object, name: str) -> None:
+    """A global concurrency limit of one slot called ``name`` (created if missing; left as it is otherwise)."""
+
+    try:
+        client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+    except ObjectAlreadyExists:
+        pass
+
+
+@contextmanager
+def unit_lock(name: str) -> Iterator[None]:
+    """Hold the unit's lock: wait while another run of the unit holds it, renew it while inside.
+
+    A renewal that fails (the server down for longer than Prefect's three tries) does not stop
+    the run: stopping it would drop the answers of its requests in flight, paid and then asked
+    again. Its lease may then lapse during the outage; what keeps a second run away meanwhile
+    is the orchestrator, which starts no other run of a unit whose run still sends heartbeats.
+    """
+
+    with get_client(sync_client=True) as client:
+        ensure_lock(client, name)
+    with concurrency(name, occupy=1, strict=True, lease_duration=LEASE_SECONDS, raise_on_lease_renewal_failure=False):
+        yield
+
+
+def lock_held(client: object, name: str) -> bool:
+    """Whether someone holds the lock now (its lease renewed within ``LEASE_SECONDS``)."""
+
+    try:
+        return client.read_global_concurrency_limit_by_name(name).active_slots > 0
+    except ObjectNotFound:
+        return False
+
+
+def remove_locks(link: ServerLink, names: list[str]) -> None:
+    """Delete the evaluation's locks once it is done (so they do not pile up on the server)."""
+
+    def remove(client: object) -> None:
+        for name in names:
+            try:
+                client.delete_global_concurrency_limit_by_name(name)
+            except ObjectNotFound:
+                pass
+
+    link.call("removing the evaluation's locks", remove)
+
+
+class EvaluationClaim:
+    """The evaluation's one-slot limit, held with a lease by the command that orchestrates it.
+
+    Its own renewal thread (not Prefect's ``concurrency``), so that a signal handler can
+    release it at once: the next command then need not wait for the lease to lapse.
+    """
+
+    def __init__(self, evaluation_key: str) -> None:
+        self.name = CLAIM_PREFIX + evaluation_key
+        self.lease_id: UUID | None = None
+        self._stop = threading.Event()
+
+    def take(self, link: ServerLink, wait_seconds: float) -> bool:
+        """Take the claim, waiting up to ``wait_seconds`` for a holder's lease to lapse; False if it did not."""
+
+        link.call("creating the evaluation's claim", lambda client: ensure_lock(client, self.name))
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                response = link.call("taking the evaluation's claim", lambda client: client.
+                                     increment_concurrency_slots_with_lease(names=[self.name], slots=1,
+                                                                            mode="concurrency",
+                                                                            lease_duration=LEASE_SECONDS))
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code != 423:  # 423: taken
+                    raise
+            else:
+                self.lease_id = UUID(response.json()["lease_id"])
+                threading.Thread(target=self._renew, daemon=True, name="kobbq-claim-renewal").start()
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(2)
+
+    def _renew(self) -> None:
+
+        while not self._stop.wait(LEASE_SECONDS / 4):
+            try:
+                with get_client(sync_client=True) as client:
+                    client.renew_concurrency_lease(self.lease_id, lease_duration=LEASE_SECONDS)
+            except Exception:  # noqa: BLE001 (an outage: the next renewal tries again)
+                pass
+
+    def release(self) -> None:
+
+        self._stop.set()
+        if self.lease_id is None:
+            return
+        lease, self.lease_id = self.lease_id, None
+        with get_client(sync_client=True) as client:
+            client.release_concurrency_slots_with_lease(lease)
+
+
+def evaluation_key(unit_keys: list[str]) -> str:
+    """The evaluation's name: its units, whatever their order."""
+    return hashlib.sha256("\n".join(sorted(unit_keys)).encode("utf-8")).hexdigest()[:24]
+
+
+# --- the orchestrating run ---------------------------------------------------------------------------
+
+def claim_tag(claim: EvaluationClaim) -> str:
+    return claim.name
+
+
+def take_over(link: ServerLink, claim: EvaluationClaim, flow_run_id: UUID) -> str | None:
+    """Tag this orchestrating run with its evaluation and close the books of the ones before it.
+
+    Runs of the same evaluation still Running or Pending belonged to commands that stopped
+    without reporting (this command holds the claim, so none of them is alive): they are
+    marked Crashed. Returns a line saying whom this run took over from, if anyone.
+    """
+
+    tag = claim_tag(claim)
+
+    def close(client: object) -> str | None:
+        me = client.read_flow_run(flow_run_id)
+        client.update_flow_run(flow_run_id, tags=sorted({*me.tags, tag}))
+        earlier = sorted((run for run in client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[ORCHESTRATOR_FLOW])),
+            flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=[tag]))) if run.id != flow_run_id),
+            key=lambda run: run.created, reverse=True)
+        for run in earlier:
+            if run.state is not None and not run.state.is_final():
+                client.set_flow_run_state(run.id, Crashed(message=f"its command stopped without reporting (killed, "
+                                                                  f"or its machine lost); run {me.name!r} took over"),
+                                          force=True)
+        if not earlier or earlier[0].state is None or earlier[0].state.is_completed():
+            return None
+        last = earlier[0]
+        how = ("its command stopped without reporting" if not last.state.is_final()
+               else f"{last.state.name}: {last.state.message or 'no message'}")
+        return f"took over from {ORCHESTRATOR_FLOW} run {last.name!r} ({how})"
+
+    return link.call("reading earlier runs of this evaluation", close)
+
+
+@contextmanager
+def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: float = 5.0) -> Iterator[None]:
+    """On SIGINT/SIGTERM: mark this orchestrating run Crashed and release the claim, then stop the command.
+
+    The units keep running on the workers (the same command, run again, attaches to them).
+    Crashed, not Cancelled: Prefect cancels the subflow runs of a Cancelled run, and the unit
+    runs are this run's subflows (cancelling the run in the UI does stop the evaluation). The
+    server gets ``budget_seconds`` to answer: a stop must not wait for an unreachable server.
+    """
+
+    def report(signum: int) -> None:
+        try:
+            with get_client(sync_client=True) as client:
+                client.set_flow_run_state(flow_run_id, Crashed(
+                    message=f"its command was stopped ({signal.Signals(signum).name}); the units keep running on the "
+                            "workers; run the same command again to resume"), force=True)
+            claim.release()
+        except Exception:  # noqa: BLE001 (best effort: the next command takes over in any case)
+            pass
+
+    def handler(signum: int, _frame: object) -> None:
+        reporter = threading.Thread(target=report, args=(signum,), daemon=True)
+        reporter.start()
+        reporter.join(budget_seconds)
+        notice("the units already started keep running on the workers; run the same command again to resume "
+               "(it waits for them, and starts only what is missing)")
+        interrupt.stop(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only
+        return
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in previous:
+        signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+# --- unit runs -------------------------------------------------------------------------------------
+
+@dataclass
+class UnitWatch:
+    """One unit run, watched for an end or for being lost (see the module's docstring)."""
+
+    link: ServerLink
+    flow_run_id: UUID
+    lock: str
+    lost_after: float
+    is_finished: Callable[[], bool]  # the answer cache holds every answer of the unit
+    poll_seconds: float = POLL_SECONDS
+
+    def wait(self) -> object:
+        """Wait for the run to end; mark it lost (Crashed, or Completed if its answers are all in) when it is."""
+        seen_beat, alive_at = None, time.monotonic()
+        while True:
+            run = self.link.call("reading a unit run", lambda client: client.read_flow_run(self.flow_run_id))
+            if run.state is None or run.state.is_final():
+                return run
+            now = time.monotonic()
+            if run.state.is_running() or run.state.is_pending():
+                beat, held = self.link.call("reading a unit run's signs of life", lambda client: (
+                    latest_heartbeat(client, run), lock_held(client, self.lock)))
+                if beat != seen_beat or held:
+                    seen_beat, alive_at = beat, now
+                alive_at = max(alive_at, self.link.back_at)
+                if now - alive_at > self.lost_after:
+                    self.mark_lost(run, now - alive_at)
+                    continue
+            else:
+                alive_at = now  # scheduled: waiting for a free worker is not being lost
+            time.sleep(self.poll_seconds)
+
+    def mark_lost(self, run: object, silent: float) -> None:
+        state = lost_state(self.is_finished(), silent)
+        self.link.call("marking a lost unit run", lambda client: client.set_flow_run_state(run.id, state, force=True))
+
+
+def lost_state(finished: bool, silent: float) -> object:
+    """What a lost run is: Completed if the cache holds every answer of its unit (it wrote them, then its
+    process ended without reporting: its work is not a failure), Crashed otherwise."""
+    if finished:
+        return Completed(message=f"every answer of the unit is in the answer cache; its process stopped reporting "
+                                 f"({silent:.0f} s without a heartbeat)")
+    return Crashed(message=f"no heartbeat and no lease for {silent:.0f} s: its worker is gone; the unit runs again "
+                           "elsewhere")
+
+
+def latest_heartbeat(client: object, run: object) -> str | None:
+    """The id of the run's latest heartbeat event since its current state began (None: none yet)."""
+
+    beats = client.read_events(EventFilter(occurred=EventOccurredFilter(since=run.state.timestamp),
+                                           event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
+                                           resource=EventResourceFilter(id=[f"prefect.flow-run.{run.id}"])), limit=1)
+    return str(beats.events[0].id) if beats.events else None
+
+
+# --- the code every unit runs ------------------------------------------------------------------------
+
+SHA = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True)
+class CodePin:
+    """The commit every unit of an evaluation runs, resolved once as the command starts."""
+
+    commit: str | None  # None: the deployment's code is not a git checkout seen from here
+    where: str  # what was resolved, for the command's first line
+    clone: bool  # the deployment clones (the commit goes to its pull step as KOBBQ_COMMIT)
+
+
+def pin_code(link: ServerLink, deployment: object) -> CodePin:
+    """Resolve the deployment's code to one commit: ``kobbq_ref`` of ``kobbq_repository``, or the shared folder's HEAD."""
+
+    for step in deployment.pull_steps or []:
+        (name, inputs), = step.items()
+        if name.endswith("git_clone"):
+            inputs = run_coro_as_sync(resolve_variables(inputs))
+            ref = link.call("reading kobbq_ref", lambda client: client.read_variable_by_name("kobbq_ref"))
+            if ref is None or not str(ref.value).strip():
+                raise UserError("the Prefect variable kobbq_ref is not set: set it to the branch, tag or commit the "
+                                "units run (prefect variable set kobbq_ref main)")
+            return CodePin(resolve_ref(inputs["repository"], str(ref.value).strip()),
+                           f"{inputs['repository']} at {ref.value}", clone=True)
+        if name.endswith("set_working_directory"):
+            folder = Path(str(run_coro_as_sync(resolve_variables(inputs))["directory"]))
+            return CodePin(head_commit(folder) if (folder / ".git").exists() else None, str(folder), clone=False)
+    return CodePin(None, "the deployment's own code", clone=False)
+
+
+def resolve_ref(repository: str, ref: str) -> str:
+    """The commit ``ref`` (a branch, a tag or a commit) names in ``repository`` now."""
+    if SHA.fullmatch(ref.lower()):
+        return ref.lower()
+    result = subprocess.run(["git", "ls-remote", "--", repository, ref, f"{ref}^{{}}"], capture_output=True,
+                            text=True, timeout=120)
+    if result.returncode != 0:
+        raise UserError(f"cannot read {repository} from here (git ls-remote: "
+                        f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}); "
+                        "the command resolves kobbq_ref to one commit before any unit starts")
+    found = {}  # ref name -> commit
+    for line in result.stdout.splitlines():
+        commit, _, name = line.partition("\t")
+        found[name] = commit
+    for name in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
+        if name in found:
+            return found[name]
+    raise UserError(f"kobbq_ref {ref!r} is not a branch or tag of {repository}")
+
+
+def head_commit(folder: Path) -> str | None:
+    """The commit checked out in ``folder`` (None: not a git checkout, or git is missing)."""
+    try:
+        result = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=60)
+    except OSError:
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def check_code(pinned: str | None, folder: Path) -> None:
+    """A unit run refuses to answer with other code than the commit its evaluation pinned."""
+    if pinned is None:
+        return
+    actual = head_commit(folder)
+    if actual != pinned:
+        raise UserError(f"this unit runs the code in {folder} at {actual[:12] if actual else 'no git commit'}, but its "
+                        f"evaluation pinned {pinned[:12]}: the code changed during the evaluation; run the same "
+                        "command again to pin the new code")
+
+
+def notice(line: str) -> None:
+    """A line for the person running the command (standard error: the answers' summary is standard output)."""
+    print(line, file=sys.stderr, flush=True)
