@@ -80,7 +80,6 @@ def expansion(ctx: Context) -> ExpandedRelease:
     loaded, _ = ctx.checked(template_file(ctx))
 
     def plan() -> ExpandedRelease:
-        interrupt.checkpoint("expansion")
         split = build_inputs(ctx).test_split
         surviving = kept(ctx, loaded.templates)
         if not surviving:
@@ -115,7 +114,8 @@ def template_file(ctx: Context) -> Path:
 def run(ctx: Context) -> StageOutput:
     interrupt.checkpoint("loading")
     loaded, findings = ctx.checked(template_file(ctx))
-    release = expansion(ctx)
+    release = expansion(ctx)  # planned before the flow run started, when its inputs were there
+    interrupt.checkpoint("expansion")
     earlier = [decision for stage in earlier_stages(ctx) for decision in ctx.decisions(stage)]
     texts = {name: path.read_text(encoding="utf-8") for name, path in reports(ctx).items()}
     target = ctx.folder.path
