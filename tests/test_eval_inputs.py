@@ -78,7 +78,7 @@ def test_a_named_pipe_as_any_input_is_refused_without_waiting(previous_release: 
         "lm-eval samples": ["eval", "import-lm-eval", str(fifo), "--model", "m", "--out", str(tmp_path / "i")],
         "compare": ["eval", "compare", str(fifo.with_suffix(".tsv"))],
         "survey results": ["survey", "ingest", "--templates", str(EXAMPLE_TEMPLATES), "--out", str(tmp_path / "v"),
-                           "--results", str(fifo.with_suffix(".csv"))],
+                           "--results", str(fifo.with_suffix(".csv")), "--quiet"],
         "annotations": ["labels", "import", str(fifo.with_suffix(".xlsx"))],
     }
     for suffix in (".csv", ".tsv", ".xlsx"):
@@ -207,7 +207,8 @@ def test_a_signal_says_what_the_running_command_leaves(previous_release: Path, p
     """Before: SIGINT of `eval run`, `validate` or `eval prepare` said "nothing was published". The line a signal
     would print is taken while each command works (its step replaced by one that reads it)."""
     from core import interrupt
-    from kobbq.commands import _eval_run, eval as eval_command, validate
+    from kobbq.commands import _eval_run, validate
+    from tasks.evaluation import prompts
 
     said: list[str] = []
 
@@ -216,7 +217,7 @@ def test_a_signal_says_what_the_running_command_leaves(previous_release: Path, p
         raise UserError("stopped by the test")
 
     monkeypatch.setattr(validate, "findings_for", signal_now)
-    monkeypatch.setattr(eval_command, "prepare_release", signal_now)
+    monkeypatch.setattr(prompts, "prepare_release", signal_now)  # imported by the command when it runs
     monkeypatch.setattr(_eval_run, "direct_run", signal_now)
     for argv in (["validate", str(EXAMPLE_TEMPLATES)],
                  ["eval", "prepare", "--release", str(previous_release), "--out", "prepared"],
