@@ -155,6 +155,32 @@ def default_said(what: str, value: Path, option: str) -> Path:
     return value
 
 
+def release_of(args: argparse.Namespace, prepared: Path | None = None) -> Path:
+    """``--release``, else the release the prepared folder records (``prepared.json``), else the one a build of
+    ``--profile`` writes, said in one line: a command never reads build/KoBBQ without a word."""
+    if args.release is not None:
+        return args.release
+    recorded = prepared_release(prepared) if prepared is not None else None
+    if recorded is not None:
+        return recorded
+    from tasks.audit.fates import default_release  # reads the profile
+
+    folder = default_release(getattr(args, "profile", None))
+    print(f"--release: {folder} (the release `kobbq build` writes for this profile; --release DIR for another)")
+    return folder
+
+
+def prepared_release(prepared: Path) -> Path | None:
+    """The release a prepared folder was made from, as its ``prepared.json`` records it (None when it has none:
+    the command then reports the folder itself)."""
+    from core.text_files import read_json
+
+    path = prepared / "prepared.json"
+    summary = read_json(path, "prepared summary") if path.is_file() else None
+    release = summary.get("release") if isinstance(summary, dict) else None
+    return Path(release) if isinstance(release, str) else None
+
+
 def add_corrections(parser: argparse.ArgumentParser, applied_to: str = "before validation") -> None:
     parser.add_argument("--corrections", type=Path, default=None,
                         help=f"corrections CSV applied {applied_to} (default: the profile's corrections.csv)")

@@ -260,11 +260,10 @@ def test_a_profile_copied_out_of_the_project_finds_its_prompt_table_in_its_folde
 def test_a_release_defaults_to_the_profiles_and_its_profile_comes_from_the_manifest(tmp_path):
     import json
 
-    from tasks.audit.fates import release_folder, release_profile
+    from tasks.audit.fates import default_release, release_profile
 
-    assert release_folder(None, "ja") == Path("build") / "JaBBQ"
-    assert release_folder(None, None) == Path("build") / "KoBBQ"  # the embedded example's, as `kobbq build` writes
-    assert release_folder(tmp_path, "ja") == tmp_path
+    assert default_release("ja") == Path("build") / "JaBBQ"
+    assert default_release(None) == Path("build") / "KoBBQ"  # the embedded example's, as `kobbq build` writes
     (tmp_path / "manifest.json").write_text(json.dumps({"profile": "ja"}), encoding="utf-8")
     assert release_profile(tmp_path).name == "ja"
     with pytest.raises(UserError, match="built with profile 'ja', not 'ko'"):

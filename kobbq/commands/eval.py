@@ -13,7 +13,7 @@ from pathlib import Path
 from core import interrupt
 from core.atomic import check_not_a_file, write_text
 from core.paths import DEFAULT_BUILD_DIR
-from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table
+from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table, release_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -63,11 +63,10 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
 
 def run_prepare(args: argparse.Namespace) -> int:
     # The evaluation package (pandas, pyarrow): not for --help.
-    from tasks.audit.fates import release_folder
     from tasks.evaluation.prompts import prepare_release
 
     interrupt.leaves(f"{args.out} is as it was before (a preparation is moved in only once complete)")
-    prepared = prepare_release(release_folder(args.release, args.profile), args.out, args.split, args.profile,
+    prepared = prepare_release(release_of(args), args.out, args.split, args.profile,
                                args.prompts, args.prompt_ids, args.allow_modified)
     print("\n".join([*(f"warning: {w}" for w in prepared.warnings), *prepared.notes]))
     print(f"{args.out}: {prepared.requests:,} requests ({prepared.samples:,} samples x 3 orders x "
@@ -86,7 +85,8 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
     _add_release(parser)
     parser.add_argument("predictions", type=Path, nargs="+", metavar="PREDICTIONS", help="prediction files")
     parser.add_argument("--prepared", type=Path, default=None,
-                        help="the prepared folder the answers were made from (its prompt table is used)")
+                        help="the prepared folder the answers were made from (its prompt table is used; without "
+                             "--release, the release its prepared.json names)")
     parser.add_argument("--prompt", type=POSITIVE, default=None, metavar="ID",
                         help="prompt id of files that do not say it (file name raw_p<ID> / ..._evaluation_<ID>_...)")
     parser.add_argument("--model", default=None, help="model name (default: from the rows, the file or folder name)")
@@ -109,13 +109,12 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
 
 def run_score(args: argparse.Namespace) -> int:
     # The evaluation package (pandas, matplotlib): not for --help.
-    from tasks.audit.fates import release_folder
     from tasks.evaluation.report import ScoreRequest, score
 
     check_not_a_file(args.out)
     interrupt.leaves(f"the result files in {args.out} are each either the previous or the new one, never half "
                      "written")
-    request = ScoreRequest(release=release_folder(args.release, args.profile), split=args.split,
+    request = ScoreRequest(release=release_of(args, args.prepared), split=args.split,
                            predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
                            prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
                            allow_missing=args.allow_missing, allow_modified=args.allow_modified,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.paths import DEFAULT_BUILD_DIR
+from kobbq.arguments import release_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,8 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "reads it as it reads the folder. Only an intact release (every file as its manifest "
                     "records it) is uploaded. The token is HF_TOKEN or `hf auth login`'s; HF_ENDPOINT chooses "
                     "another Hub.")
-    parser.add_argument("--release", type=Path, default=DEFAULT_BUILD_DIR / "KoBBQ",
-                        help="release folder (default: %(default)s)")
+    parser.add_argument("--release", type=Path, default=None,
+                        help="release folder (default: build/KoBBQ, the embedded example's, said when taken)")
     parser.add_argument("--to-hub", required=True, metavar="REPO", help="the dataset repository, OWNER/NAME")
     parser.add_argument("--dry-run", action="store_true", help="list what would be uploaded; no token, no network")
     parser.add_argument("--private", action="store_true", help="create the repository as private")
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from tasks.release.hub import plan_upload, publish  # huggingface_hub: not for --help
 
-    upload = plan_upload(args.release, args.to_hub)
+    upload = plan_upload(release_of(args), args.to_hub)
     if args.dry_run:
         print(upload.render())
         return 0

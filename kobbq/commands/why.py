@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kobbq.arguments import add_profile
+from kobbq.arguments import add_profile, release_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,10 +28,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The audit package: not for --help.
-    from tasks.audit.fates import load_audit_log, release_folder, release_profile
+    from tasks.audit.fates import load_audit_log, release_profile
     from tasks.audit.lineage import explain, render_lineage
 
-    release = release_folder(args.release, args.profile)
+    release = release_of(args)
     profile = release_profile(release, args.profile)
     log = load_audit_log(release, profile)
     print(render_lineage(explain(args.id, log, profile)), end="")

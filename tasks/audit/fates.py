@@ -107,11 +107,9 @@ class AuditLog:
         return dict(links)
 
 
-def release_folder(given: Path | None, profile: str | None) -> Path:
-    """A command's release: ``--release`` as given, else the one a build of ``--profile`` writes
-    (build/<its release name>), else the embedded example's (what ``kobbq build`` with no arguments writes)."""
-    if given is not None:
-        return given
+def default_release(profile: str | None) -> Path:
+    """The release a build of ``profile`` writes (build/<its release name>); without one, the embedded example's
+    (what ``kobbq build`` with no arguments writes)."""
     return DEFAULT_BUILD_DIR / load_profile(profile or load_pipeline(EXAMPLE_PIPELINE).profile).release.name
 
 
