@@ -6,7 +6,7 @@ translator's returned workbooks, the template groups and newly-created templates
 results. A stage whose inputs are all there runs; the first stage that waits for people stops
 the pipeline with what it waits for and the command that produces what to send out.
 
-Each stage records its state in ``<out>/<name>.pipeline/<stage>.json``: done (with counts and
+Each stage records its state in ``<out>/<name>.pipeline/<pipeline key>/<stage>.json``: done (counts and
 when), waiting (for what), or failed (why), and the fingerprint of everything it read. A stage
 whose fingerprint is unchanged is not run again; ``kobbq status`` compares fingerprints to tell
 a done stage from a stale one. Real-data mode: ``labels.reference`` and

@@ -154,7 +154,7 @@ def user_entries(folder: Path, manifest: dict[str, object]) -> list[str]:
         found = []
         for entry in sorted((folder / relative).iterdir()):
             name = (relative / entry.name).as_posix()
-            if name in listed or name == DATA_DOCS:
+            if name in listed or (entry.name == DATA_DOCS and entry.is_dir()):  # the release's, or its twin's
                 continue
             if entry.is_dir() and not entry.is_symlink() and name in holding:
                 found += walk(relative / entry.name)

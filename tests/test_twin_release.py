@@ -15,6 +15,7 @@ import pytest
 
 from core.paths import PROJECT_ROOT
 from core.profile import load_profile
+from core.release_folder import changed_files, user_entries
 from tasks.audit.report import WrittenRelease, write_release_folder
 from tasks.evaluation.prompts import prepare_release
 from tasks.labels.consensus import load_consensus
@@ -71,6 +72,9 @@ def test_the_twin_is_a_release_of_its_own_beside_the_release(twin_templates, tmp
     assert (own["release"], own["profile"], own["twin_of"], own["samples"]) == ("mtBBQ", "ja", "JaBBQ",
                                                                                entry["samples"])
     assert set(own["outputs"]) >= {"mtBBQ_all_samples.tsv", "mtBBQ_test_samples.parquet"}
+    # the release's manifest covers the twin's files too: a damaged twin is a damaged release, not a user's file
+    assert {f"mtBBQ/{name}" for name in own["outputs"]} | {"mtBBQ/manifest.json"} <= set(manifest["outputs"])
+    assert user_entries(folder, manifest) == []
     main_ids = {line.split("\t")[0] for line in (folder / "JaBBQ_test_samples.tsv").read_text(encoding="utf-8")
                 .splitlines()[1:] if line.split("\t")[1] != "NC"}
     twin_ids = {line.split("\t")[0] for line in (folder / "mtBBQ" / "mtBBQ_test_samples.tsv")
@@ -89,6 +93,8 @@ def test_the_twin_is_a_release_of_its_own_beside_the_release(twin_templates, tmp
     prepared = prepare_release(folder / "mtBBQ", tmp_path / "prepared")
     summary = json.loads((tmp_path / "prepared" / "prepared.json").read_text(encoding="utf-8"))
     assert summary["release_name"] == "mtBBQ" and prepared.samples == len(twin_ids)
+    (folder / "mtBBQ" / "mtBBQ_test_samples.tsv").write_text("edited\n", encoding="utf-8")
+    assert changed_files(folder, manifest) == ["mtBBQ/mtBBQ_test_samples.tsv"]
 
 
 def test_a_twin_that_fails_its_checks_is_not_published_and_the_card_says_why(twin_templates, tmp_path):

@@ -32,8 +32,6 @@ Modules:
   agreement), ``write_labels(labels, folder)`` (``labels.csv`` by subject, ``agreement.txt``),
   ``labels_from_links(templates, bbq, profile)`` and ``write_reference(result, folder)`` (real-data mode).
 
-Flows (``flows/labels.py``, thin wrappers around ``stage``): ``labels_flow(bbq, consensus, out,
-annotations=(), newly_created=None, profile_name="ko", categories=None) -> LabelsResult`` writes
-``labels.csv``, ``agreement.txt``, ``decisions_labels.csv``; ``labels_reference_flow(templates, bbq, out,
-profile_name="ko")``.
+The pipeline's labels stage (``labels_stage``) and the commands ``kobbq labels consensus`` / ``reference`` run
+these functions through the one runner (``flows/pipeline.py``), which writes ``decisions_labels.csv`` beside them.
 """

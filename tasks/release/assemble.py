@@ -34,7 +34,7 @@ from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
 from core.errors import UserError
-from core.release_folder import WRITTEN_BY
+from core.release_folder import DATA_DOCS, WRITTEN_BY
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
@@ -406,8 +406,14 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
 
 
 def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> dict[str, object]:
-    """The manifest, written once, last: the facts and the sha256 of every file of the release."""
+    """The manifest, written once, last: the facts and the sha256 of every file of the release, a published twin's
+    (``mtBBQ/...``) included, so that ``status`` and ``publish`` see a damaged twin as they see a damaged release."""
     outputs = release_outputs(folder, profile)
+    for entry in dict(facts.get("parallel_releases") or {}).values():  # type: ignore[call-overload]
+        if entry.get("folder"):
+            twin = folder / entry["folder"]
+            outputs.update({p.relative_to(folder).as_posix(): sha256_file(p)
+                            for p in sorted(twin.rglob("*")) if p.is_file() and DATA_DOCS not in p.relative_to(twin).parts})
     manifest = {key: value for key, value in facts.items() if key != "parallel_releases"}
     manifest["outputs"] = outputs
     if "parallel_releases" in facts:
