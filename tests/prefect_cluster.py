@@ -196,17 +196,8 @@ class Cluster:
         home = Path(self.server_env["PREFECT_HOME"])
         self.server = self.start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", port],
                                  self.server_env, home, self.root / "server.log")
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.server.poll() is not None:
-                raise RuntimeError(f"prefect server exited: {(self.root / 'server.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.5)
-        raise TimeoutError("prefect server did not become ready")
+        wait_healthy(self.api_url, lambda: self.server.poll() is not None and RuntimeError(
+            f"prefect server exited: {(self.root / 'server.log').read_text()[-3000:]}"))
 
     def stop_server(self) -> None:
         """The server goes away (SIGKILL: no goodbye to its clients); its database and leases stay."""
@@ -258,3 +249,20 @@ def _user_exists(name: str) -> bool:
     except KeyError:
         return False
     return True
+
+
+def wait_healthy(url: str, failed=lambda: None, seconds: float = 180) -> None:
+    """Until the Prefect server at ``url`` answers its health check; ``failed()`` returns the error to raise at
+    once (its process exited), else a falsy value."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        error = failed()
+        if error:
+            raise error
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"no Prefect server answered at {url}")

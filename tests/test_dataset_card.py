@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 import pytest
 from huggingface_hub import DatasetCard
 
-from core.paths import EXAMPLE_TEMPLATES
 from core.profile import load_profile
 from fake_hub import FAKE_TOKEN, FakeHubServer
 from kobbq.cli import main
@@ -22,7 +21,7 @@ from tasks.audit.report import write_release_folder
 from tasks.release.dataset_card import rule_counts, size_category
 from tasks.release.inputs import BuildInputs
 from tasks.templates.validate import load_checked
-from test_release import build_into
+from test_release import built_example
 
 
 def build_folder(folder: Path, profile_name: str, templates: Path, validate: bool = False) -> dict:
@@ -38,9 +37,7 @@ def build_folder(folder: Path, profile_name: str, templates: Path, validate: boo
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory, ko_profile) -> Path:
-    folder = tmp_path_factory.mktemp("card") / "KoBBQ"
-    build_into(folder, EXAMPLE_TEMPLATES, ko_profile)
-    return folder
+    return built_example(tmp_path_factory, ko_profile, "card")
 
 
 def read_card(folder: Path) -> DatasetCard:

@@ -9,14 +9,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from core.paths import PROJECT_ROOT
-from prefect_cluster import Cluster, free_port
+from prefect_cluster import Cluster, free_port, wait_healthy
 
 
 @pytest.fixture
@@ -137,13 +136,3 @@ def test_the_quick_start_server_runs_the_example_pipeline(tmp_path):
         subprocess.run([*prefect, "server", "stop"], env=env, capture_output=True, timeout=120)
 
 
-def wait_healthy(url: str, seconds: float = 180) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"no Prefect server answered at {url}")

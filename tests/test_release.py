@@ -35,6 +35,21 @@ def build_into(target: Path, templates: Path, profile, seed: int = 42, validate:
     return manifest
 
 
+def built_example(tmp_path_factory, profile, folder: str = "built") -> Path:
+    """The example's release as the build writes it (no Prefect, no validation: only the folder matters), for a
+    module's own fixture (modules that change it each get their own)."""
+    target = tmp_path_factory.mktemp(folder) / "KoBBQ"
+    build_into(target, EXAMPLE_TEMPLATES, profile)
+    return target
+
+
+def one_error_line(capsys) -> str:
+    """What a command printed on stderr: one ``error:`` line, no traceback."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
 @pytest.fixture(scope="module")
 def real_release(tmp_path_factory, kobbq_templates_tsv, ko_profile):
     """The real release, built once (byte-identity across builds is tests/test_cli.py's one determinism test)."""

@@ -21,7 +21,7 @@ from core.release_folder import (LEGACY_KEYS, RETIRED_PREFIX, WRITTEN_BY, check_
                                  check_replaceable, is_own_release, release_problem)
 from kobbq.cli import main
 from tasks.build.pipeline import pipeline_plan
-from test_release import build_into
+from test_release import built_example, one_error_line
 
 BUILD_EXAMPLE = ["build", "--profile", "ko", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded"]
 
@@ -30,18 +30,9 @@ def tree(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and err.startswith("error: ") and err.count("\n") == 1, err
-    return err
-
-
 @pytest.fixture(scope="module")
 def release(tmp_path_factory, ko_profile) -> Path:
-    """The example's release as the build writes it (no Prefect, no validation: only the folder matters)."""
-    target = tmp_path_factory.mktemp("built") / "KoBBQ"
-    build_into(target, EXAMPLE_TEMPLATES, ko_profile)
-    return target
+    return built_example(tmp_path_factory, ko_profile)
 
 
 def test_the_manifest_carries_the_marker_of_this_project(release):

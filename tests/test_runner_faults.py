@@ -16,20 +16,12 @@ from core.paths import EXAMPLE_TEMPLATES
 from core.release_folder import check_release_name, user_entries
 from kobbq.cli import main
 from tasks.release.publish import publish, recover
-from test_release import build_into
-
-
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and err.startswith("error: ") and err.count("\n") == 1, err
-    return err
+from test_release import built_example, one_error_line
 
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory, ko_profile) -> Path:
-    target = tmp_path_factory.mktemp("built") / "KoBBQ"
-    build_into(target, EXAMPLE_TEMPLATES, ko_profile)
-    return target
+    return built_example(tmp_path_factory, ko_profile)
 
 
 def add_users_files(release: Path) -> None:
