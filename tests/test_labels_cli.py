@@ -109,3 +109,15 @@ def test_reference_command_on_the_release(capsys, kobbq_templates_tsv: Path, bbq
     total = next(line for line in out.splitlines() if line.startswith("total"))
     assert total.split()[1:6] == ["275", "107", "(107)", "42", "(42)"]
     assert len(read_decisions(tmp_path / "d.csv")) == 275 + 119
+
+
+def test_reference_command_on_esbbq_reports_its_inconsistencies_and_exits_0(capsys, shared_data: Path):
+    """The guide's command on EsBBQ exited 1 under "22 problem(s)": the release's own inconsistencies (one template
+    labelled ST and TM, links into other categories) are what the links say, reported once each, not a failure."""
+    code, out, err = run(capsys, "labels", "reference", "--profile", "es", "--templates",
+                         str(shared_data / "esbbq" / "templates"), "--bbq", str(shared_data / "bbq" / "templates"))
+    assert code == 0 and not err
+    assert "The release's links are not consistent (1 error(s), 20 warning(s))" in out
+    listed = [line for line in out.splitlines() if line.startswith(("  error:", "  warning:"))]
+    assert len(listed) == 21 == len(set(listed))  # Gender|25 was listed twice, once per version row
+    assert "LGBTQIA template 15 has rows with labels ST, TM [label-mismatch]" in listed[0]

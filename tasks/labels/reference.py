@@ -143,7 +143,8 @@ def reference_labels(kobbq_templates: list[TemplateRow], bbq_templates: list[BBQ
                                   source=", ".join(str(t.where) for t in linking)))
     shared = {subject: tuple(t.subject for t in linking) for subject, linking in linked_by.items() if len(linking) > 1}
     rows = _table_rows(items, released, decisions, profile)
-    return ReferenceLabels(decisions, rows, findings, shared)
+    # A template links once per version row: one finding per link, not one per row.
+    return ReferenceLabels(decisions, rows, list(dict.fromkeys(findings)), shared)
 
 
 def _link_findings(template: KoTemplate, known: dict[str, object], profile: Profile) -> list[Finding]:
@@ -234,6 +235,9 @@ def format_reference_table(result: ReferenceLabels) -> str:
         notes.append(f"{subject} is linked by {len(templates)} released templates ({', '.join(templates)}); "
                      "it is counted once.")
     if result.findings:
-        notes += ["", f"{len(result.findings)} problem(s) with the release's links:"]
+        counts = Counter(finding.severity for finding in result.findings)
+        said = ", ".join(f"{counts[severity]} {severity}(s)" for severity in ("error", "warning") if counts[severity])
+        notes += ["", f"The release's links are not consistent ({said}); what the links say is reported above as it "
+                  "is:"]
         notes += [f"  {finding.render()}" for finding in result.findings]
     return "\n".join(text + [""] + notes)
