@@ -131,3 +131,46 @@ def test_a_survey_that_keeps_no_template_is_one_error_before_prefect_starts(tmp_
     err = one_error_line(capsys)
     assert "the survey kept none of the 14 template rows of kobbq_example_templates.tsv: nothing to release" in err
     assert not (tmp_path / "out" / "KoBBQ").exists()
+
+
+def test_an_annotations_pattern_that_matches_nothing_is_one_error_not_a_silent_vote(tmp_path):
+    """A mistyped annotations glob went on without the annotators' votes, saying nothing."""
+    from core.paths import EXAMPLE_DIR
+    from core.pipeline_file import load_pipeline
+    from tasks.build.pipeline import context
+    from tasks.labels.labels_stage import STAGE
+
+    pipeline = tmp_path / "pipeline.toml"
+    pipeline.write_text(f'profile = "ko"\n[labels]\nbbq = "{EXAMPLE_DIR / "bbq"}"\n'
+                        f'consensus = "{EXAMPLE_DIR / "labels" / "consensus.csv"}"\n'
+                        'annotations = ["labels/annotater/*.csv"]\n', encoding="utf-8")
+    with pytest.raises(UserError, match=r"labels.annotations = \['labels/annotater/\*.csv'\] matches no file"):
+        STAGE.run(context(load_pipeline(pipeline), tmp_path / "out"))
+
+
+def test_each_pipeline_writing_one_release_has_its_own_state_and_work_folders(tmp_path):
+    """The example and the real pipeline shared build/KoBBQ.pipeline and .work: one's status showed the other's."""
+    from core.paths import EXAMPLE_PIPELINE
+    from core.pipeline_file import load_pipeline
+    from tasks.build.pipeline import context
+
+    copy = tmp_path / "other" / "pipeline.toml"
+    copy.parent.mkdir()
+    copy.write_text(EXAMPLE_PIPELINE.read_text(encoding="utf-8").replace('test_split = "seeded"', ""),
+                    encoding="utf-8")
+    one, other = context(load_pipeline(EXAMPLE_PIPELINE), tmp_path / "out"), context(load_pipeline(copy),
+                                                                                    tmp_path / "out")
+    assert one.folder.path == other.folder.path  # the same release ...
+    assert one.states != other.states and one.work != other.work  # ... each pipeline's own records
+    assert {one.states.parent, other.states.parent} == {tmp_path / "out" / "KoBBQ.pipeline"}
+    assert context(load_pipeline(EXAMPLE_PIPELINE), tmp_path / "out").states == one.states  # stable per file
+
+
+def test_the_summary_of_a_generated_release_says_every_sample_is_in_the_test_split():
+    """EsBBQ's build said "0 in the test split" while its test split holds every instance."""
+    from tasks.build.release_stage import summary
+
+    assert summary({"samples": 27320, "test_samples": 0, "test_split": {"method": "none"}}) == \
+        "27,320 samples, every one of them in the test split (a generated release)"
+    assert summary({"samples": 76568, "test_samples": 2280, "test_split": {"method": "listed"}}) == \
+        "76,568 samples, 2,280 in the test split"
