@@ -155,6 +155,11 @@ def default_said(what: str, value: Path, option: str) -> Path:
     return value
 
 
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """``--quiet`` of a command that prints progress lines (``kobbq.cli.main`` applies it to ``core.console``)."""
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
 def release_of(args: argparse.Namespace, prepared: Path | None = None) -> Path:
     """``--release``, else the release the prepared folder records (``prepared.json``), else the one a build of
     ``--profile`` writes, said in one line: a command never reads build/KoBBQ without a word."""

@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     configure_environment(debug=args.debug)  # before any command imports Prefect
+    console.set_quiet(bool(getattr(args, "quiet", False)))
     try:
         return int(args.handler(args) or 0)
     except UserError as exc:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core import console
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.profile import profile_file
-from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, corrections_file, profile_of
+from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, add_quiet, corrections_file, profile_of
 from kobbq.run import execute
 
 
@@ -47,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="accept survey results that match no template (when the templates are the survivors "
                              "of an earlier survey, e.g. a released template file); each is recorded")
     parser.add_argument("--force", action="store_true", help="rebuild even when the release is up to date")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
     parser.set_defaults(handler=run)
 
 
@@ -61,7 +60,6 @@ def pipeline_ignores(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    console.set_quiet(args.quiet)
     if args.profile is not None:
         profile_file(args.profile)  # an unknown profile is the first thing to say (found without loading it)
     if args.templates is None and args.survey_results is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from core.errors import UserError
 from core.pipeline_file import LabelsSection, PipelineConfig
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
-from kobbq.arguments import add_profile, default_said, profile_of, shown
+from kobbq.arguments import add_profile, add_quiet, default_said, profile_of, shown
 from kobbq.run import run_alone
 
 EXAMPLE_BBQ = EXAMPLE_DIR / "bbq"
@@ -59,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            help="the annotators' files, to record the votes in the decisions")
     consensus.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR / "labels",
                            help="output folder (default: %(default)s)")
+    add_quiet(consensus)
     consensus.set_defaults(handler=run_consensus)
 
     reference = commands.add_parser("reference", help="the labels a released template file implies, beside Table 1",

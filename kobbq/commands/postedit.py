@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TemplatesSection, TranslationSection
-from kobbq.arguments import add_profile, profile_of
+from kobbq.arguments import add_profile, add_quiet, profile_of
 from kobbq.commands.translate import add_common, blank, run_stage
 from kobbq.run import run_alone
 
@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                 description="Write one post-edit workbook per category (source, DeepL draft, an "
                                             "editable column) from the translation cache, without calling DeepL.")
     add_common(export)
+    add_quiet(export)
     export.set_defaults(handler=run_export)
     imp = actions.add_parser("import", help="read returned workbooks; write KoBBQ-format templates",
                              description="Read the translator's returned workbooks, check every edited cell, and "
@@ -40,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--out", type=Path, default=POSTEDIT_DIR, help="output folder (default: %(default)s)")
     imp.add_argument("--glossary", type=Path, default=None, help="glossary CSV (default: the profile's)")
     add_profile(imp)
+    add_quiet(imp)
     imp.set_defaults(handler=run_import)
     ref = actions.add_parser("reference", help="take a released KoBBQ template file as the post-edit",
                              description="Link every ST/TM row of a released template file to its BBQ template and "
@@ -48,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ref.add_argument("--bbq", type=Path, required=True, help="folder of BBQ template CSVs")
     ref.add_argument("--out", type=Path, default=POSTEDIT_DIR, help="output folder (default: %(default)s)")
     add_profile(ref)
+    add_quiet(ref)
     ref.set_defaults(handler=run_reference)
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core import console
 from core.paths import EXAMPLE_TEMPLATES
 from core.pipeline_file import PipelineConfig, SurveySection, TemplatesSection
-from kobbq.arguments import OVERRIDES_HELP, add_profile, default_said, profile_of, shown
+from kobbq.arguments import OVERRIDES_HELP, add_profile, add_quiet, default_said, profile_of, shown
 from kobbq.run import run_alone
 
 
@@ -52,11 +51,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
                              f"{shown(EXAMPLE_TEMPLATES)})")
     parser.add_argument("--corrections", type=Path, default=None, help="corrections CSV applied to the templates")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
 
 
 def run_export(args: argparse.Namespace) -> int:
-    console.set_quiet(args.quiet)
     from tasks.survey.survey_export_stage import STAGE  # the stage and its libraries: not for --help
 
     output = run_one(args, STAGE, TemplatesSection(file=templates_of(args), corrections=path_or_blank(args.corrections)))
@@ -66,7 +64,6 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_ingest(args: argparse.Namespace) -> int:
-    console.set_quiet(args.quiet)
     from tasks.survey.survey_stage import STAGE  # the stage and its libraries: not for --help
 
     survey = SurveySection(results=str(args.results), reading=path_or_blank(args.reading),

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
-from kobbq.arguments import add_profile, profile_of
+from core.errors import UserError
+from kobbq.arguments import add_profile, add_quiet, profile_of
 from kobbq.run import run_alone
 
 
@@ -25,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_common(parser)
     parser.add_argument("--dry-run", action="store_true", help="count characters and estimate the cost; no call")
     parser.add_argument("--replay", action="store_true", help="use only the recorded cache (no network, no key)")
+    add_quiet(parser)
     parser.set_defaults(handler=run)
 
 
@@ -56,6 +58,11 @@ def run(args: argparse.Namespace) -> int:
     print(estimate.render(dry_run=args.dry_run))
     if args.dry_run:
         return 0
+    if args.replay and estimate.segments_to_send:  # before Prefect starts: running it again cannot help
+        raise UserError(f"{estimate.segments_to_send} of {estimate.segments} segment(s) are not in the translation "
+                        "cache, and a replay sends nothing to DeepL; run without --replay, with DEEPL_AUTH_KEY set, to "
+                        f"pay for them ({estimate.characters_to_send} characters, about {estimate.estimated_cost:.2f} "
+                        f"{estimate.currency})", cache)
     if not args.replay:
         check_target_language(profile)  # before Prefect starts (5-15 s): a language DeepL lacks is one error
     return run_stage(args, profile, replay=args.replay)
