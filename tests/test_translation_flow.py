@@ -45,6 +45,17 @@ def test_dry_run_prints_characters_and_cost_without_a_key(tmp_path, capsys, monk
     assert not list(tmp_path.iterdir())  # a dry run writes nothing
 
 
+def test_a_replay_missing_segments_is_one_error_before_anything_starts(tmp_path, capsys, monkeypatch):
+    """A replay with segments missing from the cache said "run the same command again" after Prefect's start-up."""
+    monkeypatch.delenv("DEEPL_AUTH_KEY", raising=False)
+    code = main(["translate", "--replay", "--bbq", str(EXAMPLE), "--labels", str(EXAMPLE / "labels.csv"),
+                 "--cache", str(tmp_path / "empty.sqlite"), "--out", str(tmp_path / "t")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "32 of 32 segment(s) are not in the translation cache" in err
+    assert "a replay sends nothing to DeepL; run without --replay, with DEEPL_AUTH_KEY set" in err
+    assert not (tmp_path / "t").exists()
+
+
 def test_import_names_the_cell_of_a_problem(tmp_path, capsys):
     from openpyxl import load_workbook
 
