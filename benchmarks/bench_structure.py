@@ -7,7 +7,8 @@
    - how often the profile is loaded (``core.profile.load_profile``), the "is the release current" check
      runs (``release_is_current``), ``manifest.json`` is opened for reading, a run takes over the build
      folder (``interrupt.take_over``) and the survey rules run (``apply_survey_rules``);
-   - the walk: the calling-context tree of project functions, each call path kept at its first occurrence
+   - the walk: the calling-context tree of project functions (a module or class body, run when it is imported,
+     is not a call), each call path kept at its first occurrence
      (a loop over 76k rows counts once), walked depth first. *Files* = distinct project files visited;
      *stays* = consecutive steps in one file, collapsed; *climbs back up* = steps from a file of a lower
      layer into one of a higher layer (core < tasks < flows < kobbq), which is what happens each time
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import json
 import os
 import statistics
@@ -83,7 +85,7 @@ class Walk:
             return
         if code.co_name in COUNTED and file.startswith(("core/", "tasks/")):
             self.counts[COUNTED[code.co_name]] += 1
-        if code.co_name == "<module>":
+        if not code.co_flags & inspect.CO_OPTIMIZED:  # a module's or a class's body, run once when imported
             return
         parent = stack[-1][1] if stack else self.roots.setdefault(thread, {"file": None, "children": {}})
         key = (file, code.co_firstlineno, code.co_name)
