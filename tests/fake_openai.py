@@ -96,6 +96,7 @@ class FakeState:
     models_listed: int = 0  # GET /v1/models requests that reached the server
     log: "RequestLog | None" = None  # one JSON line per request received and per answer sent
     lock: threading.Lock = field(default_factory=threading.Lock)
+    slots_taken: int = 0  # answers granted under hold_after
 
     def fail(self, status: int, times: int = 1, retry_after: str | None = None) -> None:
         self.fail_status, self.fail_times, self.retry_after = status, times, retry_after
@@ -103,6 +104,15 @@ class FakeState:
     def repeated(self) -> dict[tuple[str, str], int]:
         """(model, prompt) pairs answered more than once (what a paid API would have billed twice)."""
         return {key: n for key, n in self.answered.items() if n > 1}
+
+    def take_answer_slot(self) -> bool:
+        """One of the ``hold_after`` answers, taken under the lock: requests in flight at once cannot both take
+        the last one (counting the answers already sent let a fourth in flight through)."""
+        with self.lock:
+            if self.slots_taken >= self.hold_after:  # type: ignore[operator]
+                return False
+            self.slots_taken += 1
+            return True
 
     def take_fault(self) -> tuple[str, object] | None:
         with self.lock:
@@ -194,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def _answer(self, state: FakeState, body: dict, prompts: list[str], chat: bool) -> None:
-        if state.hold_after is not None and sum(state.answered.values()) >= state.hold_after:
+        if state.hold_after is not None and not state.take_answer_slot():
             self._hold(state)
             return
         fault = state.take_fault()

@@ -24,6 +24,8 @@ from openpyxl import load_workbook
 
 from core.decisions import read_decisions
 from core.paths import PROJECT_ROOT
+from core.pipeline_file import load_pipeline
+from tasks.build.pipeline import context
 from fake_deepl import FAKE_KEY, FakeDeepLServer
 from fake_openai import FAKE_KEY as OPENAI_KEY
 from fake_openai import FakeOpenAIServer
@@ -252,7 +254,8 @@ def test_a_third_culture_from_nothing_to_a_scored_release(prefect_harness, tmp_p
         said = run(capsys, *build)  # 2. DeepL drafts (EN -> AR, DeepL's own glossary), workbooks to send
         assert "waiting at stage postedit" in said and deepl.state.billed_characters > 0
         assert [g["info"]["target_lang"] for g in deepl.state.glossaries.values()] == ["ar"]
-        sent = out / "ArBBQ.work" / "pretranslate" / "postedit_out"
+        work = context(load_pipeline(pipeline), out).work  # this pipeline's own work folder
+        sent = work / "pretranslate" / "postedit_out"
         instructions = [r[0] for r in load_workbook(sent / "postedit_Age.xlsx")["Instructions"].iter_rows(
             values_only=True) if r[0]]
         assert any("familiar in Egypt" in line for line in instructions)
@@ -261,7 +264,7 @@ def test_a_third_culture_from_nothing_to_a_scored_release(prefect_harness, tmp_p
 
         said = run(capsys, *build)  # 3. post-edit (two exchanges), templates, questionnaires out
         assert "waiting at stage survey" in said
-        survey_answers(out / "ArBBQ.work" / "survey-export", team / "survey")
+        survey_answers(work / "survey-export", team / "survey")
         billed = deepl.state.billed_characters
         said = run(capsys, *build)  # 4. the release
         release = out / "ArBBQ"

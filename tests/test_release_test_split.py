@@ -184,7 +184,8 @@ def test_building_the_example_templates_needs_the_seeded_draw_asked_for(tmp_path
                              str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd=tmp_path,
                             env={**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"})
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert result.stderr.startswith(f"error: {PROFILE_DIR / 'ko' / 'KoBBQ_test_sample_ids.txt'}, row 17: 2,240 of the "
+    error = result.stderr[result.stderr.index("error: "):]  # after the progress line of the templates loaded
+    assert error.startswith(f"error: {PROFILE_DIR / 'ko' / 'KoBBQ_test_sample_ids.txt'}, row 17: 2,240 of the "
                                     "2,280 listed test-split IDs are not samples of the templates")
     assert 'give --test-split seeded (in a pipeline file: test_split = "seeded")' in result.stderr
     assert not (tmp_path / "out").exists()
