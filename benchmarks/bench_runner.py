@@ -146,7 +146,7 @@ def main() -> int:
                                                          str(direct_out / "KoBBQ")],
             "kobbq diff (pipeline's release vs direct build's)": ["diff", str(pipeline_out / "KoBBQ"),
                                                                  str(direct_out / "KoBBQ")],
-            "kobbq build --templates, up to date": direct[2:],
+            "kobbq build --templates, up to date": direct[len(KOBBQ):],
         }
         for label, argv in readers.items():
             seconds, where = timed([*KOBBQ, *argv], temporary, args.runs)
