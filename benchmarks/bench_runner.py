@@ -88,7 +88,8 @@ def start_server(home: Path, env: dict[str, str]) -> tuple[str, dict[str, str]]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server_env = {**env, "PREFECT_HOME": str(home)}
+    # Telemetry off, as the README starts it: without network access the background server stops at its first report.
+    server_env = {**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     subprocess.run([str(Path(sys.executable).with_name("prefect")), "server", "start", "--background", "--host",
                     "127.0.0.1", "--port", str(port)], env=server_env, check=True, capture_output=True, timeout=300)
     url = f"http://127.0.0.1:{port}/api"
