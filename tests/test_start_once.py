@@ -1,0 +1,70 @@
+"""Start once: ``--help`` of every command imports neither Prefect, pandas nor Great Expectations, and the commands
+that only read start no Prefect. Each check runs in a new interpreter (this one has imported them all)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
+from test_release import built_example
+
+HEAVY = ("prefect", "pandas", "great_expectations")
+
+# Every subcommand's --help in one interpreter (argparse exits after printing: caught), then the heavy modules
+# that got imported.
+EVERY_HELP = """
+import contextlib, io, json, sys
+from kobbq.cli import build_parser, command_modules
+helps = 0
+for name in command_modules():
+    parser = build_parser(name)
+    actions = [a for a in parser._subparsers._group_actions][0].choices[name]
+    subcommands = [c for a in actions._actions if a.__class__.__name__ == "_SubParsersAction" for c in a.choices]
+    for argv in [[name, "--help"]] + [[name, sub, "--help"] for sub in subcommands]:
+        shown = io.StringIO()
+        with contextlib.suppress(SystemExit), contextlib.redirect_stdout(shown):
+            parser.parse_args(argv)
+        helps += shown.getvalue().startswith("usage: kobbq")
+print(helps)
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)))
+"""
+
+
+def heavy_modules(code: str) -> tuple[list[str], list[str]]:
+    """The heavy modules ``code`` imported (its last line of output), and the lines it printed before."""
+    done = subprocess.run([sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{code}"], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    *before, last = done.stdout.strip().splitlines()
+    return json.loads(last), before
+
+
+def test_every_help_imports_neither_prefect_pandas_nor_great_expectations():
+    heavy, (helps,) = heavy_modules(EVERY_HELP)
+    assert int(helps) >= 25 and heavy == []  # every command and subcommand: 12 commands, 20 subcommands today
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory, ko_profile) -> Path:
+    return built_example(tmp_path_factory, ko_profile)
+
+
+@pytest.mark.parametrize("argv", [
+    ["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", "{tmp}/nothing-built"],
+    ["diff", str(EXAMPLE_TEMPLATES), str(EXAMPLE_TEMPLATES)],
+    ["validate", str(EXAMPLE_TEMPLATES)],
+    ["why", "bbq:Age:1", "--release", "{release}"],
+    ["publish", "--release", "{release}", "--to-hub", "someone/kobbq", "--dry-run"],
+], ids=["status", "diff", "validate", "why", "publish-dry-run"])
+def test_commands_that_only_read_import_no_prefect(argv, tmp_path: Path, release: Path):
+    argv = [arg.replace("{tmp}", str(tmp_path)).replace("{release}", str(release)) for arg in argv]
+    code = (f"import contextlib, io, json, sys\nfrom kobbq.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'prefect')))")
+    heavy, _ = heavy_modules(code)
+    assert heavy == []
