@@ -40,7 +40,7 @@ from tasks.release.category_csv import category_folder, write_category_csvs, wri
 from tasks.release.dataset_card import write_dataset_card
 from tasks.release.hf_layout import DATA_DIR
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import SampleFiles, all_samples_name, samples_frame, test_samples_name
+from tasks.release.write import SampleFiles, all_samples_name, release_arrow_memory, samples_frame, test_samples_name
 from tasks.release import twin as twin_release
 from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
@@ -291,6 +291,8 @@ def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats
                 test_files.append(frame.iloc[test_rows])
             else:
                 held.append(frame.iloc[test_rows])
+            del frame
+            release_arrow_memory()
         if release.test_order is not None:
             test = pd.concat(held, ignore_index=True)
             test_files.append(test.iloc[sorted(range(len(test)), key=release.test_order.__getitem__)])

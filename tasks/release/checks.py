@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from core import interrupt
 from core.errors import UserError, os_errno
+from tasks.release.write import release_arrow_memory
 
 # Template IDs and fill numbers are written with at least three digits (``{:03d}``): 4 when above 999.
 SAMPLE_ID_PATTERN = r"^[a-z_]+-\d{3,}[a-z]-\d{3,}-(?:amb|dis)-(?:bsd|cnt)$"
@@ -346,6 +347,7 @@ class SampleSet:
                 return
             for batch in source.iter_batches(batch_size=rows or VALIDATION_BATCH, use_threads=False):
                 yield staged_frame(pa.Table.from_batches([batch]))
+                release_arrow_memory()  # the batch is checked: its Arrow buffers go back to the system
 
         return cls(pq.read_schema(path).names, ids, batches)
 

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core.profile import Profile
-from tasks.release.write import all_samples_name, test_samples_name
+from tasks.release.write import all_samples_name, release_arrow_memory, test_samples_name
 
 DATA_DIR = "data"
 ALL_CONFIG = "all"
@@ -103,6 +103,8 @@ def write_layout(folder: Path, profile: Profile) -> list[Config]:
                         writers[category] = pq.ParquetWriter(path, parquet.schema_arrow, compression="zstd")
                     writers[category].write_batch(chosen)
                     rows.setdefault(category, {})[split] = rows.get(category, {}).get(split, 0) + chosen.num_rows
+                del grouped, chosen
+                release_arrow_memory()
         finally:
             for writer in writers.values():
                 writer.close()
