@@ -40,7 +40,8 @@ from tasks.release.category_csv import category_folder, write_category_csvs, wri
 from tasks.release.dataset_card import write_dataset_card
 from tasks.release.hf_layout import DATA_DIR
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import SampleFiles, all_samples_name, release_arrow_memory, samples_frame, test_samples_name
+from tasks.release.arrow_memory import release_arrow_memory
+from tasks.release.write import SampleFiles, all_samples_name, samples_frame, test_samples_name
 from tasks.release import twin as twin_release
 from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
@@ -410,12 +411,8 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
 def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> dict[str, object]:
     """The manifest, written once, last: the facts and the sha256 of every file of the release, a published twin's
     (``mtBBQ/...``) included, so that ``status`` and ``publish`` see a damaged twin as they see a damaged release."""
-    outputs = release_outputs(folder, profile)
-    for entry in dict(facts.get("parallel_releases") or {}).values():  # type: ignore[call-overload]
-        if entry.get("folder"):
-            twin = folder / entry["folder"]
-            outputs.update({p.relative_to(folder).as_posix(): sha256_file(p)
-                            for p in sorted(twin.rglob("*")) if p.is_file() and DATA_DOCS not in p.relative_to(twin).parts})
+    twins = dict(facts.get("parallel_releases") or {})  # type: ignore[call-overload]
+    outputs = release_outputs(folder, profile, [entry["folder"] for entry in twins.values() if entry.get("folder")])
     manifest = {key: value for key, value in facts.items() if key != "parallel_releases"}
     manifest["outputs"] = outputs
     if "parallel_releases" in facts:
@@ -487,14 +484,16 @@ def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[
     }
 
 
-def release_outputs(folder: Path, profile: Profile) -> dict[str, str]:
+def release_outputs(folder: Path, profile: Profile, twins: list[str] | None = None) -> dict[str, str]:
     """sha256 of every file of the release (per-category CSVs as ``data_xx/<Category>.full.csv``, the dataset
-    layout's Parquet as ``data/<Category>/<split>.parquet``)."""
+    layout's Parquet as ``data/<Category>/<split>.parquet``, a published twin's files as ``mtBBQ/...``; never the
+    run times of Data Docs)."""
     outputs = {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
-    for sub in (folder / category_folder(profile.language), folder / DATA_DIR):
+    subfolders = [category_folder(profile.language), DATA_DIR, *(twins or [])]
+    for sub in (folder / name for name in subfolders):
         if sub.is_dir():
-            outputs.update({p.relative_to(folder).as_posix(): sha256_file(p)
-                            for p in sorted(sub.rglob("*")) if p.is_file()})
+            outputs.update({p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(sub.rglob("*"))
+                            if p.is_file() and DATA_DOCS not in p.relative_to(sub).parts})
     return outputs
 
 

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from core import interrupt
 from core.errors import UserError, os_errno
-from tasks.release.write import release_arrow_memory
+from tasks.release.arrow_memory import release_arrow_memory
 
 # Template IDs and fill numbers are written with at least three digits (``{:03d}``): 4 when above 999.
 SAMPLE_ID_PATTERN = r"^[a-z_]+-\d{3,}[a-z]-\d{3,}-(?:amb|dis)-(?:bsd|cnt)$"

@@ -183,10 +183,3 @@ def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str, formats: tup
 
 
 # --- atomic publication ---------------------------------------------------------------------
-
-
-def release_arrow_memory() -> None:
-    """Give the memory of Arrow buffers freed since back to the system. Arrow's pool (mimalloc) keeps it otherwise,
-    and a build's peak then grows with the number of chunks written: measured at five times the real templates,
-    1.26x the peak of one time without this, 1.14x with it after each chunk and each batch of the dataset layout."""
-    pa.default_memory_pool().release_unused()
