@@ -16,6 +16,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -43,7 +44,7 @@ from tasks.release.inputs import BuildInputs
 from tasks.release.arrow_memory import release_arrow_memory
 from tasks.release.write import SampleFiles, all_samples_name, samples_frame, test_samples_name
 from tasks.release import twin as twin_release
-from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
+from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport, warm_up
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
 from tasks.templates.load import LoadedTemplates, TemplateRow
@@ -217,15 +218,46 @@ def _silent(_: str) -> None:
     """The default progress callback: pure code reports through its caller, which may print."""
 
 
-def finish_release_checks(child: ValidationChild, started: float, progress: Progress) -> ValidationReport:
-    """Wait for the suite; a failure raises, so the staged release is never published."""
-    report = child.result()
-    progress(f"release checks: {len(report.outcomes) - len(report.failures())} of {len(report.outcomes)} "
-             f"expectations passed in {time.perf_counter() - started:.1f} s (Great Expectations, child process, "
-             "alongside the other writes)")
-    if not report.success:
-        raise ReleaseValidationError(report)
-    return report
+class Checks:
+    """The release checks running beside the writes (none without checks): ``report`` waits for them."""
+
+    def __init__(self, child: ValidationChild | None, progress: Progress) -> None:
+        self.child, self.progress, self.started = child, progress, time.perf_counter()
+
+    def report(self) -> ValidationReport | None:
+        """Wait for the suite; a failure raises, so the staged release is never published."""
+        if self.child is None:
+            return None
+        interrupt.checkpoint("validation")
+        report = self.child.result()
+        self.progress(f"release checks: {len(report.outcomes) - len(report.failures())} of {len(report.outcomes)} "
+                      f"expectations passed in {time.perf_counter() - self.started:.1f} s (Great Expectations, "
+                      "child process, alongside the other writes)")
+        if not report.success:
+            raise ReleaseValidationError(report)
+        return report
+
+
+@contextmanager
+def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
+                 progress: Progress) -> Iterator[Checks]:
+    """All samples and the test split as Parquet, TSV and JSONL, checked while written: Parquet first, which the
+    checks read while the rest is written. Inside the ``with``, the caller writes more beside the checks and
+    asks for their ``report``; the checks never outlive it (a failed write, an error or a signal ends them).
+
+    The samples are expanded twice, once for the Parquet files the validation reads and once for the
+    others: expanding is ~40x cheaper than writing, and it keeps the validation alongside the writes."""
+    write_sample_sets(folder, name, release, ("parquet",))
+    child = start_release_checks(folder, profile, release, name) if validate else None
+    try:
+        checks = Checks(child, progress)
+        interrupt.checkpoint("writing")
+        write_sample_sets(folder, name, release, ("tsv", "jsonl"))
+        progress("sample files written (Parquet, TSV, JSONL)")
+        yield checks
+    finally:
+        if child:
+            child.stop()
 
 
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
@@ -251,12 +283,10 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
         return twin_release.not_published(name, "none of the release's templates has a machine translation", progress)
     expanded = expand_release(chosen, profile, split.seed, split=split, partial=True)
     twin_dir.mkdir()
-    write_sample_sets(twin_dir, name, expanded, ("parquet",))
-    child = start_release_checks(twin_dir, profile, expanded, name) if validate else None
     try:
-        report = write_while_checking(child, time.perf_counter(),
-                                      lambda: write_sample_sets(twin_dir, name, expanded, ("tsv", "jsonl")),
-                                      lambda line: progress(f"{name}: {line}"))
+        with sample_files(twin_dir, name, profile, expanded, validate, lambda line: progress(f"{name}: {line}")) \
+                as checks:
+            report = checks.report()
     except ReleaseValidationError as exc:
         shutil.rmtree(twin_dir)
         return twin_release.not_published(name, str(exc), progress)
@@ -299,64 +329,31 @@ def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats
             test_files.append(test.iloc[sorted(range(len(test)), key=release.test_order.__getitem__)])
 
 
-def _write_kobbq_samples(folder: Path, profile: Profile, release: ExpandedRelease, validate: bool,
-                         progress: Progress) -> ValidationReport | None:
-    """All samples and the test split as Parquet, TSV and JSONL; validated while the TSV/JSONL are written.
-
-    The samples are expanded twice, once for the Parquet files the validation reads and once for the
-    others: expanding is ~40x cheaper than writing, and it keeps the validation alongside the writes."""
-    # Parquet first: the validation child reads it while the other files are written.
-    write_sample_sets(folder, profile.release.name, release, ("parquet",))
-    started = time.perf_counter()
-    child = start_release_checks(folder, profile, release) if validate else None
-
-    def rest() -> None:
-        write_sample_sets(folder, profile.release.name, release, ("tsv", "jsonl"))
-        progress("sample files written (Parquet, TSV, JSONL)")
-
-    return write_while_checking(child, started, rest, progress)
-
-
-def write_while_checking(child: ValidationChild | None, started: float, write: Callable[[], None],
-                         progress: Progress) -> ValidationReport | None:
-    """Run ``write`` while the release checks run; failed checks raise; the checks never outlive this call
-    (a failed write, an error or a signal ends them). The checks' report (None without checks)."""
-    try:
-        interrupt.checkpoint("writing")
-        write()
-        if child:
-            interrupt.checkpoint("validation")
-            return finish_release_checks(child, started, progress)
-        return None
-    finally:
-        if child:
-            child.stop()
-
-
-def _write_generated_samples(folder: Path, profile: Profile, release: ExpandedRelease, validate: bool,
-                             progress: Progress) -> None:
-    """Per-category CSVs in the culture's own layout, plus all samples as Parquet and JSONL (held whole: a
-    generated release is small)."""
+@contextmanager
+def generated_sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
+                           progress: Progress) -> Iterator[Checks]:
+    """A generated release's samples (``sample_files``' counterpart): per-category CSVs in the culture's own
+    layout, plus all samples as Parquet and JSONL (held whole: a generated release is small)."""
     fmt = profile.templates.workbook
     assert fmt is not None
-    name = profile.release.name
     frame = pd.DataFrame(release.expansion.columns, columns=fmt.output_columns, dtype=object, copy=False)
     stem = all_samples_name(name).removesuffix(".tsv")
     frame.to_parquet(folder / f"{stem}.parquet", index=False, compression="zstd")
-    started = time.perf_counter()
     child = ValidationChild(folder, f"{stem}.parquet", "", profile.release.unknown_expression,
                             samples_by_category(release), generated=True) if validate else None
-
-    def rest() -> None:
+    try:
+        checks = Checks(child, progress)
+        interrupt.checkpoint("writing")
         records = frame.to_dict("records")
         write_records_jsonl(records, folder / f"{stem}.jsonl")
         (folder / category_folder(profile.language)).mkdir()
         write_category_csvs(records, folder / category_folder(profile.language), fmt.output_of(fmt.category_column),
-                            profile.category_names,
-                            fmt.output_columns, fmt.list_columns)
+                            profile.category_names, fmt.output_columns, fmt.list_columns)
         progress("sample files written (Parquet, JSONL, per-category CSV)")
-
-    return write_while_checking(child, started, rest, progress)
+        yield checks
+    finally:
+        if child:
+            child.stop()
 
 
 @dataclass(frozen=True)
@@ -378,26 +375,19 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
     """Write every release file but the audit report and the manifest into ``folder``
     (``tasks.audit.report.write_release_folder`` adds both, from what this returns).
 
-    ``validate=False`` skips the Great Expectations suite (and its ~3 s import); only tests of
+    ``validate=False`` skips the Great Expectations suite (and its ~5 s import); only tests of
     other parts use it. ``progress`` receives a line when the sample files are written and when
     the checks are done.
     """
     profile = inputs.profile
     name = profile.release.name
-    write = _write_generated_samples if profile.release.layout == "per-category-csv" else _write_kobbq_samples
-    validation = write(folder, profile, release, validate, progress)
-    table = build_table1(release.templates, samples_by_category(release), profile)
-    (folder / "table1.md").write_text(render_markdown(table, name, test_split_line(release)), encoding="utf-8")
-    (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
-    write_input_reports(folder, loaded, findings)
-    portable = Portable(inputs)
-    all_decisions = sort_decisions(portable.decision(d).logged()
-                                   for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release)))
-    write_decisions_csv(all_decisions, folder / "decisions.csv")
-    write_decisions_parquet(all_decisions, folder / "decisions.parquet")
-    texts = {report_name: portable.text(text) for report_name, text in sorted((reports or {}).items())}
-    for report_name, text in texts.items():
-        (folder / report_name).write_text(text, encoding="utf-8")
+    if validate:  # the checks' children (the release's, each twin's) import their library while the files are written
+        warm_up(1 + len(parallel or {}))
+    samples = generated_sample_files if profile.release.layout == "per-category-csv" else sample_files
+    with samples(folder, name, profile, release, validate, progress) as checks:
+        table, all_decisions, texts = write_tables_and_logs(folder, inputs, loaded, findings, release, decisions,
+                                                            reports or {})
+        validation = checks.report()
     twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split, progress,
                                           validate)
              for twin, path in sorted((parallel or {}).items())}
@@ -406,6 +396,27 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
         facts["parallel_releases"] = twins
     write_dataset_card(folder, profile, facts, render_markdown(table, name), all_decisions, validation, twins)
     return ReleaseFiles(facts, table, all_decisions, validation, texts)
+
+
+def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
+                          release: ExpandedRelease, decisions: list[Decision],
+                          reports: dict[str, str]) -> tuple[Table1, list[Decision], dict[str, str]]:
+    """Table 1, the input reports, the decision log and the earlier stages' reports: none depends on the checks,
+    so they are written while the checks run. Returns Table 1, the decisions and the reports as written."""
+    name = inputs.profile.release.name
+    table = build_table1(release.templates, samples_by_category(release), inputs.profile)
+    (folder / "table1.md").write_text(render_markdown(table, name, test_split_line(release)), encoding="utf-8")
+    (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
+    write_input_reports(folder, loaded, findings)
+    portable = Portable(inputs)
+    all_decisions = sort_decisions(portable.decision(d).logged()
+                                   for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release)))
+    write_decisions_csv(all_decisions, folder / "decisions.csv")
+    write_decisions_parquet(all_decisions, folder / "decisions.parquet")
+    texts = {report_name: portable.text(text) for report_name, text in sorted(reports.items())}
+    for report_name, text in texts.items():
+        (folder / report_name).write_text(text, encoding="utf-8")
+    return table, all_decisions, texts
 
 
 def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> dict[str, object]:

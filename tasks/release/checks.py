@@ -6,9 +6,11 @@ expected to be all true, so Great Expectations reports how many rows break each 
 ``sample_id``s. ``validation.json`` is our own deterministic summary (Great Expectations' raw
 result carries run IDs and times); its Data Docs go to ``data_docs/`` beside it.
 
-Great Expectations takes seconds to import and ~130 MB, so the build runs the suite in a child
-process (``python -m tasks.release.checks FOLDER ...``) on the Parquet files it has just staged:
-the check sees exactly what will be published, and the build's peak memory stays low. The child
+Great Expectations takes ~5 s to import and ~130 MB, so the build runs the suite in a child
+process (``python -m tasks.release.checks --wait-for-job``) on the Parquet files it has just staged:
+the check sees exactly what will be published, and the build's peak memory stays low. The child is
+started ahead (``warm_up``, before the flow run starts), imports the library while the build goes on,
+and then reads its arguments (``FOLDER ALL TEST --unknown ...``) from one line of stdin. The child
 reads those files a batch of rows at a time (``validate_release``), so its memory does not grow
 with the release either.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import atexit
 import json
 import re
 import logging
@@ -273,14 +276,22 @@ def _outcomes(sample_set: str, result, id_column: str = "sample_id") -> list[Che
     return outcomes
 
 
-def _gx_context():
-    """An ephemeral Great Expectations context, quiet, without its default docs site."""
+def _import_gx():
+    """Great Expectations, imported quietly (its analytics off, its INFO lines silenced): the ~5 s of a child's
+    start-up, which a spare child spends before its job comes (``warm_up``)."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
 
     for name in [n for n in logging.root.manager.loggerDict if n.startswith("great_expectations")]:
         logging.getLogger(name).setLevel(logging.WARNING)  # its INFO lines are noise on the console
+    return gx
+
+
+def _gx_context():
+    """An ephemeral Great Expectations context, quiet, without its default docs site."""
+    gx = _import_gx()
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     _remove_default_docs_site(context)
@@ -541,18 +552,55 @@ def os_error_from(stderr: str) -> OSError:
                    record.get("filename"))
 
 
+WAIT_FOR_JOB = "--wait-for-job"  # a spare child: it imports Great Expectations, then reads its arguments from stdin
+_spares: list[subprocess.Popen] = []
+
+
+def _start_child() -> subprocess.Popen:
+    command = [sys.executable, "-m", "tasks.release.checks", WAIT_FOR_JOB]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    interrupt.register_child(process.pid, "release validation")
+    return process
+
+
+def warm_up(count: int = 1) -> None:
+    """Have ``count`` children waiting for a job. Importing Great Expectations takes about 5 s; a child started
+    ahead (when a build is about to write a release) imports it while the flow starts and the Parquet files are
+    written, instead of after. A spare never given a job ends with this process (``_end_spares``), or by itself
+    when its stdin closes."""
+    _spares[:] = [spare for spare in _spares if spare.poll() is None]
+    while len(_spares) < count:
+        _spares.append(_start_child())
+
+
+def _end_spares() -> None:
+    """The spares no build took: ended with the command, so nothing is left running."""
+    pids = [spare.pid for spare in _spares if spare.poll() is None]
+    interrupt.end_processes(pids)
+    for spare in _spares:
+        spare.wait()
+        interrupt.unregister_child(spare.pid)
+    _spares.clear()
+
+
+atexit.register(_end_spares)
+
+
 class ValidationChild:
-    """The suite running in a child process on staged Parquet files, while the build writes the rest."""
+    """The suite running in a child process on staged Parquet files, while the build writes the rest: a spare
+    child when one is waiting (``warm_up``), else a new one."""
 
     def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
                  expected_by_prefix: dict[str, int], generated: bool = False) -> None:
         self.folder = folder
-        command = [sys.executable, "-m", "tasks.release.checks", str(folder), all_parquet, test_parquet,
-                   "--unknown", unknown, "--expected", json.dumps(expected_by_prefix, sort_keys=True),
-                   "--batch-rows", str(VALIDATION_BATCH),
-                   *(["--generated"] if generated else [])]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        interrupt.register_child(self.process.pid, "release validation")
+        job = [str(folder), all_parquet, test_parquet, "--unknown", unknown,
+               "--expected", json.dumps(expected_by_prefix, sort_keys=True), "--batch-rows", str(VALIDATION_BATCH),
+               *(["--generated"] if generated else [])]
+        self.process = _spares.pop(0) if _spares and _spares[0].poll() is None else _start_child()
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(job) + "\n")  # one line; communicate() closes stdin
+        self.process.stdin.flush()
 
     def result(self) -> ValidationReport:
         """Wait for the child; the report it wrote to validation.json."""
@@ -593,6 +641,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--expected", required=True, help="JSON: sample_id prefix (or category) -> expected count")
     parser.add_argument("--generated", action="store_true", help="a generated release (one set, no test split)")
     parser.add_argument("--batch-rows", type=int, default=VALIDATION_BATCH, help="rows checked at a time")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == [WAIT_FOR_JOB]:  # a spare: the slow import first, then the job its parent sends on one line
+        _import_gx()
+        line = sys.stdin.readline()
+        if not line:
+            return 0  # no job: the build ended without one
+        argv = json.loads(line)
     args = parser.parse_args(argv)
     try:
         return validate_folder(args)

@@ -1,0 +1,76 @@
+"""The release checks' child process started ahead of its job (``tasks.release.checks.warm_up``): the build hands
+the job to the waiting child, and a child no build takes is never left running."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import tasks.release.checks as checks
+from core import interrupt
+from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
+from tasks.release.assemble import expand_release, start_release_checks
+from tasks.release.write import all_samples_name
+from test_release import built_example
+from tasks.templates.validate import load_checked
+
+
+def running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def no_spares():
+    checks._end_spares()
+    yield
+    checks._end_spares()
+
+
+def test_a_warmed_child_takes_the_job(tmp_path_factory, ko_profile, no_spares):
+    folder = built_example(tmp_path_factory, ko_profile)
+    (folder / "validation.json").unlink(missing_ok=True)
+    loaded, _ = load_checked(EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, ko_profile)
+    release = expand_release(loaded.templates, ko_profile, 42)
+    checks.warm_up()
+    spare = checks._spares[0].pid
+    child = start_release_checks(folder, ko_profile, release)
+    assert child.process.pid == spare and not checks._spares
+    report = child.result()
+    assert report.success and len(report.outcomes) == 46
+    assert (folder / "validation.json").exists() and (folder / all_samples_name("KoBBQ")).exists()
+
+
+def test_a_spare_no_build_takes_ends_with_the_command(no_spares):
+    checks.warm_up(2)
+    pids = [spare.pid for spare in checks._spares]
+    assert len(pids) == 2 and all(running(pid) for pid in pids)
+    assert all(pid in interrupt._children for pid in pids)  # a signal ends them too
+    checks._end_spares()
+    assert not any(running(pid) for pid in pids) and not checks._spares
+    assert not any(pid in interrupt._children for pid in pids)
+
+
+def test_warm_up_keeps_the_count_and_replaces_a_dead_spare(no_spares):
+    checks.warm_up()
+    first = checks._spares[0]
+    checks.warm_up()
+    assert checks._spares == [first]  # already waiting: nothing more started
+    first.kill()
+    first.wait()
+    checks.warm_up()
+    assert len(checks._spares) == 1 and checks._spares[0] is not first and checks._spares[0].poll() is None
+
+
+@pytest.mark.slow
+def test_a_spare_whose_parent_goes_away_exits_by_itself(no_spares):
+    """A build killed with SIGKILL cannot end its spare: the spare's stdin closes, and it exits once imported."""
+    process = checks._start_child()
+    assert process.stdin is not None
+    process.stdin.close()
+    assert process.wait(timeout=120) == 0
+    interrupt.unregister_child(process.pid)
