@@ -23,7 +23,7 @@ from pathlib import Path
 from core.tables import read_records
 
 DECISION_COLUMNS = ["stage", "subject_type", "subject", "rule", "outcome", "reason", "numbers", "override", "source"]
-OUTCOME_KEEP, OUTCOME_DROP = "keep", "drop"
+OUTCOME_DROP = "drop"
 
 
 @dataclass(frozen=True)
