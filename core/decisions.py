@@ -23,7 +23,7 @@ from pathlib import Path
 from core.tables import read_records
 
 DECISION_COLUMNS = ["stage", "subject_type", "subject", "rule", "outcome", "reason", "numbers", "override", "source"]
-OUTCOME_KEEP, OUTCOME_DROP = "keep", "drop"
+OUTCOME_DROP = "drop"
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Decision:
 
     def as_row(self) -> dict[str, str]:
         row = asdict(self)
-        row["numbers"] = json.dumps(self.numbers, ensure_ascii=False, sort_keys=True, default=str)
+        row["numbers"] = numbers_text(self) or "{}"
         row["override"] = "true" if self.override else "false"
         return row
 
@@ -48,6 +48,11 @@ class Decision:
         """The decision as a log holds it (its numbers as JSON gives them back: a fraction as its text): what a
         reader of the written log sees, without reading it."""
         return replace(self, numbers=json.loads(json.dumps(self.numbers, ensure_ascii=False, default=str)))
+
+
+def numbers_text(decision: Decision) -> str:
+    """A decision's numbers as its log writes them; blank when it has none (the log writes ``{}``)."""
+    return json.dumps(decision.numbers, ensure_ascii=False, sort_keys=True, default=str) if decision.numbers else ""
 
 
 def bbq_subject(bbq_category: str, q_id: int | str) -> str:

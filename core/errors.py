@@ -42,6 +42,11 @@ class UserError(Exception):
         return f"{where}: {self.message}"
 
 
+def redact(message: str, secret: str | None) -> str:
+    """Remove the key from any text that may reach a log, an exception or an output file."""
+    return message.replace(secret, "***") if secret else message
+
+
 def printable(text: str) -> str:
     """A path as an error line shows it: a control character (a line break in a folder name) written as its
     escape, so the error stays one line; every other character (Hangul included) as it is."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from core.atomic import replacing
 from core.errors import Location, UserError
-from core.text_files import MAX_FILE_BYTES, check_input_file, read_text  # noqa: F401 (the input rules)
+from core.text_files import read_text
 from core.workbooks import read_sheets
 
 MAX_CELL_CHARS = 1 << 20  # 1 Mi characters per cell (the longest real cell has ~1,500)

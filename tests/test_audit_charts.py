@@ -13,7 +13,7 @@ from core.paths import EXAMPLE_TEMPLATES
 from tasks.audit.charts import (LABEL_WIDTH, PLOT_WIDTH, QuestionVotes, count_axis, funnel_chart, samples_chart,
                                 share_chart, type1_chart)
 from tasks.audit.report import FunnelRow, write_audit_report
-from tasks.release.offline import remote_loads
+from offline import remote_loads
 from test_release import build_into
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.release.offline import remote_loads_in_folder
+from offline import remote_loads_in_folder
 
 
 def test_every_page_of_the_example_release_loads_nothing_remote(example_release):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.decisions import Decision
 from tasks.audit.fates import _once
 from tasks.release.checks import make_docs_offline
-from tasks.release.offline import remote_loads, remote_loads_in_folder
+from offline import remote_loads, remote_loads_in_folder
 from tasks.translation.cost import CostEstimate
 
 

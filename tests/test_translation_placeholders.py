@@ -10,7 +10,7 @@ from core.errors import UserError
 from core.profile import load_profile
 from tasks.translation.cache import CachedTranslation, RequestSettings, TranslationCache
 from tasks.translation.glossary import load_glossary, profile_glossary
-from tasks.translation.placeholders import bbq_to_kobbq_slots, protect, restore
+from tasks.translation.placeholders import KOBBQ_SLOTS, protect, restore
 
 
 def test_protect_turns_every_placeholder_into_a_tag_and_escapes_xml():
@@ -42,7 +42,7 @@ def test_terms_protected_after_translation_come_back_as_their_substitute():
 
 
 def test_bbq_to_kobbq_slots():
-    assert bbq_to_kobbq_slots("The {{NAME1}} and {{WORD2}}") == "The [N1] and [W2]"
+    assert KOBBQ_SLOTS.source_text("The {{NAME1}} and {{WORD2}}") == "The [N1] and [W2]"
 
 
 def test_shipped_glossary_has_the_papers_examples():

@@ -8,6 +8,7 @@ from pathlib import Path
 from core.paths import EXAMPLE_TEMPLATES
 from core.pipeline_file import PipelineConfig, SurveySection, TemplatesSection
 from kobbq.arguments import OVERRIDES_HELP, add_profile, add_quiet, default_said, profile_of, shown
+from kobbq.commands.translate import blank
 from kobbq.run import run_alone
 
 
@@ -57,7 +58,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def run_export(args: argparse.Namespace) -> int:
     from tasks.survey.survey_export_stage import STAGE  # the stage and its libraries: not for --help
 
-    output = run_one(args, STAGE, TemplatesSection(file=templates_of(args), corrections=path_or_blank(args.corrections)))
+    output = run_one(args, STAGE, TemplatesSection(file=templates_of(args), corrections=blank(args.corrections)))
     print(f"{args.out}: {output.counts['questions']} questions ({output.counts['type1']} type 1, "
           f"{output.counts['type2']} type 2), {output.counts['reading_questions']} reading-comprehension questions")
     return 0
@@ -66,10 +67,10 @@ def run_export(args: argparse.Namespace) -> int:
 def run_ingest(args: argparse.Namespace) -> int:
     from tasks.survey.survey_stage import STAGE  # the stage and its libraries: not for --help
 
-    survey = SurveySection(results=str(args.results), reading=path_or_blank(args.reading),
-                           overrides=path_or_blank(args.overrides), questions=path_or_blank(args.questions),
+    survey = SurveySection(results=str(args.results), reading=blank(args.reading),
+                           overrides=blank(args.overrides), questions=blank(args.questions),
                            allow_unmatched=args.allow_unmatched)
-    output = run_one(args, STAGE, TemplatesSection(file=templates_of(args), corrections=path_or_blank(args.corrections)),
+    output = run_one(args, STAGE, TemplatesSection(file=templates_of(args), corrections=blank(args.corrections)),
                      survey)
     c = output.counts
     print(f"{args.out}: kept {c['kept']} of {c['template_ids']} templates ({c['kept_rows']} rows), "
@@ -82,10 +83,6 @@ def templates_of(args: argparse.Namespace) -> str:
     """--templates, else the embedded example's (Korean) template file, said in one line."""
     return str(args.templates or default_said("the embedded example's Korean templates", EXAMPLE_TEMPLATES,
                                               "--templates"))
-
-
-def path_or_blank(path: Path | None) -> str:
-    return "" if path is None else str(path)
 
 
 def run_one(args: argparse.Namespace, stage, templates: TemplatesSection, survey: SurveySection | None = None):

@@ -16,7 +16,6 @@ closest known IDs (difflib), never an empty answer.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -26,7 +25,7 @@ from core.errors import UserError
 from core.profile import Profile
 from tasks.audit.fates import (RELEASED_RULE, SAMPLE_ID, AuditLog, Fate, stage_rank, stereotype_text,
                                template_of)
-from core.decisions import Decision, template_subject
+from core.decisions import Decision, numbers_text, template_subject
 from tasks.templates.slots import normalise_text
 
 STAGE_TITLES = {
@@ -253,15 +252,11 @@ def _stereotype_lineage(text: str, log: AuditLog, profile: Profile) -> Lineage:
     return Lineage(wanted, status, facts, drops, [d for d in own if d.outcome != "drop"], related)
 
 
-def _numbers(decision: Decision) -> str:
-    return json.dumps(decision.numbers, ensure_ascii=False, sort_keys=True, default=str) if decision.numbers else ""
-
-
 def _decision_lines(decision: Decision, indent: str, tag: str = "") -> list[str]:
     outcome = decision.outcome if len(decision.outcome) <= 60 else decision.outcome[:57] + "..."
     lines = [f"{indent}{tag}{decision.rule} -> {outcome}{' (OVERRIDE)' if decision.override else ''}  "
              f"[{decision.subject}]", f"{indent}  {decision.reason}"]
-    if numbers := _numbers(decision):
+    if numbers := numbers_text(decision):
         lines.append(f"{indent}  numbers: {numbers}")
     if decision.source:
         lines.append(f"{indent}  source: {decision.source}")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from tasks.audit.charts import audit_charts, parse_votes
 from tasks.audit.fates import (AuditLog, Fate, build_audit_log, load_audit_log, stage_rank, stereotype_text,
                                template_links, with_link)
 from tasks.audit.lineage import display_id
-from core.decisions import Decision
+from core.decisions import Decision, numbers_text
 from core.findings import Finding
 from tasks.release.assemble import ExpandedRelease, write_manifest, write_release_files
 from tasks.release.checks import ValidationReport
@@ -154,14 +153,10 @@ def survey_questions(decisions: list[Decision]) -> list[dict[str, object]]:
     return list(questions.values())
 
 
-def _numbers(decision: Decision) -> str:
-    return json.dumps(decision.numbers, ensure_ascii=False, sort_keys=True, default=str) if decision.numbers else ""
-
-
 def _template_entry(fate: Fate, profile: Profile) -> dict[str, object]:
     stereotype = stereotype_text(fate.stereotype)[1] if fate.stereotype else ""
     decisions = [{"stage": d.stage, "rule": d.rule, "outcome": d.outcome, "override": d.override,
-                  "subject": d.subject, "reason": d.reason, "numbers": _numbers(d), "source": d.source}
+                  "subject": d.subject, "reason": d.reason, "numbers": numbers_text(d), "source": d.source}
                  for d in (*fate.drops, *(d for d in fate.decisions if all(d is not x for x in fate.drops)))]
     return {"subject": fate.subject, "display_id": display_id(fate, profile), "versions": ", ".join(fate.versions),
             "label": fate.label, "bbq": fate.bbq, "stereotype": stereotype, "status": fate.status,

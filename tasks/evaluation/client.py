@@ -44,7 +44,7 @@ from typing import Protocol
 import httpx2  # the openai client's HTTP library: its connection errors are what the watch counts
 import openai
 
-from core.errors import Location, UserError
+from core.errors import Location, UserError, redact
 from tasks.evaluation.limits import REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
 from tasks.evaluation.answer_cache import Answer, GenerationSettings
 from tasks.evaluation.jsonl import json_records
@@ -65,11 +65,6 @@ CHECK_BACKOFF_SECONDS = 0.5
 
 class RunStopped(UserError):
     """The endpoint refuses every request (key, permission, model or URL): nothing more is sent."""
-
-
-def redact(message: str, secret: str | None) -> str:
-    """Remove the key from any text that may reach a log, an exception or an output file."""
-    return message.replace(secret, "***") if secret else message
 
 
 class Model(Protocol):

@@ -37,9 +37,6 @@ METRICS = names("esbbq")  # upstream's names (tasks.evaluation.metric_table)
 COUNTS = ["ambig", "ambig_correct", "ambig_wrong_pro", "ambig_wrong_anti", "disambig", "disambig_correct",
           "pro_stereo", "pro_stereo_correct", "anti_stereo", "anti_stereo_correct"]
 PRO, ANTI = "pro-stereo", "anti-stereo"
-# Per-sample columns this module adds to a BBQ-column release's attributes (they travel with every answer row).
-ATTRIBUTES = ["esbbq_category", "esbbq_ambiguous", "esbbq_question_type", "esbbq_ans0", "esbbq_ans1",
-              "esbbq_pro0", "esbbq_pro1"]
 
 
 def answer_group(info: Sequence[str]) -> str:
@@ -68,7 +65,7 @@ def sample_attributes(samples: pd.DataFrame) -> pd.DataFrame:
 
 
 def indicators(rows: pd.DataFrame, ooc_as_wrong: bool = False) -> pd.DataFrame:
-    """0/1 columns per answer row (``rows``: prediction, A, B, C, answer and the ``ATTRIBUTES``)."""
+    """0/1 columns per answer row (``rows``: prediction, A, B, C, answer and the ``sample_attributes`` columns)."""
     prediction = rows["prediction"].to_numpy(object)
     answered = ((prediction == rows["A"].to_numpy(object)) | (prediction == rows["B"].to_numpy(object))
                 | (prediction == rows["C"].to_numpy(object)))

@@ -178,7 +178,3 @@ def read_as_unknown(raw: str, choices: Mapping[str, str], unknown: str, parser: 
         if parser(raw, {**choices, letter: expression}, forms) == letter:
             return letter
     return None
-
-
-def is_letter(parsed: np.ndarray) -> np.ndarray:
-    return np.isin(parsed, LETTERS)

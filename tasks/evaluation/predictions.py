@@ -21,7 +21,7 @@ file, row and column; a row is the line it starts on, counting the lines of cell
 
 Why pandas here and not ``core.tables``: scoring works on the whole frame at once (vectorised), and a
 model run's files hold 100k+ rows, which a row-by-row reader would first build as Python dicts. The
-project's input rules still apply: ``core.tables.check_input_file`` (exists, size limit) and a UTF-8
+project's input rules still apply: ``core.text_files.check_input_file`` (exists, size limit) and a UTF-8
 byte-order mark is dropped, as ``core.tables`` does.
 """
 
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from core.errors import Location, UserError
-from core.tables import check_input_file
+from core.text_files import check_input_file
 from tasks.evaluation.jsonl import json_records
 from tasks.evaluation.parse import LETTERS, PARSERS, answer_forms, parse_answers
 from tasks.evaluation.prompts import Prompt, ReleaseSamples, ordered_choices, read_table

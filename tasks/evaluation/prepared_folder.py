@@ -25,6 +25,7 @@ from core import interrupt
 from core.atomic import check_not_a_file
 from core.errors import os_errno
 from core.release_folder import STAGING_PREFIX
+from tasks.release.publish import removed_on_error
 
 SUMMARY = "prepared.json"  # written last; lists the folder's files ("files")
 
@@ -57,20 +58,14 @@ def staged(out: Path) -> Iterator[Path]:
     remove_dead_staging(out)
     staging = staging_folder(out)
     shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    interrupt.register_staging(staging)
-    try:
+
+    def named(exc: OSError) -> OSError:
+        name = str(exc.filename or "")
+        where = out / Path(name).relative_to(staging) if name.startswith(f"{staging}{os.sep}") else out
+        return OSError(os_errno(exc), exc.strerror or str(exc), str(where))
+
+    with removed_on_error(staging, named):
         yield staging
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        named = str(exc.filename or "")
-        where = out / Path(named).relative_to(staging) if named.startswith(f"{staging}{os.sep}") else out
-        raise OSError(os_errno(exc), exc.strerror or str(exc), str(where)) from exc
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    finally:
-        interrupt.unregister_staging(staging)
 
 
 def folder_files(folder: Path) -> list[str]:

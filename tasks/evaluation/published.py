@@ -22,7 +22,7 @@ from core.errors import Location, UserError
 from core.fingerprint import sha256_file
 from core.release_folder import MANIFEST
 from core.profile import Profile
-from core.tables import check_input_file
+from core.text_files import check_input_file
 from tasks.evaluation.bbq_columns import COLUMNS
 from tasks.release.category_csv import category_file_name, category_folder
 

@@ -1,4 +1,4 @@
-"""A release written as one ``<Category>.full.csv`` per category (EsBBQ's layout), and read back.
+"""A release written as one ``<Category>.full.csv`` per category (EsBBQ's layout).
 
 Minimal quoting (a field is quoted only when it holds a comma, a quote or a line break), ``\\n``
 line ends, integers in decimal, booleans as ``True``/``False``, and list-valued fields as Python
@@ -8,7 +8,6 @@ of the upstream files, so a rebuild can be compared with them with ``cmp``.
 
 from __future__ import annotations
 
-import ast
 import csv
 import io
 import json
@@ -51,17 +50,6 @@ def write_category_csvs(records: list[Record], folder: Path, category_field: str
             (folder / name).write_text(render_category_csv(own, columns, list_columns), encoding="utf-8")
             names.append(name)
     return names
-
-
-def read_category_csv(path: Path, list_columns: list[str]) -> list[Record]:
-    """Rows of a per-category CSV, list columns parsed back into lists (for ``kobbq diff`` and checks)."""
-    with path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    for row in rows:
-        for column in list_columns:
-            if row.get(column):
-                row[column] = ast.literal_eval(row[column])
-    return rows  # type: ignore[return-value]
 
 
 def write_records_jsonl(records: list[Record], path: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -58,21 +58,25 @@ def staged_release(target: Path) -> Iterator[Path]:
         recover(target)
         check_replaceable(target)  # also when the flow runs without the command (a deployment)
         staging = staging_folder(target)
-        staging.mkdir()
-        interrupt.register_staging(staging)
-        try:
+        with removed_on_error(staging, lambda exc: release_os_error(exc, staging, target)):
             yield staging
-        except OSError as exc:  # a full disk: named by the release it stopped, as the staging folder is gone
-            shutil.rmtree(staging, ignore_errors=True)
-            named = release_os_error(exc, staging, target)
-            if named is exc:
-                raise
-            raise named from exc
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextmanager
+def removed_on_error(staging: Path, named: Callable[[OSError], OSError]) -> Iterator[None]:
+    """Make ``staging``; an error or a signal removes it; an OSError (a full disk) is raised as ``named`` gives it."""
+    staging.mkdir()
+    interrupt.register_staging(staging)
+    try:
+        yield
+    except BaseException as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        renamed = named(exc) if isinstance(exc, OSError) else exc
+        if renamed is exc:
             raise
-        finally:
-            interrupt.unregister_staging(staging)
+        raise renamed from exc
+    finally:
+        interrupt.unregister_staging(staging)
 
 
 def release_os_error(exc: OSError, staging: Path, target: Path) -> OSError:

@@ -160,5 +160,5 @@ def evaluate_template(key: tuple[str, int], rows: list[TemplateRow], evaluations
                                                                    profile)
     decisions.append(reading_decision)
     evaluation = TemplateEvaluation(key, rows[0].label, links, survey_keep, _survey_failure(survey_rule, survey_keep),
-                                    reading_result, survey_keep and reading_keep, tuple(differences), own)
+                                    reading_result, survey_keep and reading_keep, own)
     return evaluation, decisions

@@ -36,7 +36,6 @@ class SurveyData:
     results: SurveyResults
     reading: ReadingResults | None = None
     overrides: list[Override] = field(default_factory=list)
-    overrides_path: Path | None = None  # the overrides file used (given, or the profile's default), if any
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ class SurveyInputs:
         survey = load_survey_results(self.results, profile, self.questions)
         reading = load_reading_results(self.reading) if self.reading else None
         overrides = self.overrides or default_overrides_path(profile)
-        return SurveyData(survey, reading, load_overrides(overrides) if overrides else [], overrides)
+        return SurveyData(survey, reading, load_overrides(overrides) if overrides else [])
 
 
 def default_overrides_path(profile: Profile) -> Path | None:

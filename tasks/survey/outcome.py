@@ -72,7 +72,6 @@ class TemplateEvaluation:
     survey_failure: str | None
     reading: RuleResult | None
     keep: bool
-    group_differences: tuple[str, ...] = ()
     overrides: dict[str, Override] = field(default_factory=dict)
 
 

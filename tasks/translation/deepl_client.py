@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 
-from core.errors import UserError
+from core.errors import UserError, redact
 from tasks.translation.cache import CachedTranslation, RequestSettings
 from tasks.translation.glossary import Glossary
 
@@ -37,11 +37,6 @@ class TranslationStopped(Exception):
         self.kind = kind  # quota | authorization | unavailable | not-recorded
         self.message = message
         super().__init__(message)
-
-
-def redact(message: str, secret: str | None) -> str:
-    """Remove the key from any text that may reach a log, an exception or an output file."""
-    return message.replace(secret, "***") if secret else message
 
 
 class Translator(Protocol):

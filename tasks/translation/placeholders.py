@@ -147,8 +147,3 @@ def placeholder_difference(expected: tuple[str, ...], got: tuple[str, ...]) -> t
     """What was lost and what was added, counting repeats: a sentence that names {{NAME1}} twice needs it twice."""
     want, have = Counter(expected), Counter(got)
     return tuple(sorted((want - have).elements())), tuple(sorted((have - want).elements()))
-
-
-def bbq_to_kobbq_slots(text: str) -> str:
-    """English BBQ text with KoBBQ bare slots, for the ``_translated`` twin columns: ``{{NAME1}}`` -> ``[N1]``."""
-    return KOBBQ_SLOTS.source_text(text)
