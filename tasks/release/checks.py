@@ -457,7 +457,7 @@ def make_docs_offline(docs_dir: Path) -> None:
     """Data Docs load bootstrap, jQuery and fonts from CDNs and their logo from a remote bucket; offline (the
     release's use) they hang or render unstyled, and online every page open reaches a third party. Remote
     tags are replaced by a small inline stylesheet, the logo by the local copy of it (or nothing), remote
-    CSS backgrounds by none: every page opens with nothing fetched (``tasks.release.offline``)."""
+    CSS backgrounds by none: every page opens with nothing fetched (checked by ``tests/offline.py``)."""
     for page in sorted(docs_dir.rglob("*.html")):
         images = os.path.relpath(docs_dir / "static" / "images", page.parent)
 
