@@ -5,8 +5,18 @@ writer), the marker that says the project wrote it, and whether its files are st
 the stages' work and ``<out>/<name>.pipeline`` their recorded states (one folder per pipeline in each); the name
 is the one given (``--name``, a pipeline's ``name``) or the profile's release name. ``read_manifest`` is the one
 reader of a manifest (read once per process unless the file changes) and ``write_manifest`` the one writer;
-``release_problem`` is the one "is the release as it was built" check (``kobbq status``, the release stage,
-``publish``, the evaluation).
+``release_problem`` is the one "is the release as it was built" check (``kobbq status``, the release stage);
+``changed_files`` its hashing of every file, which ``publish`` and the evaluation call themselves.
+
+Hashing every file of a release on every ``kobbq status`` (95 MB for KoBBQ) is most of the bytes it reads, so
+the files as last verified are recorded beside the release (``verified_path``: ``<out>/.<name>.verified.json``;
+never inside it, which holds exactly what its manifest lists and what a user adds): each file's size,
+modification and change times and sha256, for one manifest (by its sha256). The build records its files when it
+publishes them (it has just hashed them for the manifest); ``release_problem`` rewrites the record after a check.
+With ``trust_record`` (``kobbq status``) a file whose size and times are as recorded is not read again. Like
+make's and rsync's quick checks, this misses a change that leaves all three as they were: no program can set a
+change time back, but a clock set back, a file system that keeps no change time or a disk edited beneath the
+file system can; ``kobbq status --verify`` hashes every file. ``publish`` and the evaluation never trust it.
 
 A build replaces ``<out>/<name>`` only when that folder is a release this project wrote (``check_replaceable``):
 a folder a user keeps there (a clone, their own files) is refused before anything is written, so a
@@ -18,7 +28,10 @@ heavy is imported.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +54,7 @@ WRITTEN_BY = "kobbq-builder"  # the manifest's "written_by": the marker of a rel
 LEGACY_KEYS = frozenset({"release", "profile", "project_version", "build_fingerprint", "outputs"})
 STAGING_PREFIX = ".staging-"  # <out>/.staging-<name>-<pid>: a release being written (tasks.release.publish)
 RETIRED_PREFIX = ".retired-"  # <out>/.retired-<name>-<pid>: the previous release during the two renames
+VERIFIED_SUFFIX = ".verified.json"  # <out>/.<name>.verified.json: the release's files as last verified
 RESERVED_PREFIXES = (".",)  # hidden names: the staging and retired folders of a publication start with "."
 MAX_NAME_BYTES = 200  # a release name's length in UTF-8 bytes: room for its lock, staging and .work names (255)
 
@@ -75,7 +89,17 @@ def require_manifest(folder: Path) -> dict[str, object]:
 
 def write_manifest(folder: Path, manifest: dict[str, object]) -> None:
     """The one writer of a manifest (sorted keys, two-space indent: the bytes every build writes)."""
-    write_text(Path(folder) / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+    write_text(Path(folder) / MANIFEST, manifest_text(manifest))
+
+
+def manifest_text(manifest: dict[str, object]) -> str:
+    return json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+
+
+def manifest_sha256(manifest: dict[str, object]) -> str:
+    """The sha256 of the manifest as this project writes it: the file's own for a manifest as the build wrote it.
+    Taken from what was parsed, not from the file again, so that it names the digests being compared."""
+    return hashlib.sha256(manifest_text(manifest).encode("utf-8")).hexdigest()
 
 
 def is_own_release(manifest: dict[str, object]) -> bool:
@@ -131,16 +155,103 @@ def listed_files(manifest: dict[str, object]) -> set[str]:
 
 
 def changed_files(folder: Path, manifest: dict[str, object]) -> list[str]:
-    """The release's files (as its manifest lists them) that are missing or differ from what the build wrote."""
+    """The release's files (as its manifest lists them) that are missing or differ from what the build wrote:
+    every one hashed."""
+    return _check_files(Path(folder), manifest, {})[0]
+
+
+Entry = list[object]  # a verified file: [size, mtime_ns, ctime_ns, sha256]
+
+
+def _check_files(folder: Path, manifest: dict[str, object], trusted: dict[str, Entry]
+                 ) -> tuple[list[str], dict[str, Entry]]:
+    """The files that are missing or differ, and the entry of each that is as the manifest records it. A file
+    whose entry in ``trusted`` still matches its size, times and manifest digest is not read."""
     outputs = manifest.get("outputs", {})
     if not isinstance(outputs, dict):
-        return [MANIFEST]
-    return [name for name, digest in sorted(outputs.items())
-            if name != MANIFEST and not _intact(Path(folder) / name, str(digest))]
+        return [MANIFEST], {}
+    changed, verified = [], {}
+    for name, digest in sorted(outputs.items()):
+        if name == MANIFEST:
+            continue
+        entry = _verified_entry(folder / name, str(digest), trusted.get(name))
+        if entry is None:
+            changed.append(name)
+        else:
+            verified[name] = entry
+    return changed, verified
 
 
-def _intact(path: Path, digest: str) -> bool:
-    return path.is_file() and sha256_file(path) == digest
+def _verified_entry(path: Path, digest: str, trusted: Entry | None) -> Entry | None:
+    """The file's entry when it holds ``digest``, else None. Its size and times are taken before it is read: a
+    change while it is hashed leaves other times than the ones recorded, so the next check reads it again."""
+    stamp = _stamp(path)
+    if stamp is None:
+        return None
+    entry: Entry = [*stamp, digest]
+    return entry if entry == trusted or sha256_file(path) == digest else None
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """(size, mtime_ns, ctime_ns) of a regular file (a link followed); None when it is missing or not a file."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return (found.st_size, found.st_mtime_ns, found.st_ctime_ns) if stat.S_ISREG(found.st_mode) else None
+
+
+def verified_path(target: Path) -> Path:
+    """The record of the release's files as last verified: beside the release (``<out>/.<name>.verified.json``),
+    since a release holds exactly what its manifest lists (and what a user adds)."""
+    target = Path(target)
+    return target.parent / f".{target.name}{VERIFIED_SUFFIX}"
+
+
+def read_verified(target: Path, manifest: dict[str, object]) -> dict[str, Entry]:
+    """The recorded entries, when the record was made for this manifest; nothing when it is missing, unreadable,
+    garbled or another release's (a replaced release never trusts its predecessor's record)."""
+    try:
+        record = json.loads(verified_path(target).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(files, dict) or record.get("manifest_sha256") != manifest_sha256(manifest):
+        return {}
+    return {name: entry for name, entry in files.items() if isinstance(entry, list)}
+
+
+def write_verified(target: Path, manifest: dict[str, object], verified: dict[str, Entry]) -> None:
+    """Record ``verified`` (entries of files found as ``manifest`` records them) beside the release. Only a
+    shortcut: a folder that cannot be written (a read-only copy) goes without it."""
+    record = {"manifest_sha256": manifest_sha256(manifest), "files": verified}
+    try:
+        write_text(verified_path(target), json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+    except OSError:
+        pass
+
+
+def record_published(target: Path) -> None:
+    """Record the files of a release just published as verified, with the digests its manifest has just taken of
+    them: nothing is read again. A file changed after the manifest was written (a later time) is left out."""
+    manifest = read_manifest(target)
+    outputs = manifest.get("outputs") if manifest is not None else None
+    if not isinstance(outputs, dict):
+        return
+    written = os.stat(target / MANIFEST).st_mtime_ns
+    stamps = {name: _stamp(target / name) for name in outputs if name != MANIFEST}
+    write_verified(target, manifest, {name: [*stamp, str(outputs[name])] for name, stamp in stamps.items()
+                                      if stamp is not None and stamp[1] <= written})
+
+
+def verify_files(target: Path, manifest: dict[str, object], trust_record: bool) -> list[str]:
+    """``changed_files``, then the record rewritten when it changed. With ``trust_record``, a file whose size
+    and times are those recorded for this manifest is not read (``kobbq status``)."""
+    recorded = read_verified(target, manifest)
+    changed, verified = _check_files(target, manifest, recorded if trust_record else {})
+    if verified != recorded:
+        write_verified(target, manifest, verified)
+    return changed
 
 
 def user_entries(folder: Path, manifest: dict[str, object]) -> list[str]:
@@ -190,10 +301,11 @@ class ReleaseFolder:
         return self.out / f"{self.name}.pipeline"
 
 
-def release_problem(target: Path, fingerprint: str | None = None) -> str | None:
+def release_problem(target: Path, fingerprint: str | None = None, trust_record: bool = False) -> str | None:
     """What is wrong with a published release, in one line; None when it is there and every file is as its
     manifest records. With ``fingerprint`` (what the caller built it from), a release built from something else
-    since is a problem too."""
+    since is a problem too. ``trust_record``: files unchanged since their last check are not read again
+    (``verify_files``)."""
     target = Path(target)
     if not target.is_dir():
         retired = sorted(target.parent.glob(f"{RETIRED_PREFIX}{target.name}-*"))
@@ -210,7 +322,7 @@ def release_problem(target: Path, fingerprint: str | None = None) -> str | None:
     if fingerprint is not None and manifest.get("build_fingerprint") != fingerprint:
         return (f"{target} was built by another build since (another pipeline, or a build from a template file, "
                 "writing the same release); `kobbq build` builds it again from these inputs")
-    changed = changed_files(target, manifest)
+    changed = verify_files(target, manifest, trust_record)
     if changed:
         return (f"{len(changed)} file(s) of {target} differ from its manifest ({', '.join(changed[:3])}); "
                 "`kobbq build` builds it again")

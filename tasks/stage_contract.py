@@ -80,6 +80,9 @@ class Context:
     # Outputs of stages that are not in this run, as the command was given them: (stage, role) -> file.
     given: dict[tuple[str, str], Path] = field(default_factory=dict)
     offline: bool = False  # no paid call: the translation cache replayed (``kobbq translate --replay``)
+    # ``kobbq status``: the release's files that are as they were at their last check are not read again
+    # (``core.release_folder.verify_files``); a build checks every one before it calls its release current.
+    trust_record: bool = False
 
     @property
     def name(self) -> str:

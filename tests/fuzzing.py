@@ -394,6 +394,8 @@ def write(path: Path, data: bytes) -> Path:
 
 # `kobbq build` of the example with this command line finds the release below up to date.
 EXAMPLE_BUILD = ["--test-split", "seeded"]
+# What `kobbq status` may write: its record of the release's files as it verified them, beside the release.
+STATUS_RECORD = "build/.KoBBQ.verified.json"
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from core.paths import EXAMPLE_PIPELINE
-from fuzzing import FUZZ_PROFILES, check_command, fuzz, malformed_toml, previous_release, run_subprocess, workspace, \
-    write
+from fuzzing import (FUZZ_PROFILES, STATUS_RECORD, check_command, fuzz, malformed_toml, previous_release,
+                     run_subprocess, workspace, write)
 
 __all__ = ["previous_release"]
 
@@ -36,7 +36,8 @@ def check_pipeline(data: bytes, release: Path, runner=None) -> None:
     run = {"runner": runner} if runner else {}
     with workspace(release) as root:
         write(root / "in" / "pipeline.toml", data)
-        check_command(["status", "--pipeline", "in/pipeline.toml"], root, outputs=[], release="build/KoBBQ", **run)
+        check_command(["status", "--pipeline", "in/pipeline.toml"], root, outputs=[STATUS_RECORD],
+                      release="build/KoBBQ", **run)
         check_command(["build", "--pipeline", "in/pipeline.toml", "--quiet"], root, outputs=["build"],
                       release="build/KoBBQ", **run)
 

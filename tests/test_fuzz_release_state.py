@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from core.paths import EXAMPLE_TEMPLATES
 from core.pipeline_file import DONE, STAGES, StageState, load_pipeline
 from core.release_folder import ReleaseFolder
-from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_json, previous_release,
-                     run_subprocess, workspace, write)
+from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, STATUS_RECORD, check_command, fuzz, malformed_json,
+                     previous_release, run_subprocess, workspace, write)
 from test_fuzz_pipeline import PIPELINE
 
 __all__ = ["previous_release"]
@@ -91,7 +91,7 @@ def check_state(case: tuple[str, bytes], release: Path, build: Path | None = Non
                 write(states / f"{name}.json", recorded)
         write(states / f"{stage}.json", data)
         kept = {"release": "build/KoBBQ", **run}
-        check_command(["status", "--pipeline", "in/pipeline.toml"], root, outputs=[], **kept)
+        check_command(["status", "--pipeline", "in/pipeline.toml"], root, outputs=[STATUS_RECORD], **kept)
         check_command(["build", "--pipeline", "in/pipeline.toml", "--quiet"], root, outputs=["build"], **kept)
         check_command(["build", "--pipeline", "in/pipeline.toml", "--quiet", "--force"], root, outputs=["build"], **kept)
 

@@ -18,8 +18,10 @@ from tasks.audit.report import write_release_folder
 from tasks.release.inputs import BuildInputs
 from tasks.templates.validate import load_checked
 from core.fingerprint import sha256_file
+from core.release_folder import VERIFIED_SUFFIX
 from tasks.release.publish import publish, staged_release
 
+BESIDE = (".lock", VERIFIED_SUFFIX)  # the files a build keeps beside its release: its lock, the verified record
 PUBLIC_COLUMNS = ["sample_id", "label_annotation", "context", "question", "choices", "biased_answer", "answer",
                   "bbq_id", "bbq_category", "prediction"]
 
@@ -112,7 +114,7 @@ def test_a_failed_write_leaves_the_previous_release_untouched(tmp_path, ko_profi
     with pytest.raises(OSError, match="disk full"):
         build_into(target, EXAMPLE_TEMPLATES, ko_profile, seed=7)
     assert {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
-    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == ["KoBBQ"]  # no staging left
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(BESIDE)) == ["KoBBQ"]  # no staging left
 
 
 def test_the_seed_changes_only_the_test_split(tmp_path, ko_profile):
@@ -135,7 +137,7 @@ def test_recovery_restores_a_release_retired_by_a_crash_between_the_renames(tmp_
     live.mkdir()
     recover(target)
     assert {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()} == before
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == sorted(["KoBBQ", live.name])
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(BESIDE)) == sorted(["KoBBQ", live.name])
 
 
 def test_a_renamed_input_is_named_in_the_decision_log(tmp_path, ko_profile):

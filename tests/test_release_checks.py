@@ -12,7 +12,7 @@ from tasks.release.assemble import expand_release, samples_by_category
 from tasks.templates.validate import load_checked
 from tasks.release.write import samples_frame
 from tasks.release.checks import ReleaseValidationError, SampleSet, validate_release
-from test_release import build_into
+from test_release import BESIDE, build_into
 
 UNKNOWN = "알 수 없음"
 
@@ -83,7 +83,7 @@ def test_a_failed_validation_publishes_nothing(tmp_path, ko_profile, monkeypatch
     with pytest.raises(ReleaseValidationError, match="sample_id has the documented form.*not an id"):
         build_into(target, EXAMPLE_TEMPLATES, ko_profile, validate=True)
     assert {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
-    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == ["KoBBQ"]
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(BESIDE)] == ["KoBBQ"]
 
 
 @pytest.mark.subprocess  # Great Expectations in a child process: seconds, not milliseconds

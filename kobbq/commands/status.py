@@ -1,8 +1,14 @@
-"""``kobbq status``: each stage of a pipeline's build folder: done, waiting, stale, failed, damaged, or not run."""
+"""``kobbq status``: each stage of a pipeline's build folder: done, waiting, stale, failed, damaged, or not run.
+
+The release's files are hashed only when their size or times differ from the record of their last check
+(``core.release_folder.verify_files``): hashing all of them was most of what the command read. ``--verify`` hashes
+every one, for the change the record cannot see (one that keeps a file's size and times).
+"""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
@@ -13,9 +19,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="Show each stage of the pipeline: done (counts, when), waiting "
                                                "(for what), stale (inputs changed since), failed (why), damaged "
                                                "(a file it wrote changed or gone since; the release replaced by "
-                                               "another build), or not run. Reads only; starts nothing.")
+                                               "another build), or not run. The release's files are hashed "
+                                               "again only when their size or times changed since they were last "
+                                               "checked (recorded beside the release, in .<name>.verified.json); "
+                                               "--verify hashes every one. Starts nothing.")
     parser.add_argument("--pipeline", type=Path, required=True, help="the pipeline file")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
+    parser.add_argument("--verify", action="store_true",
+                        help="hash every file of the release, also those whose size and times are as last checked "
+                             "(a change that kept them would go unseen otherwise)")
     parser.set_defaults(handler=run)
 
 
@@ -25,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from tasks.build.pipeline import Plan, context, load_pipeline, stages_for
 
     pipeline = load_pipeline(args.pipeline)
-    plan = Plan.of(context(pipeline, args.out), stages_for(pipeline))
+    ctx = replace(context(pipeline, args.out), trust_record=not args.verify)
+    plan = Plan.of(ctx, stages_for(pipeline))
     print(f"pipeline {args.pipeline} -> {plan.ctx.folder.path}")
     for check in plan.checks:
         status, detail = describe(check.state, check.fingerprint, check.problem)

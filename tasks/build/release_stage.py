@@ -146,7 +146,7 @@ def summary(manifest: dict[str, object]) -> str:
 
 def made(ctx: Context, fingerprint: str) -> str | None:
     """The published release as its manifest records it, and built from this stage's inputs (``fingerprint``)."""
-    return release_problem(ctx.folder.path, fingerprint)
+    return release_problem(ctx.folder.path, fingerprint, ctx.trust_record)
 
 
 STAGE = Stage(NAME, inputs, run,

@@ -18,7 +18,7 @@ from pathlib import Path
 from core import interrupt
 from core.errors import UserError, os_errno
 from core.release_folder import (RETIRED_PREFIX, STAGING_PREFIX, check_release_name, check_replaceable, read_manifest,
-                                 user_entries)
+                                 record_published, user_entries)
 
 
 
@@ -132,6 +132,8 @@ def publish(staging: Path, target: Path) -> list[str]:
     """Replace ``target`` by ``staging`` with two renames; the old release is removed only after. What a user added
     inside the old release (``core.release_folder.user_entries``: a ``.git``, notes) is carried over to the new one;
     returns those paths. A user's file where the new release has one of its own is refused before anything moves.
+    The new release's files are recorded as verified (``core.release_folder.record_published``), so that the first
+    ``kobbq status`` need not hash them again.
 
     A signal during the renames takes effect after them (``interrupt.critical``); a SIGKILL between them is undone
     by the next build's ``recover``, which also carries the user's files across."""
@@ -148,6 +150,7 @@ def publish(staging: Path, target: Path) -> list[str]:
         os.replace(staging, target)
         carried = carry_over(retired, target, added)
         interrupt.mark_published(target)
+    record_published(target)
     shutil.rmtree(retired, ignore_errors=True)
     return carried
 
