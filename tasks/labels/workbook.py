@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-
-from openpyxl import Workbook
-from openpyxl.styles import Alignment, Font, PatternFill, Protection
-from openpyxl.worksheet.datavalidation import DataValidation
+from typing import TYPE_CHECKING
 
 from core.errors import UserError
 from tasks.labels.template_set import ANNOTATOR_LABELS, LABEL_MEANINGS, LabelItem, categories_of, fingerprint
 from core.workbooks import save_workbook, set_text
+
+if TYPE_CHECKING:  # openpyxl takes ~0.3 s to import: only the functions that use it import it
+    from openpyxl import Workbook
 
 FORMAT = "kobbq-labels-workbook/1"
 LABELS_SHEET, GUIDE_SHEET, META_SHEET = "labels", "guide", "meta"
@@ -48,6 +48,10 @@ def row_values(item: LabelItem) -> list[str]:
 
 
 def build_workbook(items: list[LabelItem], annotator: str, profile_name: str) -> Workbook:
+    from openpyxl import Workbook
+    from openpyxl.styles import Alignment, Font, PatternFill, Protection
+    from openpyxl.worksheet.datavalidation import DataValidation
+
     workbook = Workbook()
     sheet = workbook.active
     sheet.title = LABELS_SHEET

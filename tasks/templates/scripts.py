@@ -15,8 +15,11 @@ a Korean sentence): a warning that counts them, so a reviewer can look without t
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cache
+from itertools import groupby
+from typing import NamedTuple
 
 import regex
 
@@ -50,28 +53,48 @@ class LetterCount:
         return self.foreign / self.letters if self.letters else 0.0
 
 
+class CharKind(NamedTuple):
+    """What one character adds to a ``LetterCount`` (0 or 1 each)."""
+
+    letter: int  # a letter of one script (not Common/Inherited)
+    foreign: int  # such a letter outside the language's own scripts
+    sentence: int  # such a letter of the sentence scripts
+
+
+@cache
+def _char_kinds(own: tuple[str, ...], sentence: tuple[str, ...]) -> dict[str, CharKind]:
+    """The kinds of the characters met so far under one writing: texts share a few hundred characters, and three
+    Unicode-property matches for every character of every text were most of the template checks' time."""
+    return {}
+
+
+def _char_kind(char: str, own: tuple[str, ...], sentence: tuple[str, ...]) -> CharKind:
+    """A character's kind under a writing; letters of the Common and Inherited scripts (the long-vowel mark ー,
+    combining marks) belong to every language, so they are not counted."""
+    if not _LETTER.match(char) or _SHARED.match(char):
+        return CharKind(0, 0, 0)
+    return CharKind(1, int(not _script_pattern(own).match(char)), int(bool(_script_pattern(sentence).match(char))))
+
+
 def count_letters(text: str, writing: WritingProfile) -> LetterCount:
-    own, sentence = _script_pattern(tuple(writing.scripts)), _script_pattern(tuple(writing.sentence_scripts or
-                                                                                   writing.scripts))
+    """The letters of ``text`` by kind, each distinct character classified once (``_char_kinds``)."""
+    own, sentence = tuple(writing.scripts), tuple(writing.sentence_scripts or writing.scripts)
+    kinds = _char_kinds(own, sentence)
     letters = foreign = in_sentence = 0
-    runs: list[str] = []
-    previous_foreign = False
-    for char in text:
-        if not _LETTER.match(char) or _SHARED.match(char):
-            previous_foreign = False
-            continue
-        letters += 1
-        in_sentence += bool(sentence.match(char))
-        if own.match(char):
-            previous_foreign = False
-            continue
-        foreign += 1
-        if previous_foreign:
-            runs[-1] += char
-        else:
-            runs.append(char)
-        previous_foreign = True
+    for char, times in Counter(text).items():
+        kind = kinds.get(char)
+        if kind is None:
+            kind = kinds[char] = _char_kind(char, own, sentence)
+        letters += kind.letter * times
+        foreign += kind.foreign * times
+        in_sentence += kind.sentence * times
+    runs = _foreign_runs(text, kinds) if foreign else []
     return LetterCount(letters, foreign, in_sentence, ", ".join(dict.fromkeys(runs[:5])))
+
+
+def _foreign_runs(text: str, kinds: dict[str, CharKind]) -> list[str]:
+    """The runs of foreign letters as written, for the message: a second walk, only for a text that has one."""
+    return ["".join(run) for is_foreign, run in groupby(text, lambda char: kinds[char].foreign) if is_foreign]
 
 
 def scripts_of(text: str) -> list[str]:

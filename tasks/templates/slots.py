@@ -32,6 +32,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 SEPARATOR_LIKE = ",、，､;；"
 DEFAULT_SEPARATORS = (",",)
 _SPACES = re.compile(r"\s+")
+_BRACKET = re.compile(r"[\[\]]")
+_BRACKETED = re.compile(r"\[[^\[\]]*\]")
 
 
 class SlotSyntaxError(ValueError):
@@ -116,7 +118,8 @@ def bracket_problems(text: str) -> list[str]:
     """Brackets that do not pair up, or nest; either makes the slot syntax ambiguous."""
     problems = []
     depth = 0
-    for position, char in enumerate(text):
+    for bracket in _BRACKET.finditer(text):  # the brackets only: a loop over every character was slow
+        position, char = bracket.start(), bracket.group()
         if char == "[":
             if depth:
                 problems.append(f"'[' at character {position + 1} opens inside another bracket")
@@ -130,7 +133,7 @@ def bracket_problems(text: str) -> list[str]:
         problems.append("a '[' is never closed")
     # Anything bracketed that is not slot syntax, e.g. '[n1: a]' or '[N1 a, b]'.
     stripped = INLINE_SLOT.sub("", text)
-    for match in re.finditer(r"\[[^\[\]]*\]", stripped):
+    for match in _BRACKETED.finditer(stripped):
         problems.append(f"{match.group(0)[:40]!r} is bracketed but is not slot syntax '[NAME: item, item]'")
     return problems
 

@@ -18,7 +18,7 @@ from core.decisions import Decision, template_subject
 from core.findings import Finding
 from core.profile import Profile
 from tasks.templates.load import TemplateRow
-from tasks.templates.slots import PERSON_SLOTS, normalise_text
+from tasks.templates.slots import PERSON_SLOTS, normalise_text, parse_text
 
 BIASED, COUNTER_BIASED = "biased", "counter-biased"
 # A cell naming several groups ("미국인, 캐나다인", "アメリカ人、カナダ人"): comma-like punctuation of any script.
@@ -32,7 +32,9 @@ def group_names(label: str) -> tuple[str, ...]:
 
 def answer_person(template: TemplateRow) -> str | None:
     """The person slot the row's answer to the biased question names (N1 or N2); None when not exactly one."""
-    people = {slot.name for slot in template.parsed["biased_answer"].slots if slot.name in PERSON_SLOTS}
+    # Only this text is parsed: ``template.parsed`` parses all six, and this runs twice a row before a build.
+    answer = parse_text(template.texts["biased_answer"], template.separators)
+    people = {slot.name for slot in answer.slots if slot.name in PERSON_SLOTS}
     return people.pop() if len(people) == 1 else None
 
 

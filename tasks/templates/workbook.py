@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import openpyxl
-
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import PoolRule, Profile, WorkbookFormat
@@ -49,6 +47,8 @@ def read_sheet(path: Path) -> tuple[list[str], list[tuple[int, Row]]]:
     """
     if not path.exists():
         raise UserError("file does not exist", path)
+    import openpyxl  # ~0.3 s: not imported by a build whose templates are not workbooks
+
     try:
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as exc:  # openpyxl raises several unrelated types for a file that is not xlsx

@@ -16,8 +16,6 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
-from openpyxl import Workbook
-
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile, WorkbookFormat
@@ -83,6 +81,8 @@ def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = F
 def write_category_workbooks(rows: list[dict[str, str]], folder: Path, profile: Profile
                              ) -> dict[tuple[str, int], str]:
     """One ``<Category>.xlsx`` per category in ``folder``; returns (file name, sheet row) -> row key."""
+    from openpyxl import Workbook  # ~0.3 s: only when workbooks are written
+
     fmt = _format(profile)
     columns = sheet_columns(profile)
     by_category: dict[str, list[dict[str, str]]] = defaultdict(list)

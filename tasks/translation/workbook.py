@@ -28,10 +28,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-from openpyxl import Workbook, load_workbook
-from openpyxl.comments import Comment
-from openpyxl.styles import Alignment, Font, Protection
+from typing import TYPE_CHECKING
 
 from core.errors import Location, UserError
 from core.findings import Finding
@@ -40,6 +37,9 @@ from core.text_files import check_input_file, read_text
 from tasks.templates.slots import normalise_text
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
 from core.workbooks import save_workbook, set_text
+
+if TYPE_CHECKING:  # openpyxl takes ~0.3 s to import: only the functions that use it import it
+    from openpyxl import Workbook
 
 SHEET = "templates"
 MANIFEST = "_manifest"
@@ -243,6 +243,10 @@ def instruction_lines(profile: Profile) -> list[str]:
 
 def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
     """Write one category's post-edit workbook atomically; the same rows give the same bytes."""
+    from openpyxl import Workbook
+    from openpyxl.comments import Comment
+    from openpyxl.styles import Alignment, Font, Protection
+
     workbook = Workbook()
     sheet = workbook.active
     sheet.title = SHEET
@@ -345,6 +349,8 @@ def read_workbook(path: Path, profile: Profile) -> list[EditedCell]:
         raise UserError(f"expected an .xlsx workbook, got {path.suffix or 'no extension'} "
                         "(macro-enabled .xlsm workbooks are refused)", path)
     check_input_file(path, "workbook")  # absent, a folder, a device or a named pipe: one line
+    from openpyxl import load_workbook
+
     try:
         workbook = load_workbook(path)
     except Exception as exc:  # openpyxl raises several unrelated types for a damaged file
