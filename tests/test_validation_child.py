@@ -1,4 +1,4 @@
-"""The release checks' child process started ahead of its job (``tasks.release.checks.warm_up``): the build hands
+"""The release checks' child process started ahead of its job (``tasks.release.check_child``): the build hands
 the job to the waiting child, and a child no build takes is never left running."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-import tasks.release.checks as checks
+import tasks.release.check_child as checks
 from core import interrupt
 from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
 from tasks.release.assemble import expand_release, start_release_checks
@@ -69,7 +69,7 @@ def test_warm_up_keeps_the_count_and_replaces_a_dead_spare(no_spares):
 @pytest.mark.slow
 def test_a_spare_whose_parent_goes_away_exits_by_itself(no_spares):
     """A build killed with SIGKILL cannot end its spare: the spare's stdin closes, and it exits once imported."""
-    process = checks._start_child()
+    process = checks.start_child()
     assert process.stdin is not None
     process.stdin.close()
     assert process.wait(timeout=120) == 0

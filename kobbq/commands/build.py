@@ -11,6 +11,7 @@ from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.profile import profile_file
 from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, add_quiet, corrections_file, profile_of
 from kobbq.run import execute
+from tasks.release.check_child import warm_up
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,6 +63,7 @@ def pipeline_ignores(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.profile is not None:
         profile_file(args.profile)  # an unknown profile is the first thing to say (found without loading it)
+    warm_up()  # the release checks' child imports its library (~5 s) while this command reads its inputs
     if args.templates is None and args.survey_results is None:
         ignored = pipeline_ignores(args)
         if ignored:

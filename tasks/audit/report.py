@@ -232,8 +232,8 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     files = write_release_files(folder, inputs, loaded, findings, release, decisions, **options)
     log = build_audit_log(folder, files.decisions, files.facts)
     if release.generated is None:  # a generated release has no test split, the fates' other source of links
-        log.fates = {subject: with_link(fate, links) for subject, fate in log.fates.items()
-                     for links in [template_links(release.templates).get(subject)]}
+        links = template_links(release.templates)
+        log.fates = {subject: with_link(fate, links.get(subject)) for subject, fate in log.fates.items()}
     table1 = csv_rows(files.table)
     report = ReportInputs(table1, files.reports.get(FUNNEL), files.reports.get(VOTES, ""))
     write_text(folder / REPORT_NAME, render_audit_html(log, inputs.profile, report))

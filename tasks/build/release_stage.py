@@ -19,7 +19,7 @@ from core.errors import UserError
 from core.release_folder import AUDIT, release_problem
 from tasks.audit.report import write_release_folder
 from tasks.release.assemble import ExpandedRelease, expand_release
-from tasks.release.checks import warm_up
+from tasks.release.check_child import warm_up
 from tasks.release.inputs import BuildInputs
 from tasks.release.publish import publish, staged_release
 from tasks.stage_contract import Context, Stage, StageOutput, Waiting

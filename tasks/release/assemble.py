@@ -44,7 +44,8 @@ from tasks.release.inputs import BuildInputs
 from tasks.release.arrow_memory import release_arrow_memory
 from tasks.release.write import SampleFiles, all_samples_name, samples_frame, test_samples_name
 from tasks.release import twin as twin_release
-from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport, warm_up
+from tasks.release.check_child import warm_up
+from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
 from tasks.templates.load import LoadedTemplates, TemplateRow

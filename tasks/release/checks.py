@@ -9,8 +9,8 @@ result carries run IDs and times); its Data Docs go to ``data_docs/`` beside it.
 Great Expectations takes ~5 s to import and ~130 MB, so the build runs the suite in a child
 process (``python -m tasks.release.checks --wait-for-job``) on the Parquet files it has just staged:
 the check sees exactly what will be published, and the build's peak memory stays low. The child is
-started ahead (``warm_up``, before the flow run starts), imports the library while the build goes on,
-and then reads its arguments (``FOLDER ALL TEST --unknown ...``) from one line of stdin. The child
+started ahead (``tasks.release.check_child``), imports the library while the build goes on, and then
+reads its arguments (``FOLDER ALL TEST --unknown ...``) from one line of stdin. The child
 reads those files a batch of rows at a time (``validate_release``), so its memory does not grow
 with the release either.
 """
@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import argparse
 import ast
-import atexit
 import json
 import re
 import logging
 import os
-import subprocess
 import sys
 import shutil
 import tempfile
@@ -41,6 +39,7 @@ import pyarrow.parquet as pq
 from core import interrupt
 from core.errors import UserError, os_errno
 from tasks.release.arrow_memory import release_arrow_memory
+from tasks.release.check_child import WAIT_FOR_JOB, take_child
 
 # Template IDs and fill numbers are written with at least three digits (``{:03d}``): 4 when above 999.
 SAMPLE_ID_PATTERN = r"^[a-z_]+-\d{3,}[a-z]-\d{3,}-(?:amb|dis)-(?:bsd|cnt)$"
@@ -552,44 +551,9 @@ def os_error_from(stderr: str) -> OSError:
                    record.get("filename"))
 
 
-WAIT_FOR_JOB = "--wait-for-job"  # a spare child: it imports Great Expectations, then reads its arguments from stdin
-_spares: list[subprocess.Popen] = []
-
-
-def _start_child() -> subprocess.Popen:
-    command = [sys.executable, "-m", "tasks.release.checks", WAIT_FOR_JOB]
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-    interrupt.register_child(process.pid, "release validation")
-    return process
-
-
-def warm_up(count: int = 1) -> None:
-    """Have ``count`` children waiting for a job. Importing Great Expectations takes about 5 s; a child started
-    ahead (when a build is about to write a release) imports it while the flow starts and the Parquet files are
-    written, instead of after. A spare never given a job ends with this process (``_end_spares``), or by itself
-    when its stdin closes."""
-    _spares[:] = [spare for spare in _spares if spare.poll() is None]
-    while len(_spares) < count:
-        _spares.append(_start_child())
-
-
-def _end_spares() -> None:
-    """The spares no build took: ended with the command, so nothing is left running."""
-    pids = [spare.pid for spare in _spares if spare.poll() is None]
-    interrupt.end_processes(pids)
-    for spare in _spares:
-        spare.wait()
-        interrupt.unregister_child(spare.pid)
-    _spares.clear()
-
-
-atexit.register(_end_spares)
-
-
 class ValidationChild:
     """The suite running in a child process on staged Parquet files, while the build writes the rest: a spare
-    child when one is waiting (``warm_up``), else a new one."""
+    child when one is waiting (``tasks.release.check_child.warm_up``), else a new one."""
 
     def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
                  expected_by_prefix: dict[str, int], generated: bool = False) -> None:
@@ -597,7 +561,7 @@ class ValidationChild:
         job = [str(folder), all_parquet, test_parquet, "--unknown", unknown,
                "--expected", json.dumps(expected_by_prefix, sort_keys=True), "--batch-rows", str(VALIDATION_BATCH),
                *(["--generated"] if generated else [])]
-        self.process = _spares.pop(0) if _spares and _spares[0].poll() is None else _start_child()
+        self.process = take_child()
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(job) + "\n")  # one line; communicate() closes stdin
         self.process.stdin.flush()
@@ -672,4 +636,7 @@ def validate_folder(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # every file is written and closed: the interpreter's teardown of the library (~0.5 s) is skipped

@@ -1,0 +1,59 @@
+"""The release checks' child processes, started ahead of their job.
+
+Importing Great Expectations takes about 5 s, the longest single thing a build waits for. A build therefore
+starts the checks' child first (``warm_up``, from ``kobbq build`` before its own imports): the child imports the
+library while the build reads its inputs, starts its flow run and stages the Parquet files, then reads its job
+(``tasks.release.checks.ValidationChild``) from one line of stdin. This module imports nothing heavy, so that
+the child starts before the build's own imports.
+
+A spare no build takes ends with the command (``_end_spares``, at exit; a signal ends it as any registered
+child), or by itself when its stdin closes (its parent was killed).
+"""
+
+from __future__ import annotations
+
+import atexit
+import subprocess
+import sys
+
+from core import interrupt
+
+WAIT_FOR_JOB = "--wait-for-job"  # the child's one argument: its job comes on stdin
+_spares: list[subprocess.Popen] = []
+
+
+def start_child() -> subprocess.Popen:
+    """A new child, importing its library, then waiting for its job."""
+    command = [sys.executable, "-m", "tasks.release.checks", WAIT_FOR_JOB]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    interrupt.register_child(process.pid, "release validation")
+    return process
+
+
+def warm_up(count: int = 1) -> None:
+    """Have ``count`` children waiting for a job (a release's checks, and each twin's)."""
+    _spares[:] = [spare for spare in _spares if spare.poll() is None]
+    while len(_spares) < count:
+        _spares.append(start_child())
+
+
+def take_child() -> subprocess.Popen:
+    """A waiting spare, else a new child."""
+    while _spares:
+        spare = _spares.pop(0)
+        if spare.poll() is None:
+            return spare
+    return start_child()
+
+
+def _end_spares() -> None:
+    """The spares no build took: ended with the command, so nothing is left running."""
+    interrupt.end_processes([spare.pid for spare in _spares if spare.poll() is None])
+    for spare in _spares:
+        spare.wait()
+        interrupt.unregister_child(spare.pid)
+    _spares.clear()
+
+
+atexit.register(_end_spares)
