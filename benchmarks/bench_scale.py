@@ -20,8 +20,9 @@ Printed per k (medians over --runs):
   (chunk by chunk of template rows: the staged Parquet, then TSV and JSONL, until "sample files
   written"), the wait for validation after the writes, and the rest (reports, manifest, audit,
   publication, shutdown);
-- validation: the release checks' own time ("release checks: ... in X s"), which runs in a child
-  process from the moment the Parquet files are staged, alongside the TSV/JSONL writes;
+- validation: the release checks' own time ("release checks: ... in X s"), from the moment the Parquet
+  files are staged: the checks run in a child process started with the command (it imports Great
+  Expectations meanwhile), alongside the TSV/JSONL writes;
 - peak RSS of the largest process: every 50 ms the benchmark reads VmHWM (the kernel's peak
   resident set, so a peak between two polls is not missed while the process lives) from
   /proc/PID/status of the build and all its descendants; a process's last reading is at most
