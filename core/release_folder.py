@@ -231,11 +231,11 @@ def write_verified(target: Path, manifest: dict[str, object], verified: dict[str
         pass
 
 
-def record_published(target: Path) -> None:
-    """Record the files of a release just published as verified, with the digests its manifest has just taken of
-    them: nothing is read again. A file changed after the manifest was written (a later time) is left out."""
-    manifest = read_manifest(target)
-    outputs = manifest.get("outputs") if manifest is not None else None
+def record_published(target: Path, manifest: dict[str, object]) -> None:
+    """Record the files of a release just published as verified, with the digests its ``manifest`` (as the build
+    wrote it, held in memory) has just taken of them: nothing is read again. A file changed after the manifest was
+    written (a later time) is left out."""
+    outputs = manifest.get("outputs")
     if not isinstance(outputs, dict):
         return
     written = os.stat(target / MANIFEST).st_mtime_ns

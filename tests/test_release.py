@@ -33,7 +33,7 @@ def build_into(target: Path, templates: Path, profile, seed: int = 42, validate:
     with staged_release(target) as staging:
         manifest = write_release_folder(staging, inputs, loaded, findings, expanded, decisions=[],
                                         validate=validate).manifest
-        publish(staging, target)
+        publish(staging, target, manifest)
     return manifest
 
 

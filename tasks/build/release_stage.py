@@ -125,7 +125,7 @@ def run(ctx: Context) -> StageOutput:
     with staged_release(target) as staging:
         written = write_release_folder(staging, build_inputs(ctx), loaded, findings, release, earlier,
                                        reports=texts, parallel=twins(ctx), progress=console.step)
-        kept_files = publish(staging, target)
+        kept_files = publish(staging, target, written.manifest)
     console.step(f"validated and published {target}")
     if kept_files:
         console.step(f"kept what you added inside {target} (not part of the release): {', '.join(kept_files)}")

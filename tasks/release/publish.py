@@ -128,12 +128,12 @@ def build_lock(target: Path, busy: str = BUSY) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def publish(staging: Path, target: Path) -> list[str]:
+def publish(staging: Path, target: Path, manifest: dict[str, object] | None = None) -> list[str]:
     """Replace ``target`` by ``staging`` with two renames; the old release is removed only after. What a user added
     inside the old release (``core.release_folder.user_entries``: a ``.git``, notes) is carried over to the new one;
     returns those paths. A user's file where the new release has one of its own is refused before anything moves.
-    The new release's files are recorded as verified (``core.release_folder.record_published``), so that the first
-    ``kobbq status`` need not hash them again.
+    With ``manifest`` (the one the build wrote into ``staging``), the new release's files are recorded as verified
+    (``core.release_folder.record_published``), so that the first ``kobbq status`` need not hash them again.
 
     A signal during the renames takes effect after them (``interrupt.critical``); a SIGKILL between them is undone
     by the next build's ``recover``, which also carries the user's files across."""
@@ -150,7 +150,8 @@ def publish(staging: Path, target: Path) -> list[str]:
         os.replace(staging, target)
         carried = carry_over(retired, target, added)
         interrupt.mark_published(target)
-    record_published(target)
+    if manifest is not None:
+        record_published(target, manifest)
     shutil.rmtree(retired, ignore_errors=True)
     return carried
 
