@@ -81,6 +81,11 @@ POSITIVE = whole_number(1)  # counts of things that must happen at least once: r
 NOT_NEGATIVE = whole_number(0)  # seeds, retries, resamples (0: none)
 
 
+def blank(path: Path | None) -> str:
+    """An optional file as a pipeline file's section holds it: its path, or "" for none."""
+    return "" if path is None else str(path)
+
+
 def prompt_ids(text: str) -> list[int]:
     """``3`` or ``1,2,3``: prompt ids (the prompt table's ``prompt_id``), each at least 1."""
     try:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TemplatesSection, TranslationSection
-from kobbq.arguments import add_profile, add_quiet, profile_of
-from kobbq.commands.translate import add_common, blank, run_stage
+from kobbq.arguments import add_profile, add_quiet, blank, profile_of
+from kobbq.commands.translate import add_common, run_stage
 from kobbq.run import run_alone
 
 POSTEDIT_DIR = DEFAULT_BUILD_DIR / "postedit"

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from core.paths import EXAMPLE_TEMPLATES
 from core.pipeline_file import PipelineConfig, SurveySection, TemplatesSection
-from kobbq.arguments import OVERRIDES_HELP, add_profile, add_quiet, default_said, profile_of, shown
-from kobbq.commands.translate import blank
+from kobbq.arguments import OVERRIDES_HELP, add_profile, add_quiet, blank, default_said, profile_of, shown
 from kobbq.run import run_alone
 
 

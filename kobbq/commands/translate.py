@@ -14,7 +14,7 @@ from pathlib import Path
 from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
 from core.errors import UserError
-from kobbq.arguments import add_profile, add_quiet, profile_of
+from kobbq.arguments import add_profile, add_quiet, blank, profile_of
 from kobbq.run import run_alone
 
 
@@ -87,6 +87,3 @@ def run_stage(args: argparse.Namespace, profile, replay: bool) -> int:
     print(f"wrote {args.out / f'decisions_{STAGE.log}.csv'}")
     return 0
 
-
-def blank(path: Path | None) -> str:
-    return "" if path is None else str(path)

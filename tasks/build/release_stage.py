@@ -19,7 +19,6 @@ from core.errors import UserError
 from core.release_folder import AUDIT, release_problem
 from tasks.audit.report import write_release_folder
 from tasks.release.assemble import ExpandedRelease, expand_release
-from tasks.release.check_child import warm_up
 from tasks.release.inputs import BuildInputs
 from tasks.release.publish import publish, staged_release
 from tasks.stage_contract import Context, Stage, StageOutput, Waiting
@@ -96,10 +95,8 @@ def expansion(ctx: Context) -> ExpandedRelease:
 
 
 def prepare(ctx: Context) -> None:
-    """Before the flow run: the release checks' child process started, so that it imports its library (~5 s) while
-    Prefect starts; then the template file checked and fitted to the test split, unless an earlier stage of this
+    """Before the flow run: the template file checked and fitted to the test split, unless an earlier stage of this
     run is about to write the template file (or the questions the survey reads), or the survey waits."""
-    warm_up()
     if ctx.pending & {"templates", "survey-export"}:
         return
     try:
