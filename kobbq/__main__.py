@@ -1,3 +1,3 @@
-from kobbq.cli import main
+from kobbq.cli import run
 
-raise SystemExit(main())
+run()

@@ -184,3 +184,25 @@ def test_a_second_concurrent_build_is_refused_before_prefect_starts(tmp_path):
     finally:
         first.send_signal(signal.SIGINT)
         first.wait(timeout=60)
+
+
+def test_the_command_exits_without_teardown_but_with_its_exit_handlers_and_code(tmp_path):
+    """``kobbq`` ends its process without the interpreter's teardown (``cli.run``): what an exit owes is still
+    done. An exit handler the command's libraries registered runs (Prefect's workers drain that way), a thread
+    still working is waited for, the error paragraph reaches stderr, and the exit code is the command's."""
+    marker = tmp_path / "handler-ran"
+    script = (
+        "import atexit, sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from kobbq import cli\n"
+        f"marker = Path({str(marker)!r})\n"
+        "atexit.register(lambda: marker.write_text(marker.read_text() + 'handler', encoding='utf-8'))\n"
+        "threading.Thread(target=lambda: (time.sleep(0.5), marker.write_text('thread,', encoding='utf-8'))).start()\n"
+        f"sys.argv = ['kobbq', 'why', 'x-001', '--release', {str(tmp_path / 'no-release')!r}]\n"
+        "cli.run()\n"
+        "print('not reached')\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert_user_error(result, "no-release")
+    assert "not reached" not in result.stdout
+    assert marker.read_text(encoding="utf-8") == "thread,handler"

@@ -39,7 +39,7 @@ from core.release_folder import DATA_DOCS, WRITTEN_BY
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
-from tasks.release.hf_layout import DATA_DIR
+from tasks.release.hf_layout import DATA_DIR, write_layout
 from tasks.release.inputs import BuildInputs
 from tasks.release.arrow_memory import release_arrow_memory
 from tasks.release.write import SampleFiles, all_samples_name, samples_frame, test_samples_name
@@ -388,6 +388,7 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
     with samples(folder, name, profile, release, validate, progress) as checks:
         table, all_decisions, texts = write_tables_and_logs(folder, inputs, loaded, findings, release, decisions,
                                                             reports or {})
+        configs = write_layout(folder, profile)  # it reads the staged Parquet only, so it too runs beside the checks
         validation = checks.report()
     twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split, progress,
                                           validate)
@@ -395,7 +396,7 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
     facts = release_facts(inputs, release, table)
     if twins:
         facts["parallel_releases"] = twins
-    write_dataset_card(folder, profile, facts, render_markdown(table, name), all_decisions, validation, twins)
+    write_dataset_card(folder, profile, configs, facts, render_markdown(table, name), all_decisions, validation, twins)
     return ReleaseFiles(facts, table, all_decisions, validation, texts)
 
 

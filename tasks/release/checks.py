@@ -18,7 +18,6 @@ with the release either.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import re
 import logging
@@ -40,6 +39,7 @@ from core import interrupt
 from core.errors import UserError, os_errno
 from tasks.release.arrow_memory import release_arrow_memory
 from tasks.release.check_child import WAIT_FOR_JOB, take_child
+from tasks.release.write import PARQUET_ROW_GROUP, parse_list_literal
 
 # Template IDs and fill numbers are written with at least three digits (``{:03d}``): 4 when above 999.
 SAMPLE_ID_PATTERN = r"^[a-z_]+-\d{3,}[a-z]-\d{3,}-(?:amb|dis)-(?:bsd|cnt)$"
@@ -95,7 +95,7 @@ def _choice_matrix(choices: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     holds three distinct choices. Each distinct list literal is parsed once: there are few (one per pair of
     answers), so no rule below loops over the rows in Python."""
     codes, literals = pd.factorize(choices)  # a missing literal gets code -1: the last, empty row below
-    parsed = [ast.literal_eval(literal) for literal in literals]
+    parsed = [parse_list_literal(literal) for literal in literals]
     width = max((len(items) for items in parsed), default=0)
     matrix = np.full((len(parsed) + 1, max(width, 1)), _NOTHING, dtype=object)
     for row, items in enumerate(parsed):
@@ -154,15 +154,17 @@ def id_rules_test(ids: pa.ChunkedArray, all_ids: pa.ChunkedArray) -> dict[str, n
             "four_samples_per_template_row": row_sizes[row_codes] == 4}
 
 
-def whole_set_frames(ids: pa.ChunkedArray) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """What the whole-set expectations run on, without the set's IDs as Python strings (~100 bytes each):
-    for the row count, a frame of the set's length with no columns (its index costs nothing); for unique
-    IDs, the rows whose ID occurs more than once, in order, which give Great Expectations the whole column's
-    result (its count and first examples; a missing ID is the null check's)."""
+def whole_set_frame(ids: pa.ChunkedArray) -> pd.DataFrame:
+    """What the whole-set expectations (row count, unique IDs) run on, without the set's IDs as Python strings
+    (~100 bytes each): a frame of the set's length whose ``sample_id`` holds only the IDs that occur more than
+    once, in their rows, and nothing elsewhere. Great Expectations leaves missing values out of a column's
+    uniqueness, so this gives the whole column's result (its count and first examples; a missing ID is the null
+    check's)."""
     codes, sizes, _ = _group_sizes(ids)
     repeated = np.flatnonzero((sizes[codes] > 1) & ids.is_valid().to_numpy(zero_copy_only=False))
-    return (pd.DataFrame(index=pd.RangeIndex(len(ids))),
-            pd.DataFrame({"sample_id": ids.take(pa.array(repeated)).to_pylist()}, index=repeated, dtype=object))
+    column = np.full(len(ids), None, dtype=object)
+    column[repeated] = ids.take(pa.array(repeated)).to_pylist()
+    return pd.DataFrame({"sample_id": column})
 
 
 RULES_ALL = {
@@ -246,8 +248,8 @@ def _expectations(gx, columns: list[str], rules: dict[str, str], unknown: str | 
     return found
 
 
-# Expectations that need every row of a set at once, in the order of ``whole_set_frames``; they run on its
-# IDs, the others batch by batch.
+# Expectations that need every row of a set at once; they run on its IDs (``whole_set_frame``), the others batch
+# by batch.
 WHOLE_SET = ("expect_table_row_count_to_equal", "expect_column_values_to_be_unique")
 
 
@@ -323,7 +325,9 @@ def validate_generated(frame: pd.DataFrame, unknown: str, expected_by_category: 
     return ValidationReport(all(o.success for o in outcomes), outcomes)
 
 
-VALIDATION_BATCH = 65_536  # rows checked at a time: the suite's memory does not grow with the release
+# Rows checked at a time, so that the suite's memory does not grow with the release: a row group of the staged
+# Parquet. Each batch pays Great Expectations' fixed ~0.5 s per run, and the real release is one row group.
+VALIDATION_BATCH = PARQUET_ROW_GROUP
 
 
 @dataclass
@@ -367,7 +371,7 @@ def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expe
     """Run the suite on both sample sets; write Data Docs into ``docs_dir`` when given.
 
     First the IDs: the rules that count rows (per fill, per category, the test split within the full
-    set) are computed from them, and row count and unique IDs run on them (``whole_set_frames``). Then
+    set) are computed from them, and row count and unique IDs run on them (``whole_set_frame``). Then
     each set's rows are checked batch by batch, the ID rules handed to each batch as columns, and a
     batch's results are summed into one outcome per expectation. Only a batch of rows is held at a time.
     """
@@ -382,12 +386,9 @@ def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expe
                     for name in sets}
     found: dict[str, list[CheckOutcome]] = {name: [] for name in sets}
     for name in sets:
-        frames = dict(zip(WHOLE_SET, whole_set_frames(ids[name])))
-        for expectation in expectations[name]:
-            if expectation.expectation_type in frames:
-                run = _suite_runner(gx, context, assets[name], f"{name}_samples_{expectation.expectation_type}",
-                                    [expectation])
-                found[name] += _outcomes(name, run(frames[expectation.expectation_type]))
+        run = _suite_runner(gx, context, assets[name], f"{name}_samples_whole_set",
+                            [e for e in expectations[name] if e.expectation_type in WHOLE_SET])
+        found[name] += _outcomes(name, run(whole_set_frame(ids[name])))
     del ids  # from here on, only a batch of rows at a time
     for name, samples in sets.items():
         run = _suite_runner(gx, context, assets[name], f"{name}_samples_batches",

@@ -24,7 +24,7 @@ from core.decisions import Decision
 from core.pipeline_file import STAGES
 from core.profile import Profile
 from tasks.release.checks import ValidationReport
-from tasks.release.hf_layout import TEST_SPLIT, Config, split_sources, write_layout
+from tasks.release.hf_layout import TEST_SPLIT, Config, split_sources
 from tasks.release.twin import evaluate_commands
 from tasks.release.write import lm_eval_task_name
 
@@ -148,17 +148,15 @@ def render_card(profile: Profile, configs: list[Config], facts: dict[str, object
     return f"---\n{metadata}\n---\n\n{body}"
 
 
-def write_dataset_card(folder: Path, profile: Profile, facts: dict[str, object], table1: str,
+def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
                        decisions: list[Decision], validation: ValidationReport | None,
-                       twins: dict[str, dict[str, object]] | None = None) -> list[Config]:
-    """Lay the staged Parquet out by config (``hf_layout``) and write ``README.md``; the configs.
+                       twins: dict[str, dict[str, object]] | None = None) -> None:
+    """Write ``README.md``.
 
-    ``facts``: the manifest's counts and inputs (``tasks.release.assemble.release_facts``). Called once
-    the sample files, Table 1, the decision log and the reports are staged; ``validation``: the suite's result
-    (None when the build skipped it)."""
-    configs = write_layout(folder, profile)
+    ``configs``: the dataset layout ``hf_layout.write_layout`` staged; ``facts``: the manifest's counts and inputs
+    (``tasks.release.assemble.release_facts``). Called once the sample files, Table 1, the decision log, the
+    reports and the layout are staged; ``validation``: the suite's result (None when the build skipped it)."""
     columns = pq.ParquetFile(folder / next(iter(split_sources(profile).values()))).schema_arrow.names
     files = sorted(p.name for p in folder.iterdir() if p.is_file()) + [CARD_NAME]
     card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files), twins)
     (folder / CARD_NAME).write_text(card, encoding="utf-8")
-    return configs
