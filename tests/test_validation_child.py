@@ -74,3 +74,44 @@ def test_a_spare_whose_parent_goes_away_exits_by_itself(no_spares):
     process.stdin.close()
     assert process.wait(timeout=120) == 0
     interrupt.unregister_child(process.pid)
+
+
+LEAN_CHILD = """
+import json
+import sys
+from tasks.release import checks
+sys.meta_path.insert(0, checks._LeanImports())
+import pyarrow.parquet as pq
+frame = checks.staged_frame(pq.read_table(sys.argv[1]))
+report = checks.validate_release(checks.SampleSet.of_frame(frame), checks.SampleSet.of_frame(frame.iloc[:0]),
+                                 sys.argv[2], {})
+print(json.dumps(report.as_json(), sort_keys=True))
+print(*[type(sys.modules.get(name)).__name__ for name in ("altair", "scipy.stats", "sqlalchemy")])
+"""
+
+
+@pytest.mark.subprocess
+def test_the_child_runs_the_suite_without_charts_statistics_or_sql(tmp_path_factory, ko_profile):
+    """The child's lean import (``checks._LeanImports``): the suite gives the result it gives with every library,
+    and altair and scipy.stats were never loaded (deferred), SQLAlchemy never imported (hidden)."""
+    import json
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    from core.paths import PROJECT_ROOT
+    from tasks.release import checks as suite
+
+    folder = built_example(tmp_path_factory, ko_profile)
+    parquet = folder / all_samples_name("KoBBQ").replace(".tsv", ".parquet")
+    frame = suite.staged_frame(pq.read_table(parquet))
+    unknown = ko_profile.release.unknown_expression
+    expected = suite.validate_release(suite.SampleSet.of_frame(frame), suite.SampleSet.of_frame(frame.iloc[:0]),
+                                      unknown, {})
+    done = subprocess.run([sys.executable, "-c", LEAN_CHILD, str(parquet), unknown], capture_output=True, text=True,
+                          timeout=300, cwd=PROJECT_ROOT)
+    assert done.returncode == 0, done.stderr
+    report, modules = done.stdout.splitlines()
+    assert json.loads(report) == expected.as_json() and not expected.success  # a failure's rows and examples too
+    assert modules == "_LazyModule _LazyModule NoneType"
