@@ -37,7 +37,7 @@ from tasks.audit.fates import (AuditLog, Fate, build_audit_log, load_audit_log, 
 from tasks.audit.lineage import display_id
 from core.decisions import Decision, numbers_text
 from core.findings import Finding
-from tasks.release.assemble import ExpandedRelease, write_manifest, write_release_files
+from tasks.release.assemble import ExpandedRelease, ReleaseFiles, write_manifest, write_release_files
 from tasks.release.checks import ValidationReport
 from tasks.release.inputs import BuildInputs
 from tasks.release.table1 import csv_rows
@@ -229,17 +229,22 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     """Every file of a release: the release's own (``tasks.release.assemble.write_release_files``, which takes the
     ``options``), the audit report, then the manifest, once, with the hash of every file. Composed here, above
     the release package, because the report is a view of the finished release."""
-    files = write_release_files(folder, inputs, loaded, findings, release, decisions, **options)
-    log = build_audit_log(folder, files.decisions, files.facts)
-    if release.generated is None:  # a generated release has no test split, the fates' other source of links
-        links = template_links(release.templates)
-        log.fates = {subject: with_link(fate, links.get(subject)) for subject, fate in log.fates.items()}
-    table1 = csv_rows(files.table)
-    report = ReportInputs(table1, files.reports.get(FUNNEL), files.reports.get(VOTES, ""))
-    write_text(folder / REPORT_NAME, render_audit_html(log, inputs.profile, report))
-    manifest = write_manifest(folder, inputs.profile, files.facts)
-    tables = release_tables(log, inputs.profile, table1, files.validation)
-    return WrittenRelease(manifest, tables, release_summary(manifest, tables))
+
+    def audit_and_manifest(files: ReleaseFiles) -> WrittenRelease:
+        """Written while the checks' child writes its Data Docs (the manifest does not hash them)."""
+        log = build_audit_log(folder, files.decisions, files.facts)
+        if release.generated is None:  # a generated release has no test split, the fates' other source of links
+            links = template_links(release.templates)
+            log.fates = {subject: with_link(fate, links.get(subject)) for subject, fate in log.fates.items()}
+        table1 = csv_rows(files.table)
+        report = ReportInputs(table1, files.reports.get(FUNNEL), files.reports.get(VOTES, ""))
+        write_text(folder / REPORT_NAME, render_audit_html(log, inputs.profile, report))
+        manifest = write_manifest(folder, inputs.profile, files.facts)
+        tables = release_tables(log, inputs.profile, table1, files.validation)
+        return WrittenRelease(manifest, tables, release_summary(manifest, tables))
+
+    return write_release_files(folder, inputs, loaded, findings, release, decisions, then=audit_and_manifest,
+                               **options)
 
 
 def release_tables(log: AuditLog, profile: Profile, table1: list[dict[str, str]],

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -240,25 +241,34 @@ class Checks:
 
 
 @contextmanager
+def running_checks(child: ValidationChild | None, progress: Progress) -> Iterator[Checks]:
+    """The checks running beside the caller's writes, which never outlive the ``with``: when it ends, the child
+    has finished (its Data Docs written); when it fails (a failed write, an error, a signal), the child is ended."""
+    try:
+        yield Checks(child, progress)
+        if child:
+            child.finish()
+    finally:
+        if child:
+            child.stop()
+
+
+@contextmanager
 def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
                  progress: Progress) -> Iterator[Checks]:
     """All samples and the test split as Parquet, TSV and JSONL, checked while written: Parquet first, which the
     checks read while the rest is written. Inside the ``with``, the caller writes more beside the checks and
-    asks for their ``report``; the checks never outlive it (a failed write, an error or a signal ends them).
+    asks for their ``report`` (``running_checks``).
 
     The samples are expanded twice, once for the Parquet files the validation reads and once for the
     others: expanding is ~40x cheaper than writing, and it keeps the validation alongside the writes."""
     write_sample_sets(folder, name, release, ("parquet",))
-    child = start_release_checks(folder, profile, release, name) if validate else None
-    try:
-        checks = Checks(child, progress)
+    with running_checks(start_release_checks(folder, profile, release, name) if validate else None,
+                        progress) as checks:
         interrupt.checkpoint("writing")
         write_sample_sets(folder, name, release, ("tsv", "jsonl"))
         progress("sample files written (Parquet, TSV, JSONL)")
         yield checks
-    finally:
-        if child:
-            child.stop()
 
 
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
@@ -342,8 +352,7 @@ def generated_sample_files(folder: Path, name: str, profile: Profile, release: E
     frame.to_parquet(folder / f"{stem}.parquet", index=False, compression="zstd")
     child = ValidationChild(folder, f"{stem}.parquet", "", profile.release.unknown_expression,
                             samples_by_category(release), generated=True) if validate else None
-    try:
-        checks = Checks(child, progress)
+    with running_checks(child, progress) as checks:
         interrupt.checkpoint("writing")
         records = frame.to_dict("records")
         write_records_jsonl(records, folder / f"{stem}.jsonl")
@@ -352,9 +361,6 @@ def generated_sample_files(folder: Path, name: str, profile: Profile, release: E
                             profile.category_names, fmt.output_columns, fmt.list_columns)
         progress("sample files written (Parquet, JSONL, per-category CSV)")
         yield checks
-    finally:
-        if child:
-            child.stop()
 
 
 @dataclass(frozen=True)
@@ -369,16 +375,26 @@ class ReleaseFiles:
     reports: dict[str, str]  # the earlier stages' reports, as written into the release
 
 
+T = TypeVar("T")
+
+
+def as_written(files: ReleaseFiles) -> ReleaseFiles:
+    """``write_release_files``' default ``then``: the files as written."""
+    return files
+
+
 def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                         release: ExpandedRelease, decisions: list[Decision],
                         reports: dict[str, str] | None = None, validate: bool = True,
-                        parallel: dict[str, Path] | None = None, progress: Progress = _silent) -> ReleaseFiles:
-    """Write every release file but the audit report and the manifest into ``folder``
-    (``tasks.audit.report.write_release_folder`` adds both, from what this returns).
+                        parallel: dict[str, Path] | None = None, progress: Progress = _silent,
+                        then: Callable[[ReleaseFiles], T] = as_written) -> T:  # type: ignore[assignment]
+    """Write every release file but the audit report and the manifest into ``folder``; what ``then`` makes of
+    what was written (``tasks.audit.report.write_release_folder`` writes both there), by default the files.
 
-    ``validate=False`` skips the Great Expectations suite (and its ~5 s import); only tests of
-    other parts use it. ``progress`` receives a line when the sample files are written and when
-    the checks are done.
+    ``then`` runs while the checks' child writes its Data Docs, after its report: the release is complete when
+    this returns. ``validate=False`` skips the Great Expectations suite (and its ~5 s import); only tests of
+    other parts use it. ``progress`` receives a line when the sample files are written and when the checks are
+    done.
     """
     profile = inputs.profile
     name = profile.release.name
@@ -390,14 +406,15 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
                                                             reports or {})
         configs = write_layout(folder, profile)  # it reads the staged Parquet only, so it too runs beside the checks
         validation = checks.report()
-    twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split, progress,
-                                          validate)
-             for twin, path in sorted((parallel or {}).items())}
-    facts = release_facts(inputs, release, table)
-    if twins:
-        facts["parallel_releases"] = twins
-    write_dataset_card(folder, profile, configs, facts, render_markdown(table, name), all_decisions, validation, twins)
-    return ReleaseFiles(facts, table, all_decisions, validation, texts)
+        twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split,
+                                              progress, validate)
+                 for twin, path in sorted((parallel or {}).items())}
+        facts = release_facts(inputs, release, table)
+        if twins:
+            facts["parallel_releases"] = twins
+        write_dataset_card(folder, profile, configs, facts, render_markdown(table, name), all_decisions, validation,
+                           twins)
+        return then(ReleaseFiles(facts, table, all_decisions, validation, texts))
 
 
 def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],

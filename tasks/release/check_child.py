@@ -16,18 +16,37 @@ from __future__ import annotations
 import atexit
 import subprocess
 import sys
+import tempfile
 
 from core import interrupt
 
 WAIT_FOR_JOB = "--wait-for-job"  # the child's one argument: its job comes on stdin
-_spares: list[subprocess.Popen] = []
 
 
-def start_child() -> subprocess.Popen:
+class CheckChild(subprocess.Popen):
+    """A checks' child: its job goes to its stdin, its report line comes on its stdout, and its stderr goes to a
+    temporary file, not a pipe, so that it never waits for the build to read it (the build reads the report
+    line while the child goes on writing its Data Docs)."""
+
+    def __init__(self) -> None:
+        self._errors = tempfile.TemporaryFile()
+        super().__init__([sys.executable, "-m", "tasks.release.checks", WAIT_FOR_JOB], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=self._errors, text=True)
+
+    def errors(self) -> str:
+        """What the child wrote to its stderr (read once it has ended)."""
+        self._errors.seek(0)
+        text = self._errors.read().decode("utf-8", "replace")
+        self._errors.close()
+        return text
+
+
+_spares: list[CheckChild] = []
+
+
+def start_child() -> CheckChild:
     """A new child, importing its library, then waiting for its job."""
-    command = [sys.executable, "-m", "tasks.release.checks", WAIT_FOR_JOB]
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+    process = CheckChild()
     interrupt.register_child(process.pid, "release validation")
     return process
 
@@ -39,7 +58,7 @@ def warm_up(count: int = 1) -> None:
         _spares.append(start_child())
 
 
-def take_child() -> subprocess.Popen:
+def take_child() -> CheckChild:
     """A waiting spare, else a new child."""
     while _spares:
         spare = _spares.pop(0)

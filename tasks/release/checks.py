@@ -336,8 +336,23 @@ def _runner(definition, result_format) -> Callable[[pd.DataFrame], object]:
     return lambda frame: definition.run(batch_parameters={"dataframe": frame}, result_format=result_format)
 
 
+Reported = Callable[[ValidationReport], None]
+
+
+def _unreported(_: ValidationReport) -> None:
+    """No one to report to before the Data Docs (a caller in the same process)."""
+
+
+def _report(report: ValidationReport, context, docs_dir: Path | None, reported: Reported) -> ValidationReport:
+    """The report to ``reported`` first, then the Data Docs (the child's build writes its card meanwhile)."""
+    reported(report)
+    if docs_dir is not None:
+        build_docs(context, docs_dir)
+    return report
+
+
 def validate_generated(frame: pd.DataFrame, unknown: str, expected_by_category: dict[str, int],
-                       docs_dir: Path | None = None) -> ValidationReport:
+                       docs_dir: Path | None = None, reported: Reported = _unreported) -> ValidationReport:
     """The suite of a generated release (one sample set, EsBBQ's columns)."""
     gx, context = _gx_context()
     derived = derived_generated(frame, unknown, expected_by_category)
@@ -347,11 +362,8 @@ def validate_generated(frame: pd.DataFrame, unknown: str, expected_by_category: 
     definition = context.validation_definitions.add(gx.ValidationDefinition(name="all_samples", data=batch,
                                                                             suite=suite))
     result_format = {**RESULT_FORMAT, "unexpected_index_column_names": ["instance_key"]}
-    outcomes = _outcomes("all", _runner(definition, result_format)(derived),
-                         "instance_key")
-    if docs_dir is not None:
-        build_docs(context, docs_dir)
-    return ValidationReport(all(o.success for o in outcomes), outcomes)
+    outcomes = _outcomes("all", _runner(definition, result_format)(derived), "instance_key")
+    return _report(ValidationReport(all(o.success for o in outcomes), outcomes), context, docs_dir, reported)
 
 
 # Rows checked at a time, so that the suite's memory does not grow with the release: a row group of the staged
@@ -396,8 +408,9 @@ class SampleSet:
 
 
 def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expected_by_prefix: dict[str, int],
-                     docs_dir: Path | None = None) -> ValidationReport:
-    """Run the suite on both sample sets; write Data Docs into ``docs_dir`` when given.
+                     docs_dir: Path | None = None, reported: Reported = _unreported) -> ValidationReport:
+    """Run the suite on both sample sets; hand the report to ``reported``, then write Data Docs into ``docs_dir``
+    when given.
 
     First the IDs: the rules that count rows (per fill, per category, the test split within the full
     set) are computed from them, and row count and unique IDs run on them (``whole_set_frame``). Then
@@ -429,9 +442,7 @@ def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expe
             found[name] += _outcomes(name, run(derived[[*batch.columns, *rules[name]]]))
             offset += len(batch)
     outcomes = [o for name in sets for o in _in_order(expectations[name], found[name])]
-    if docs_dir is not None:
-        build_docs(context, docs_dir)
-    return ValidationReport(all(o.success for o in outcomes), outcomes)
+    return _report(ValidationReport(all(o.success for o in outcomes), outcomes), context, docs_dir, reported)
 
 
 def _suite_runner(gx, context, asset, name: str, expectations: list) -> Callable[[pd.DataFrame], object]:
@@ -559,6 +570,7 @@ def write_results(report: ValidationReport, folder: Path) -> None:
     (folder / "validation.md").write_text(summary_markdown(report), encoding="utf-8")
 
 
+REPORTED = "reported"  # the child's line on stdout once validation.json is written; its Data Docs follow
 OS_ERROR_EXIT = 3  # the child met an OSError (a full disk): its last stderr line is ``os_error_line``'s
 
 
@@ -583,7 +595,9 @@ def os_error_from(stderr: str) -> OSError:
 
 class ValidationChild:
     """The suite running in a child process on staged Parquet files, while the build writes the rest: a spare
-    child when one is waiting (``tasks.release.check_child.warm_up``), else a new one."""
+    child when one is waiting (``tasks.release.check_child.warm_up``), else a new one. The child reports (its
+    ``validation.json`` written, a line on its stdout) before it renders its Data Docs, so that the build
+    writes its card, audit report and manifest meanwhile; ``finish`` waits for the Data Docs."""
 
     def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
                  expected_by_prefix: dict[str, int], generated: bool = False) -> None:
@@ -597,15 +611,21 @@ class ValidationChild:
         self.process.stdin.flush()
 
     def result(self) -> ValidationReport:
-        """Wait for the child; the report it wrote to validation.json."""
-        _, stderr = self.process.communicate()
+        """Wait for the child's report: what it wrote to validation.json (its Data Docs may still be coming)."""
+        assert self.process.stdout is not None
+        if self.process.stdout.readline().strip() != REPORTED:  # it ended without reporting: say why
+            self.finish()
+            raise RuntimeError(f"release validation did not report: {self.process.errors().strip()[-2000:]}")
+        return report_from_json(json.loads((self.folder / "validation.json").read_text(encoding="utf-8")))
+
+    def finish(self) -> None:
+        """Wait for the child to end, its Data Docs written; a child that failed raises."""
+        self.process.communicate()
         interrupt.unregister_child(self.process.pid)
-        result = self.folder / "validation.json"
         if self.process.returncode == OS_ERROR_EXIT:  # e.g. a full disk: the command says so in one line
-            raise os_error_from(stderr)
-        if self.process.returncode not in (0, 1) or not result.exists():
-            raise RuntimeError(f"release validation did not run: {stderr.strip()[-2000:]}")
-        return report_from_json(json.loads(result.read_text(encoding="utf-8")))
+            raise os_error_from(self.process.errors())
+        if self.process.returncode not in (0, 1) or not (self.folder / "validation.json").exists():
+            raise RuntimeError(f"release validation did not run: {self.process.errors().strip()[-2000:]}")
 
     def stop(self) -> None:
         """End the child if it still runs (the build failed or stopped while it validated)."""
@@ -651,17 +671,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def validate_folder(args: argparse.Namespace) -> int:
-    """The child's work: validate the staged files, write validation.json/.md; 0 when every check passed."""
+    """The child's work: validate the staged files, write validation.json/.md and report, then write the Data
+    Docs; 0 when every check passed."""
     _return_freed_memory()
     docs = args.folder / "data_docs"
+
+    def reported(report: ValidationReport) -> None:
+        write_results(report, args.folder)
+        print(REPORTED, flush=True)
+
     if args.generated:
         report = validate_generated(pd.read_parquet(args.folder / args.all_parquet), args.unknown,
-                                    json.loads(args.expected), docs_dir=docs)
+                                    json.loads(args.expected), docs_dir=docs, reported=reported)
     else:
         report = validate_release(SampleSet.staged(args.folder / args.all_parquet, args.batch_rows),
                                   SampleSet.staged(args.folder / args.test_parquet, args.batch_rows), args.unknown,
-                                  json.loads(args.expected), docs_dir=docs)
-    write_results(report, args.folder)
+                                  json.loads(args.expected), docs_dir=docs, reported=reported)
     return 0 if report.success else 1
 
 
