@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_runner.py [--runs 3] [--skip-memory] [--k 5]
 
 Printed, each a median of --runs runs in new processes (a noisy 2-core machine: the load average is printed
-with each figure):
+with each figure), after compiling the checkout's modules as installing it would (``compile_checkout``):
 
 1. ``kobbq --help`` against ``python -c "import prefect"`` (goal: at most 0.5x);
 2. the commands that only read, on the real release: ``kobbq status`` of the real pipeline, ``kobbq why`` of a
@@ -11,7 +11,8 @@ with each figure):
    1x ``import prefect``); none of them may import Prefect (checked);
 3. a one-task Prefect flow and the real ``kobbq build --templates ... --force``, each with Prefect's temporary
    API (no server configured) and against one running server (``prefect server start --background`` in a home
-   of its own): goal, the real build at most 2.5x the one-task flow on the same server;
+   of its own), the two commands of a pair run in turn: goal, the real build at most 2.5x the one-task flow on
+   the same server;
 4. the real pipeline's stages (``kobbq build --pipeline templates_raw/real/kobbq_release.toml --force``, on the
    server): seconds per stage, from the build's own progress lines;
 5. peak memory of ``kobbq build --templates`` at 1x and --k times the real templates (``bench_scale``'s
@@ -66,6 +67,28 @@ def timed(command: list[str], env: dict[str, str], runs: int, check: bool = True
         if check and done.returncode != 0:
             raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return statistics.median(times), load()
+
+
+def alternated(first: list[str], second: list[str], env: dict[str, str], runs: int) -> tuple[float, float, str]:
+    """Median wall seconds of two commands run in turn (first, second, first, ...), so that a machine that slows
+    down or speeds up during the runs weighs on both figures of a ratio alike."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        for command, found in zip((first, second), times):
+            start = time.perf_counter()
+            done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+            found.append(time.perf_counter() - start)
+            if done.returncode != 0:
+                raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return statistics.median(times[0]), statistics.median(times[1]), load()
+
+
+def compile_checkout() -> None:
+    """Compile the project's modules, as installing a package does (pip compiles what it installs, Prefect
+    included). A machine with PYTHONDONTWRITEBYTECODE set (this one) never writes them for an editable
+    checkout, so each command would compile its ~150 modules again (~0.5 s) while Prefect's come compiled."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *[str(ROOT / p) for p in ("core", "tasks", "flows",
+                                                                                       "kobbq")]], check=True)
 
 
 def imports_prefect(command: list[str], env: dict[str, str]) -> bool:
@@ -123,6 +146,7 @@ def main() -> int:
     if not REAL_TEMPLATES.exists():
         raise SystemExit(f"the real data is not at {DATA}")
     base_env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    compile_checkout()
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as scratch:
         work = Path(scratch)
         temporary = {**base_env, "PREFECT_HOME": str(work / "temporary-home")}
@@ -157,18 +181,18 @@ def main() -> int:
                 print(f"  {label}: imports Prefect", flush=True)
 
         print("3. flows: temporary API, then one running server")
-        flow = work / "one_task.py"
-        flow.write_text(ONE_TASK_FLOW, encoding="utf-8")
+        flow = [sys.executable, str(work / "one_task.py")]
+        (work / "one_task.py").write_text(ONE_TASK_FLOW, encoding="utf-8")
         forced = [*direct, "--force"]
-        flow_temporary, where = timed([sys.executable, str(flow)], temporary, args.runs)
+        print("  (each pair run in turn; medians)")
+        flow_temporary, seconds, where = alternated(flow, forced, temporary, args.runs)
         show("one-task flow, temporary API", flow_temporary, where)
-        seconds, where = timed(forced, temporary, args.runs)
         show("real kobbq build --templates --force, temporary API", seconds, where, flow_temporary)
         url, on_server = start_server(work / "server-home", base_env)
         try:
-            flow_server, where = timed([sys.executable, str(flow)], on_server, args.runs)
+            subprocess.run(flow, cwd=ROOT, env=on_server, capture_output=True)  # the server's first run is slower
+            flow_server, seconds, where = alternated(flow, forced, on_server, args.runs)
             show(f"one-task flow, server {url}", flow_server, where)
-            seconds, where = timed(forced, on_server, args.runs)
             show("real kobbq build --templates --force, same server", seconds, where, flow_server, 2.5)
 
             print("4. the real pipeline's stages (--force, on the server)")

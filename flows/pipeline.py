@@ -106,7 +106,7 @@ class PipelineResult:
 def run_plan(plan: Plan) -> PipelineResult:
     """Every stage of the plan in order, until one waits or fails. After a stage runs, the stages after it are
     checked again (their inputs may be what it has just written)."""
-    ctx, checks, index = plan.ctx, plan.to_run(), 0
+    ctx, checks, index = plan.ctx, plan.checks, 0
     while index < len(checks):
         check = checks[index]
         # Opaque: Prefect would otherwise walk the context's contents (every template, the expansion) for futures.
@@ -116,8 +116,8 @@ def run_plan(plan: Plan) -> PipelineResult:
             return PipelineResult(False, check.stage.name, state.message if state else "", None,
                                   failed=status == FAILED)
         if not check.current:
-            later = list(each_stage(ctx, plan.stages[index + 1:], ctx.fingerprints))
-            checks = checks[:index + 1] + plan.forced(later)
+            later = each_stage(ctx, plan.stages[index + 1:], ctx.fingerprints, plan.force)
+            checks = checks[:index + 1] + list(later)
         index += 1
     state = ctx.memo.get(("state", plan.stages[-1].name)) or ctx.state(plan.stages[-1].name)
     counts = state.counts if state else {}

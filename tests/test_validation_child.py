@@ -115,3 +115,19 @@ def test_the_child_runs_the_suite_without_charts_statistics_or_sql(tmp_path_fact
     report, modules = done.stdout.splitlines()
     assert json.loads(report) == expected.as_json() and not expected.success  # a failure's rows and examples too
     assert modules == "_LazyModule _LazyModule NoneType"
+
+
+@pytest.mark.slow
+def test_a_child_that_cannot_report_says_why_in_the_build(tmp_path, no_spares):
+    """A child that ends without its report (here: its Parquet file is not there) is the build's error, raised
+    when the build waits for the report, with the file the child could not read; it is not waited for again."""
+    from tasks.release.checks import ValidationChild
+
+    checks.warm_up()
+    child = ValidationChild(tmp_path, "KoBBQ_all_samples.parquet", "KoBBQ_test_samples.parquet", "unknown",
+                            {"age": 4})
+    with pytest.raises(OSError) as raised:
+        child.result()
+    assert str(tmp_path / "KoBBQ_all_samples.parquet") in str(raised.value)
+    assert child.process.returncode is not None and child.process.pid not in interrupt._children
+    child.stop()  # what the build's with-block does then: nothing left to end

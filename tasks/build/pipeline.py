@@ -13,7 +13,7 @@ before Prefect starts, and what was read is kept for the run (``Context.once``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.fingerprint import content_hash, fingerprint, settings_text
@@ -115,16 +115,18 @@ def output_problem(ctx: Context, state: StageState) -> str | None:
     return None
 
 
-def each_stage(ctx: Context, stages: list[Stage], upstream: dict[str, str] | None = None) -> Iterator[StageCheck]:
+def each_stage(ctx: Context, stages: list[Stage], upstream: dict[str, str] | None = None,
+               force: bool = False) -> Iterator[StageCheck]:
     """The stages in order, each with its fingerprint, recorded state and problem. The caller stops where it
     wants (a stage not current, a stage that waits); a stage's fingerprint is computed once the stages before it
     have run (the walk is lazy), so a flow records what the stage read. ``upstream``: the fingerprints of the
-    stages before ``stages``, when the walk starts in the middle."""
+    stages before ``stages``, when the walk starts in the middle. ``force``: every stage runs, so none has a
+    state to be current by, and what they made is not checked (a release is not hashed only to be rebuilt)."""
     upstream = dict(upstream or {})
     for stage in stages:
         current = stage_fingerprint(ctx, stage, upstream)
         upstream[stage.name] = ctx.fingerprints[stage.name] = current
-        state = ctx.state(stage.name)
+        state = None if force else ctx.state(stage.name)
         problem = None
         if state is not None and state.status == DONE:
             problem = output_problem(ctx, state) or (stage.made(ctx, state.fingerprint) if stage.made else None)
@@ -174,27 +176,20 @@ class Plan:
 
     ctx: Context
     stages: list[Stage]
-    checks: list[StageCheck]
+    checks: list[StageCheck]  # with ``force``, none is current
     force: bool = False  # run every stage, current or not
 
     @classmethod
     def of(cls, ctx: Context, stages: list[Stage], force: bool = False) -> Plan:
         check_order(stages)
-        return cls(ctx, stages, list(each_stage(ctx, stages)), force)
+        return cls(ctx, stages, list(each_stage(ctx, stages, force=force)), force)
 
     @property
     def current(self) -> bool:
-        return not self.force and is_current(self.checks)
+        return is_current(self.checks)
 
     def prepare(self) -> None:
-        prepare(self.ctx, self.to_run())
-
-    def to_run(self) -> list[StageCheck]:
-        """The checks as the flow runs them: with ``force``, none is current."""
-        return self.forced(self.checks)
-
-    def forced(self, checks: list[StageCheck]) -> list[StageCheck]:
-        return [replace(check, state=None) for check in checks] if self.force else checks
+        prepare(self.ctx, self.checks)
 
 
 def templates_plan(templates: Path, out: Path, profile: Profile, name: str | None = None,

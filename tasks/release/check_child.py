@@ -33,12 +33,10 @@ class CheckChild(subprocess.Popen):
         super().__init__([sys.executable, "-m", "tasks.release.checks", WAIT_FOR_JOB], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=self._errors, text=True)
 
-    def errors(self) -> str:
+    def stderr_text(self) -> str:
         """What the child wrote to its stderr (read once it has ended)."""
         self._errors.seek(0)
-        text = self._errors.read().decode("utf-8", "replace")
-        self._errors.close()
-        return text
+        return self._errors.read().decode("utf-8", "replace")
 
 
 _spares: list[CheckChild] = []

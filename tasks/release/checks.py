@@ -615,7 +615,7 @@ class ValidationChild:
         assert self.process.stdout is not None
         if self.process.stdout.readline().strip() != REPORTED:  # it ended without reporting: say why
             self.finish()
-            raise RuntimeError(f"release validation did not report: {self.process.errors().strip()[-2000:]}")
+            raise RuntimeError(f"release validation did not report: {self.process.stderr_text().strip()[-2000:]}")
         return report_from_json(json.loads((self.folder / "validation.json").read_text(encoding="utf-8")))
 
     def finish(self) -> None:
@@ -623,9 +623,9 @@ class ValidationChild:
         self.process.communicate()
         interrupt.unregister_child(self.process.pid)
         if self.process.returncode == OS_ERROR_EXIT:  # e.g. a full disk: the command says so in one line
-            raise os_error_from(self.process.errors())
+            raise os_error_from(self.process.stderr_text())
         if self.process.returncode not in (0, 1) or not (self.folder / "validation.json").exists():
-            raise RuntimeError(f"release validation did not run: {self.process.errors().strip()[-2000:]}")
+            raise RuntimeError(f"release validation did not run: {self.process.stderr_text().strip()[-2000:]}")
 
     def stop(self) -> None:
         """End the child if it still runs (the build failed or stopped while it validated)."""
