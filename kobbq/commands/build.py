@@ -63,7 +63,7 @@ def pipeline_ignores(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.profile is not None:
         profile_file(args.profile)  # an unknown profile is the first thing to say (found without loading it)
-    warm_up()  # the release checks' child imports its library (~5 s) while this command reads its inputs
+    warm_up()  # the release checks' child imports its library (~4 s) while this command reads its inputs
     if args.templates is None and args.survey_results is None:
         ignored = pipeline_ignores(args)
         if ignored:

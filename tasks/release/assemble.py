@@ -392,7 +392,7 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
     what was written (``tasks.audit.report.write_release_folder`` writes both there), by default the files.
 
     ``then`` runs while the checks' child writes its Data Docs, after its report: the release is complete when
-    this returns. ``validate=False`` skips the Great Expectations suite (and its ~5 s import); only tests of
+    this returns. ``validate=False`` skips the Great Expectations suite (and its ~4 s import); only tests of
     other parts use it. ``progress`` receives a line when the sample files are written and when the checks are
     done.
     """

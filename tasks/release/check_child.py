@@ -1,6 +1,6 @@
 """The release checks' child processes, started ahead of their job.
 
-Importing Great Expectations takes about 5 s, the longest single thing a build waits for. A build therefore
+Importing Great Expectations takes about 4 s, the longest single thing a build waits for. A build therefore
 starts the checks' child first (``warm_up``, from ``kobbq build`` before its own imports; a deployment run's
 release stage starts it when it writes the release): the child imports the library while the build reads its
 inputs, starts its flow run and stages the Parquet files, then reads its job

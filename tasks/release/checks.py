@@ -6,13 +6,14 @@ expected to be all true, so Great Expectations reports how many rows break each 
 ``sample_id``s. ``validation.json`` is our own deterministic summary (Great Expectations' raw
 result carries run IDs and times); its Data Docs go to ``data_docs/`` beside it.
 
-Great Expectations takes ~5 s to import and ~130 MB, so the build runs the suite in a child
-process (``python -m tasks.release.checks --wait-for-job``) on the Parquet files it has just staged:
+Great Expectations takes ~4 s to import (``_LeanImports``) and ~130 MB, so the build runs the suite in a
+child process (``python -m tasks.release.checks --wait-for-job``) on the Parquet files it has just staged:
 the check sees exactly what will be published, and the build's peak memory stays low. The child is
 started ahead (``tasks.release.check_child``), imports the library while the build goes on, and then
 reads its arguments (``FOLDER ALL TEST --unknown ...``) from one line of stdin. The child
 reads those files a batch of rows at a time (``validate_release``), so its memory does not grow
-with the release either.
+with the release either. It writes ``validation.json``, says so on its stdout (``REPORTED``), then
+writes the Data Docs while the build writes its card, audit report and manifest.
 """
 
 from __future__ import annotations
@@ -307,7 +308,7 @@ class _LeanImports(importlib.abc.MetaPathFinder):
 
 
 def _import_gx():
-    """Great Expectations, imported quietly (its analytics off, its INFO lines silenced): the ~5 s of a child's
+    """Great Expectations, imported quietly (its analytics off, its INFO lines silenced): the ~4 s of a child's
     start-up, which a spare child spends before its job comes (``warm_up``)."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
