@@ -57,30 +57,26 @@ def load() -> str:
     return "load %.1f" % os.getloadavg()[0]
 
 
-def timed(command: list[str], env: dict[str, str], runs: int, check: bool = True) -> tuple[float, str]:
+def wall(command: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of one run of ``command``, which must succeed."""
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def timed(command: list[str], env: dict[str, str], runs: int) -> tuple[float, str]:
     """Median wall seconds of ``command`` over ``runs`` runs, and the load when the last one ended."""
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
-        if check and done.returncode != 0:
-            raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return statistics.median(times), load()
+    return statistics.median(wall(command, env) for _ in range(runs)), load()
 
 
 def alternated(first: list[str], second: list[str], env: dict[str, str], runs: int) -> tuple[float, float, str]:
     """Median wall seconds of two commands run in turn (first, second, first, ...), so that a machine that slows
     down or speeds up during the runs weighs on both figures of a ratio alike."""
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(runs):
-        for command, found in zip((first, second), times):
-            start = time.perf_counter()
-            done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-            found.append(time.perf_counter() - start)
-            if done.returncode != 0:
-                raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return statistics.median(times[0]), statistics.median(times[1]), load()
+    pairs = [(wall(first, env), wall(second, env)) for _ in range(runs)]
+    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs), load()
 
 
 def compile_checkout() -> None:
