@@ -221,6 +221,9 @@ class ParquetRowGroups:
         self.writer.close()  # type: ignore[union-attr]
 
 
+_SEPARATOR = "\x00"  # joins a text column for Arrow to cut (``_arrow_column``); no text of a release holds it
+
+
 def _arrow_column(values: list[object], kind: pa.DataType) -> pa.Array:
     """Text is not converted by pyarrow string by string: its conversion keeps a UTF-8 copy inside every
     (non-ASCII) Python string it reads (CPython caches it there), which would live as long as the strings. A
@@ -235,9 +238,6 @@ def _arrow_column(values: list[object], kind: pa.DataType) -> pa.Array:
     if text is not None and values and text.count(_SEPARATOR) == len(values) - 1:
         return pc.split_pattern(pa.array([text], type=kind), _SEPARATOR)[0].values
     return pa.array([v.encode() if isinstance(v, str) else v for v in values], type=pa.binary()).cast(kind)
-
-
-_SEPARATOR = "\x00"
 
 
 FORMATS = ("tsv", "jsonl", "parquet")
