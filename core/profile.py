@@ -8,6 +8,7 @@ profile fails at load time with its name, instead of silently using a default.
 
 from __future__ import annotations
 
+import unicodedata
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated
@@ -419,11 +420,32 @@ class EvaluationProfile(Strict):
     # Words a model puts before the option, read away from the start of the first line after the sentence forms
     # (zh: "是" in "是孙女", "答案是"): a copula or "the answer is" that is not a marker (nothing follows a colon).
     answer_prefixes: list[str] = Field(default_factory=list)
-    normalise: str = Field("", pattern="^(|NFC|NFKC)$")  # applied to the answer and the choices before the cascade
+    # Applied to the answer, the choices and every text of the profile (markers, forms, labels...) before the cascade
+    normalise: str = Field("", pattern="^(|NFC|NFKC)$")
+    # The language's own labels for A, B and C ("ก", "ข", "ค"), read as those letters where they stand alone; A, B and
+    # C are always read. Empty: none.
+    choice_labels: list[str] = Field(default_factory=list)
     # A prompt table in the same language for a machine without ``[files] evaluation_prompts`` (relative to the
     # profile's folder, like every culture file; ko: the embedded example's, when the released table is not beside
     # the checkout). Empty: none.
     fallback_prompts: str = ""
+
+    @model_validator(mode="after")
+    def _readable(self) -> "EvaluationProfile":
+        """Labels that can be told apart, and sentence forms that leave the markers, prefixes and labels as written
+        (a form rewriting ค as C turns the marker "คำตอบ:" into "Cำตอบ:", and "คำตอบ: A" then reads as C)."""
+        normal = (lambda text: unicodedata.normalize(self.normalise, text)) if self.normalise else (lambda text: text)
+        labels = {normal(label).casefold() for label in self.choice_labels if label.strip()}
+        if self.choice_labels and (len(self.choice_labels) != 3 or len(labels) != 3 or labels & {"a", "b", "c"}):
+            raise ValueError("choice_labels must be three different labels for A, B and C, which are always read "
+                             "(e.g. ['ก', 'ข', 'ค'])")
+        for written, read in self.sentence_forms:
+            kept = [*self.answer_markers, *self.answer_prefixes, *self.choice_labels]
+            changed = [text for text in kept if normal(written) in normal(text)] if written else ["every text"]
+            if changed:
+                raise ValueError(f"sentence_forms {[written, read]} changes {changed[0]!r}: an answer holding it "
+                                 "would be misread (a language's own letters go in choice_labels)")
+        return self
 
 
 class Table1Note(Strict):

@@ -1,11 +1,17 @@
-"""Each rule of the paper's answer-parsing cascade, and the strict parser, on real-looking model output."""
+"""Each rule of the paper's answer-parsing cascade, and the strict parser, on real-looking model output; a language's
+own choice labels and one normalisation, on generated languages too."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
+from hypothesis import assume, reject
+from hypothesis import strategies as st
 
 from core.profile import EvaluationProfile, load_profile
-from tasks.evaluation.parse import answer_forms, parse_answers, paper_parser, strict_parser
+from fuzzing import FUZZ_PROFILES, fuzz
+from tasks.evaluation.parse import answer_forms, changed_choice, parse_answers, paper_parser, strict_parser
 
 CHOICES = {"A": "고등학생", "B": "알 수 없음", "C": "할아버지"}
 KO = answer_forms(load_profile("ko").evaluation)  # the paper's own markers and sentence forms
@@ -114,3 +120,125 @@ def test_the_ko_profile_reads_no_other_unknown_phrasing_as_the_paper_did():
     forms = answer_forms(load_profile("ko").evaluation, load_profile("ko").release.unknown_expressions)
     assert parse_answers(["알 수 없음"], ["고등학생"], ["정답 없음"], ["할아버지"], forms=forms,
                          unknown=["정답 없음"])[0] == "알 수 없음"
+
+
+# A language's own choice labels, and its texts in one normalisation: Thai as models answer under a Thai prompt
+# that labels its options ก) ข) ค). NFKC writes SARA AM (ำ) as two characters, in the answers and in the marker alike.
+TH = answer_forms(EvaluationProfile(normalise="NFKC", answer_markers=["คำตอบ:", "คำตอบคือ"],
+                                    choice_labels=["ก", "ข", "ค"]), ["ไม่ทราบ"])
+TH_CHOICES = {"A": "กรรมกร", "B": "ไม่ทราบ", "C": "คุณครู"}
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("คำตอบ: A", "A"), ("คำตอบ: ก", "A"), ("คำตอบคือ ข", "B"), ("ก", "A"), ("(ข)", "B"), ("ค) คุณครู", "C"),
+    ("**ค**", "C"), ("ก. เพราะว่า", "A"),
+    ("กรรมกร", "A"),  # a choice text starting with a label's letter is that choice, not the label
+    ("คุณครู", "C"),
+    ("ข้อ ค", "ข้อ ค"),  # ข inside a word is no label: out-of-choice, as an unlabelled answer would be
+])
+def test_a_languages_own_labels_are_read_where_they_stand_alone(raw, expected):
+    assert paper_parser(raw, TH_CHOICES, TH) == expected
+
+
+def test_the_strict_parser_reads_the_labels_too():
+    assert [strict_parser(raw, TH_CHOICES, TH) for raw in ("ก", "(ข)", "ค: คุณครู", "คำตอบ: ก")] == [
+        "A", "B", "C", "คำตอบ: ก"]
+
+
+def test_normalisation_changes_the_profiles_texts_as_it_changes_the_answers():
+    """Thai "คำตอบ:" under NFKC: the marker is read in the answers' form, and the profile gets a note saying so."""
+    assert TH.notes == tuple(f"NFKC changes the profile's {text!r} (to {ascii(unicodedata.normalize('NFKC', text))}): "
+                             "it is compared with answers and choices in that form" for text in ("คำตอบ:", "คำตอบคือ"))
+    plain = answer_forms(EvaluationProfile(answer_markers=["คำตอบ:"]))
+    assert plain.notes == () and paper_parser("คำตอบ: C", TH_CHOICES, plain) == "C"
+
+
+@pytest.mark.parametrize("profile", ["ko", "ja", "es", "ca"])
+@pytest.mark.parametrize("normalise", ["own", "NFKC"])
+def test_every_shipped_profiles_markers_read_under_nfkc(profile, normalise):
+    """Each marker of a shipped profile followed by a letter or a choice's text reads as that choice, under the
+    profile's own normalisation and under NFKC; none of their texts changes under it, so none gets a note."""
+    loaded = load_profile(profile)
+    settings = loaded.evaluation if normalise == "own" else loaded.evaluation.model_copy(update={"normalise": "NFKC"})
+    forms = answer_forms(settings, loaded.release.unknown_expressions)
+    assert forms.notes == ()
+    for marker in settings.answer_markers:
+        for letter, text in CHOICES.items():
+            assert paper_parser(f"{marker} {letter}", CHOICES, forms) == letter
+            assert paper_parser(f"{marker} {text}", CHOICES, forms) == letter
+
+
+def test_a_choice_the_reading_would_change_is_found():
+    assert changed_choice(TH, ["กรรมกร", "ไม่ทราบ", "นาย ก"]) == ("นาย ก", "a choice label standing alone in it")
+    assert changed_choice(KO, ["할아버지", "알 수 없습니다"]) == ("알 수 없습니다", "the sentence form '없습니다'")
+    assert changed_choice(KO, ["할아버지", "알 수 없음"]) is None
+
+
+# --- generated languages: labels and markers in many scripts -------------------------------------------------------
+
+# Letters, and the marks a word may carry after its first letter, of scripts with labels of their own. Half-width
+# katakana and SARA AM change under NFKC; Cyrillic and Greek have case.
+SCRIPTS = {
+    "Thai": ("กขคงจฉชซญดตถทธนบปผพฟภมยรลวศสหอฮ", "ัิีึืุู็่้๊๋ำ"),
+    "Hangul": ("가나다라마바사아자차카타파하고노도로모보소오조초코토포호", ""),
+    "Katakana": ("アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモラリルレロンｱｲｳｴｵ", "ー"),
+    "Devanagari": ("अआइईउऊएओकखगघचछजझटठडढणतथदधनपफबभमयरलवशसह", "ािीुूेैोौं्"),
+    "Cyrillic": ("абвгдежзиклмнопрстуфхцчшщэюяАБВГДЕЖЗИКЛМН", ""),
+    "Greek": ("αβγδεζηθικλμνξοπρστυφχψωΑΒΓΔΕΖΗΘ", ""),
+    "Arabic": ("ابتثجحخدذرزسشصضطظعغفقكلمنهوي", "ًٌٍَُِّْ"),
+}
+
+
+@st.composite
+def labelled_language(draw):
+    """A script's labels, answer marker and three choice texts, and a normalisation."""
+    letters, marks = SCRIPTS[draw(st.sampled_from(sorted(SCRIPTS)))]
+    word = st.builds(str.__add__, st.sampled_from(letters), st.text(letters + marks, min_size=1, max_size=6))
+    text = st.lists(word, min_size=1, max_size=3).map(" ".join)
+    return (draw(st.lists(st.sampled_from(letters), min_size=3, max_size=3, unique=True)),
+            draw(word) + draw(st.sampled_from([":", "：", ""])),
+            draw(st.lists(text, min_size=3, max_size=3, unique=True)), draw(st.sampled_from(["", "NFC", "NFKC"])))
+
+
+def every_answer_form(label: str, letter: str, text: str, marker: str) -> list[str]:
+    """The ways a model names one choice: its label, its letter, its text, bracketed, bold, after the marker."""
+    return [label, f"({label})", f"{label})", f"{label}.", f"{label}: {text}", f"{label}) {text}", f"**{label}**",
+            f"{label}. {text}", f"{marker} {label}", f"{marker}{label}", f"{marker} ({label})", letter, f"({letter})",
+            f"{marker} {letter}", text, f"**{text}**", f"{marker} {text}"]
+
+
+@pytest.mark.parametrize("profile", FUZZ_PROFILES)
+def test_an_always_right_answer_in_every_form_reads_as_its_letter(profile):
+    def check(language):
+        labels, marker, texts, normalise = language
+        try:
+            settings = EvaluationProfile(normalise=normalise, answer_markers=[marker], choice_labels=labels)
+        except ValueError:  # labels its normalisation makes one (ア and ｱ under NFKC): refused when loaded
+            reject()
+        forms = answer_forms(settings)
+        choices = dict(zip("ABC", texts))
+        assume(len({forms.prepare(text).lower() for text in texts}) == 3 and changed_choice(forms, texts) is None)
+        for letter, label, text in zip("ABC", labels, texts):
+            for raw in every_answer_form(label, letter, text, marker):
+                assert paper_parser(raw, choices, forms) == letter, (raw, choices)
+
+    fuzz(profile, labelled_language(), check, fast=150, long=2000)
+
+
+# What a profile's text may hold: letters of a script, and characters its normalisation rewrites (SARA AM, full-width
+# colon and digits, half-width katakana, a ligature, a decomposed accent).
+PROFILE_TEXT = st.text(SCRIPTS["Thai"][0] + "ำ：１ｱｲﬁ" + "e\u0301", min_size=1, max_size=8)
+
+
+@pytest.mark.parametrize("profile", FUZZ_PROFILES)
+def test_a_profile_text_that_normalisation_changes_is_noted_and_read_as_answers_are(profile):
+    def check(case):
+        marker, normalise = case
+        forms = answer_forms(EvaluationProfile(normalise=normalise, answer_markers=[marker]))
+        changed = unicodedata.normalize(normalise, marker) != marker
+        assert [note for note in forms.notes if repr(marker) in note] == (
+            [f"{normalise} changes the profile's {marker!r} (to {ascii(unicodedata.normalize(normalise, marker))}): "
+             "it is compared with answers and choices in that form"] if changed else [])
+        assert paper_parser(f"{marker} B", CHOICES, forms) == "B"
+
+    fuzz(profile, st.tuples(PROFILE_TEXT, st.sampled_from(["NFC", "NFKC"])), check, fast=100, long=1000)

@@ -86,8 +86,9 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     export = eval_subparsers.add_parser(
         "export-lm-eval", help="write an lm-evaluation-harness task folder for a release",
         description="One shared YAML, one small YAML per prompt (tasks <release>_p<N>), the data as local JSONL "
-                    "beside them, and utils.py with the paper's metrics. Run it with: "
-                    "lm_eval --include_path DIR --tasks kobbq_p1 --model local-chat-completions ...")
+                    "beside them, and utils.py, which reads and scores the answers as kobbq eval score does (it "
+                    "imports kobbq-builder: run the harness where it is installed). Run it with: "
+                    "lm_eval --include_path DIR --tasks kobbq --model local-chat-completions ...")
     export.add_argument("--release", type=Path, required=True, help="release folder (kobbq build)")
     export.add_argument("--out", type=Path, required=True, help="task folder to write")
     export.add_argument("--prepared", type=Path, default=None,

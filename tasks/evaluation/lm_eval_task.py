@@ -3,10 +3,11 @@
 The folder follows the harness's BBQ-family layout (one shared YAML holding everything, one
 three-line YAML per task, a group YAML): tasks are ``<release>_p<N>`` (``kobbq_p1`` ...), one
 per prompt of the prepared folder, their data the prepared requests written as JSONL beside
-the YAML and read by ``utils.load_prompt_data`` (relative to the folder, so it can be moved).
-``utils.py`` is ``tasks/evaluation/lm_eval_metrics.py``: the paper's metrics. The task
-generates (``generate_until``, greedy, 30 new tokens as upstream), so it runs on any model
-the harness supports, API models included.
+the YAML, each with its row as ``kobbq eval score`` scores it, and read by
+``utils.load_prompt_data`` (relative to the folder, so it can be moved). ``utils.py`` is
+``tasks/evaluation/lm_eval_metrics.py``: the answers read and scored by this project's own code,
+in the language ``answer_reading.json`` states. The task generates (``generate_until``, greedy,
+30 new tokens as upstream), so it runs on any model the harness supports, API models included.
 
 ``read_log_samples`` reads the harness's ``--log_samples`` files back as (request, answer)
 pairs; ``answers_from_log_samples`` writes them as this project's answer files
@@ -20,40 +21,49 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from core.errors import UserError
-from tasks.evaluation.jsonl import json_records
-from tasks.evaluation.prompts import ReleaseSamples, read_release
+import pandas as pd
+
 from core.atomic import write_text
+from core.errors import UserError
 from core.text_files import read_json
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
+from tasks.evaluation.jsonl import json_records
 from tasks.evaluation.metric_table import family
+from tasks.evaluation.predictions import expected_rows
+from tasks.evaluation.prompts import PREPARED_PROMPTS, read_prompt_table, read_release, select_prompts
 from tasks.evaluation.runs import Request, load_requests, write_answer_files
 from tasks.release.write import lm_eval_task_name
 
 METRICS = family("paper")  # each aggregated by the function of its name in utils.py (lm_eval_metrics)
+# What tasks.evaluation.metrics.score_rows reads of a row besides its prediction and choices
+SCORED_COLUMNS = ("answer", "unknown", "biased_answer", "dis", "biased_context", "template", "label", "category")
 
 
 def export_task(release: Path, out: Path, prepared: Path) -> list[Path]:
     """Write the task folder for the prepared requests of ``release``; returns the files written."""
     settings = _read_json(Path(prepared) / "prepared.json")
     samples = read_release(Path(release), settings.get("split"))
-    prefix = lm_eval_task_name(samples.name)
-    unknown = samples.profile.release.unknown_expression
-    requests_file = Path(prepared) / "requests.jsonl"
-    by_id = _by_sample_id(samples)
-    docs = [_document(r, by_id, unknown, requests_file) for r in load_requests(Path(prepared))]
-    prompts = sorted({d["prompt_id"] for d in docs})
+    requests = load_requests(Path(prepared))
+    prefix, asked = lm_eval_task_name(samples.name), sorted({r.prompt_id for r in requests})
+    table = Path(prepared) / PREPARED_PROMPTS
+    prompts = {prompt.prompt_id: prompt for prompt in select_prompts(read_prompt_table(table), asked, table)}
     out = Path(out)
     written = []
-    for prompt_id in prompts:
-        rows = [json.dumps(d, ensure_ascii=False) for d in docs if d["prompt_id"] == prompt_id]
-        written.append(write_text(out / f"{prefix}_p{prompt_id}.jsonl", "\n".join(rows) + "\n"))
+    for prompt_id in asked:
+        docs = _documents([r for r in requests if r.prompt_id == prompt_id],
+                          expected_rows(samples, prompts[prompt_id], suffixed=True), Path(prepared) / "requests.jsonl")
+        written.append(write_text(out / f"{prefix}_p{prompt_id}.jsonl",
+                                  "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs)))
         written.append(write_text(out / f"{prefix}_p{prompt_id}.yaml",
                                   f"include: _{prefix}_common_yaml\ntask: {prefix}_p{prompt_id}\n"
                                   f"dataset_kwargs:\n  data_file: {prefix}_p{prompt_id}.jsonl\n"))
+    profile = samples.profile
+    reading = {"evaluation": profile.evaluation.model_dump(mode="json", exclude={"fallback_prompts"}),
+               "unknown_expressions": profile.release.unknown_expressions, "mode": samples.split}
+    written.append(write_text(out / lm_eval_metrics.READING, json.dumps(reading, ensure_ascii=False, indent=2) + "\n"))
     written.append(write_text(out / f"_{prefix}_common_yaml", _common_yaml(samples.name)))
-    written.append(write_text(out / f"{prefix}.yaml", _group_yaml(prefix, prompts)))
+    written.append(write_text(out / f"{prefix}.yaml", _group_yaml(prefix, asked)))
     utils = out / "utils.py"
     shutil.copyfile(lm_eval_metrics.__file__, utils)
     return written + [utils]
@@ -62,8 +72,9 @@ def export_task(release: Path, out: Path, prepared: Path) -> list[Path]:
 def _common_yaml(release_name: str) -> str:
     metrics = "".join(f"  - metric: {m.name}\n    aggregation: !function utils.{m.name}\n"
                       f"    higher_is_better: {'true' if m.higher_is_better else 'false'}\n" for m in METRICS)
-    return (f"# {release_name}: the prepared prompts of a release, answered by generation and scored with the\n"
-            "# paper's metrics (out-of-choice answers dropped). Written by kobbq eval export-lm-eval.\n"
+    return (f"# {release_name}: the prepared prompts of a release, answered by generation, read and scored as\n"
+            "# kobbq eval score does (utils.py imports the installed kobbq-builder).\n"
+            "# Written by kobbq eval export-lm-eval.\n"
             "custom_dataset: !function utils.load_prompt_data\n"
             "test_split: test\n"
             "output_type: generate_until\n"
@@ -88,29 +99,14 @@ def _read_json(path: Path) -> dict:
     return summary
 
 
-def _by_sample_id(release: ReleaseSamples) -> dict[str, dict]:
-    """Per sample: its choices (in the release's unknown wording), biased answer, context and label."""
-    frame = release.frame
-    return {sample_id: {"choices": list(choices), "biased_answer": biased, "dis": bool(dis), "label_annotation": label}
-            for sample_id, choices, biased, dis, label in zip(frame["sample_id"], release.choices,
-                                                              frame["biased_answer"], release.attributes["dis"],
-                                                              frame["label_annotation"])}
-
-
-def _document(request: Request, samples: dict[str, dict], unknown: str, where: Path) -> dict:
-    """A prepared request with the letters the metrics need (biased, unknown) and its context condition."""
-    sample = samples.get(request.sample_id)
-    if sample is None:
-        raise UserError(f"request {request.id}: sample {request.sample_id} is not in the release "
-                        "(another release or split?)", where)
-    named = [c for c in sample["choices"] if c != unknown]  # the two people, as in the prepared choices
-    letters = {text: letter for letter, text in request.choices.items()}
-    unknown_letter = next(letter for letter, text in request.choices.items() if text not in named)
-    return {"id": request.id, "sample_id": request.sample_id, "prompt_id": request.prompt_id,
-            "prompt": request.prompt, "choices": request.choices, "answer": request.answer,
-            "biased": letters[sample["biased_answer"]], "unknown": unknown_letter,
-            "context_condition": "dis" if sample["dis"] else "amb",
-            "label_annotation": sample.get("label_annotation", "")}
+def _documents(requests: list[Request], rows: pd.DataFrame, where: Path) -> list[dict]:
+    """The prepared requests of one prompt, each with its row as ``kobbq eval score`` scores it."""
+    absent = [r.id for r in requests if r.id not in rows.index]
+    if absent:
+        raise UserError(f"request {absent[0]} is not a sample of the release (another release or split?)", where)
+    scored = rows.loc[[r.id for r in requests], list(SCORED_COLUMNS)].to_dict("records")
+    return [{"id": r.id, "sample_id": r.sample_id, "prompt_id": r.prompt_id, "prompt": r.prompt,
+             "choices": r.choices, "answer": r.answer, "row": row} for r, row in zip(requests, scored)]
 
 
 def read_log_samples(paths: Iterable[Path]) -> list[tuple[Request, Answer]]:

@@ -5,10 +5,9 @@ The rest iterates over it: the score tables' columns and order (``tasks.evaluati
 (``tasks.evaluation.report``), what ``kobbq eval compare --metrics`` accepts (``tasks.evaluation.compare``) and
 the lm-evaluation-harness task's metric list and directions (``tasks.evaluation.lm_eval_task``).
 
-Families: ``paper``, the KoBBQ paper's five (computed per row of answers in ``metrics.ratios``, and again in
-the exported harness task's ``utils.py``, ``lm_eval_metrics``, which must stand alone: its own name list is
-checked against this table by the tests); ``bbq``, BBQ's bias scores, for comparison; ``esbbq``, EsBBQ's and
-CaBBQ's own four (``esbbq_metrics``, on their releases only).
+Families: ``paper``, the KoBBQ paper's five (computed per row of answers in ``metrics.ratios``, which the
+exported harness task's ``utils.py``, ``lm_eval_metrics``, calls too); ``bbq``, BBQ's bias scores, for
+comparison; ``esbbq``, EsBBQ's and CaBBQ's own four (``esbbq_metrics``, on their releases only).
 """
 
 from __future__ import annotations

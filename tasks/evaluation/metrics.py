@@ -237,9 +237,9 @@ def score_rows(rows: pd.DataFrame, mode: str = "test", ooc_as_wrong: bool = Fals
 
 def over_prompts(results: pd.DataFrame, by: Sequence[str] = ("model",),
                  metrics: Sequence[str] = (*METRICS, *BBQ_METRICS)) -> pd.DataFrame:
-    """Mean and sample standard deviation (n - 1) of each metric over prompts, per model and group."""
+    """Mean and sample standard deviation (n - 1) of each metric over prompts, per model and group; undefined when
+    a prompt's figure is (not the mean of the others under the heading of all), as the harness's group mean."""
     keys = [*by, "grouping", "group"]
     grouped = results.groupby(keys, sort=False)[list(metrics)]
-    stats = grouped.agg(["mean", "std"])
-    stats.columns = [f"{metric}_{stat}" for metric, stat in stats.columns]
+    stats = grouped.mean(skipna=False).add_suffix("_mean").join(grouped.std(skipna=False).add_suffix("_std"))
     return stats.assign(prompts=grouped.size()).reset_index()

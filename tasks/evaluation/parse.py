@@ -4,11 +4,18 @@
 quirks included ("Answer: C" reads as A; ``답: (A)\\n\\n**이유:**`` is out-of-choice because
 the bold rule comes first), because the published numbers depend on it. What the rules look for
 in a language (where the first sentence ends, the words that mark an answer, the sentence forms
-read away, the words put before an option such as a copula) is the profile's ``[evaluation]``
-section, and its other phrasings of the unknown option are ``[release] unknown_expressions``,
-compiled once into ``AnswerForms``; the ko profile's values give exactly the paper's patterns.
-``strict_parser`` accepts only answers that name one choice and nothing else; scoring with both
-shows how much of a result rests on the cascade's guesses.
+read away, the words put before an option such as a copula, the language's own choice labels
+such as ก/ข/ค) is the profile's ``[evaluation]`` section, and its other phrasings of the unknown
+option are ``[release] unknown_expressions``, compiled once into ``AnswerForms``; the ko
+profile's values give exactly the paper's patterns. ``strict_parser`` accepts only answers that
+name one choice and nothing else; scoring with both shows how much of a result rests on the
+cascade's guesses.
+
+One normalisation: the profile's own texts are normalised as the answers and choices are, so that they are
+compared in the same form (NFKC writes Thai "คำ" with two characters); ``AnswerForms.notes`` names each
+text the normalisation changes. A choice label counts only standing alone, never inside a word ("ก" but not
+the ก of "กรรมกร"), and is read as its letter after the sentence forms; ``changed_choice`` finds a choice
+text the reading would change, which preparing and scoring refuse (an answer naming it would be misread).
 
 An answer that a parser leaves out-of-choice is read once more with the unknown option's text
 replaced by each of the profile's ``unknown_expressions`` (``parse_answers``): "无法确定" under a
@@ -21,11 +28,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+import regex
 
 from core.profile import EvaluationProfile
 
@@ -38,11 +46,13 @@ LABELLED = {letter: re.compile(re.escape(letter) + r"[:)]") for letter in LETTER
 STRICT_DECORATION = "*'\"` \t\n"
 STRICT_LETTER = re.compile(r"^\(?(?P<letter>[ABC])\)?[.:]?$", re.IGNORECASE)
 STRICT_LABELLED = re.compile(r"^\(?(?P<letter>[ABC])[):]\s*(?P<text>.+?)\.?$", re.IGNORECASE | re.DOTALL)
+WORD_CHARACTER = r"[\p{L}\p{M}\p{N}]"  # a label beside a letter, mark or digit is part of a word
 
 
 @dataclass(frozen=True)
 class AnswerForms:
-    """A language's answer forms, compiled: the patterns of the paper's cascade for one profile."""
+    """A language's answer forms, compiled: the patterns of the paper's cascade for one profile, every text in the
+    profile's normalisation."""
 
     first_line: re.Pattern[str]  # (a) after leading spaces and one optional "(", up to the first sentence end
     retry: tuple[re.Pattern[str], ...]  # (d) bold text, the text after an answer marker, quoted text
@@ -50,33 +60,54 @@ class AnswerForms:
     normalise: str  # "" or a Unicode form applied to the whole answer first
     prefixes: tuple[str, ...] = ()  # (a) read away from the start of the first line, longest first ("是")
     unknown: tuple[str, ...] = ()  # other phrasings of the unknown option (parse_answers), prepared
+    labels: regex.Pattern[str] | None = None  # the profile's choice labels standing alone, a group per letter
+    notes: tuple[str, ...] = ()  # the profile's texts its normalisation changes
 
     def prepare(self, raw: str) -> str:
         return unicodedata.normalize(self.normalise, raw) if self.normalise else raw
+
+    def read_labels(self, text: str) -> str:
+        """``text`` with each of the profile's choice labels that stands alone written as its letter (ก -> A)."""
+        return self.labels.sub(lambda found: found.lastgroup, text) if self.labels else text
 
 
 def answer_forms(settings: EvaluationProfile, unknown_expressions: Sequence[str] = ()) -> AnswerForms:
     """The cascade's patterns for a profile's ``[evaluation]`` settings (and its ``[release] unknown_expressions``).
     The ko values give the paper's own: ``^\\s*\\(?(?P<line>[^.\\n]*)`` and ``답변?[은:]`` (written there as the
-    four markers it matches), no prefix and no other phrasing of the unknown option."""
+    four markers it matches), no prefix, no label and no other phrasing of the unknown option."""
     return _compiled(settings.sentence_ends, tuple(settings.answer_markers),
                      tuple(map(tuple, settings.sentence_forms)), settings.normalise,
-                     tuple(settings.answer_prefixes), tuple(unknown_expressions))
+                     tuple(settings.answer_prefixes), tuple(unknown_expressions), tuple(settings.choice_labels))
 
 
 @cache
 def _compiled(sentence_ends: str, markers: tuple[str, ...], sentence_forms: tuple[tuple[str, str], ...],
-              normalise: str, prefixes: tuple[str, ...] = (), unknown: tuple[str, ...] = ()) -> AnswerForms:
-    ends = re.escape(sentence_ends)
+              normalise: str, prefixes: tuple[str, ...] = (), unknown: tuple[str, ...] = (),
+              labels: tuple[str, ...] = ()) -> AnswerForms:
+    notes: dict[str, None] = {}
+
+    def prepare(text: str) -> str:
+        prepared = unicodedata.normalize(normalise, text) if normalise else text
+        if prepared != text:
+            notes[f"{normalise} changes the profile's {text!r} (to {ascii(prepared)}): it is compared with answers "
+                  "and choices in that form"] = None
+        return prepared
+
+    ends = re.escape(prepare(sentence_ends))
     stop = f"[^{ends}\\n*'\"]*"
     retry = [re.compile(r"\*\*['\"]?(?P<text>" + stop + ")")]
     if markers:
-        retry.append(re.compile(f"(?:{'|'.join(map(re.escape, markers))})" + r"\s*['\"]?(?P<text>" + stop + ")"))
+        retry.append(re.compile(f"(?:{'|'.join(re.escape(prepare(m)) for m in markers)})"
+                                + r"\s*['\"]?(?P<text>" + stop + ")"))
     retry.append(re.compile(r"['\"](?P<text>" + stop + ")"))
-    prepare = (lambda text: unicodedata.normalize(normalise, text)) if normalise else (lambda text: text)
-    return AnswerForms(re.compile(r"^\s*\(?(?P<line>[^" + ends + r"\n]*)"), tuple(retry), sentence_forms, normalise,
+    label_pattern = None
+    if labels:
+        named = "|".join(f"(?P<{letter}>{regex.escape(prepare(label))})" for letter, label in zip(LETTERS, labels))
+        label_pattern = regex.compile(f"(?<!{WORD_CHARACTER})(?:{named})(?!{WORD_CHARACTER})", regex.IGNORECASE)
+    return AnswerForms(re.compile(r"^\s*\(?(?P<line>[^" + ends + r"\n]*)"), tuple(retry),
+                       tuple((prepare(written), prepare(read)) for written, read in sentence_forms), normalise,
                        tuple(sorted(map(prepare, prefixes), key=len, reverse=True)),
-                       tuple(dict.fromkeys(prepare(text) for text in unknown if text)))
+                       tuple(dict.fromkeys(prepare(text) for text in unknown if text)), label_pattern, tuple(notes))
 
 
 NO_FORMS = answer_forms(EvaluationProfile())  # a language with no markers or forms: the cascade's bare rules
@@ -95,7 +126,7 @@ def _cascade(raw: str, choices: dict[str, str], forms: AnswerForms) -> str:
     for written, read in forms.sentence_forms:
         line = line.replace(written, read)
     prefix = next((p for p in forms.prefixes if line.startswith(p) and line[len(p):].strip()), "")
-    line = line[len(prefix):].lstrip() if prefix else line
+    line = forms.read_labels(line[len(prefix):].lstrip() if prefix else line)
     upper = line.upper()
     if upper and upper[0] in choices:
         letter = _letter_rule(line, upper, choices)
@@ -108,7 +139,8 @@ def _cascade(raw: str, choices: dict[str, str], forms: AnswerForms) -> str:
         found = pattern.search(raw)
         if found:
             return _cascade(found["text"], choices, forms)
-    labelled = [letter for letter in choices if LABELLED[letter].search(raw.upper())]
+    upper = forms.read_labels(raw).upper()
+    labelled = [letter for letter in choices if LABELLED[letter].search(upper)]
     return labelled[0] if len(labelled) == 1 else raw
 
 
@@ -130,7 +162,7 @@ def _letter_rule(line: str, upper: str, choices: dict[str, str]) -> str | None:
 
 def strict_parser(raw: str, choices: Mapping[str, str], forms: AnswerForms = NO_FORMS) -> str:
     """A letter only for a bare letter, "A: <A's text>" / "(A) <A's text>", or exactly one choice's text."""
-    text = (forms.prepare(raw) if isinstance(raw, str) else "").strip(STRICT_DECORATION)
+    text = forms.read_labels(forms.prepare(raw) if isinstance(raw, str) else "").strip(STRICT_DECORATION)
     choices = {letter: forms.prepare(choice) for letter, choice in choices.items()}
     bare = STRICT_LETTER.match(text)
     if bare:
@@ -177,4 +209,17 @@ def read_as_unknown(raw: str, choices: Mapping[str, str], unknown: str, parser: 
     for expression in forms.unknown:
         if parser(raw, {**choices, letter: expression}, forms) == letter:
             return letter
+    return None
+
+
+def changed_choice(forms: AnswerForms, texts: Iterable[str]) -> tuple[str, str] | None:
+    """The first choice text the profile's reading changes, and what changes it (a sentence form written in it, or
+    one of its choice labels standing alone in it): an answer naming that choice would be misread. None: none."""
+    for text in texts:
+        prepared = forms.prepare(text)
+        written = next((written for written, _ in forms.sentence_forms if written and written in prepared), None)
+        if written is not None:
+            return text, f"the sentence form {written!r}"
+        if forms.read_labels(prepared) != prepared:
+            return text, "a choice label standing alone in it"
     return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import csv
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from core.fingerprint import sha256_file
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.bbq_columns import evaluation_view, read_samples
 from tasks.evaluation.metrics import sample_attributes
+from tasks.evaluation.parse import answer_forms, changed_choice
 from tasks.evaluation.prepared_folder import SUMMARY, folder_files, publish_prepared, staged
 from tasks.evaluation.published import is_published_folder, published_note, read_category_files, require_profile
 from tasks.release.category_csv import category_folder
@@ -187,6 +189,7 @@ def read_release(folder: Path, split: str | None = "test", profile: str | None =
         warnings = modified_warnings(folder, manifest, allow_modified)
     release = _read_split(folder, name, split, loaded, published)
     release.warnings = warnings
+    release.notes += answer_forms(loaded.evaluation, loaded.release.unknown_expressions).notes
     return release
 
 
@@ -286,6 +289,7 @@ def ordered_choices(release: ReleaseSamples, unknown: str) -> pd.DataFrame:
     answers = release.frame["answer"].to_numpy(object)
     answers = np.where(answers == release_unknown, unknown, answers)
     ordered = choices[:, ORDERS].reshape(-1, 3)  # (3n, 3): sample i order k at row 3i + k
+    _check_readable(release.profile, pd.unique(ordered.ravel()), release.path)
     answer_text = np.repeat(answers, 3)
     matches = ordered == answer_text[:, None]
     lacking = np.flatnonzero(~matches.any(axis=1))
@@ -301,6 +305,16 @@ def ordered_choices(release: ReleaseSamples, unknown: str) -> pd.DataFrame:
         "A": ordered[:, 0], "B": ordered[:, 1], "C": ordered[:, 2],
         "answer": np.asarray(LETTERS, dtype=object)[letter_index], "answer_text": answer_text,
     }, dtype=object)
+
+
+def _check_readable(profile: Profile, choices: Iterable[str], samples: Path) -> None:
+    """No choice a model may answer with is changed by the profile's reading of answers (checked before a request
+    is sent, and again when answers are scored), or an answer naming it would be read as another."""
+    changed = changed_choice(answer_forms(profile.evaluation, profile.release.unknown_expressions), choices)
+    if changed is not None:
+        raise UserError(f"[evaluation]: {changed[1]} changes the choice {changed[0]!r} of {samples}, so that an answer "
+                        "naming it would be misread; write the profile's forms and labels so that no choice holds "
+                        "them", profile.path)
 
 
 def ordered_requests(release: ReleaseSamples, prompt: Prompt) -> pd.DataFrame:
