@@ -22,19 +22,22 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from core.errors import UserError
 from core.atomic import write_text
-from core.profile import is_profile_path
-from core.text_files import read_json, read_toml
+from core.profile import ReleaseName, Text, is_profile_path, load_model
+from core.text_files import read_json
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
 DONE, WAITING, FAILED, STALE, NOT_RUN, DAMAGED = "done", "waiting", "failed", "stale", "not run", "damaged"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built when a pipeline is first loaded
+    # strict: a value of another type is an error, not converted; built when a pipeline is first loaded
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 class LabelsSection(_Section):
@@ -71,12 +74,12 @@ class SurveySection(_Section):
 
 
 class PipelineConfig(_Section):
-    profile: str  # a shipped profile's name, or the path of a profile file relative to the pipeline file (required)
-    name: str | None = None  # release folder name (one plain folder name); default: the profile's release name
+    profile: Text  # a shipped profile's name, or the path of a profile file relative to the pipeline file (required)
+    name: ReleaseName | None = None  # release folder name (one plain folder name); default: the profile's release name
     seed: int | None = None
     # "profile": the test split's IDs the profile lists (ko: the official split), else one fill per template row
     # drawn with the seed; "seeded": the seeded draw although the profile lists IDs (tasks/release/test_split.py).
-    test_split: str = Field("profile", pattern="^(profile|seeded)$")
+    test_split: Literal["profile", "seeded"] = "profile"
     labels: LabelsSection = LabelsSection()
     translation: TranslationSection = TranslationSection()
     templates: TemplatesSection = TemplatesSection()
@@ -147,15 +150,7 @@ def check_start_inputs(pipeline: Pipeline) -> None:
 
 
 def load_pipeline(path: Path) -> Pipeline:
-    data = read_toml(path, "pipeline file")
-    if "profile" not in data:
-        raise UserError('names no profile: add a line such as profile = "ja" (a shipped profile) or '
-                        'profile = "xx/xx.toml" (a profile file, relative to the pipeline file)', path)
-    try:
-        return Pipeline(path.resolve(), PipelineConfig.model_validate(data))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise UserError(f"invalid pipeline file: {problems}", path) from None
+    return Pipeline(path.resolve(), load_model(PipelineConfig, path, "pipeline file"))
 
 
 # --- stage state ------------------------------------------------------------------------------
