@@ -24,23 +24,19 @@ from pathlib import Path
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from core.errors import UserError
 from core.atomic import write_text
-from core.profile import ReleaseName, Text, is_profile_path, load_model
+from core.domains import ReleaseName, Strict, Text, load_model
+from core.profile import is_profile_path
 from core.text_files import read_json
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
 DONE, WAITING, FAILED, STALE, NOT_RUN, DAMAGED = "done", "waiting", "failed", "stale", "not run", "damaged"
 
 
-class _Section(BaseModel):
-    # strict: a value of another type is an error, not converted; built when a pipeline is first loaded
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
-
-
-class LabelsSection(_Section):
+class LabelsSection(Strict):
     bbq: str = ""  # folder (or file) of English BBQ templates
     annotations: list[str] = []  # annotator workbooks or CSVs (glob patterns); optional
     consensus: str = ""  # final label per BBQ template
@@ -48,7 +44,7 @@ class LabelsSection(_Section):
     reference: str = ""  # real-data mode: a released KoBBQ template file whose BBQ links give the labels
 
 
-class TranslationSection(_Section):
+class TranslationSection(Strict):
     cache: str = ""  # a recorded translation cache to start from (copied into the work folder)
     glossary: str = ""  # a glossary CSV (source,target,note) instead of the profile's
     returned: str = ""  # folder where the translator's returned workbooks are put
@@ -56,7 +52,7 @@ class TranslationSection(_Section):
     reference: str = ""  # real-data mode: a released KoBBQ template file taken as the post-edit
 
 
-class TemplatesSection(_Section):
+class TemplatesSection(Strict):
     # A template file (KoBBQ TSV, or the profile's workbook folder) ready for the survey and the release: the
     # pipeline starts there (what `kobbq build --templates FILE` makes from its arguments).
     file: str = ""
@@ -65,7 +61,7 @@ class TemplatesSection(_Section):
     corrections: str = ""
 
 
-class SurveySection(_Section):
+class SurveySection(Strict):
     results: str = ""
     reading: str = ""
     overrides: str = ""
@@ -73,7 +69,7 @@ class SurveySection(_Section):
     allow_unmatched: bool = False  # results that match no template: an error unless the templates are survivors
 
 
-class PipelineConfig(_Section):
+class PipelineConfig(Strict):
     profile: Text  # a shipped profile's name, or the path of a profile file relative to the pipeline file (required)
     name: ReleaseName | None = None  # release folder name (one plain folder name); default: the profile's release name
     seed: int | None = None

@@ -2,113 +2,27 @@
 
 A new culture is a new folder, not new code: ``core/profiles/<name>/`` holds the profile
 ``<name>.toml`` and the files it names in ``[files]`` (survey wording and group lists, glossary,
-corrections), found relative to that folder. Unknown keys are rejected so that a typo in a
-profile fails at load time with its name, instead of silently using a default.
+corrections), found relative to that folder. Every value is checked against its domain (``core.domains``) when the
+profile loads, and an unknown key is refused, so that a typo or a value out of range fails with its key at load time
+instead of silently changing the release.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
-import math
 import re
 import typing
-from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, \
-    WithJsonSchema, model_validator
-from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
+from pydantic import Field, PrivateAttr, model_validator
 
+from core.domains import (CharacterClass, Count, ExactNumber, LanguageCode, Name, Pair, Regex, ReleaseName, ScriptName,
+                          Separator, Strict, Text, among, check_regex, load_model, references_outside, refuse)
 from core.errors import UserError
 from core.paths import PROFILE_DIR
-from core.release_name import check_release_name
-from core.text_files import read_toml
 
 DEFAULT_PROFILE = "ko"  # the profile of a command, a pipeline file or a flow that names none
-
-# --- domains: each said once, as a type whose schema the reference shows and the fuzzing suite leaves --------------
-
-
-def _exact(value: object) -> object:
-    """A float cut-off (0.6667) is the fraction it rounds (6667/10000), not its binary value; true is no number.
-    Strings ("2/3") and integers are read exactly by pydantic's Fraction."""
-    if isinstance(value, bool):
-        raise ValueError("must be a number or a fraction such as '2/3', not true or false")
-    return Fraction(value).limit_denominator(10_000) if isinstance(value, float) and math.isfinite(value) else value
-
-
-def _regex(pattern: str) -> str:
-    try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as error:
-        raise ValueError(f"must be a regular expression ({error})") from None
-    return pattern
-
-
-def _character_class(body: str) -> str:
-    _regex(f"[{body}]" if body else "")
-    return body
-
-
-def _script(name: str) -> str:
-    import regex  # the Unicode Script property (re and unicodedata have none)
-
-    try:
-        regex.compile(rf"\p{{Script={name}}}")
-    except regex.error:
-        raise ValueError("must be a Unicode script name (e.g. Hangul, Han, Hiragana, Katakana, Latin, Arabic, "
-                         "Devanagari, Cyrillic)") from None
-    return name
-
-
-def _release_name(name: str) -> str:
-    try:
-        return check_release_name(name)
-    except UserError as error:
-        raise ValueError(error.message) from None
-
-
-def _format(kind: str) -> WithJsonSchema:
-    return WithJsonSchema({"type": "string", "format": kind})
-
-
-# Thresholds such as 2/3 compare exactly; a float 0.6667 would misjudge 200/300.
-ExactNumber = Annotated[Fraction, Field(strict=False), BeforeValidator(_exact)]
-Count = Annotated[int, Field(ge=0)]
-Text = Annotated[str, Field(pattern=r"\S")]  # not blank
-Name = Annotated[str, Field(pattern=r"^\w+$")]  # a plain name: part of a file name or a sample ID
-LanguageCode = Annotated[str, Field(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]+)*$")]  # BCP-47: ko, pt-BR
-Pair = Annotated[tuple[Text, str], Field(strict=False)]  # TOML writes a pair as a list
-Separator = Annotated[str, Field(pattern=r"^[^\s\[\]:;]+$")]  # no space, and none of the slot syntax's "[]:;"
-Regex = Annotated[str, AfterValidator(_regex), _format("regex")]
-CharacterClass = Annotated[str, AfterValidator(_character_class), _format("character-class")]  # "가-힣"
-ScriptName = Annotated[str, AfterValidator(_script), _format("unicode-script")]
-ReleaseName = Annotated[str, AfterValidator(_release_name), _format("folder-name")]
-
-
-def among(path: str) -> dict[str, str]:
-    """A field whose value, each item or each key must be one of the profile's values at ``path``
-    (``templates.versions``, ``categories.name``): said in the schema, checked when a profile is loaded."""
-    return {"among": path}
-
-
-def refuse(problems: list[tuple[tuple[str | int, ...], object, str]]) -> None:
-    """Raise every (key, value, what it must be) at its own key, so that the error names it (a validator of a table
-    is otherwise reported at the table)."""
-    if problems:
-        raise ValidationError.from_exception_data("profile", [
-            InitErrorDetails(type=PydanticCustomError("domain", "{says}", {"says": says}), loc=key, input=value)
-            for key, value, says in problems])
-
-
-class Strict(BaseModel):
-    # strict: a TOML value of another type (true for a count, 1 for a flag) is an error, not converted.
-    # defer_build: the validators are made when a profile is first loaded, not when a command only imports this
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
-
 
 class PaperCounts(Strict):
     """One category's row of the paper's Table 1, used only for side-by-side reports.
@@ -187,7 +101,7 @@ class TextFix(Strict):
         """Checked when the profile loads: a pattern or a group reference that fails would fail mid-build."""
         if not self.literal:
             try:
-                re.compile(_regex(self.pattern)).sub(self.replace, "")  # a replacement is compiled before matching
+                re.compile(check_regex(self.pattern)).sub(self.replace, "")  # a replacement is compiled before matching
             except ValueError as error:
                 refuse([(("pattern",), self.pattern, str(error))])
             except re.error as error:
@@ -562,7 +476,7 @@ class Profile(Strict):
     @model_validator(mode="after")
     def _references(self) -> "Profile":
         """Every key marked ``among`` names what exists; categories' names and sample prefixes are their own."""
-        problems = list(_outside(self, self))
+        problems = list(references_outside(self, self))
         for key in ("name", "sample_prefix"):
             values = [getattr(c, key) for c in self.categories]
             problems += [(("categories", i, key), value, "must be unique (an earlier category has it)")
@@ -606,30 +520,6 @@ class Profile(Strict):
         """``file(role)`` when the culture has that file, else None (a culture without corrections)."""
         path = self.file(role)
         return path if path.exists() else None
-
-
-def _values_at(model: BaseModel, path: str) -> list[object]:
-    """The values at a dotted path, through lists (``categories.name``: every category's name) and absent tables."""
-    found: list[object] = [model]
-    for step in path.split("."):
-        found = [getattr(item, step) for item in found if item is not None]
-        found = [value for item in found for value in (item if isinstance(item, list) else [item])]
-    return found
-
-
-def _outside(model: BaseModel, root: BaseModel, at: tuple[str | int, ...] = ()) -> Iterator[tuple]:
-    """(key, value, what it must be) for every value of a key marked ``among`` that is not among its path's values,
-    in ``model`` and every table it holds."""
-    for name, info in type(model).model_fields.items():
-        value = getattr(model, name)
-        path = info.json_schema_extra.get("among") if isinstance(info.json_schema_extra, dict) else None
-        items = value if isinstance(value, (list, dict)) else [value]
-        if path and (wrong := [item for item in items if item not in _values_at(root, path)]):
-            allowed = ", ".join(map(str, _values_at(root, path))) or "none"
-            yield (*at, name), value, f"{', '.join(map(repr, wrong))}: must be among {path} ({allowed})"
-        for key, child in (value.items() if isinstance(value, dict) else enumerate(items)):
-            if isinstance(child, BaseModel):
-                yield from _outside(child, root, (*at, name, key) if child is not value else (*at, name))
 
 
 def available_profiles() -> list[str]:
@@ -682,55 +572,3 @@ class SurveyOptions(Strict):
 
 def load_survey_options(path: Path) -> SurveyOptions:
     return load_model(SurveyOptions, path, "survey options file")
-
-
-Model = typing.TypeVar("Model", bound=BaseModel)
-
-
-def load_model(model: type[Model], path: Path, what: str) -> Model:
-    """A TOML file read into ``model``."""
-    return validated(model, read_toml(path, what), path)
-
-
-def validated(model: type[Model], data: dict[str, object], path: Path) -> Model:
-    """``data`` of the file ``path`` as ``model``: a value outside its domain, an unknown or a missing key is one
-    error line naming the file and each key."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise UserError("; ".join(_problem(model, error) for error in exc.errors()), path) from None
-
-
-def _problem(model: type[BaseModel], error: ErrorDetails) -> str:
-    """``key = value: must be ...`` (pydantic's own words for its constraints); an unknown key with the closest known
-    one (a typo), or all of them."""
-    key = ".".join(map(str, error["loc"]))
-    if error["type"] == "extra_forbidden":
-        known = list(_table_at(model, error["loc"][:-1]).model_fields)
-        close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1, cutoff=0.6)
-        return f"{key}: unknown key ({f'did you mean {close[0]}?' if close else 'known: ' + ', '.join(known)})"
-    if error["type"] == "missing":
-        return f"{key}: missing (a required key)"
-    says = re.sub(r"^(Value error, |(Input|String|List|Tuple|Dictionary) should |Input (?=is))",
-                  lambda m: "must " if "should" in m[1] else "", error["msg"])
-    value = error["input"]
-    if isinstance(value, dict) or value is None:  # a table: its key names it
-        return f"{key}: {says}" if key else says
-    shown = json.dumps(value, ensure_ascii=False, default=str)
-    return f"{key} = {shown if len(shown) <= 80 else shown[:77] + '...'}: {says}"
-
-
-def _table_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel]:
-    """The model of the table at ``loc`` (an index into a list or a key of a dict of tables stays on its model)."""
-    for step in loc:
-        field = model.model_fields.get(step) if isinstance(step, str) else None
-        inner = models_in(field.annotation) if field is not None else []
-        model = inner[0] if inner else model
-    return model
-
-
-def models_in(annotation: object) -> list[type[BaseModel]]:
-    """The pydantic models an annotation holds (``list[Category]``, ``Pool | None``, ``dict[str, Pool]``)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for argument in typing.get_args(annotation) for m in models_in(argument)]

@@ -23,11 +23,11 @@ import tomli_w
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from core.domains import validated
 from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import PipelineConfig, load_pipeline
-from core.profile import (PROFILE_DIR, Profile, SurveyOptions, available_profiles, load_profile, load_survey_options,
-                          validated)
+from core.profile import PROFILE_DIR, Profile, SurveyOptions, available_profiles, load_profile, load_survey_options
 from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_table, malformed_toml,
                      previous_release, run_in_process, workspace, write)
 
@@ -84,7 +84,8 @@ class FileKind:
 
 KINDS = {
     "profile": FileKind(Profile, load_profile, tuple(PROFILE_DIR / n / f"{n}.toml" for n in available_profiles())),
-    "pipeline": FileKind(PipelineConfig, load_pipeline, tuple(sorted((PROJECT_ROOT / "templates_raw").rglob("*.toml")))),
+    "pipeline": FileKind(PipelineConfig, load_pipeline,
+                         tuple(sorted((PROJECT_ROOT / "templates_raw").rglob("*.toml")))),
     "survey options": FileKind(SurveyOptions, load_survey_options,
                                tuple(sorted(PROFILE_DIR.glob("*/survey/options.toml")))),
 }
@@ -145,7 +146,8 @@ def candidates(prop: dict) -> list[object]:
         if "among" in option:
             found.append([NOT_AMONG] if option.get("type") == "array" else {NOT_AMONG: valid(
                 option["additionalProperties"])} if option.get("type") == "object" else NOT_AMONG)
-        items, values, keys = (option.get(k) or {"$ref": ""} for k in ("items", "additionalProperties", "propertyNames"))
+        items, values, keys = (option.get(k) or {"$ref": ""}
+                               for k in ("items", "additionalProperties", "propertyNames"))
         found += [[bad] for bad in candidates(items)] if "$ref" not in items else []  # a table's keys are its own
         found += [{"k": bad} for bad in candidates(values)] if "$ref" not in values else []
         found += [{bad: "x"} for bad in candidates(keys) if isinstance(bad, str)] if "$ref" not in keys else []
@@ -197,7 +199,8 @@ def depth(data: object, path: tuple) -> int:
 
 BASES = {name: [tomllib.loads(path.read_text(encoding="utf-8")) for path in kind.shipped]
          for name, kind in KINDS.items()}
-KEYS = [(name, path, prop) for name, kind in KINDS.items() for path, prop in schema_keys(kind.model.model_json_schema())]
+KEYS = [(name, path, prop) for name, kind in KINDS.items()
+        for path, prop in schema_keys(kind.model.model_json_schema())]
 
 
 def damaged(kind: str, path: tuple, value: object) -> tuple[dict, str]:

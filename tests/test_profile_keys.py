@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from core.domains import Strict, models_in
 from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, PROJECT_ROOT
 from core.pipeline_file import load_pipeline
-from core.profile import PROFILE_DIR, Profile, Strict, load_profile, load_survey_options, models_in
+from core.profile import PROFILE_DIR, Profile, load_profile, load_survey_options
 
 CODE_FOLDERS = ("core", "tasks", "flows", "kobbq")
 # Calls that read a profile key by its name: Profile.file / existing_file (the [files] roles), getattr.
@@ -161,12 +162,14 @@ def test_a_broken_survey_options_file_fails_when_its_profile_loads(tmp_path):
     (tmp_path / "xx" / "survey" / "options.toml").write_text("no_stereotype = 5\n", encoding="utf-8")
     with pytest.raises(UserError) as error:
         load_profile(tmp_path / "xx" / "xx.toml")
-    assert str(error.value) == f"{tmp_path / 'xx' / 'survey' / 'options.toml'}: no_stereotype = 5: must be a valid string"
+    options = tmp_path / "xx" / "survey" / "options.toml"
+    assert str(error.value) == f"{options}: no_stereotype = 5: must be a valid string"
 
 
 def reference_hook():
     """docs/hooks/reference.py, loaded as MkDocs loads it (a file, not a module of the project)."""
-    spec = importlib.util.spec_from_file_location("docs_reference_hook", PROJECT_ROOT / "docs" / "hooks" / "reference.py")
+    spec = importlib.util.spec_from_file_location("docs_reference_hook",
+                                                  PROJECT_ROOT / "docs" / "hooks" / "reference.py")
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)  # type: ignore[union-attr]
     return hook

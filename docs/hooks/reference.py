@@ -31,8 +31,8 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from core.domains import models_in
 from core.paths import PROJECT_ROOT
-from core.profile import models_in
 
 MARKER = re.compile(r"^( *)<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
 
@@ -211,7 +211,8 @@ def domain(schema: dict) -> str:
     parts = []
     if "enum" in schema:
         parts.append("one of " + ", ".join(f"`{toml_value(v)}`" for v in schema["enum"]))
-    parts += [f"{sign} {Fraction(schema[key]).limit_denominator(1000)}" for key, sign in BOUNDS.items() if key in schema]
+    parts += [f"{sign} {Fraction(schema[key]).limit_denominator(1000)}" for key, sign in BOUNDS.items()
+              if key in schema]
     if "pattern" in schema:
         parts.append(f"matches `{schema['pattern']}`")
     if schema.get("format") in FORMATS:
@@ -224,7 +225,8 @@ def domain(schema: dict) -> str:
     for key, what in (("items", "each"), ("additionalProperties", "each value"), ("propertyNames", "each key")):
         inner = domain(schema[key]) if isinstance(schema.get(key), dict) else ""
         parts += [f"{what}: {inner}"] if inner else []
-    parts += [f"item {i + 1}: {inner}" for i, item in enumerate(schema.get("prefixItems", [])) if (inner := domain(item))]
+    parts += [f"item {i + 1}: {inner}" for i, item in enumerate(schema.get("prefixItems", []))
+              if (inner := domain(item))]
     parts += [inner for option in schema.get("anyOf", []) if (inner := domain(option))]
     return "; ".join(parts)
 
