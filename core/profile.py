@@ -395,7 +395,7 @@ class EvaluationProfile(Strict):
     sentence_forms: list[Pair] = Field(default_factory=list)  # (written, read as), in order
     # Words a model puts before the option, read away from the start of the first line after the sentence forms
     # (zh: "是" in "是孙女", "答案是"): a copula or "the answer is" that is not a marker (nothing follows a colon).
-    answer_prefixes: list[Text] = Field(default_factory=list)
+    answer_prefixes: list[str] = Field(default_factory=list)
     normalise: str = Field("", pattern="^(|NFC|NFKC)$")  # applied to the answer and the choices before the cascade
     # A prompt table in the same language for a machine without ``[files] evaluation_prompts`` (relative to the
     # profile's folder, like every culture file; ko: the embedded example's, when the released table is not beside
