@@ -93,7 +93,7 @@ class TextFix(Strict):
     """One ordered language fix: a regular expression replaced everywhere (e.g. ``de el`` -> ``del``)."""
 
     pattern: str = Field(json_schema_extra={"format": "regex"})
-    replace: str = Field(json_schema_extra={"format": "regex-replacement"})  # its group references (\\1) exist
+    replace: str = Field(json_schema_extra={"format": "regex-replacement"})  # its group references (\1) exist
     literal: bool = False  # pattern is plain text, not a regular expression
 
     @model_validator(mode="after")
