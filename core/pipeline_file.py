@@ -22,22 +22,21 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from typing import Literal
+
+from pydantic import TypeAdapter, ValidationError
 
 from core.errors import UserError
 from core.atomic import write_text
+from core.domains import ReleaseName, Strict, Text, load_model
 from core.profile import is_profile_path
-from core.text_files import read_json, read_toml
+from core.text_files import read_json
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
 DONE, WAITING, FAILED, STALE, NOT_RUN, DAMAGED = "done", "waiting", "failed", "stale", "not run", "damaged"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built when a pipeline is first loaded
-
-
-class LabelsSection(_Section):
+class LabelsSection(Strict):
     bbq: str = ""  # folder (or file) of English BBQ templates
     annotations: list[str] = []  # annotator workbooks or CSVs (glob patterns); optional
     consensus: str = ""  # final label per BBQ template
@@ -45,7 +44,7 @@ class LabelsSection(_Section):
     reference: str = ""  # real-data mode: a released KoBBQ template file whose BBQ links give the labels
 
 
-class TranslationSection(_Section):
+class TranslationSection(Strict):
     cache: str = ""  # a recorded translation cache to start from (copied into the work folder)
     glossary: str = ""  # a glossary CSV (source,target,note) instead of the profile's
     returned: str = ""  # folder where the translator's returned workbooks are put
@@ -53,7 +52,7 @@ class TranslationSection(_Section):
     reference: str = ""  # real-data mode: a released KoBBQ template file taken as the post-edit
 
 
-class TemplatesSection(_Section):
+class TemplatesSection(Strict):
     # A template file (KoBBQ TSV, or the profile's workbook folder) ready for the survey and the release: the
     # pipeline starts there (what `kobbq build --templates FILE` makes from its arguments).
     file: str = ""
@@ -62,7 +61,7 @@ class TemplatesSection(_Section):
     corrections: str = ""
 
 
-class SurveySection(_Section):
+class SurveySection(Strict):
     results: str = ""
     reading: str = ""
     overrides: str = ""
@@ -70,13 +69,13 @@ class SurveySection(_Section):
     allow_unmatched: bool = False  # results that match no template: an error unless the templates are survivors
 
 
-class PipelineConfig(_Section):
-    profile: str  # a shipped profile's name, or the path of a profile file relative to the pipeline file (required)
-    name: str | None = None  # release folder name (one plain folder name); default: the profile's release name
+class PipelineConfig(Strict):
+    profile: Text  # a shipped profile's name, or the path of a profile file relative to the pipeline file (required)
+    name: ReleaseName | None = None  # release folder name (one plain folder name); default: the profile's release name
     seed: int | None = None
     # "profile": the test split's IDs the profile lists (ko: the official split), else one fill per template row
     # drawn with the seed; "seeded": the seeded draw although the profile lists IDs (tasks/release/test_split.py).
-    test_split: str = Field("profile", pattern="^(profile|seeded)$")
+    test_split: Literal["profile", "seeded"] = "profile"
     labels: LabelsSection = LabelsSection()
     translation: TranslationSection = TranslationSection()
     templates: TemplatesSection = TemplatesSection()
@@ -147,15 +146,7 @@ def check_start_inputs(pipeline: Pipeline) -> None:
 
 
 def load_pipeline(path: Path) -> Pipeline:
-    data = read_toml(path, "pipeline file")
-    if "profile" not in data:
-        raise UserError('names no profile: add a line such as profile = "ja" (a shipped profile) or '
-                        'profile = "xx/xx.toml" (a profile file, relative to the pipeline file)', path)
-    try:
-        return Pipeline(path.resolve(), PipelineConfig.model_validate(data))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise UserError(f"invalid pipeline file: {problems}", path) from None
+    return Pipeline(path.resolve(), load_model(PipelineConfig, path, "pipeline file"))
 
 
 # --- stage state ------------------------------------------------------------------------------

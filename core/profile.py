@@ -2,44 +2,28 @@
 
 A new culture is a new folder, not new code: ``core/profiles/<name>/`` holds the profile
 ``<name>.toml`` and the files it names in ``[files]`` (survey wording and group lists, glossary,
-corrections), found relative to that folder. Unknown keys are rejected so that a typo in a
-profile fails at load time with its name, instead of silently using a default.
+corrections), found relative to that folder. Every value is checked against its domain (``core.domains``) when the
+profile loads, and an unknown key is refused, so that a typo or a value out of range fails with its key at load time
+instead of silently changing the release.
 """
 
 from __future__ import annotations
 
+import re
+import typing
 import unicodedata
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated
+from typing import Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
+from core.domains import (CharacterClass, Count, ExactNumber, LanguageCode, Name, Pair, Regex, ReleaseName, ScriptName,
+                          Separator, Strict, Text, among, check_regex, load_model, references_outside, refuse)
 from core.errors import UserError
 from core.paths import PROFILE_DIR
-from core.text_files import read_toml
 
 DEFAULT_PROFILE = "ko"  # the profile of a command, a pipeline file or a flow that names none
-
-
-def _to_fraction(value: object) -> Fraction:
-    """Thresholds such as 2/3 must compare exactly; a float 0.6667 would misjudge 200/300."""
-    if isinstance(value, Fraction):
-        return value
-    if isinstance(value, (int, str)):
-        return Fraction(value)
-    if isinstance(value, float):
-        return Fraction(value).limit_denominator(10_000)
-    raise ValueError(f"expected a number or a fraction such as '2/3', got {value!r}")
-
-
-ExactNumber = Annotated[Fraction, BeforeValidator(_to_fraction)]
-
-
-class Strict(BaseModel):
-    # defer_build: the validators are made when a profile is first loaded, not when a command only imports this
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, defer_build=True)
-
 
 class PaperCounts(Strict):
     """One category's row of the paper's Table 1, used only for side-by-side reports.
@@ -47,19 +31,19 @@ class PaperCounts(Strict):
     A paper that does not report a column (EsBBQ reports templates and instances only) leaves it out.
     """
 
-    sr: int | None = None
-    tm: int | None = None
-    st: int | None = None
-    nc: int | None = None
-    templates_before: int | None = None
-    templates_after: int
-    samples: int
+    sr: Count | None = None
+    tm: Count | None = None
+    st: Count | None = None
+    nc: Count | None = None
+    templates_before: Count | None = None
+    templates_after: Count
+    samples: Count
 
 
 class Category(Strict):
-    name: str  # as written in the template files' Category column
-    sample_prefix: str  # first part of a sample_id
-    display: str  # human-readable name for reports
+    name: Name  # as written in the template files' Category column
+    sample_prefix: Name  # first part of a sample_id
+    display: Text  # human-readable name for reports
     bbq_categories: list[str] = Field(default_factory=list)  # English BBQ files that feed it
     paper: PaperCounts | None = None
 
@@ -73,9 +57,9 @@ class Condition(Strict):
     ``in``; ``=?`` is ``=`` that holds for every candidate when the reference is empty.
     """
 
-    field: str
-    op: str = Field(pattern=r"^(=|!=|in|=\?)$")
-    ref: str
+    field: Text
+    op: Literal["=", "!=", "in", "=?"]
+    ref: str = Field(pattern=r"^('.*'|targets|stated_gender|vocabulary:[^=]+=.*|\w+\.\w+)$")
 
 
 class Pool(Strict):
@@ -86,7 +70,7 @@ class Pool(Strict):
     ``proper_names``. ``otherwise`` is used when this query gives no candidates.
     """
 
-    source: str
+    source: str = Field(pattern=r"^(targets|vocabulary|proper_names|column:.+)$")
     where: list[Condition] = Field(default_factory=list)
     info: str = ""  # e.g. "{gender}, {ethnicity}"; empty: the info column, else the bare value
     distinct: bool = False
@@ -109,19 +93,32 @@ class PoolRule(Strict):
 class TextFix(Strict):
     """One ordered language fix: a regular expression replaced everywhere (e.g. ``de el`` -> ``del``)."""
 
-    pattern: str
-    replace: str
+    pattern: str = Field(json_schema_extra={"format": "regex"})
+    replace: str = Field(json_schema_extra={"format": "regex-replacement"})  # its group references (\1) exist
     literal: bool = False  # pattern is plain text, not a regular expression
+
+    @model_validator(mode="after")
+    def _compiles(self) -> "TextFix":
+        """Checked when the profile loads: a pattern or a group reference that fails would fail mid-build."""
+        if not self.literal:
+            try:
+                re.compile(check_regex(self.pattern)).sub(self.replace, "")  # a replacement is compiled before matching
+            except ValueError as error:
+                refuse([(("pattern",), self.pattern, str(error))])
+            except re.error as error:
+                refuse([(("replace",), self.replace, f"must refer only to the pattern's groups ({error})")])
+        return self
 
 
 class Flip(Strict):
     """One generated variant of a template row: the text fields in which the two people swap."""
 
-    name: str
-    swap: list[str] = Field(default_factory=list)
+    name: Text
+    swap: list[str] = Field(default_factory=list, json_schema_extra=among("templates.workbook.text_fields"))
 
 
-HOOK_KINDS = ("capitalise", "occurs", "label")  # registered functions: tasks/templates/hooks.py
+HookKind = Literal["capitalise", "occurs", "label"]  # registered functions: tasks/templates/hooks.py
+HOOK_KINDS = typing.get_args(HookKind)
 # Fields the label hook makes for every instance (tasks/templates/hooks.py:stereotyped_first).
 GENERATED_FIELDS = ("question_polarity", "context_condition", "context", "question", "ans0", "ans1", "ans2",
                     "answer_info.ans0", "answer_info.ans1", "answer_info.ans2", "question_type", "label")
@@ -163,11 +160,11 @@ class WorkbookFormat(Strict):
                                  "disambiguating_context", "question_negative_stereotype", "question_non_negative",
                                  "answer_negative", "answer_non_negative"]
     flips: list[Flip]
-    dedup_key: list[str]  # output fields; the first instance with a key wins
-    article_prefix: str = r"^[^ ']*[ ']"  # what a -def/-indef value loses to become a display name
+    dedup_key: list[str] = Field(json_schema_extra=among("templates.workbook.output_columns"))  # the first wins
+    article_prefix: Regex = r"^[^ ']*[ ']"  # what a -def/-indef value loses to become a display name
     fixes: list[TextFix] = Field(default_factory=list)  # after capitalisation, in order
     pools: list[PoolRule]
-    hooks: dict[str, str]  # capitalise, occurs, label -> registered function name
+    hooks: dict[HookKind, str]  # capitalise, occurs, label -> registered function name
     match_articles: list[str] = Field(default_factory=list)  # leading articles the occurs hook ignores
     unknown: str = "unknown"  # the third answer, untranslated in EsBBQ
     # Output fields: copied from row cells (output -> column), parsed as lists, or made by the generator.
@@ -177,28 +174,22 @@ class WorkbookFormat(Strict):
     flip_output: str = "flipped"
     proper_output: str = "proper_nouns_only"
     output_columns: list[str]  # the released CSV's columns, in order
-    list_columns: list[str] = Field(default_factory=list)  # written as Python list literals
+    list_columns: list[str] = Field(default_factory=list,
+                                    json_schema_extra=among("templates.workbook.output_columns"))
 
     @model_validator(mode="after")
     def _consistent(self) -> "WorkbookFormat":
         """Names that must refer to each other do: a typo fails when the profile loads, not mid-build."""
-        problems = []
-        problems += [f"flip {f.name!r} swaps {x!r}, which is not in text_fields"
-                     for f in self.flips for x in f.swap if x not in self.text_fields]
         outputs = {*self.row_columns, *self.row_lists, self.number_output, self.flip_output, self.proper_output,
                    *GENERATED_FIELDS}
-        problems += [f"output column {c!r} is neither a row column, a list, nor made by the generator"
-                     for c in self.output_columns if c not in outputs]
-        problems += [f"{what} {c!r} is not an output column" for what, names in
-                     (("dedup_key", self.dedup_key), ("list_columns", self.list_columns)) for c in names
-                     if c not in self.output_columns]
-        problems += [f"hooks names {h!r}; the hooks are {', '.join(HOOK_KINDS)}" for h in self.hooks
-                     if h not in HOOK_KINDS]
-        problems += [f"hooks.{h} is required" for h in ("occurs", "label") if h not in self.hooks]
-        problems += [f"pool rule {i + 1} names people {sorted(r.people)}, not {self.people}"
+        wrong = [c for c in self.output_columns if c not in outputs]
+        problems = [(("output_columns",), wrong, "must be row columns, row lists or made by the generator")] \
+            if wrong else []
+        problems += [(("hooks", kind), None, "missing (required)") for kind in ("occurs", "label")
+                     if kind not in self.hooks]
+        problems += [(("pools", i, "people"), sorted(r.people), f"must name the people {self.people}")
                      for i, r in enumerate(self.pools) if sorted(r.people) != sorted(self.people)]
-        if problems:
-            raise ValueError("; ".join(problems))
+        refuse(problems)
         return self
 
     def output_of(self, column: str) -> str:
@@ -214,30 +205,32 @@ class TemplateFormat(Strict):
     """
 
     versions: list[str] = ["a", "b", "c", "d"]
-    labels: list[str] = ["ST", "TM", "NC"]  # the template labels a template file may carry
+    labels: list[Text] = Field(["ST", "TM", "NC"], min_length=1)  # the template labels a template file may carry
     # What each label means in KoBBQ's terms (ST simply transferred, TM target-modified, NC newly
     # created), for the labelling stage; a label not listed means itself. EsBBQ: t -> ST, m -> TM, n -> NC.
-    label_meanings: dict[str, str] = Field(default_factory=dict)
+    label_meanings: dict[str, Literal["ST", "TM", "NC"]] = Field(default_factory=dict,
+                                                                 json_schema_extra=among("templates.labels"))
     one_bbq_link_per_template: bool = True  # all versions of a template adapt the same BBQ template
-    counter_biased_versions: list[str] = ["a", "c"]  # disambiguating context goes against the stereotype
+    # Disambiguating context goes against the stereotype.
+    counter_biased_versions: list[str] = Field(["a", "c"], json_schema_extra=among("templates.versions"))
     # Versions that swap the two people; slot order for the fill number is then [N2, N1, ...].
-    swapped_versions: list[str] = ["b", "d"]
-    # Lexical slots attached to person 1 / person 2 that swap together with the people.
-    person_word_slots: list[str] = ["X1", "X2"]
+    swapped_versions: list[str] = Field(["b", "d"], json_schema_extra=among("templates.versions"))
+    # Lexical slots attached to person 1 / person 2 that swap together with the people: two, or none.
+    person_word_slots: list[Text] = ["X1", "X2"]
     # How a disambiguated sample's context is written: the ambiguous context, this, the disambiguating one
     # (KoBBQ and EsBBQ: one space; Japanese writes none after "。").
     context_separator: str = " "
     # What may separate the items of a slot list ("[N1: a, b]", "N1: [a, b]"); the first is the one written by
     # the post-edit import, followed by ``list_separator_space``. Another separator-like character inside an item
     # (``[孫息子、孫娘]`` under a profile that accepts only ",") is an error, never one silent item.
-    list_separators: list[str] = [","]
-    list_separator_space: str = " "
+    list_separators: list[Separator] = Field([","], min_length=1)
+    list_separator_space: str = Field(" ", pattern="^ *$")
     workbook: WorkbookFormat | None = None
 
     @model_validator(mode="after")
-    def _separators(self) -> "TemplateFormat":
-        if not self.list_separators or any(not s or s.strip() != s or s in "[]:;" for s in self.list_separators):
-            raise ValueError("list_separators must be non-empty characters other than spaces, '[', ']', ':' and ';'")
+    def _two_slots(self) -> "TemplateFormat":
+        refuse([(("person_word_slots",), self.person_word_slots, "must be two slots (person 1's, person 2's) or none")]
+               if len(self.person_word_slots) not in (0, 2) else [])
         return self
 
     def meaning(self, label: str) -> str:
@@ -254,26 +247,18 @@ class TemplateFormat(Strict):
 
 
 class Release(Strict):
-    name: str  # used as the file prefix, e.g. KoBBQ_all_samples.tsv
-    unknown_expression: str  # the "cannot be determined" choice written into the release
+    name: ReleaseName  # the release folder's name and its files' prefix, e.g. KoBBQ_all_samples.tsv
+    # The "cannot be determined" choice written into the release (a blank one would match any blank answer).
+    unknown_expression: Text
     # Other phrasings that mean "unknown": when scoring, an answer naming one of them is the prompt's unknown option
     # (tasks.evaluation.parse.read_as_unknown). ko: none, so that scoring is the paper's.
-    unknown_expressions: list[str] = Field(default_factory=list)
+    unknown_expressions: list[Text] = Field(default_factory=list)
     seed: int = 42
-    paper_total_samples: int | None = None
+    paper_total_samples: Count | None = None
     paper_reference: str = ""
     # "samples-tsv": one all-samples TSV and a test split (KoBBQ's release); "per-category-csv": one
     # <Category>.full.csv per category in the workbook format's output columns (EsBBQ's release).
-    layout: str = Field("samples-tsv", pattern="^(samples-tsv|per-category-csv)$")
-
-    @model_validator(mode="after")
-    def _unknown_written(self) -> "Release":
-        """An empty unknown choice would be a blank option in every sample (and match any blank answer)."""
-        if not self.unknown_expression.strip():
-            raise ValueError("unknown_expression is empty; write the culture's 'cannot be determined' answer")
-        if any(not text.strip() for text in self.unknown_expressions):
-            raise ValueError("unknown_expressions has an empty entry")
-        return self
+    layout: Literal["samples-tsv", "per-category-csv"] = "samples-tsv"
 
 
 class SurveyProfile(Strict):
@@ -285,29 +270,39 @@ class SurveyProfile(Strict):
     # False: this culture's benchmark had no per-question survey (EsBBQ); the pipeline's survey stages pass
     # every template through and say so.
     enabled: bool = True
-    target_ratio: ExactNumber = Fraction(2)  # type 1: target when votes >= ratio x equal share
-    non_target_ratio: ExactNumber = Fraction(1, 2)  # type 1: non-target when votes <= ratio x equal share
-    type2_agreement: ExactNumber = Fraction(2, 3)  # type 2: keep when target share of stereotype votes > this
-    no_stereotype_max: ExactNumber = Fraction(1, 2)  # drop when "no stereotype" share > this
-    reading_min_correct: ExactNumber = Fraction(1, 2)  # drop a template when correct rate < this
-    respondents_per_question: int = 100
+    # Type 1: target when votes >= ratio x equal share (above the equal share: a target stands out).
+    target_ratio: ExactNumber = Field(Fraction(2), gt=1)
+    # Type 1: non-target when votes <= ratio x equal share (below it, so that no group is both).
+    non_target_ratio: ExactNumber = Field(Fraction(1, 2), ge=0, lt=1)
+    # Type 2: keep when the target's share of the votes for a group > this (a majority; 1 would keep none).
+    type2_agreement: ExactNumber = Field(Fraction(2, 3), ge=Fraction(1, 2), lt=1)
+    no_stereotype_max: ExactNumber = Field(Fraction(1, 2), ge=0, le=1)  # drop when "no stereotype" share > this
+    reading_min_correct: ExactNumber = Field(Fraction(1, 2), ge=0, le=1)  # drop a template when correct rate < this
+    respondents_per_question: int = Field(100, gt=0)
     # ST/NC templates of these categories get a type-1 question (all groups listed) unless the
     # template marks that its reference names the non-target group; TM templates always do.
-    type1_categories: list[str] = Field(default_factory=list)
+    type1_categories: list[str] = Field(default_factory=list, json_schema_extra=among("categories.name"))
     # Type 1's equal share counts the "no stereotype" option too (the release's race targets
     # with exactly 10 of 100 votes are reproduced only with 19 counted groups + 1 = 20 options).
     count_no_stereotype_option: bool = True
     # What type 1's equal share divides by the counted options: "respondents" (people asked) or
     # "votes" (all votes cast, "no stereotype" included; the paper's wording). See
     # tasks/survey/rules.py type1_rule for what each does to the released results.
-    type1_equal_share: str = Field("respondents", pattern="^(respondents|votes)$")
+    type1_equal_share: Literal["respondents", "votes"] = "respondents"
     type1_equal_share_reason: str = ""  # why this basis was chosen; shown in funnel.md
-    # Respondent quota per question (paper: balanced by gender and age); empty = not checked.
-    quota_genders: list[str] = Field(default_factory=list)
-    quota_age_bands: list[str] = Field(default_factory=list)
+    # Respondent quota per question (paper: balanced by gender and age): both lists, or neither (not checked).
+    quota_genders: list[Text] = Field(default_factory=list)
+    quota_age_bands: list[Text] = Field(default_factory=list)
     seed: int = 42  # type-2 option order in the questionnaire
     # The paper's reported effect of each rule (rule name -> text), shown beside ours in funnel.md.
     paper_effects: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _both_quotas(self) -> "SurveyProfile":
+        refuse([((key,), [], "must list the quota's groups as the other quota list does (both lists, or neither)")
+                for key in ("quota_genders", "quota_age_bands") if not getattr(self, key)]
+               if bool(self.quota_genders) != bool(self.quota_age_bands) else [])
+        return self
 
 
 class RowCell(Strict):
@@ -317,7 +312,7 @@ class RowCell(Strict):
     the same information in English, and the import writes it into the template column ``name``.
     """
 
-    name: str  # the template column (language-selected name, e.g. "stated_gender_info")
+    name: Text  # the template column (language-selected name, e.g. "stated_gender_info")
     help: str  # what to write; shown beside the cell and in the Instructions sheet
     bbq_column: str = ""  # the BBQ column shown as the English source ("" for none)
     per_language: bool = False  # written with the profile's language suffix (words of the language)
@@ -326,20 +321,24 @@ class RowCell(Strict):
 class TranslationProfile(Strict):
     """Machine pre-translation and post-edit settings. Owned by the translation stage (tasks/translation)."""
 
-    deepl_target_lang: str = ""  # e.g. "KO"; empty means the profile's language upper-cased
-    labels: list[str] = ["ST", "TM"]  # labels whose BBQ templates are translated (SR ones are excluded)
-    formality: str = "default"  # DeepL formality; "default" sends none
+    # e.g. "KO", "EN-GB"; empty means the profile's language upper-cased
+    deepl_target_lang: str = Field("", pattern=r"^([A-Za-z]{2,3}(-[A-Za-z]+)?)?$")
+    # Labels whose BBQ templates are translated (SR ones are excluded).
+    labels: list[str] = Field(["ST", "TM"], json_schema_extra=among("templates.labels"))
+    formality: Literal["default", "more", "less", "prefer_more", "prefer_less"] = "default"  # "default" sends none
     # "deepl": DeepL applies the glossary; "after": terms are protected and substituted after
     # translation; "auto": ask DeepL whether the pair supports glossaries (a dry run assumes "deepl").
-    glossary_mode: str = "auto"
-    batch_size: int = 50  # texts per request (DeepL accepts up to 50); each batch is cached when answered
-    max_network_retries: int = 5  # deepl client retries of 429/5xx, backoff from 1 s x1.6
-    price_per_million_characters: float = 25.0  # for the dry-run estimate; check your DeepL plan
-    currency: str = "USD"
-    secret_block: str = "deepl-auth-key"  # Prefect Secret block read when DEEPL_AUTH_KEY is unset
+    glossary_mode: Literal["auto", "deepl", "after"] = "auto"
+    batch_size: int = Field(50, gt=0, le=50)  # texts per request (DeepL accepts up to 50); each batch is cached
+    max_network_retries: Count = 5  # deepl client retries of 429/5xx, backoff from 1 s x1.6
+    # For the dry-run estimate; check your DeepL plan.
+    price_per_million_characters: float = Field(25.0, ge=0, allow_inf_nan=False)
+    currency: str = Field("USD", pattern="^[A-Z]{3}$")  # ISO 4217
+    # Prefect Secret block read when DEEPL_AUTH_KEY is unset (Prefect's block names: a-z, 0-9, -).
+    secret_block: str = Field("deepl-auth-key", pattern="^[a-z0-9-]+$")
     # The translated fields as the target template format names its columns (KoBBQ's column name ->
     # the format's, e.g. Ambiguous_context -> ambiguous_context); empty: KoBBQ's own names.
-    fields: dict[str, str] = Field(default_factory=dict)
+    fields: dict[str, Text] = Field(default_factory=dict)
     # Workbook formats: the cells the translator fills besides the texts (gender, proper-noun flag, groups).
     row_cells: list[RowCell] = Field(default_factory=list)
 
@@ -358,10 +357,10 @@ class Particles(Strict):
 
     enabled: bool = False
     # [form after a final consonant, form after a vowel], e.g. ["은", "는"].
-    pairs: list[tuple[str, str]] = Field(default_factory=list)
+    pairs: list[Pair] = Field(default_factory=list)
     # The characters of a particle the translator writes after a bare slot ("[N1]은"): the import moves them into
     # every filler of the slot's list. A regular-expression character class body (Korean: "가-힣").
-    suffix_characters: str = ""
+    suffix_characters: CharacterClass = ""
 
 
 class WritingProfile(Strict):
@@ -372,30 +371,8 @@ class WritingProfile(Strict):
     ``sentence_scripts``: where the language shares its scripts with another (Japanese and Chinese both write Han),
     the scripts every context and question has a letter of (Japanese: Hiragana or Katakana)."""
 
-    scripts: list[str] = Field(min_length=1)
-    sentence_scripts: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _script_names(self) -> "WritingProfile":
-        import regex  # the Unicode Script property (re and unicodedata have none)
-
-        wrong = [name for name in [*self.scripts, *self.sentence_scripts]
-                 if not _is_script_name(regex, name)]
-        if wrong:
-            raise ValueError(f"not Unicode script names: {', '.join(map(repr, wrong))} (e.g. Hangul, Han, Hiragana, "
-                             "Katakana, Latin, Arabic, Devanagari, Cyrillic)")
-        outside = [name for name in self.sentence_scripts if name not in self.scripts]
-        if outside:
-            raise ValueError(f"sentence_scripts {', '.join(outside)} must also be in scripts")
-        return self
-
-
-def _is_script_name(regex, name: str) -> bool:
-    try:
-        regex.compile(rf"\p{{Script={name}}}")
-    except regex.error:
-        return False
-    return True
+    scripts: list[ScriptName] = Field(min_length=1)
+    sentence_scripts: list[str] = Field(default_factory=list, json_schema_extra=among("writing.scripts"))
 
 
 class Culture(Strict):
@@ -415,8 +392,8 @@ class EvaluationProfile(Strict):
     """
 
     sentence_ends: str = "."  # characters that end the first sentence (besides a line break)
-    answer_markers: list[str] = Field(default_factory=list)  # the text after one of these is read again
-    sentence_forms: list[tuple[str, str]] = Field(default_factory=list)  # (written, read as), in order
+    answer_markers: list[Text] = Field(default_factory=list)  # the text after one of these is read again
+    sentence_forms: list[Pair] = Field(default_factory=list)  # (written, read as), in order
     # Words a model puts before the option, read away from the start of the first line after the sentence forms
     # (zh: "是" in "是孙女", "答案是"): a copula or "the answer is" that is not a marker (nothing follows a colon).
     answer_prefixes: list[str] = Field(default_factory=list)
@@ -455,9 +432,9 @@ class Table1Note(Strict):
     longer matches and the difference shows as unexplained again, instead of a stale excuse.
     """
 
-    category: str
-    column: str  # tm | st | nc | templates_after | samples
-    ours: int
+    category: str = Field(json_schema_extra=among("categories.name"))
+    column: Literal["tm", "st", "nc", "templates_after", "samples"]
+    ours: Count
     explained: bool  # False: the difference is known but the public inputs do not explain it
     note: str
 
@@ -470,14 +447,15 @@ class CardProfile(Strict):
     card says so)."""
 
     pretty_name: str = ""  # default: the release name
-    license: str = "unknown"  # a Hub licence id (mit, apache-2.0, cc-by-4.0, other, unknown)
+    # A Hub licence id (mit, apache-2.0, cc-by-4.0, other, unknown).
+    license: str = Field("unknown", pattern=r"^[a-z0-9][a-z0-9.+-]*$")
     license_note: str = ""  # what the licence covers and where it comes from
-    languages: list[str] = Field(default_factory=list)  # ISO 639 codes; default: the profile's language
+    languages: list[LanguageCode] = Field(default_factory=list)  # ISO 639 codes; default: the profile's language
     task_categories: list[str] = ["multiple-choice", "question-answering"]
     task_ids: list[str] = ["multiple-choice-qa"]
     tags: list[str] = ["social-bias", "bbq"]
     paper: str = ""  # the paper this culture's process follows, in one line
-    paper_url: str = ""
+    paper_url: str = Field("", pattern=r"^(https?://\S+)?$")
     citation: str = ""  # its BibTeX entry
 
 
@@ -497,10 +475,10 @@ class ProfileFiles(Strict):
 
 
 class Profile(Strict):
-    name: str
-    language: str  # BCP-47 code of the target language
+    name: Name
+    language: LanguageCode  # BCP-47 code of the target language
     description: str = ""
-    source_language: str = "en"
+    source_language: LanguageCode = "en"
     release: Release
     templates: TemplateFormat = TemplateFormat()
     survey: SurveyProfile = SurveyProfile()
@@ -511,18 +489,26 @@ class Profile(Strict):
     # The language's scripts; a profile without them gets a warning that the texts' script is not checked.
     writing: WritingProfile | None = None
     evaluation: EvaluationProfile = EvaluationProfile()
-    categories: list[Category]
+    categories: list[Category] = Field(min_length=1)
     table1_notes: list[Table1Note] = Field(default_factory=list)
     card: CardProfile = CardProfile()
     files: ProfileFiles = ProfileFiles()
-    path: Path | None = None
+    _path: Path | None = PrivateAttr(None)  # the file it was loaded from (None: built in code), not a key
 
     @model_validator(mode="after")
-    def _unique_categories(self) -> "Profile":
-        names = [c.name for c in self.categories]
-        if len(set(names)) != len(names):
-            raise ValueError("category names must be unique")
+    def _references(self) -> "Profile":
+        """Every key marked ``among`` names what exists; categories' names and sample prefixes are their own."""
+        problems = list(references_outside(self, self))
+        for key in ("name", "sample_prefix"):
+            values = [getattr(c, key) for c in self.categories]
+            problems += [(("categories", i, key), value, "must be unique (an earlier category has it)")
+                         for i, value in enumerate(values) if value in values[:i]]
+        refuse(problems)
         return self
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
 
     def category(self, name: str) -> Category | None:
         return {c.name: c for c in self.categories}.get(name)
@@ -588,13 +574,23 @@ def profile_file(name_or_path: str | Path) -> Path:
 
 
 def load_profile(name_or_path: str | Path) -> Profile:
-    """Load a shipped profile by name (``ko``: ``core/profiles/ko/ko.toml``) or any profile file by path."""
+    """Load a shipped profile by name (``ko``: ``core/profiles/ko/ko.toml``) or any profile file by path, and the
+    survey options of its survey folder when it has them: every value checked against its domain now, before any
+    stage runs."""
     path = profile_file(name_or_path)
-    data = read_toml(path, "profile file")
-    try:
-        return Profile.model_validate({**data, "path": path})
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
-        raise UserError(f"invalid profile: {problems}", path) from None
+    profile = load_model(Profile, path, "profile file")
+    profile._path = path
+    options = profile.file("survey") / "options.toml"
+    if options.is_file():
+        load_survey_options(options)
+    return profile
+
+
+class SurveyOptions(Strict):
+    """The questionnaires' option labels (``survey/options.toml`` of a profile's folder)."""
+
+    no_stereotype: Text  # the "no stereotype" option shown in every question, in the survey's language
+
+
+def load_survey_options(path: Path) -> SurveyOptions:
+    return load_model(SurveyOptions, path, "survey options file")

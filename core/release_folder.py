@@ -39,6 +39,7 @@ from core.atomic import write_text
 from core.errors import UserError
 from core.fingerprint import sha256_file
 from core.profile import Profile
+from core.release_name import check_release_name
 from core.text_files import read_json
 
 # The release's own files, by the name every command uses.
@@ -55,8 +56,6 @@ LEGACY_KEYS = frozenset({"release", "profile", "project_version", "build_fingerp
 STAGING_PREFIX = ".staging-"  # <out>/.staging-<name>-<pid>: a release being written (tasks.release.publish)
 RETIRED_PREFIX = ".retired-"  # <out>/.retired-<name>-<pid>: the previous release during the two renames
 VERIFIED_SUFFIX = ".verified.json"  # <out>/.<name>.verified.json: the release's files as last verified
-RESERVED_PREFIXES = (".",)  # hidden names: the staging and retired folders of a publication start with "."
-MAX_NAME_BYTES = 200  # a release name's length in UTF-8 bytes: room for its lock, staging and .work names (255)
 
 _read: dict[Path, tuple[tuple[int, int], dict[str, object]]] = {}  # manifest path -> (its stat, what it held)
 
@@ -105,20 +104,6 @@ def manifest_sha256(manifest: dict[str, object]) -> str:
 def is_own_release(manifest: dict[str, object]) -> bool:
     """Written by this project: the marker, or (a release built before the marker) every key it always wrote."""
     return manifest.get("written_by") == WRITTEN_BY or LEGACY_KEYS <= manifest.keys()
-
-
-def check_release_name(name: str) -> str:
-    """A release name is one plain folder name: never ``.``, ``..``, a path, a hidden name, a control character
-    (a newline would split every line that names it) or a name too long for the files beside it, so the release
-    is written exactly at ``<out>/<name>`` and nowhere else."""
-    if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith(RESERVED_PREFIXES) \
-            or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise UserError(f"release name {name!r} is not a plain folder name (no '/', '.', '..', leading '.' or "
-                        "control character); give a name such as KoBBQ, and --out for the folder it goes in")
-    if len(name.encode()) > MAX_NAME_BYTES:
-        raise UserError(f"release name of {len(name.encode())} bytes: at most {MAX_NAME_BYTES} (the files beside the "
-                        "release add to it, and a file name has at most 255); give a shorter --name")
-    return name
 
 
 def check_replaceable(target: Path) -> None:

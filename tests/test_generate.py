@@ -267,8 +267,10 @@ def test_a_profile_whose_names_do_not_refer_to_each_other_fails_at_load(tmp_path
     path.write_text(broken, encoding="utf-8")
     with pytest.raises(UserError) as error:
         load_profile(path)
-    assert "flip 'ambig' swaps 'ambiguous_contxt', which is not in text_fields" in error.value.message
-    assert "dedup_key 'contexts' is not an output column" in error.value.message
+    assert ('templates.workbook.flips.1.swap = ["ambiguous_contxt"]: \'ambiguous_contxt\': must be among '
+            "templates.workbook.text_fields (") in error.value.message
+    assert "templates.workbook.dedup_key = " in error.value.message
+    assert "'contexts': must be among templates.workbook.output_columns (" in error.value.message
 
 
 def test_an_unregistered_hook_is_a_finding_naming_the_profile(small_folder: Path, tmp_path: Path):

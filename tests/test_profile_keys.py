@@ -5,19 +5,28 @@ as an attribute (``profile.release.unknown_expressions``, also in the Jinja temp
 its name where the code looks a role up (``profile.file("postedit_instructions")``). A validator of the schema
 checks a key without using it, so what validators read does not count. The walk is by name, so a key shares
 its liveness with any attribute of the same name: it catches a key no code names at all.
+
+And a key's domain, when a file has a value outside it: a pattern or a group reference that fails, an unknown key
+(named with the closest known one), a broken survey options file; the generated reference says each domain.
+(tests/test_fuzz_profiles.py sets every key outside its domain.)
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
-import typing
+import shutil
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
-from core.paths import PROJECT_ROOT
-from core.profile import Profile, Strict
+from core.domains import Strict, models_in
+from core.errors import UserError
+from core.paths import EXAMPLE_PIPELINE, PROJECT_ROOT
+from core.pipeline_file import load_pipeline
+from core.profile import PROFILE_DIR, Profile, load_profile, load_survey_options
 
 CODE_FOLDERS = ("core", "tasks", "flows", "kobbq")
 # Calls that read a profile key by its name: Profile.file / existing_file (the [files] roles), getattr.
@@ -33,15 +42,9 @@ def schema_keys(model: type[BaseModel], seen: set[type] | None = None) -> list[t
     keys = []
     for name, field in model.model_fields.items():
         keys.append((model.__name__, name))
-        for inner in _models_in(field.annotation):
+        for inner in models_in(field.annotation):
             keys += schema_keys(inner, seen)
     return keys
-
-
-def _models_in(annotation: object) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for argument in typing.get_args(annotation) for m in _models_in(argument)]
 
 
 def names_read(files: list[Path]) -> set[str]:
@@ -105,3 +108,79 @@ def test_a_key_no_code_reads_is_reported(tmp_path):
                     "@model_validator(mode='after')\ndef g(self):\n    return self.threshold\n", encoding="utf-8")
     # neither a write nor a validator's check is a use
     assert dead_keys(WithExtra, [code]) == ["Extra.threshold", "Extra.setting_nothing_reads_xyz"]
+
+
+# --- the keys' domains -----------------------------------------------------------------------------------------
+
+def edited(tmp_path: Path, source: Path, old: str, new: str) -> Path:
+    """``source`` copied to ``tmp_path/xx/xx.toml`` with one edit."""
+    text = source.read_text(encoding="utf-8")
+    assert old in text
+    target = tmp_path / "xx" / "xx.toml"
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return target
+
+
+@pytest.mark.parametrize("old, new, said", [
+    ("pattern = '\\bde el\\b'", "pattern = '\\bde (el\\b'",
+     "templates.workbook.fixes.0.pattern = \"\\\\bde (el\\\\b\": must be a regular expression (missing ), "
+     "unterminated subpattern at position 5)"),
+    ("replace = '\\1l'", "replace = '\\2l'",
+     "templates.workbook.fixes.1.replace = \"\\\\2l\": must refer only to the pattern's groups (invalid group "
+     "reference 2 at position 1)"),
+    ("""article_prefix = "^[^ ']*[ ']\"""", """article_prefix = "^[^ ']*[ '\"""",
+     "templates.workbook.article_prefix = \"^[^ ']*[ '\": must be a regular expression (unterminated character set "
+     "at position 7)")])
+def test_a_pattern_or_group_reference_that_fails_is_a_load_time_error_at_its_position(tmp_path, old, new, said):
+    path = edited(tmp_path, PROFILE_DIR / "es" / "es.toml", old, new)
+    with pytest.raises(UserError) as error:
+        load_profile(path)
+    assert str(error.value) == f"{path}: {said}"
+
+
+def test_an_unknown_key_is_named_with_the_closest_known_one(tmp_path):
+    profile = edited(tmp_path, PROFILE_DIR / "ko" / "ko.toml", "target_ratio = 2", "target_ration = 2")
+    with pytest.raises(UserError, match=r": survey\.target_ration: unknown key \(did you mean target_ratio\?\)$"):
+        load_profile(profile)
+    pipeline = edited(tmp_path, EXAMPLE_PIPELINE, 'profile = "ko"', 'Profile = "ko"')
+    with pytest.raises(UserError) as error:
+        load_pipeline(pipeline)
+    assert str(error.value) == (f"{pipeline}: profile: missing (a required key); "
+                                "Profile: unknown key (did you mean profile?)")
+    options = edited(tmp_path, PROFILE_DIR / "ko" / "survey" / "options.toml", "no_stereotype =", "no_stereotyp =")
+    with pytest.raises(UserError, match="no_stereotyp: unknown key \\(did you mean no_stereotype\\?\\)"):
+        load_survey_options(options)
+    nothing_close = edited(tmp_path, PROFILE_DIR / "ko" / "ko.toml", "[culture]", "[culture]\nzzz = 1")
+    with pytest.raises(UserError, match=r"culture\.zzz: unknown key \(known: name, adjective\)$"):
+        load_profile(nothing_close)
+
+
+def test_a_broken_survey_options_file_fails_when_its_profile_loads(tmp_path):
+    shutil.copytree(PROFILE_DIR / "ja", tmp_path / "xx")
+    (tmp_path / "xx" / "ja.toml").rename(tmp_path / "xx" / "xx.toml")
+    (tmp_path / "xx" / "survey" / "options.toml").write_text("no_stereotype = 5\n", encoding="utf-8")
+    with pytest.raises(UserError) as error:
+        load_profile(tmp_path / "xx" / "xx.toml")
+    options = tmp_path / "xx" / "survey" / "options.toml"
+    assert str(error.value) == f"{options}: no_stereotype = 5: must be a valid string"
+
+
+def reference_hook():
+    """docs/hooks/reference.py, loaded as MkDocs loads it (a file, not a module of the project)."""
+    spec = importlib.util.spec_from_file_location("docs_reference_hook",
+                                                  PROJECT_ROOT / "docs" / "hooks" / "reference.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)  # type: ignore[union-attr]
+    return hook
+
+
+def test_the_profile_reference_shows_each_keys_domain():
+    rows = {line.split(" | ")[0].strip("| `"): line for line in reference_hook().profile_page().splitlines()
+            if line.startswith("| `")}
+    assert "| > 1 |" in rows["target_ratio"] and "| ≥ 1/2; < 1 |" in rows["type2_agreement"]
+    assert "| ≥ 0; ≤ 1 |" in rows["no_stereotype_max"] and "| > 0 |" in rows["respondents_per_question"]
+    assert "| each among `templates.versions` |" in rows["counter_biased_versions"]
+    assert "| a regular expression's character class body (`a-z`) |" in rows["suffix_characters"]
+    assert "| matches `^\\w+$` |" in rows["sample_prefix"]
+    assert "| one of `\"respondents\"`, `\"votes\"` |" in rows["type1_equal_share"]

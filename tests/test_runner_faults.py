@@ -97,7 +97,7 @@ def test_a_pipeline_file_without_a_profile_is_an_error(tmp_path, capsys):
     pipeline = tmp_path / "pipeline.toml"
     pipeline.write_text("", encoding="utf-8")
     assert main(["build", "--pipeline", str(pipeline), "--out", str(tmp_path / "out")]) == 1
-    assert f"{pipeline}: names no profile: add a line such as profile = " in one_error_line(capsys)
+    assert f"{pipeline}: profile: missing (a required key)" in one_error_line(capsys)
 
 
 def test_a_prefect_home_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):

@@ -31,6 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from core.domains import models_in
 from core.paths import PROJECT_ROOT
 
 MARKER = re.compile(r"^( *)<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
@@ -197,11 +198,37 @@ def toml_value(value: object) -> str:
     return str(value)
 
 
-def models_in(annotation: object) -> list[type[BaseModel]]:
-    """The pydantic models an annotation holds (``list[Category]``, ``Pool | None``, ``dict[str, Pool]``)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in typing.get_args(annotation) for m in models_in(arg)]
+# What the schema's formats mean (core/profile.py's checked types).
+FORMATS = {"regex": "a regular expression", "regex-replacement": "a replacement whose group references exist",
+           "character-class": "a regular expression's character class body (`a-z`)",
+           "unicode-script": "a Unicode script name", "folder-name": "one plain folder name"}
+BOUNDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}
+
+
+def domain(schema: dict) -> str:
+    """A key's domain as its JSON schema states it (bounds, choices, pattern, format, lengths, ``among``), its items'
+    and its values' too: what a profile may write there, read off the model's own constraints."""
+    parts = []
+    if "enum" in schema:
+        parts.append("one of " + ", ".join(f"`{toml_value(v)}`" for v in schema["enum"]))
+    parts += [f"{sign} {Fraction(schema[key]).limit_denominator(1000)}" for key, sign in BOUNDS.items()
+              if key in schema]
+    if "pattern" in schema:
+        parts.append(f"matches `{schema['pattern']}`")
+    if schema.get("format") in FORMATS:
+        parts.append(FORMATS[schema["format"]])
+    parts += [f"{what} {schema[key]} {unit}" for key, what, unit in
+              (("minItems", "at least", "item(s)"), ("maxItems", "at most", "item(s)"),
+               ("minLength", "at least", "character(s)")) if key in schema and "prefixItems" not in schema]
+    if "among" in schema:
+        parts.append(f"each among `{schema['among']}`")
+    for key, what in (("items", "each"), ("additionalProperties", "each value"), ("propertyNames", "each key")):
+        inner = domain(schema[key]) if isinstance(schema.get(key), dict) else ""
+        parts += [f"{what}: {inner}"] if inner else []
+    parts += [f"item {i + 1}: {inner}" for i, item in enumerate(schema.get("prefixItems", []))
+              if (inner := domain(item))]
+    parts += [inner for option in schema.get("anyOf", []) if (inner := domain(option))]
+    return "; ".join(parts)
 
 
 def table_of(name: str, annotation: object) -> str:
@@ -214,12 +241,16 @@ def table_of(name: str, annotation: object) -> str:
     return f"[{name}]"
 
 
-def model_sections(model: type[BaseModel], path: str, skip: set[str], seen: set[type], table: str = "") -> list[str]:
+def model_sections(model: type[BaseModel], path: str, seen: set[type], table: str = "",
+                   schema: dict | None = None) -> list[str]:
     """The model's keys as a table, then every model nested in it, each under its TOML table (``table``: how it is
-    written, ``[[categories]]``; ``path``: its dotted name, which is also its anchor)."""
+    written, ``[[categories]]``; ``path``: its dotted name, which is also its anchor; ``schema``: the top model's
+    JSON schema, whose ``$defs`` hold the nested models')."""
     if model in seen:
         return []
     seen.add(model)
+    schema = schema or model.model_json_schema()
+    properties = schema.get("$defs", {}).get(model.__name__, schema)["properties"]
     notes, types = field_notes(model), field_types(model)
     check_notes(model, notes)
     notes = {**notes, **{name: text for (owner, name), text in NOTES.items() if owner == model.__name__}}
@@ -227,11 +258,9 @@ def model_sections(model: type[BaseModel], path: str, skip: set[str], seen: set[
     lines = [f"### `{table}` {{#{anchor_of(path)}}}" if path else "### Top level (before any table)", ""]
     if doc and not doc.startswith(("Usage docs", "!!! abstract")):
         lines += [escape(doc), ""]
-    lines += ["| key | type | default | what |", "|---|---|---|---|"]
+    lines += ["| key | type | allowed | default | what |", "|---|---|---|---|---|"]
     nested: list[tuple[str, str, type[BaseModel]]] = []
     for name, info in model.model_fields.items():
-        if name in skip:
-            continue
         if info.default is PydanticUndefined and info.default_factory is None:
             default = "**required**"
         else:
@@ -247,11 +276,12 @@ def model_sections(model: type[BaseModel], path: str, skip: set[str], seen: set[
                 continue
             nested.append((where, table, sub))
             note = (note + "; " if note else "") + f"see [`{table}`](#{anchor_of(where)})"
-        lines.append(f"| `{name}` | {cell(types.get(name, ''))} | {default.replace('|', '&#124;')} | "
+        allowed = domain(properties[name])  # every "|" and "<" it holds is in code, which a table cell keeps
+        lines.append(f"| `{name}` | {cell(types.get(name, ''))} | {allowed} | {default.replace('|', '&#124;')} | "
                      f"{escape(note).replace('|', '&#124;')} |")
     lines.append("")
     for where, table, sub in nested:
-        lines += model_sections(sub, where, set(), seen, table)
+        lines += model_sections(sub, where, seen, table, schema)
     return lines
 
 
@@ -268,13 +298,13 @@ def anchor_of(path: str) -> str:
 def pipeline_file_page() -> str:
     from core.pipeline_file import PipelineConfig
 
-    return "\n".join(model_sections(PipelineConfig, "", set(), set()))
+    return "\n".join(model_sections(PipelineConfig, "", set()))
 
 
 def profile_page() -> str:
     from core.profile import Profile
 
-    return "\n".join(model_sections(Profile, "", {"path"}, set()))
+    return "\n".join(model_sections(Profile, "", set()))
 
 
 def example(path: str) -> Callable[[], str]:

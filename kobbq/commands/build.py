@@ -9,6 +9,7 @@ from pathlib import Path
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.profile import profile_file
+from core.release_name import check_release_name
 from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, add_quiet, corrections_file, profile_of
 from kobbq.run import execute
 from tasks.release.check_child import warm_up
@@ -63,6 +64,8 @@ def pipeline_ignores(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.profile is not None:
         profile_file(args.profile)  # an unknown profile is the first thing to say (found without loading it)
+    if args.name is not None:
+        check_release_name(args.name)
     warm_up()  # the release checks' child imports its library (~4 s) while this command reads its inputs
     if args.templates is None and args.survey_results is None:
         ignored = pipeline_ignores(args)

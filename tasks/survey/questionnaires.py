@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 
 from core.errors import UserError
-from core.profile import Profile
+from core.profile import Profile, load_survey_options
 from core.atomic import write_bytes
 from tasks.templates.kobbq_format import expand_templates
 from tasks.survey.groups import GroupList, norm, profile_survey_dir
@@ -29,7 +29,6 @@ from tasks.survey.results import OPTION_SEPARATOR
 from tasks.survey.stereotypes import Stereotype
 from tasks.templates.load import TemplateRow
 from core.tables import csv_for_people
-from core.text_files import read_toml
 from core.workbooks import reproducible_bytes, set_text
 
 QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
@@ -57,10 +56,7 @@ def load_wording(profile: Profile) -> Wording:
     options = folder / "options.toml"
     if not options.exists():
         raise UserError("options.toml (the 'no stereotype' option label) is missing", folder)
-    label = read_toml(options, "survey options file").get("no_stereotype", "")
-    if not label:
-        raise UserError("no_stereotype label is empty", options)
-    return Wording(*templates, label)
+    return Wording(*templates, load_survey_options(options).no_stereotype)
 
 
 @dataclass(frozen=True)

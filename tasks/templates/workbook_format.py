@@ -119,13 +119,7 @@ def _source_rows(pool: Pool, ctx: RowContext) -> list[tuple[str, str, Row]]:
     if pool.source == "proper_names":
         return [(str(p.get(fmt.proper_value, "")), str(p.get(fmt.proper_text, "")), p)
                 for p in ctx.vocabulary.proper_names]
-    if pool.source == "targets":
-        values = ctx.targets
-    elif pool.source.startswith("column:"):
-        values = parse_list(ctx.column(pool.source.removeprefix("column:")))
-    else:
-        raise UserError(f"unknown pool source {pool.source!r} (targets, column:NAME, vocabulary, proper_names)",
-                        ctx.template.where())
+    values = ctx.targets if pool.source == "targets" else parse_list(ctx.column(pool.source.removeprefix("column:")))
     return [(v, v, {fmt.word_value: v}) for v in values]
 
 

@@ -219,7 +219,7 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
                 glossary_id = translator.create_glossary(glossary, settings.source_lang, settings.target_lang)
             except TranslationStopped as exc:
                 stopped = exc.message
-        size = max(1, profile.translation.batch_size)
+        size = profile.translation.batch_size
         for start in range(0, len(missing) if stopped is None else 0, size):
             batch = missing[start:start + size]
             try:
