@@ -418,7 +418,7 @@ class EvaluationProfile(Strict):
                              "(e.g. ['ก', 'ข', 'ค'])")
         for written, read in self.sentence_forms:
             kept = [*self.answer_markers, *self.answer_prefixes, *self.choice_labels]
-            changed = [text for text in kept if normal(written) in normal(text)] if written else ["every text"]
+            changed = [text for text in kept if normal(written) in normal(text)]  # ``written`` is never empty (Pair)
             if changed:
                 raise ValueError(f"sentence_forms {[written, read]} changes {changed[0]!r}: an answer holding it "
                                  "would be misread (a language's own letters go in choice_labels)")
