@@ -373,6 +373,12 @@ class WritingProfile(Strict):
 
     scripts: list[str] = Field(min_length=1)
     sentence_scripts: list[str] = Field(default_factory=list)
+    # Format characters (Cf) and spaces (Zs) the language writes, as code points ("U+200C"): any other in a cell that
+    # enters a release is reported (core.text), a ZERO WIDTH SPACE an error, a NO-BREAK SPACE a warning.
+    allowed_characters: list[Annotated[str, Field(pattern=r"^U\+[0-9A-F]{4,6}$")]] = Field(default_factory=list)
+    # False for a language written without spaces between words (Thai, Japanese): a space inside a slot list's item
+    # then probably separates two items, and is a warning.
+    spaces_between_words: bool = True
 
     @model_validator(mode="after")
     def _script_names(self) -> "WritingProfile":
@@ -387,6 +393,11 @@ class WritingProfile(Strict):
         if outside:
             raise ValueError(f"sentence_scripts {', '.join(outside)} must also be in scripts")
         return self
+
+    @property
+    def allowed(self) -> str:
+        """``allowed_characters`` as the characters themselves."""
+        return "".join(chr(int(code[2:], 16)) for code in self.allowed_characters)
 
 
 def _is_script_name(regex, name: str) -> bool:
@@ -467,6 +478,8 @@ class ProfileFiles(Strict):
     corrections: str = "corrections.csv"  # known upstream errors of the template files, fixed before validation
     # The post-edit workbook's Instructions sheet, one line per row (the translator's language and slot syntax).
     postedit_instructions: str = "postedit_instructions.txt"
+    # The labelling workbook's guide sheet, one row a line, a tab between cells (the annotators' language).
+    labelling_guide: str = "labelling_guide.txt"
     # The test split's sample IDs, one a line in the published file's order (tasks/release/test_split.py); empty:
     # the profile lists none, and a release's test split is one fill per template row drawn with the seed.
     test_split: str = ""

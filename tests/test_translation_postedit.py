@@ -20,7 +20,7 @@ from tasks.translation.glossary import profile_glossary
 from tasks.translation.postedit import edit_distance, import_postedit
 from tasks.translation.twin_templates import write_machine_translation
 from tasks.translation.pretranslate import pretranslate
-from tasks.translation.workbook import HEADER, export_postedit_workbooks
+from tasks.translation.workbook import FOLLOWS, HEADER, export_postedit_workbooks
 
 EXAMPLE = EXAMPLE_DIR / "translation"
 RETURNED = EXAMPLE / "returned"
@@ -62,8 +62,10 @@ def test_export_locks_sources_and_keeps_formula_like_text_as_text(drafts, ko_pro
     assert stereotype[6].value == "-Women are secretaries" and stereotype[6].data_type == "s"
     assert stereotype[6].protection.locked and not stereotype[8].protection.locked
     assert stereotype[8].value == stereotype[7].value  # post-edit pre-filled with the draft
-    # 2 rows x 9 fields for the one gender template
-    assert sheet.max_row - 1 == 2 * 9
+    # 2 rows x (9 fields + the English version the row follows) for the one gender template
+    assert sheet.max_row - 1 == 2 * 10
+    follows = [(r[1].value, r[6].value, r[8].value) for r in sheet.iter_rows(min_row=2) if r[5].value == FOLLOWS]
+    assert follows == [("a", "a", "a"), ("b", "b", "b")]
 
 
 def test_exporting_the_same_drafts_twice_gives_the_same_bytes(drafts, ko_profile, tmp_path):
