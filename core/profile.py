@@ -392,6 +392,12 @@ class WritingProfile(Strict):
         outside = [name for name in self.sentence_scripts if name not in self.scripts]
         if outside:
             raise ValueError(f"sentence_scripts {', '.join(outside)} must also be in scripts")
+        import unicodedata
+
+        other = [code for code, char in zip(self.allowed_characters, self.allowed)
+                 if unicodedata.category(char) not in ("Cf", "Zs")]
+        if other:
+            raise ValueError(f"allowed_characters {', '.join(other)} are not format characters (Cf) or spaces (Zs)")
         return self
 
     @property

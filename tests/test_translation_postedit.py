@@ -17,7 +17,7 @@ from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import load_kobbq_templates
 from tasks.translation.deepl_client import ReplayTranslator
 from tasks.translation.glossary import profile_glossary
-from tasks.translation.postedit import edit_distance, import_postedit
+from tasks.translation.postedit import edit_distance, import_postedit, render_report
 from tasks.translation.twin_templates import write_machine_translation
 from tasks.translation.pretranslate import pretranslate
 from tasks.translation.workbook import FOLLOWS, HEADER, export_postedit_workbooks
@@ -221,3 +221,25 @@ def test_swapping_person_slots_leaves_other_slots_alone():
     from tasks.translation.workbook import swap_person_slots
 
     assert swap_person_slots("[N1: 손자와, 손녀와] [N2]가 [W1]에서 [N12] [N1]") == "[N2: 손자와, 손녀와] [N1]가 [W1]에서 [N12] [N2]"
+
+
+def test_drafts_that_differ_from_the_current_pre_translation_are_a_warning_in_the_report(returned, ko_profile,
+                                                                                          tmp_path):
+    """The pre-translation was run again (a new glossary) after the workbook went out: its edit rates measure the
+    post-edit against the drafts it holds, and the import says so, once per workbook, instead of nothing."""
+    sent = tmp_path / "sent"
+    sent.mkdir()
+    workbook = load_workbook(returned[0])
+    for sheet, column in (("templates", 8), ("_manifest", 8)):
+        workbook[sheet].cell(3, column).value = "다시 번역한 초벌"
+        workbook[sheet].cell(5, column).value = "또 다른 초벌"
+    workbook.save(sent / returned[0].name)
+    result = import_postedit(returned, ko_profile, tmp_path / "p.tsv", profile_glossary(load_profile("ko")), sent)
+    assert not result.errors
+    [stale] = [f for f in result.findings if f.code == "stale-drafts"]
+    assert (stale.severity, stale.where.file, stale.where.row, stale.where.column) == (
+        "warning", str(returned[0]), 3, "DeepL draft")
+    assert stale.message.startswith("2 DeepL draft(s) of this workbook differ from the current pre-translation's")
+    assert f"- {stale.render()}" in render_report(result)
+    same = import_postedit(returned, ko_profile, tmp_path / "q.tsv", profile_glossary(load_profile("ko")), RETURNED)
+    assert not same.findings and "## Warnings" not in render_report(same)

@@ -111,9 +111,9 @@ def exchange_fix(version: str, partner: str) -> str:
     whether its versions differ by their Names (most of BBQ) or by their texts (BBQ Disability_status 3)."""
     return (f"exchange versions {version} and {partner} of this template: in a template file, swap their version "
             f"letters; in a post-edit workbook, where the version cells are locked, exchange the Post-edit cells of "
-            f"the two rows, every field (contexts, questions, answers, Names, Lexical_diversity: the import takes a "
-            f"row whose post-edit follows the English of its partner as exchanged), and exchange the two rows of the "
-            f"groups file (N1_info, N2_info, Target_group)")
+            f"the two rows, every field (contexts, questions, answers, Names, Lexical_diversity, and Follows_version, "
+            f"which tells the import that the rows were exchanged), and exchange the two rows of the groups file "
+            f"(N1_info, N2_info, Target_group)")
 
 
 def version_decisions(templates: list[TemplateRow], profile: Profile, stage: str,
