@@ -186,7 +186,8 @@ def test_single_version_bbq_templates_get_a_swapped_b_version(bbq_templates_dir,
     workbook = load_workbook(path)
     sheet = workbook["templates"]
     rows = {(r[3].value, r[1].value, r[5].value): r for r in sheet.iter_rows(min_row=2)}
-    assert sheet.max_row - 1 == 25 * 2 * 9  # 25 templates, versions a and b, 9 fields
+    assert sheet.max_row - 1 == 25 * 2 * 10  # 25 templates, versions a and b, 9 fields and Follows_version
+    assert all(rows[(t.q_id, v, FOLLOWS)][8].value == v for t in templates for v in "ab")  # b's names b, not a
 
     def swap(text: str, one: str, two: str) -> str:
         return text.replace(one, "\0").replace(two, one).replace("\0", two)
