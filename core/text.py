@@ -1,16 +1,11 @@
-"""Text hygiene: what every cell that enters a release is checked for, and normalised to, by Unicode properties.
+"""Text hygiene by Unicode properties: what every cell that enters a release is checked for, and normalised to.
 
-A cell can hold characters nobody sees: format characters (category Cf: zero-width spaces and joiners, word
-joiners, bidirectional controls), spaces other than the plain one (Zs, and the line and paragraph separators
-Zl and Zp: a NO-BREAK SPACE), control characters (Cc) and, from a damaged file, unpaired surrogates (Cs).
-``check_text`` reports each with its cell and code point; every reader of such cells calls it (TSV templates,
-template workbooks, post-edit workbooks, labels, and so corrections and newly-created templates). What the
-language writes is allowed by its profile (``[writing] allowed_characters``: the ZERO WIDTH NON-JOINER of
-Persian, the IDEOGRAPHIC SPACE of a Japanese text that means it).
-
-Format characters and surrogates are errors: invisible, a choice holding one differs from what a model writes,
-and only a person can tell what was meant. Controls and other spaces are warnings: ``normalise_text`` writes a
-plain space in their place (U+0008 sits where a space belongs in ten rows of KoBBQ's file).
+``check_text`` reports, with its cell and code point, each character nobody sees: format characters (Cf: zero-width
+spaces and joiners, bidirectional controls) and unpaired surrogates (Cs) are errors, since a choice holding one
+differs from what a model writes; control characters (Cc) and spaces other than the plain one (Zs, Zl, Zp: a
+NO-BREAK SPACE) are warnings, and ``normalise_text`` writes a plain space in their place (U+0008 sits where a space
+belongs in ten rows of KoBBQ's file). Every reader of such cells calls it; what a script needs (the ZERO WIDTH
+NON-JOINER of Persian) its profile allows (``[writing] allowed_characters``).
 """
 
 from __future__ import annotations

@@ -140,7 +140,8 @@ def run(ctx: Context) -> StageOutput:
                                folder / MT_TEMPLATES)
     result, machine = drafted.result, drafted.machine
     if not result.complete and key:  # DeepL was asked, and stopped (quota, key, network): its message says why
-        raise Waiting(f"DeepL stopped: {result.stopped}", "Re-run once DeepL answers again; what it translated is kept.")
+        raise Waiting(f"DeepL stopped: {result.stopped}",
+                      "Re-run once DeepL answers again; what it translated is kept.")
     if not result.complete:
         raise Waiting(f"DeepL drafts: {result.segments_left} of {result.segments} segment(s) are not in the "
                       f"translation cache {cache}, and {KEY_VARIABLE} is not set",
