@@ -173,3 +173,12 @@ def test_a_separator_the_profile_does_not_accept_is_an_error_in_any_script(items
     findings = list_findings(Location("t.tsv", 2, "Names"), "N1", (separator.join(items),), load_profile("ko"))
     assert [(f.severity, f.code) for f in findings] == [("error", "slot-separator")]
     assert repr(separator) in findings[0].message
+
+
+def test_a_profile_allows_format_characters_and_spaces_by_code_point_and_nothing_else():
+    persian = WritingProfile(scripts=["Arabic"], allowed_characters=["U+200C", "U+202F"])
+    assert persian.allowed == "\u200c\u202f"
+    assert check_text("می\u200cخواهم", Location("x"), persian.allowed) == []
+    for wrong in (["U+0041"], ["U+0008"], ["200C"]):  # a letter, a control, no "U+"
+        with pytest.raises(ValueError):
+            WritingProfile(scripts=["Arabic"], allowed_characters=wrong)
