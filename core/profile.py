@@ -14,7 +14,7 @@ import typing
 import unicodedata
 from fractions import Fraction
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
@@ -373,6 +373,25 @@ class WritingProfile(Strict):
 
     scripts: list[ScriptName] = Field(min_length=1)
     sentence_scripts: list[str] = Field(default_factory=list, json_schema_extra=among("writing.scripts"))
+    # Format characters (Cf) and spaces (Zs) the language writes, as code points ("U+200C"): any other in a cell that
+    # enters a release is reported (core.text), a ZERO WIDTH SPACE an error, a NO-BREAK SPACE a warning.
+    allowed_characters: list[Annotated[str, Field(pattern=r"^U\+[0-9A-F]{4,6}$")]] = Field(default_factory=list)
+    # False for a language written without spaces between words (Thai, Japanese): a space inside a slot list's item
+    # then probably separates two items, and is a warning.
+    spaces_between_words: bool = True
+
+    @model_validator(mode="after")
+    def _allowed_characters(self) -> "WritingProfile":
+        other = [code for code, char in zip(self.allowed_characters, self.allowed)
+                 if unicodedata.category(char) not in ("Cf", "Zs")]
+        if other:
+            raise ValueError(f"allowed_characters {', '.join(other)} are not format characters (Cf) or spaces (Zs)")
+        return self
+
+    @property
+    def allowed(self) -> str:
+        """``allowed_characters`` as the characters themselves."""
+        return "".join(chr(int(code[2:], 16)) for code in self.allowed_characters)
 
 
 class Culture(Strict):
@@ -467,6 +486,8 @@ class ProfileFiles(Strict):
     corrections: str = "corrections.csv"  # known upstream errors of the template files, fixed before validation
     # The post-edit workbook's Instructions sheet, one line per row (the translator's language and slot syntax).
     postedit_instructions: str = "postedit_instructions.txt"
+    # The labelling workbook's guide sheet, one row a line, a tab between cells (the annotators' language).
+    labelling_guide: str = "labelling_guide.txt"
     # The test split's sample IDs, one a line in the published file's order (tasks/release/test_split.py); empty:
     # the profile lists none, and a release's test split is one fill per template row drawn with the seed.
     test_split: str = ""

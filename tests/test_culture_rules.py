@@ -27,7 +27,8 @@ from tasks.templates.load import load_kobbq_templates
 from tasks.templates.slots import foreign_separators, parse_declarations, split_items
 from tasks.templates.validate import load_templates, validate_loaded
 from tasks.translation.particles import Shorthand, expand_shorthand
-from tasks.translation.workbook import instruction_lines
+from tasks.labels.workbook import guide_rows
+from tasks.translation.workbook import FOLLOWS, instruction_lines
 
 JA_EXAMPLE = PROJECT_ROOT / "templates_raw" / "example_ja"
 HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
@@ -167,13 +168,29 @@ def test_a_profile_without_instructions_gets_a_neutral_english_text_with_its_cul
     assert any(line.startswith("Versions (a/b, c/d). Versions a, c carry the counter-biased") for line in lines)
 
 
-def test_ko_keeps_its_own_instructions_and_every_sheet_states_the_version_convention(ko, ja):
-    ko_lines = instruction_lines(ko)
-    own = (PROJECT_ROOT / "core" / "profiles" / "ko" / "postedit_instructions.txt").read_text(encoding="utf-8")
-    assert ko_lines[:len(own.splitlines())] == own.splitlines()
-    for lines in (ko_lines, instruction_lines(ja)):
-        assert "Versions b, d carry the biased one: the answer to the biased question is the person of the target group." \
-            in lines
+def test_a_profiles_own_instructions_are_the_whole_sheet_never_half_english(ko, ja):
+    """The ko and ja sheets are their own files, whole: no English sentence is appended, and each states the version
+    convention and the Follows_version row that marks an exchange in the translator's language."""
+    for profile in (ko, ja):
+        lines = instruction_lines(profile)
+        assert lines == profile.file("postedit_instructions").read_text(encoding="utf-8").splitlines()
+        assert not any(line.startswith(("Versions (", "Cells to fill")) for line in lines)
+        assert sum(FOLLOWS in line for line in lines) == 2
+    assert any("편견에 반하는" in line for line in instruction_lines(ko))
+
+
+def test_the_labelling_guide_is_the_profiles_own_else_english(ja, tmp_path):
+    """The guide sheet of the labelling workbook: the ja profile's, in Japanese; a profile without its own file gets
+    the English one, with the labels' meanings and the annotator."""
+    own = guide_rows(ja, "sato")
+    assert own[0] == ["「labels」シートのBBQテンプレートごとにラベルを選び、その理由を書いてください。"]
+    assert [row[0] for row in own[2:]] == ["ST", "TM", "SR"] and not re.search("[a-z]{4}", own[2][1].split("（")[0])
+    folder = tmp_path / "xx"
+    shutil.copytree(PROJECT_ROOT / "core" / "profiles" / "ja", folder)
+    (folder / "labelling_guide.txt").unlink()
+    (folder / "ja.toml").rename(folder / "xx.toml")
+    english = guide_rows(load_profile(folder / "xx.toml"), "sato")
+    assert english[0][0].startswith("Label each BBQ template") and english[-1] == ["annotator", "sato"]
 
 
 # --- sentences that name the culture --------------------------------------------------------------

@@ -41,7 +41,7 @@ from tasks.translation.glossary import profile_glossary
 from tasks.translation.postedit import import_postedit
 from tasks.translation.pretranslate import bbq_declarations, pretranslate
 from tasks.translation.twin_templates import write_machine_translation
-from tasks.translation.workbook import EXPORT, MANIFEST, export_postedit_workbooks
+from tasks.translation.workbook import EXPORT, FOLLOWS, MANIFEST, export_postedit_workbooks
 from tasks.templates.kobbq_format import expand_templates
 from tasks.release.write import samples_frame
 from core.tables import write_tsv_rows
@@ -105,9 +105,10 @@ def test_returned_workbooks_are_the_export_of_the_labelled_templates_for_ja(ja, 
     exported = export_postedit_workbooks(drafts.drafts, tmp_path / "out", ja,
                                          {s: f.label for s, f in consensus.labels.items()})
     assert [p.name for p in exported] == ["postedit_Age.xlsx", "postedit_Religion.xlsx", "postedit_SES.xlsx"]
-    for path in exported:
+    for path in exported:  # returned before the export had a Follows_version row: the import reads them as ever
         sent, returned = load_workbook(path), load_workbook(RETURNED / path.name)
-        assert list(sent[MANIFEST].iter_rows(values_only=True)) == list(returned[MANIFEST].iter_rows(values_only=True))
+        rows = [row for row in sent[MANIFEST].iter_rows(values_only=True) if row[5] != FOLLOWS]
+        assert rows == list(returned[MANIFEST].iter_rows(values_only=True))
         assert list(returned[EXPORT].iter_rows(values_only=True)) == [("profile", "ja")]
 
 

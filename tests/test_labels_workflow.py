@@ -9,6 +9,7 @@ import pytest
 from openpyxl import load_workbook
 
 from core.errors import UserError
+from core.profile import load_profile
 from tasks.templates.bbq import load_bbq_templates
 from tasks.labels.agreement import agreement, draft_consensus_rows
 from tasks.labels.annotations import import_annotations, votes_by_template
@@ -71,7 +72,7 @@ def filled_workbooks(tmp_path: Path, bbq, votes=VOTES) -> list[Path]:
     items = group_templates(bbq)
     paths = []
     for i, annotator in enumerate(ANNOTATORS):
-        path = write_workbook(items, tmp_path / f"labels_{annotator}.xlsx", annotator, "ko")
+        path = write_workbook(items, tmp_path / f"labels_{annotator}.xlsx", annotator, load_profile("ko"))
         fill(path, {subject: (labels[i], f"{annotator} thinks {labels[i]}") for subject, labels in votes.items()})
         paths.append(path)
     return paths
@@ -79,7 +80,7 @@ def filled_workbooks(tmp_path: Path, bbq, votes=VOTES) -> list[Path]:
 
 def test_workbook_locks_everything_but_label_and_rationale(tmp_path: Path, bbq):
     items = group_templates(bbq)
-    path = write_workbook(items, tmp_path / "labels_kim.xlsx", "kim", "ko")
+    path = write_workbook(items, tmp_path / "labels_kim.xlsx", "kim", load_profile("ko"))
     workbook = load_workbook(path)
     sheet = workbook["labels"]
     header = [c.value for c in sheet[1]]
@@ -97,7 +98,7 @@ def test_workbook_locks_everything_but_label_and_rationale(tmp_path: Path, bbq):
     assert workbook["meta"].sheet_state == "veryHidden"
     formula_like = sheet.cell(6, header.index("relevant social values") + 1)
     assert (formula_like.value, formula_like.data_type) == ("=greedy", "s")
-    again = write_workbook(items, tmp_path / "again.xlsx", "kim", "ko")
+    again = write_workbook(items, tmp_path / "again.xlsx", "kim", load_profile("ko"))
     assert again.read_bytes() == path.read_bytes()
 
 

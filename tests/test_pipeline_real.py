@@ -9,7 +9,7 @@ import pytest
 
 from core.paths import DEFAULT_CORRECTIONS, PROJECT_ROOT
 from tasks.templates.bbq import load_bbq_templates, template_ids
-from tasks.templates.slots import normalise_text
+from core.text import normalise_text
 from core.profile import load_profile
 from runs import run
 from tasks.build.pipeline import pipeline_plan, templates_plan

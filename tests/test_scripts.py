@@ -60,6 +60,14 @@ def test_a_text_in_another_script_is_an_error_and_a_brand_name_a_counted_warning
     assert mixed[0].message.startswith("6 of 12 letters are not in the scripts of ko (Hangul): iPhone")
 
 
+@pytest.mark.parametrize("text, scripts", [("ຫລານຊາຍ ແລະ ປູ່ ໄປຕະຫລາດ", "Lao"), ("ចៅប្រុស និង ជីតា", "Khmer"),
+                                           ("მოხუცი და შვილიშვილი", "Georgian"), ("ຫລານຊາຍ hello 손", "Lao, Latin, Hangul")])
+def test_the_message_names_the_script_whatever_it_is(text, scripts):
+    """Not only the sixteen scripts a list once named: Lao, Khmer and every other Unicode script, most letters first."""
+    [found] = script_findings(HERE, text, JAPANESE, False, "ja")
+    assert found.message.startswith(f"written in {scripts} (")
+
+
 def test_chinese_written_in_han_alone_fails_the_japanese_sentence_scripts():
     text = "高中生一直按错按钮，只好找站务员帮忙。"
     found = script_findings(HERE, text, JAPANESE, True, "ja")

@@ -56,6 +56,26 @@ def test_a_replay_missing_segments_is_one_error_before_anything_starts(tmp_path,
     assert not (tmp_path / "t").exists()
 
 
+def test_waiting_for_deepl_says_once_what_is_missing_and_never_that_deepl_stopped(tmp_path, monkeypatch):
+    """No key and an empty cache: DeepL was never asked, so it did not stop; the message says what is missing and
+    what to do once each, in a few lines (it was a 956-character paragraph saying it twice)."""
+    from core.pipeline_file import LabelsSection, PipelineConfig
+    from tasks.build.pipeline import one_off_plan
+    from tasks.stage_contract import Waiting
+    from tasks.translation.pretranslate_stage import STAGE
+
+    monkeypatch.delenv("DEEPL_AUTH_KEY", raising=False)
+    ko = load_profile("ko")
+    plan = one_off_plan(STAGE, PipelineConfig(profile="ko", labels=LabelsSection(bbq=str(EXAMPLE))), ko, tmp_path,
+                        given={("labels", "labels"): EXAMPLE / "labels.csv"})
+    with pytest.raises(Waiting) as waiting:
+        STAGE.run(plan.ctx)
+    message = str(waiting.value)
+    assert message.startswith("DeepL drafts: 32 of 32 segment(s) are not in the translation cache ")
+    assert "stopped" not in message and message.count("DEEPL_AUTH_KEY") == 1 and message.count("translation cache") == 1
+    assert len(message) - len(str(tmp_path)) * 2 - len(str(EXAMPLE)) * 2 < 300  # three lines, paths aside
+
+
 def test_import_names_the_cell_of_a_problem(tmp_path, capsys):
     from openpyxl import load_workbook
 

@@ -17,10 +17,10 @@ from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import load_kobbq_templates
 from tasks.translation.deepl_client import ReplayTranslator
 from tasks.translation.glossary import profile_glossary
-from tasks.translation.postedit import edit_distance, import_postedit
+from tasks.translation.postedit import edit_distance, import_postedit, render_report
 from tasks.translation.twin_templates import write_machine_translation
 from tasks.translation.pretranslate import pretranslate
-from tasks.translation.workbook import HEADER, export_postedit_workbooks
+from tasks.translation.workbook import FOLLOWS, HEADER, export_postedit_workbooks
 
 EXAMPLE = EXAMPLE_DIR / "translation"
 RETURNED = EXAMPLE / "returned"
@@ -62,8 +62,10 @@ def test_export_locks_sources_and_keeps_formula_like_text_as_text(drafts, ko_pro
     assert stereotype[6].value == "-Women are secretaries" and stereotype[6].data_type == "s"
     assert stereotype[6].protection.locked and not stereotype[8].protection.locked
     assert stereotype[8].value == stereotype[7].value  # post-edit pre-filled with the draft
-    # 2 rows x 9 fields for the one gender template
-    assert sheet.max_row - 1 == 2 * 9
+    # 2 rows x (9 fields + the English version the row follows) for the one gender template
+    assert sheet.max_row - 1 == 2 * 10
+    follows = [(r[1].value, r[6].value, r[8].value) for r in sheet.iter_rows(min_row=2) if r[5].value == FOLLOWS]
+    assert follows == [("a", "a", "a"), ("b", "b", "b")]
 
 
 def test_exporting_the_same_drafts_twice_gives_the_same_bytes(drafts, ko_profile, tmp_path):
@@ -184,7 +186,8 @@ def test_single_version_bbq_templates_get_a_swapped_b_version(bbq_templates_dir,
     workbook = load_workbook(path)
     sheet = workbook["templates"]
     rows = {(r[3].value, r[1].value, r[5].value): r for r in sheet.iter_rows(min_row=2)}
-    assert sheet.max_row - 1 == 25 * 2 * 9  # 25 templates, versions a and b, 9 fields
+    assert sheet.max_row - 1 == 25 * 2 * 10  # 25 templates, versions a and b, 9 fields and Follows_version
+    assert all(rows[(t.q_id, v, FOLLOWS)][8].value == v for t in templates for v in "ab")  # b's names b, not a
 
     def swap(text: str, one: str, two: str) -> str:
         return text.replace(one, "\0").replace(two, one).replace("\0", two)
@@ -219,3 +222,25 @@ def test_swapping_person_slots_leaves_other_slots_alone():
     from tasks.translation.workbook import swap_person_slots
 
     assert swap_person_slots("[N1: 손자와, 손녀와] [N2]가 [W1]에서 [N12] [N1]") == "[N2: 손자와, 손녀와] [N1]가 [W1]에서 [N12] [N2]"
+
+
+def test_drafts_that_differ_from_the_current_pre_translation_are_a_warning_in_the_report(returned, ko_profile,
+                                                                                          tmp_path):
+    """The pre-translation was run again (a new glossary) after the workbook went out: its edit rates measure the
+    post-edit against the drafts it holds, and the import says so, once per workbook, instead of nothing."""
+    sent = tmp_path / "sent"
+    sent.mkdir()
+    workbook = load_workbook(returned[0])
+    for sheet, column in (("templates", 8), ("_manifest", 8)):
+        workbook[sheet].cell(3, column).value = "다시 번역한 초벌"
+        workbook[sheet].cell(5, column).value = "또 다른 초벌"
+    workbook.save(sent / returned[0].name)
+    result = import_postedit(returned, ko_profile, tmp_path / "p.tsv", profile_glossary(load_profile("ko")), sent)
+    assert not result.errors
+    [stale] = [f for f in result.findings if f.code == "stale-drafts"]
+    assert (stale.severity, stale.where.file, stale.where.row, stale.where.column) == (
+        "warning", str(returned[0]), 3, "DeepL draft")
+    assert stale.message.startswith("2 DeepL draft(s) of this workbook differ from the current pre-translation's")
+    assert f"- {stale.render()}" in render_report(result)
+    same = import_postedit(returned, ko_profile, tmp_path / "q.tsv", profile_glossary(load_profile("ko")), RETURNED)
+    assert not same.findings and "## Warnings" not in render_report(same)

@@ -93,7 +93,7 @@ def run_export(args: argparse.Namespace) -> int:
     profile, _, items = _items(args)
     args.out.mkdir(parents=True, exist_ok=True)
     for annotator in args.annotator:
-        path = write_workbook(items, args.out / f"labels_{annotator}.xlsx", annotator, profile.name)
+        path = write_workbook(items, args.out / f"labels_{annotator}.xlsx", annotator, profile)
         print(f"wrote {path} ({len(items)} templates)")
     return 0
 

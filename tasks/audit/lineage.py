@@ -26,7 +26,7 @@ from core.profile import Profile
 from tasks.audit.fates import (RELEASED_RULE, SAMPLE_ID, AuditLog, Fate, stage_rank, stereotype_text,
                                template_of)
 from core.decisions import Decision, numbers_text, template_subject
-from tasks.templates.slots import normalise_text
+from core.text import normalise_text
 
 STAGE_TITLES = {
     "labels": "labels (label and rationale)",

@@ -10,7 +10,7 @@ is a Decision that later stages obey. Newly-created (NC) templates join in the K
 Modules:
 - ``template_set``: the unit of labelling (``LabelItem``), the template-set fingerprint,
   ``load_label_items(bbq_path, profile, categories=None) -> (rows, items)``.
-- ``workbook``: ``write_workbook(items, path, annotator, profile_name)``: protected xlsx with an
+- ``workbook``: ``write_workbook(items, path, annotator, profile)``: protected xlsx with an
   ST/TM/SR drop-down and a rationale cell; the fingerprint in a very hidden ``meta`` sheet.
 - ``annotations``: ``import_annotations(paths, items, require_rationale) -> list[AnnotatorLabels]``
   (xlsx or CSV ``template,label,rationale``); all files or none (``FindingsError``).

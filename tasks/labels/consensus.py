@@ -23,6 +23,7 @@ from core.tables import read_records
 from tasks.templates.bbq import BBQTemplate
 from core.atomic import write_with
 from core.decisions import Decision
+from core.text import check_text, plain_spaces
 from core.findings import Finding
 from tasks.labels.problems import raise_if_errors
 from tasks.labels.template_set import ANNOTATOR_LABELS, KEPT_LABELS, LABEL_MEANINGS, SR, group_templates
@@ -66,8 +67,9 @@ def read_consensus_rows(path: Path, require_rationale: bool) -> list[tuple[int, 
 
 
 def load_consensus(path: Path, bbq_templates: list[BBQTemplate], require_rationale: bool = True,
-                   annotations: dict[str, dict[str, str]] | None = None) -> Consensus:
-    """Read and check a consensus file against the BBQ templates it is about.
+                   annotations: dict[str, dict[str, str]] | None = None, allowed: str = "") -> Consensus:
+    """Read and check a consensus file against the BBQ templates it is about, its labels and rationales (which the
+    release's decisions carry) by the text check (``core.text``, the profile's ``allowed`` characters).
 
     ``annotations`` (subject -> annotator -> label), when given, puts the votes into each
     decision; a final label that is not among the most-voted labels is marked as an override,
@@ -82,7 +84,10 @@ def load_consensus(path: Path, bbq_templates: list[BBQTemplate], require_rationa
         def problem(column: str, message: str) -> None:
             findings.append(Finding("error", Location(str(path), number, column), "consensus", message))
 
-        subject, label, rationale = row.get("template", ""), row.get("label", "").upper(), row.get("rationale", "")
+        for column in ("label", "rationale"):  # a control character or another space becomes a plain one
+            findings += check_text(row.get(column, ""), Location(str(path), number, column), allowed)
+            row[column] = plain_spaces(row.get(column, ""), allowed)[1]
+        subject, label, rationale = row.get("template", ""), row["label"].upper(), row["rationale"]
         if not subject and not label:
             continue
         if subject not in known:

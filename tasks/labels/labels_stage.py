@@ -18,6 +18,7 @@ from pathlib import Path
 from core.atomic import write_text
 from core.errors import UserError
 from core.profile import Profile
+from core.text import allowed_characters
 from core.tables import write_csv_rows
 from tasks.labels.agreement import AgreementReport, agreement, agreement_table
 from tasks.labels.annotations import import_annotations, votes_by_template
@@ -56,7 +57,8 @@ def final_labels(bbq: Path, consensus: Path, annotations: list[Path], profile: P
     if annotations:
         annotators = import_annotations(annotations, items, profile.labels.require_rationale, profile.name)
         report, votes = agreement(annotators, items), votes_by_template(annotators)
-    final = load_consensus(consensus, bbq_rows, profile.labels.require_rationale, annotations=votes)
+    final = load_consensus(consensus, bbq_rows, profile.labels.require_rationale, annotations=votes,
+                           allowed=allowed_characters(profile))
     require_final_labels(bbq_rows, final)
     return FinalLabels(items, final, report, len(annotations))
 

@@ -3,9 +3,10 @@
 Every cell an annotator must not change is locked (the sheet is protected; only the label
 and rationale cells are unlocked), the label cell only accepts ST / TM / SR, and a hidden
 sheet records which template set the workbook was made for (see ``template_set.fingerprint``),
-so ``kobbq labels import`` can refuse a workbook made for other templates.
+so ``kobbq labels import`` can refuse a workbook made for other templates. The guide sheet is the
+profile's own (``labelling_guide.txt``, in the annotators' language), else a neutral English one.
 
-Entry point: ``write_workbook(items, path, annotator, profile_name)``.
+Entry point: ``write_workbook(items, path, annotator, profile)``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import UserError
+from core.profile import Profile
+from core.text_files import read_text
 from tasks.labels.template_set import ANNOTATOR_LABELS, LABEL_MEANINGS, LabelItem, categories_of, fingerprint
 from core.workbooks import save_workbook, set_text
 
@@ -47,7 +50,17 @@ def row_values(item: LabelItem) -> list[str]:
             version_text(item, "non_negative_question"), first.relevant_social_values, first.known_stereotyped_groups]
 
 
-def build_workbook(items: list[LabelItem], annotator: str, profile_name: str) -> Workbook:
+def guide_rows(profile: Profile, annotator: str) -> list[list[str]]:
+    """The guide sheet, one row a line: the culture's own (its folder's labelling_guide.txt, a tab between the cells
+    of a line), else a neutral English text with the labels' meanings and the annotator's name."""
+    path = profile.existing_file("labelling_guide")
+    if path:
+        return [line.split("\t") for line in read_text(path, "labelling guide file").splitlines()]
+    return [["Label each BBQ template on the 'labels' sheet: choose a label and write why."], [],
+            *([label, LABEL_MEANINGS[label]] for label in ANNOTATOR_LABELS), [], ["annotator", annotator]]
+
+
+def build_workbook(items: list[LabelItem], annotator: str, profile: Profile) -> Workbook:
     from openpyxl import Workbook
     from openpyxl.styles import Alignment, Font, PatternFill, Protection
     from openpyxl.worksheet.datavalidation import DataValidation
@@ -87,17 +100,13 @@ def build_workbook(items: list[LabelItem], annotator: str, profile_name: str) ->
     sheet.protection.formatRows = False
 
     guide = workbook.create_sheet(GUIDE_SHEET)
-    guide.append(["Label each BBQ template on the 'labels' sheet: choose a label and write why."])
-    guide.append([])
-    for label in ANNOTATOR_LABELS:
-        guide.append([label, LABEL_MEANINGS[label]])
-    guide.append([])
-    guide.append(["annotator", annotator])
+    for row in guide_rows(profile, annotator):
+        guide.append(row)
     guide.column_dimensions["B"].width = 80
     guide.protection.sheet = True
 
     meta = workbook.create_sheet(META_SHEET)
-    for key, value in metadata(items, annotator, profile_name).items():
+    for key, value in metadata(items, annotator, profile.name).items():
         meta.append([key, value])
     meta.sheet_state = "veryHidden"
     meta.protection.sheet = True
@@ -112,8 +121,8 @@ def metadata(items: list[LabelItem], annotator: str, profile_name: str) -> dict[
             "categories": ",".join(categories_of(items))}
 
 
-def write_workbook(items: list[LabelItem], path: Path, annotator: str, profile_name: str) -> Path:
+def write_workbook(items: list[LabelItem], path: Path, annotator: str, profile: Profile) -> Path:
     """Write the workbook atomically; the same templates and annotator give the same bytes."""
     if not re.fullmatch(r"[\w.-]+", annotator):
         raise UserError(f"annotator name {annotator!r} may only contain letters, digits, '.', '_' and '-'")
-    return save_workbook(build_workbook(items, annotator, profile_name), path)
+    return save_workbook(build_workbook(items, annotator, profile), path)

@@ -14,7 +14,7 @@ from pathlib import Path
 from core.errors import Location, UserError
 from core.tables import read_csv_table
 from core.profile import Profile
-from tasks.templates.slots import normalise_text
+from core.text import normalise_text
 from tasks.templates.versions import group_names
 
 GROUP_COLUMNS = ["category", "group", "world_region"]

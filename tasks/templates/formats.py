@@ -24,6 +24,7 @@ from pathlib import Path
 
 from core.findings import Finding
 from core.profile import Profile
+from core.text import allowed_characters
 from tasks.templates.corrections import Correction
 from tasks.templates.engine import Expansion
 from tasks.templates.kobbq_format import expand_templates
@@ -49,7 +50,7 @@ class TemplateFormat:
 
 
 def _load_kobbq(path: Path, profile: Profile, corrections: list[Correction]) -> LoadedTemplates:
-    return load_kobbq_templates(path, corrections, profile.templates.separators)
+    return load_kobbq_templates(path, corrections, profile.templates.separators, allowed_characters(profile))
 
 
 def _expand_kobbq(templates: list[TemplateRow], profile: Profile, _: Vocabulary | None) -> Expansion:

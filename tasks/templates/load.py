@@ -17,8 +17,8 @@ from core.errors import Location, UserError
 from core.tables import read_rows
 from tasks.templates.corrections import AppliedCorrection, Correction, apply_corrections
 from core.findings import Finding
-from tasks.templates.slots import (DEFAULT_SEPARATORS, ParsedText, SlotSyntaxError, normalise_text, parse_declarations,
-                                   parse_text)
+from core.text import check_text, normalise_text
+from tasks.templates.slots import DEFAULT_SEPARATORS, ParsedText, SlotSyntaxError, parse_declarations, parse_text
 
 
 # Model field -> column of the KoBBQ TSV, for the six fields that expansion fills.
@@ -127,9 +127,9 @@ def _row_key(row: dict[str, str]) -> str:
 
 
 def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None,
-                         separators: tuple[str, ...] = DEFAULT_SEPARATORS) -> LoadedTemplates:
-    """Load a KoBBQ-format TSV: corrections first, then normalisation, then parsing (slot lists split at the
-    profile's ``separators``).
+                         separators: tuple[str, ...] = DEFAULT_SEPARATORS, allowed: str = "") -> LoadedTemplates:
+    """Load a KoBBQ-format TSV: corrections first, then the text check and normalisation (``core.text``, the
+    profile's ``allowed`` characters), then parsing (slot lists split at the profile's ``separators``).
 
     Missing columns are fatal (nothing else can be checked); every other problem is a finding.
     """
@@ -145,7 +145,8 @@ def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None
     for row, number in zip(rows, numbers):
         row_key = _row_key(row)
         for column, value in row.items():
-            text, change = normalise_text(value)
+            findings += check_text(value, Location(str(path), number, column), allowed)
+            text, change = normalise_text(value, allowed)
             if change.control_characters:
                 normalisations.append(NormalisationRecord(number, row_key, column, "control character"))
             if change.nfc_changed:

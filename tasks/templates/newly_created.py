@@ -16,6 +16,7 @@ from pathlib import Path
 from core.decisions import Decision, template_subject
 from core.findings import Finding, raise_if_errors
 from core.profile import Profile
+from core.text import allowed_characters
 from tasks.templates.corrections import Correction
 from tasks.templates.load import NC, LoadedTemplates, TemplateRow, load_kobbq_templates
 from tasks.templates.validate_kobbq import validate_loaded
@@ -77,7 +78,7 @@ def nc_decisions(templates: list[TemplateRow], profile: Profile) -> list[Decisio
 def import_newly_created(path: Path, profile: Profile, corrections: list[Correction] | None = None,
                          others: list[TemplateRow] | None = None) -> NewlyCreated:
     """Load, validate and label an NC template file; any error stops the import with every error listed."""
-    loaded = load_kobbq_templates(Path(path), corrections, profile.templates.separators)
+    loaded = load_kobbq_templates(Path(path), corrections, profile.templates.separators, allowed_characters(profile))
     findings = validate_loaded(loaded, profile) + nc_findings(loaded.templates)
     findings += clash_findings(loaded.templates, others or [])
     raise_if_errors(f"newly-created template file {Path(path).name}", findings, "nothing was imported")

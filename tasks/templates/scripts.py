@@ -22,15 +22,13 @@ from itertools import groupby
 from typing import NamedTuple
 
 import regex
+from fontTools.unicodedata import script as unicode_script, script_name  # the Script property's value, by name
 
 from core.errors import Location
 from core.findings import Finding
 from core.profile import Profile, WritingProfile
 from tasks.templates.slots import ParsedText
 
-# Scripts named in messages when a foreign letter is found (any other is "another script").
-KNOWN_SCRIPTS = ("Latin", "Han", "Hangul", "Hiragana", "Katakana", "Arabic", "Hebrew", "Cyrillic", "Greek",
-                 "Devanagari", "Bengali", "Thai", "Tamil", "Georgian", "Armenian", "Ethiopic")
 _LETTER = regex.compile(r"\p{L}")
 _SHARED = regex.compile(r"[\p{Script=Common}\p{Script=Inherited}]")
 FOREIGN_SHARE_MAX = 0.5  # above this share of foreign letters a text is in another script: an error
@@ -98,9 +96,9 @@ def _foreign_runs(text: str, kinds: dict[str, CharKind]) -> list[str]:
 
 
 def scripts_of(text: str) -> list[str]:
-    """The known scripts of the letters of ``text``, most letters first."""
-    counts = {name: len(_script_pattern((name,)).findall(text)) for name in KNOWN_SCRIPTS}
-    return [name for name, n in sorted(counts.items(), key=lambda item: -item[1]) if n]
+    """The Unicode scripts of the letters of ``text`` (Lao, Latin, ...), most letters first."""
+    counts = Counter(unicode_script(char) for char in text if _LETTER.match(char) and not _SHARED.match(char))
+    return [script_name(code) for code, _ in counts.most_common()]
 
 
 def script_findings(where: Location, text: str, writing: WritingProfile, sentence: bool, language: str
@@ -112,7 +110,7 @@ def script_findings(where: Location, text: str, writing: WritingProfile, sentenc
         return []
     own = ", ".join(writing.scripts)
     if count.foreign_share > FOREIGN_SHARE_MAX:
-        found = ", ".join(scripts_of(count.foreign_text)) or "another script"
+        found = ", ".join(scripts_of(count.foreign_text))
         return [Finding("error", where, "foreign-script",
                         f"written in {found} ({count.foreign} of {count.letters} letters: {count.foreign_text}), not "
                         f"in the scripts of {language} ({own}, [writing] scripts of the profile): is this text in "
@@ -120,7 +118,7 @@ def script_findings(where: Location, text: str, writing: WritingProfile, sentenc
     findings = []
     if sentence and writing.sentence_scripts and not count.sentence:
         needed = " or ".join(writing.sentence_scripts)
-        found = ", ".join(scripts_of(text)) or "no known script"
+        found = ", ".join(scripts_of(text))
         findings.append(Finding("error", where, "foreign-script",
                                 f"has no {needed} letter, which every {language} sentence has ([writing] "
                                 f"sentence_scripts); its letters are {found}: is this text in another language "

@@ -6,15 +6,17 @@ inflected for the particle that follows: ``[N1: 손자와, 손녀와]``. The dec
 A bare ``[N1]`` (no list) is legal in the English ``_translated`` columns and in post-edits.
 
 What separates a list's items is the profile's (``[templates] list_separators``: "," for KoBBQ,
-also "、" for Japanese). ``foreign_separators`` finds any other list punctuation inside an item, so
-that ``[孫息子、孫娘]`` under a profile that does not accept "、" is an error, not one filler.
+also "、" for Japanese). Lists are checked, not guessed (``list_findings``): any other list punctuation
+inside an item (``[孫息子、孫娘]`` under a profile that does not accept "、") is an error, not one filler, and
+an item with a space, in a language written without spaces between words (``[หลานชาย หลานสาว]``), a warning.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
+
+import regex
 
 from core.errors import Location
 from core.findings import Finding
@@ -26,12 +28,12 @@ PERSON_SLOTS = ("N1", "N2")
 # An inline slot: [N1: a, b, c] or a bare [N1]. Items cannot contain brackets.
 INLINE_SLOT = re.compile(r"\[(" + SLOT_NAME + r")(?::([^\[\]]*))?\]")
 _DECLARATION = re.compile(r"^\s*(" + SLOT_NAME + r")\s*:\s*\[([^\[\]]*)\]\s*$")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# Punctuation that separates list items in some writing system (Latin and CJK commas, semicolons). Not the
-# middle dots "·" / "・", which join words inside a name (중동·북아프리카인, ジョン・スミス).
-SEPARATOR_LIKE = ",、，､;；"
+# Punctuation that separates list items in some writing system: Unicode's Terminal_Punctuation that does not end a
+# sentence, the commas and semicolons of every script ("," "、" "，" "،" "፣" ";"). Not the middle dots "·" and "・",
+# which join words inside a name (중동·북아프리카인, ジョン・スミス), nor a full stop (St. Louis), nor the colon,
+# which is the slot syntax's own ("N1: [...]") and a time's (10:30).
+SEPARATOR_LIKE = regex.compile(r"[\p{Terminal_Punctuation}--\p{Sentence_Terminal}--:]", regex.V1)
 DEFAULT_SEPARATORS = (",",)
-_SPACES = re.compile(r"\s+")
 _BRACKET = re.compile(r"[\[\]]")
 _BRACKETED = re.compile(r"\[[^\[\]]*\]")
 
@@ -50,21 +52,30 @@ def split_items(body: str, separators: tuple[str, ...] = DEFAULT_SEPARATORS) -> 
 
 def foreign_separators(items: tuple[str, ...], separators: tuple[str, ...]) -> list[str]:
     """List punctuation inside the items that the profile does not accept as a separator, in order of first use."""
-    found = [char for item in items for char in item if char in SEPARATOR_LIKE and char not in separators]
+    found = [char for item in items for char in SEPARATOR_LIKE.findall(item) if char not in separators]
     return list(dict.fromkeys(found))
 
 
-def separator_findings(where: Location, name: str, items: tuple[str, ...], profile: Profile) -> list[Finding]:
-    """A slot list written with a separator the profile does not accept would become one filler: an error."""
+def list_findings(where: Location, name: str, items: tuple[str, ...], profile: Profile) -> list[Finding]:
+    """A slot list written with a separator the profile does not accept would become one filler: an error. In a
+    language written without spaces between words, an item with a space is probably two: a warning."""
+    first = profile.templates.list_separators[0]
+    findings = []
     foreign = foreign_separators(items, profile.templates.separators)
-    if not foreign:
-        return []
-    accepted = " ".join(repr(s) for s in profile.templates.separators)
-    written = " ".join(repr(c) for c in foreign)
-    return [Finding("error", where, "slot-separator",
-                    f"slot {name}'s list [{', '.join(items)}] contains {written}, which profile {profile.name!r} does not "
-                    f"accept between items (it accepts {accepted}): separate the items with "
-                    f"{profile.templates.list_separators[0]!r}, or add {foreign[0]!r} to [templates] list_separators")]
+    if foreign:
+        accepted = " ".join(repr(s) for s in profile.templates.separators)
+        written = " ".join(repr(c) for c in foreign)
+        addable = f", or add {foreign[0]!r} to [templates] list_separators" if foreign[0] != ";" else ""
+        findings.append(Finding("error", where, "slot-separator",
+                                f"slot {name}'s list [{', '.join(items)}] contains {written}, which profile "
+                                f"{profile.name!r} does not accept between items (it accepts {accepted}): separate "
+                                f"the items with {first!r}{addable}"))
+    if profile.writing is not None and not profile.writing.spaces_between_words:
+        findings += [Finding("warning", where, "slot-item-space",
+                             f"item {item!r} of slot {name} has a space, and {profile.language} is written without "
+                             f"spaces between words ([writing] spaces_between_words): if it is several items, "
+                             f"separate them with {first!r}") for item in items if " " in item]
+    return findings
 
 
 def parse_declarations(text: str, separators: tuple[str, ...] = DEFAULT_SEPARATORS) -> dict[str, tuple[str, ...]]:
@@ -136,27 +147,3 @@ def bracket_problems(text: str) -> list[str]:
     for match in _BRACKETED.finditer(stripped):
         problems.append(f"{match.group(0)[:40]!r} is bracketed but is not slot syntax '[NAME: item, item]'")
     return problems
-
-
-@dataclass(frozen=True)
-class Normalisation:
-    """What normalising one text changed, for the build's normalisation report."""
-
-    control_characters: int
-    nfc_changed: bool
-    whitespace_changed: bool
-
-
-def normalise_text(text: str) -> tuple[str, Normalisation]:
-    """NFC, control characters to spaces, runs of whitespace collapsed, ends stripped.
-
-    Control characters (U+0008 in ten KoBBQ rows) sit where a space belongs, e.g.
-    ``손자는]\\x08적극적으로``, so they become a space rather than disappearing and gluing words.
-    """
-    nfc = unicodedata.normalize("NFC", text)
-    controls = len(_CONTROL.findall(nfc))
-    cleaned = _CONTROL.sub(" ", nfc) if controls else nfc
-    collapsed = _SPACES.sub(" ", cleaned).strip()
-    return collapsed, Normalisation(controls, nfc != text, collapsed != cleaned)
-
-

@@ -15,23 +15,19 @@ from core.findings import Finding
 from core.profile import Profile
 from tasks.templates.load import TEXT_COLUMNS, LoadedTemplates, TemplateRow
 from tasks.templates.scripts import profile_script_findings, script_findings, slot_text
-from tasks.templates.slots import PERSON_SLOTS, bracket_problems, separator_findings
+from tasks.templates.slots import PERSON_SLOTS, bracket_problems, list_findings
 from tasks.templates.versions import version_findings
 
 SENTENCE_FIELDS = ("ambiguous_context", "disambiguating_context", "biased_question", "counter_biased_question")
 
 
 def validate_loaded(loaded: LoadedTemplates, profile: Profile) -> list[Finding]:
-    """All findings for a loaded file: those of loading, normalisation and every rule below."""
+    """All findings for a loaded file: those of loading (the text check among them), normalisation and every rule
+    below."""
     findings = list(loaded.findings) + profile_script_findings(profile)
-    for record in loaded.normalisations:
-        where = Location(str(loaded.path), record.row, record.column)
-        if record.what == "NFC":
-            findings.append(Finding("error", where, "not-nfc",
-                                    "text is not in Unicode NFC form; identical-looking words would not match"))
-        elif record.what == "control character":
-            findings.append(Finding("warning", where, "control-character",
-                                    "contains a control character; the build replaces it with a space"))
+    findings += [Finding("error", Location(str(loaded.path), record.row, record.column), "not-nfc",
+                         "text is not in Unicode NFC form; identical-looking words would not match")
+                 for record in loaded.normalisations if record.what == "NFC"]
     for template in loaded.templates:
         findings.extend(check_row(template, profile))
     findings.extend(check_keys_and_pairs(loaded.templates, profile))
@@ -65,7 +61,7 @@ def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
         column = "Names" if name in template.names else "Lexical_diversity"
         if any(not item for item in items):
             add("error", column, "empty-item", f"slot {name} has an empty item")
-        findings.extend(separator_findings(template.where(column), name, items, profile))
+        findings.extend(list_findings(template.where(column), name, items, profile))
     used: set[str] = set()
     parsed = template.parsed
     for field, column in TEXT_COLUMNS.items():
@@ -78,7 +74,7 @@ def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
         for inline in parsed[field].slots:
             used.add(inline.name)
             findings.extend(_check_inline(template, column, inline.name, inline.items))
-            findings.extend(separator_findings(template.where(column), inline.name, inline.items or (), profile))
+            findings.extend(list_findings(template.where(column), inline.name, inline.items or (), profile))
     for name in template.slots:
         if name not in used:
             column = "Names" if name in template.names else "Lexical_diversity"

@@ -17,7 +17,7 @@ from core.profile import Profile, WorkbookFormat
 from tasks.templates.hooks import HOOKS
 from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.scripts import profile_script_findings, script_findings
-from tasks.templates.slots import separator_findings
+from tasks.templates.slots import list_findings
 from tasks.templates.workbook import PLACEHOLDER, forms_by_label, matching_rule
 
 SPECS = ("", "def", "indef")
@@ -82,7 +82,7 @@ def check_workbook_row(template: TemplateRow, profile: Profile, fmt: WorkbookFor
             if column == fmt.names_column and label not in fmt.people:
                 add(column, "bad-person", f"{label} is not a person ({', '.join(fmt.people)})")
             for items in lists.values():  # list punctuation the profile does not accept: never one silent item
-                findings.extend(separator_findings(Location(template.source, template.row, column), label,
+                findings.extend(list_findings(Location(template.source, template.row, column), label,
                                                    tuple(items), profile))
     for field in fmt.text_fields:
         if profile.writing is not None:  # a context or question is a sentence; an answer may be a bare name

@@ -11,23 +11,22 @@ convention (its version a is the biased one in some templates), so a translation
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
 from core.decisions import Decision, template_subject
 from core.findings import Finding
 from core.profile import Profile
 from tasks.templates.load import TemplateRow
-from tasks.templates.slots import PERSON_SLOTS, normalise_text, parse_text
+from core.text import normalise_text
+from tasks.templates.slots import PERSON_SLOTS, SEPARATOR_LIKE, parse_text
 
 BIASED, COUNTER_BIASED = "biased", "counter-biased"
-# A cell naming several groups ("미국인, 캐나다인", "アメリカ人、カナダ人"): comma-like punctuation of any script.
-_GROUP_SEPARATORS = re.compile(r"[,、，､]")
 
 
 def group_names(label: str) -> tuple[str, ...]:
-    """A group label as its sorted names: "게이, 레즈비언" and "레즈비언, 게이" are the same group."""
-    return tuple(sorted(part.strip() for part in _GROUP_SEPARATORS.split(normalise_text(label)[0]) if part.strip()))
+    """A group label as its sorted names: "게이, 레즈비언" and "레즈비언, 게이" are the same group. A cell naming several
+    groups ("미국인, 캐나다인", "アメリカ人、カナダ人") separates them with the list punctuation of any script."""
+    return tuple(sorted(part.strip() for part in SEPARATOR_LIKE.split(normalise_text(label)[0]) if part.strip()))
 
 
 def answer_person(template: TemplateRow) -> str | None:
@@ -112,9 +111,9 @@ def exchange_fix(version: str, partner: str) -> str:
     whether its versions differ by their Names (most of BBQ) or by their texts (BBQ Disability_status 3)."""
     return (f"exchange versions {version} and {partner} of this template: in a template file, swap their version "
             f"letters; in a post-edit workbook, where the version cells are locked, exchange the Post-edit cells of "
-            f"the two rows, every field (contexts, questions, answers, Names, Lexical_diversity: the import takes a "
-            f"row whose post-edit follows the English of its partner as exchanged), and exchange the two rows of the "
-            f"groups file (N1_info, N2_info, Target_group)")
+            f"the two rows, every field (contexts, questions, answers, Names, Lexical_diversity, and Follows_version, "
+            f"which tells the import that the rows were exchanged), and exchange the two rows of the groups file "
+            f"(N1_info, N2_info, Target_group)")
 
 
 def version_decisions(templates: list[TemplateRow], profile: Profile, stage: str,

@@ -17,6 +17,7 @@ from pathlib import Path
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import PoolRule, Profile, WorkbookFormat
+from core.text import allowed_characters, check_text, plain_spaces
 from tasks.templates.corrections import AppliedCorrection, Correction, apply_corrections
 from tasks.templates.load import LoadedTemplates, TemplateRow
 
@@ -127,9 +128,21 @@ class Vocabulary:
     proper_names: list[Row]
 
 
-def load_vocabulary(folder: Path, fmt: WorkbookFormat, language: str) -> Vocabulary:
+def checked_cells(path: Path, rows: list[tuple[int, Row]], allowed: str, findings: list[Finding]) -> None:
+    """The text check of every text cell (``core.text``), in place: a control character or another space becomes a
+    plain space; what it reports is added to ``findings``."""
+    for number, row in rows:
+        for column, value in row.items():
+            if isinstance(value, str):
+                findings += check_text(value, Location(str(path), number, column), allowed)
+                row[column] = plain_spaces(value, allowed)[1]
+
+
+def load_vocabulary(folder: Path, fmt: WorkbookFormat, language: str, allowed: str = "",
+                    findings: list[Finding] | None = None) -> Vocabulary:
     def table(name: str) -> list[Row]:
         header, rows = read_sheet(folder / name)
+        checked_cells(folder / name, rows, allowed, [] if findings is None else findings)
         columns = language_columns(header, language, fmt.language_suffixes)
         return [select_language(row, columns) for _, row in rows]
 
@@ -147,6 +160,7 @@ def load_workbook_templates(folder: Path, profile: Profile, corrections: list[Co
     fmt = profile.templates.workbook
     if fmt is None:
         raise UserError(f"profile {profile.name!r} has no [templates.workbook] section; it reads TSV templates")
+    allowed = allowed_characters(profile)
     if not folder.is_dir():
         raise UserError("expected the folder of the workbook templates (one <Category>.xlsx each)", folder)
     templates: list[TemplateRow] = []
@@ -165,12 +179,14 @@ def load_workbook_templates(folder: Path, profile: Profile, corrections: list[Co
         rows = [{name: str(value) for name, value in select_language(row, columns).items()} for _, row in raw]
         keys = [f"{r.get(fmt.category_column, '')}|{r.get(fmt.id_column, '')}|{r.get('version', '')}" for r in rows]
         applied += apply_corrections(rows, numbers, keys, path, corrections or [])
+        checked_cells(path, list(zip(numbers, rows)), allowed, findings)
         for number, row in zip(numbers, rows):
             template = _build_template(path, number, row, fmt, findings)
             if template is not None:
                 templates.append(template)
-    return LoadedTemplates(folder, templates, findings, applied, [], [],
-                           vocabulary=load_vocabulary(folder, fmt, profile.language), sheet_columns=sheet_columns)
+    vocabulary = load_vocabulary(folder, fmt, profile.language, allowed, findings)
+    return LoadedTemplates(folder, templates, findings, applied, [], [], vocabulary=vocabulary,
+                           sheet_columns=sheet_columns)
 
 
 def _build_template(path: Path, number: int, text: dict[str, str], fmt: WorkbookFormat, findings: list[Finding]

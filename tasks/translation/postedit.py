@@ -17,7 +17,7 @@ import os
 import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.errors import Location, UserError
@@ -25,14 +25,15 @@ from core.profile import Profile
 from core.atomic import replacing
 from core.decisions import Decision, template_subject
 from core.findings import Finding
-from tasks.templates.slots import SlotSyntaxError, find_inline_slots, normalise_text, parse_declarations
+from core.text import allowed_characters, normalise_text
+from tasks.templates.slots import SlotSyntaxError, find_inline_slots, parse_declarations
 from tasks.templates.versions import partner_version
-from tasks.templates.load import load_kobbq_templates
+from tasks.templates.load import ST, load_kobbq_templates
 from tasks.translation.glossary import Glossary
 from tasks.translation.particles import Shorthand, expand_shorthand
 from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS
 from tasks.translation.template_workbooks import workbook_rows, write_checked_workbooks
-from tasks.translation.workbook import EditedCell, clean_text, read_workbook
+from tasks.translation.workbook import FOLLOWS, EditedCell, clean_text, read_workbook
 from tasks.templates.validate_kobbq import validate_loaded
 
 STAGE = "postedit"
@@ -92,10 +93,11 @@ def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool =
     """KoBBQ rows from returned cells (or from the drafts alone, for the machine-translated twin).
 
     Returns the rows, where each (row key, column) came from, the findings so far, and the versions the
-    translator exchanged (``exchanged_rows``): their rows are checked against, and record, each other's English.
+    translator marked as exchanged (``marked_exchanges``): their rows are checked against, and record, each
+    other's English.
     """
     findings: list[Finding] = []
-    shorthand, separators = Shorthand.of(profile), profile.templates.separators
+    shorthand, separators, allowed = Shorthand.of(profile), profile.templates.separators, allowed_characters(profile)
     grouped: dict[tuple[str, int, str], dict[str, EditedCell]] = defaultdict(dict)
     for cell in cells:
         grouped[(cell.category, cell.row.template_id, cell.row.version)][cell.row.field] = cell
@@ -112,7 +114,7 @@ def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool =
         for column in FIELD_ORDER:
             cell = by_field[column]
             origin[(key, column)] = cell.where
-            texts[column] = clean_text(cell.row.draft if use_draft else cell.postedit, cell.where, findings)
+            texts[column] = clean_text(cell.row.draft if use_draft else cell.postedit, cell.where, findings, allowed)
         declared: dict[str, tuple[str, ...]] = {}
         for column in LIST_FIELDS:
             try:
@@ -126,15 +128,18 @@ def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool =
         notes = "; ".join(by_field[c].notes.strip() for c in FIELD_ORDER if by_field[c].notes.strip())
         rows.append({"Category": category, "ID": str(template_id), "version": version, "Label_annotation": first.label,
                      **texts, "Target_group": "", "BBQ_id": first.bbq_id, "BBQ_category": first.bbq_category,
-                     "Translator_notes": clean_text(notes, by_field["Stereotype"].where, findings)})
+                     "Translator_notes": clean_text(notes, by_field["Stereotype"].where, findings, allowed)})
         edited[key] = by_field
-    exchanges, follows_key = exchanged_rows(rows, edited, profile, findings)
+    exchanges, follows_key = ([], {}) if use_draft else marked_exchanges(edited, profile, findings)
     for row in rows:
         key = row_key(row)
         english = edited[follows_key.get(key, key)]
         row.update({f"{column}_translated": english[column].row.english for column in FIELD_ORDER})
         for column in SLOT_FIELDS:
             findings.extend(missing_slots(edited[key][column], row[column], english[column].row.english))
+        if profile.templates.meaning(row["Label_annotation"]) == ST:
+            for column in LIST_FIELDS:
+                findings.extend(item_counts(edited[key][column], row[column], english[column].row.english, separators))
     return rows, origin, findings, exchanges
 
 
@@ -156,49 +161,61 @@ def slot_names(text: str) -> set[str]:
     return {slot.name for slot in find_inline_slots(text)}
 
 
-def exchanged(row: dict[str, str], own: dict[str, EditedCell], partner: dict[str, EditedCell]) -> bool:
-    """Whether ``row`` holds its partner version's post-edit: in every text where the two versions' English
-    differs, it has the partner's slots and is nearer the partner's draft than its own (edit distance). A row
-    whose answers alone were exchanged keeps its own disambiguating context, and is not taken for exchanged."""
-    differing = [c for c in SLOT_FIELDS if own[c].row.english != partner[c].row.english]
-    return bool(differing) and all(
-        slot_names(partner[c].row.english) <= slot_names(row[c])
-        and edit_distance(row[c], partner[c].row.draft) < edit_distance(row[c], own[c].row.draft)
-        for c in differing)
-
-
-def exchanged_rows(rows: list[dict[str, str]], edited: dict[str, dict[str, EditedCell]], profile: Profile,
-                   findings: list[Finding]) -> tuple[list[Exchange], dict[str, str]]:
-    """Versions whose post-edits were exchanged (``exchanged``), both rows. Versions that differ by their Names
-    only (most of BBQ) have the same English texts and are exchanged by their Names, which nothing here needs
-    to see; this finds the exchange of versions that differ by their texts (BBQ Disability_status 3). Returns
-    the exchanges and, per exchanged row, the key of the row whose English it follows; a row exchanged alone is
-    an error at that row."""
-    by_key = {row_key(row): row for row in rows}
+def marked_exchanges(edited: dict[str, dict[str, EditedCell]], profile: Profile, findings: list[Finding]
+                     ) -> tuple[list[Exchange], dict[str, str]]:
+    """The versions the translator exchanged, as marked: each row's ``Follows_version`` names the English version its
+    post-edit translates, its own or its partner's (a workbook without the row follows its own). An exchange is
+    marked on both rows, or it is an error at the row marked alone. Returns the exchanges and, per exchanged row,
+    the key of the row whose English it follows."""
     swapped: dict[str, str] = {}
-    for key, row in by_key.items():
-        partner = f"{row['Category']}|{row['ID']}|{partner_version(row['version'], profile)}"
-        if partner in edited and exchanged(row, edited[key], edited[partner]):
-            swapped[key] = partner
+    for key, by_field in edited.items():
+        mark = by_field.get(FOLLOWS)
+        if mark is None:
+            continue
+        own, written = mark.row.version, normalise_text(mark.postedit)[0]
+        partner = partner_version(own, profile)
+        partner_key = f"{mark.category}|{mark.row.template_id}|{partner}"
+        if written == partner and partner_key in edited:
+            swapped[key] = partner_key
+        elif written != own:
+            findings.append(Finding("error", mark.where, "follows-version",
+                                    f"{key}: {FOLLOWS} is {written!r}; write {own!r} (this row translates version "
+                                    f"{own}'s English) or, where you exchanged the rows of versions {own} and "
+                                    f"{partner}, {partner!r}"))
     exchanges = []
-    for key, partner in swapped.items():
-        row, other = by_key[key], by_key[partner]["version"]
-        if swapped.get(partner) != key:
-            findings.append(Finding("error", edited[key]["Stereotype"].where, "version-exchange",
-                                    f"{key}: the post-edit is version {other}'s, but version {other}'s post-edit is "
-                                    "not this one's; to exchange two versions, exchange every Post-edit cell of both "
-                                    "rows"))
-        elif row["version"] < other:
-            exchanges.append(Exchange(row["Category"], row["ID"], (row["version"], other),
-                                      edited[key]["Stereotype"].where))
-    return exchanges, {key: partner for key, partner in swapped.items() if swapped.get(partner) == key}
+    for key, partner_key in swapped.items():
+        mark = edited[key][FOLLOWS]
+        other = edited[partner_key][FOLLOWS].row.version
+        if swapped.get(partner_key) != key:
+            findings.append(Finding("error", mark.where, "version-exchange",
+                                    f"{key}: {FOLLOWS} says this row's post-edit is version {other}'s, but version "
+                                    f"{other}'s row does not say it is this one's; to exchange two versions, exchange "
+                                    f"every Post-edit cell of both rows, {FOLLOWS} included"))
+        elif mark.row.version < other:
+            exchanges.append(Exchange(mark.category, str(mark.row.template_id), (mark.row.version, other), mark.where))
+    return exchanges, {key: other for key, other in swapped.items() if swapped.get(other) == key}
+
+
+def item_counts(cell: EditedCell, text: str, english: str, separators: tuple[str, ...]) -> list[Finding]:
+    """A simply-transferred template's lists are translated item by item: each slot of the post-edit has as many
+    items as in the English it follows ("N1: [หลานชาย หลานสาว]" for "N1: [grandson, granddaughter]" is one item)."""
+    try:
+        written, source = parse_declarations(text, separators), parse_declarations(english)
+    except SlotSyntaxError:
+        return []  # reported where the cell was read
+    return [Finding("error", cell.where, "slot-count",
+                    f"slot {name} has {len(items)} item(s), and the English it translates {len(source[name])} "
+                    f"({', '.join(source[name])}): a simply-transferred template translates every item; separate "
+                    f"the items with {separators[0]!r}")
+            for name, items in written.items() if name in source and len(items) != len(source[name])]
 
 
 def missing_slots(cell: EditedCell, text: str, english: str) -> list[Finding]:
     """Every slot of the English text the row follows must be in the post-edit: a lost [N2] loses a person."""
     return [Finding("error", cell.where, "slot-missing",
                     f"slot [{name}] of the English text is missing from the post-edit (to exchange two versions, as "
-                    "the version check asks, exchange every Post-edit cell of both rows, not some)")
+                    f"the version check asks, exchange every Post-edit cell of both rows, {FOLLOWS} included, not "
+                    "some)")
             for name in sorted(slot_names(english) - slot_names(text))]
 
 
@@ -234,7 +251,8 @@ def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Loc
     os.close(handle)
     try:
         write_tsv_atomic(rows, Path(temp))
-        loaded = load_kobbq_templates(Path(temp), separators=profile.templates.separators)
+        loaded = load_kobbq_templates(Path(temp), separators=profile.templates.separators,
+                                      allowed=allowed_characters(profile))
         keys = {number: f"{r['Category']}|{r['ID']}|{r['version']}" for number, r in enumerate(rows, start=2)}
         findings = []
         for finding in validate_loaded(loaded, profile):
@@ -301,8 +319,9 @@ def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glos
         rows = sort_rows(rows, profile)
         findings += _checked_write(rows, origin, out_path, profile, findings)
     written = out_path if not any(f.severity == "error" for f in findings) and out_path.exists() else None
-    template_rates, category_rates = edit_rates(cells) if not use_draft else ([], [])
-    substitutions = cultural_substitutions(cells, glossary) if not use_draft else []
+    texts = [cell for cell in cells if cell.row.field != FOLLOWS]
+    template_rates, category_rates = edit_rates(texts) if not use_draft else ([], [])
+    substitutions = cultural_substitutions(texts, glossary) if not use_draft else []
     decisions = postedit_decisions(cells, template_rates, substitutions, findings, written is not None,
                                    profile.culture.name) + exchange_decisions(exchanges if written else [])
     return ImportResult(rows if written else [], written, decisions, findings, template_rates, category_rates,
@@ -313,10 +332,10 @@ def exchange_decisions(exchanges: list[Exchange]) -> list[Decision]:
     """The versions a translator exchanged, so that "why does version a hold BBQ's version b?" has an answer."""
     return [Decision(STAGE, "template", template_subject(e.category, e.template_id), "version-exchange",
                      f"{e.versions[0]}<->{e.versions[1]}",
-                     f"the translator exchanged versions {e.versions[0]} and {e.versions[1]}: each row's post-edit "
-                     f"follows the other's English (its slots, field by field), as the version convention asks where "
-                     f"BBQ's version {e.versions[0]} carries the biased context; each row records the English it "
-                     "follows", {"versions": list(e.versions)}, source=e.where.file)
+                     f"the translator exchanged versions {e.versions[0]} and {e.versions[1]} ({FOLLOWS} of each row "
+                     f"names the other): each row's post-edit follows the other's English (its slots, field by field), "
+                     f"as the version convention asks where BBQ's version {e.versions[0]} carries the biased context; "
+                     "each row records the English it follows", {"versions": list(e.versions)}, source=e.where.file)
             for e in exchanges]
 
 
@@ -351,15 +370,39 @@ def postedit_decisions(cells: list[EditedCell], rates: list[EditRate], substitut
     return decisions
 
 
-def import_postedit(workbook_paths: list[Path], profile: Profile, out_path: Path, glossary: Glossary) -> ImportResult:
+def import_postedit(workbook_paths: list[Path], profile: Profile, out_path: Path, glossary: Glossary,
+                    sent: Path | None = None) -> ImportResult:
     """Read every returned workbook and write ``out_path`` (the profile's template format) when nothing is wrong.
 
-    A workbook format's vocabulary workbooks are taken from beside the returned workbooks.
+    A workbook format's vocabulary workbooks are taken from beside the returned workbooks. ``sent``: the folder of
+    the workbooks the current pre-translation exported, whose drafts the returned ones are compared with.
     """
     cells = [cell for path in workbook_paths for cell in read_workbook(Path(path), profile)]
     if not cells:
         raise UserError("no workbook rows to import")
-    return import_cells(cells, Path(out_path), profile, glossary, vocabulary=Path(workbook_paths[0]).parent)
+    result = import_cells(cells, Path(out_path), profile, glossary, vocabulary=Path(workbook_paths[0]).parent)
+    current = [Path(sent) / Path(path).name for path in workbook_paths] if sent else []
+    result.findings += stale_drafts(cells, [cell for path in current if path.exists()
+                                            for cell in read_workbook(path, profile)])
+    return result
+
+
+def stale_drafts(cells: list[EditedCell], current: list[EditedCell]) -> list[Finding]:
+    """One warning per returned workbook whose DeepL drafts are not those of the current pre-translation (``current``,
+    its exported cells): it was exported from an earlier one, and its edit rates measure the post-edit against the
+    drafts it holds."""
+    now = {(c.category, c.row.template_id, c.row.version, c.row.field): c.row.draft for c in current}
+    stale: dict[str, list[EditedCell]] = defaultdict(list)
+    for cell in cells:
+        draft = now.get((cell.category, cell.row.template_id, cell.row.version, cell.row.field), cell.row.draft)
+        if draft != cell.row.draft:
+            stale[cell.where.file].append(cell)
+    return [Finding("warning", replace(found[0].where, column="DeepL draft"), "stale-drafts",
+                    f"{len(found)} DeepL draft(s) of this workbook differ from the current pre-translation's (the "
+                    f"first: template {found[0].row.template_id}{found[0].row.version}, {found[0].row.field}): it was "
+                    "exported from an earlier pre-translation, and its edit rates measure the post-edit against the "
+                    "drafts it holds; export the workbooks again if the new drafts should be post-edited")
+            for found in stale.values()]
 
 
 def templates_output(profile: Profile, folder: Path, stem: str) -> Path:
@@ -377,4 +420,5 @@ def render_report(result: ImportResult) -> str:
     lines += [f"| {r.subject} | {r.changed} | {r.draft_characters} | {r.rate:.3f} |" for r in result.template_rates]
     lines += ["", "## Cultural substitutions", ""]
     lines += [f"- {s}: {a} -> {b}" for s, a, b in result.substitutions] or ["- none"]
-    return "\n".join(lines) + "\n"
+    warnings = [f"- {f.render()}" for f in result.findings if f.severity == "warning"]
+    return "\n".join(lines + (["", "## Warnings", "", *warnings] if warnings else [])) + "\n"

@@ -27,11 +27,13 @@ NAME = "postedit"
 REPORT = "postedit_report.md"
 
 
-def import_returned(workbooks: list[Path], profile: Profile, folder: Path, glossary: Glossary
-                    ) -> tuple[ImportResult, Path | None]:
+def import_returned(workbooks: list[Path], profile: Profile, folder: Path, glossary: Glossary,
+                    sent: Path | None = None) -> tuple[ImportResult, Path | None]:
     """The returned workbooks as the profile's template format in ``folder`` (``postedit_templates.tsv``, or
-    the folder ``postedit_templates`` of workbooks), and the post-edit report once something was imported."""
-    result = import_postedit(workbooks, profile, templates_output(profile, folder, "postedit_templates"), glossary)
+    the folder ``postedit_templates`` of workbooks), and the post-edit report once something was imported;
+    ``sent``: the workbooks of the current pre-translation, whose drafts the returned ones should hold."""
+    result = import_postedit(workbooks, profile, templates_output(profile, folder, "postedit_templates"), glossary,
+                             sent)
     report = write_text(Path(folder) / REPORT, render_report(result)) if result.tsv_path is not None else None
     return result, report
 
@@ -73,10 +75,13 @@ def returned_workbooks(ctx: Context) -> list[Path]:
 def run(ctx: Context) -> StageOutput:
     if ctx.pipeline.reference_mode:
         return _from_reference(ctx)
-    result, report = import_returned(returned_workbooks(ctx), ctx.profile, ctx.stage_dir(NAME), glossary_of(ctx))
+    result, report = import_returned(returned_workbooks(ctx), ctx.profile, ctx.stage_dir(NAME), glossary_of(ctx),
+                                     ctx.output("pretranslate", "workbooks"))
     raise_if_errors("the returned workbooks", result.findings, "nothing was imported")
+    warnings = sum(1 for f in result.findings if f.severity == "warning")
     return StageOutput({"rows": len(result.rows)}, {"templates": result.tsv_path, f"report:{REPORT}": report},
-                       result.decisions, f"{len(result.rows)} post-edited template rows imported")
+                       result.decisions, f"{len(result.rows)} post-edited template rows imported"
+                       + (f"; {warnings} warning(s), listed in {REPORT}" if warnings else ""))
 
 
 def _from_reference(ctx: Context) -> StageOutput:

@@ -139,13 +139,14 @@ def run(ctx: Context) -> StageOutput:
     drafted = draft_and_export(templates, labels, translator_for(key), cache, ctx.profile, glossary_of(ctx), sent,
                                folder / MT_TEMPLATES)
     result, machine = drafted.result, drafted.machine
+    if not result.complete and key:  # DeepL was asked, and stopped (quota, key, network): its message says why
+        raise Waiting(f"DeepL stopped: {result.stopped}",
+                      "Re-run once DeepL answers again; what it translated is kept.")
     if not result.complete:
-        why = f"DeepL stopped ({result.stopped}); " if result.stopped else ""
-        raise Waiting(f"{why}DeepL: {result.segments_left} segment(s) are not in the translation cache {cache}"
-                      f"{'' if key else f' and {KEY_VARIABLE} is not set'}",
-                      f"Set {KEY_VARIABLE} and re-run; `kobbq translate --profile {ctx.profile.argument} --dry-run "
-                      f"--bbq {bbq_path} --labels {labels_path} --cache {cache}` prints the characters and the cost "
-                      "first. Everything already translated is kept.")
+        raise Waiting(f"DeepL drafts: {result.segments_left} of {result.segments} segment(s) are not in the "
+                      f"translation cache {cache}, and {KEY_VARIABLE} is not set",
+                      f"Set it and re-run (`kobbq translate --profile {ctx.profile.argument} --dry-run --bbq "
+                      f"{bbq_path} --labels {labels_path} --cache {cache}` prints the cost first).")
     counts = {"rows": len(templates), "segments": result.segments, "chars_billed": result.chars_billed,
               "chars_from_cache": result.chars_from_cache, "workbooks": len(drafted.workbooks),
               "placeholder_errors": sum(1 for f in result.flagged if f.severity == "error"),

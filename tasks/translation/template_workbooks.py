@@ -19,6 +19,7 @@ from pathlib import Path
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile, WorkbookFormat
+from core.text import allowed_characters
 from core.workbooks import save_workbook, set_text
 from tasks.templates.validate_workbook import validate_workbook
 from tasks.templates.workbook import load_workbook_templates
@@ -59,7 +60,7 @@ def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = F
     grouped: dict[tuple[str, int, str], dict[str, EditedCell]] = defaultdict(dict)
     for cell in cells:
         grouped[(cell.category, cell.row.template_id, cell.row.version)][cell.row.field] = cell
-    rows, origin, findings = [], {}, []
+    rows, origin, findings, allowed = [], {}, [], allowed_characters(profile)
     for (category, template_id, version), by_field in grouped.items():
         first = next(iter(by_field.values()))
         key = f"{category}|{template_id}|{version}"
@@ -73,7 +74,7 @@ def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = F
         for column in expected:
             cell = by_field[column]
             origin[(key, column)] = cell.where
-            row[column] = clean_text(cell.row.draft if use_draft else cell.postedit, cell.where, findings)
+            row[column] = clean_text(cell.row.draft if use_draft else cell.postedit, cell.where, findings, allowed)
         rows.append(row)
     return rows, origin, findings
 

@@ -2,9 +2,12 @@
 
 Sheet ``templates`` has one row per (template row, field): the IDs, the English source and
 the DeepL draft in locked columns, an editable ``Post-edit`` column pre-filled with the
-draft, and an editable ``Notes`` column. Sheet ``Instructions`` explains the slot syntax,
-the version convention and cultural adaptation (the profile's own text, else a neutral English
-one). A hidden, protected sheet ``_manifest`` keeps a copy of the locked columns, so the import
+draft, and an editable ``Notes`` column. An explicit-versions format adds a row ``Follows_version``
+to each version, pre-filled with its letter: the English version its Post-edit translates, which a
+translator who exchanges two versions' rows exchanges with them (the import reads the exchange from
+it, never guesses it). Sheet ``Instructions`` explains the slot syntax, the version convention and
+cultural adaptation: the profile's own text, else a neutral English one, never part of each. A hidden,
+protected sheet ``_manifest`` keeps a copy of the locked columns, so the import
 can tell that an ID or a source text was changed and reject the workbook; another, ``_export``,
 records the profile it was exported for, so that it is not imported under another.
 
@@ -27,14 +30,15 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from itertools import groupby
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile
+from core.text import check_text, normalise_text
 from core.text_files import check_input_file, read_text
-from tasks.templates.slots import normalise_text
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
 from core.workbooks import save_workbook, set_text
 
@@ -54,6 +58,7 @@ _PERSON_SLOT = re.compile(r"\[(N1|N2)(?=[:\]])")
 SWAPPED_FIELDS = ("Ambiguous_context", "Disambiguating_context", "Biased_question", "Counter-biased_question",
                   "Biased_question_answer", "Counter-biased_question_answer")
 WIDTHS = {"English": 60, "DeepL draft": 60, "Post-edit": 60, "Notes": 30, "Field": 26}
+FOLLOWS = "Follows_version"  # the row whose Post-edit names the English version the row's texts translate
 
 
 def neutral_instructions(profile: Profile) -> list[str]:
@@ -99,15 +104,13 @@ def version_lines(profile: Profile) -> list[str]:
         "biased one: the answer to the biased question is the person of the target group.",
         "BBQ's own letters do not always follow this. Where the English version a is the biased one, exchange the "
         "two versions' rows: every Post-edit cell",
-        "(contexts, questions, answers, Names, Lexical_diversity) of version a with the same field of version b, so "
-        "that version a answers the biased question",
-        "with the non-target person; say so in Notes. This works whether the two versions differ by their Names "
-        "(most templates) or by their texts.",
-        "The groups file (N1_info, N2_info, Target_group) is checked against this, row by row: exchange its two rows "
-        "too.",
+        f"(contexts, questions, answers, Names, Lexical_diversity and {FOLLOWS}) of version a with the same field of "
+        "version b, so that version a answers the biased question",
+        f"with the non-target person; say so in Notes. {FOLLOWS} names the English version a row's Post-edit "
+        "translates: exchanged with the rest, it tells the import which rows you exchanged.",
+        "This works whether the two versions differ by their Names (most templates) or by their texts. The groups "
+        "file (N1_info, N2_info, Target_group) is checked against this, row by row: exchange its two rows too.",
     ]
-
-
 
 
 def workbook_category(bbq_category: str, profile: Profile) -> str:
@@ -226,19 +229,33 @@ def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]
                                                english, text))
         if profile.templates.swapped_versions and len(kept) == 1 and not kept[0].template.version:
             template_rows += swapped_version(template_rows, "b")
-        rows += template_rows
+        rows += with_follows(template_rows, profile)
     return rows
 
 
+def with_follows(rows: list[ExportRow], profile: Profile) -> list[ExportRow]:
+    """A template's rows with a ``Follows_version`` row after each version's, its English and draft the version's
+    letter (explicit-versions formats only: the versions the translator may exchange)."""
+    if profile.templates.workbook is not None or not profile.templates.counter_biased_versions:
+        return rows
+    with_rows: list[ExportRow] = []
+    for version, version_rows in groupby(rows, key=lambda row: row.version):
+        listed = list(version_rows)
+        with_rows += [*listed, replace(listed[-1], field=FOLLOWS, english=version, draft=version)]
+    return with_rows
+
+
 def instruction_lines(profile: Profile) -> list[str]:
-    """The Instructions sheet: the culture's own (its folder's postedit_instructions.txt, in the translator's
-    terms) or a culture-neutral English text, then the version convention and what each extra cell takes."""
+    """The Instructions sheet: the culture's own, whole (its folder's postedit_instructions.txt, in the translator's
+    language and terms, the version convention and the cells to fill included), else a culture-neutral English
+    text with the version convention and what each extra cell takes."""
     path = profile.existing_file("postedit_instructions")
-    lines = read_text(path, "post-edit instructions file").splitlines() if path else neutral_instructions(profile)
-    lines += version_lines(profile)
+    if path:
+        return read_text(path, "post-edit instructions file").splitlines()
     cells = profile.translation.row_cells
-    return lines + (["", "Cells to fill for every template row (one row each, Field = the column name):"]
-                    + [f"- {c.name}: {c.help}" for c in cells] if cells else [])
+    return neutral_instructions(profile) + version_lines(profile) + (
+        ["", "Cells to fill for every template row (one row each, Field = the column name):"]
+        + [f"- {c.name}: {c.help}" for c in cells] if cells else [])
 
 
 def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
@@ -322,12 +339,11 @@ class EditedCell:
     where: Location  # the Post-edit cell
 
 
-def clean_text(value: str, where: Location, findings: list[Finding]) -> str:
-    """A returned cell's text normalised (NFC, whitespace); a control character is replaced and noted."""
-    text, change = normalise_text(value)
-    if change.control_characters:
-        findings.append(Finding("warning", where, "control-character", "control character replaced by a space"))
-    return text
+def clean_text(value: str, where: Location, findings: list[Finding], allowed: str = "") -> str:
+    """A returned cell's text checked (``core.text``: each character nobody sees reported at its cell) and
+    normalised (NFC, whitespace)."""
+    findings += check_text(value, where, allowed)
+    return normalise_text(value, allowed)[0]
 
 
 def _text(value: object) -> str:
