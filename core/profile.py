@@ -386,6 +386,11 @@ class WritingProfile(Strict):
                  if unicodedata.category(char) not in ("Cf", "Zs")]
         if other:
             raise ValueError(f"allowed_characters {', '.join(other)} are not format characters (Cf) or spaces (Zs)")
+        changed = [f"{code} (NFC writes U+{ord(unicodedata.normalize('NFC', char)):04X})"
+                   for code, char in zip(self.allowed_characters, self.allowed)
+                   if unicodedata.normalize("NFC", char) != char]  # every cell is NFC: it would never be seen
+        if changed:
+            raise ValueError(f"allowed_characters {', '.join(changed)}: give the character as NFC writes it")
         return self
 
     @property

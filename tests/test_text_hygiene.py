@@ -74,7 +74,8 @@ def test_every_odd_character_is_reported_once_with_its_code_point(case):
 
 
 @SETTINGS
-@given(texts_with_odd_characters(), st.characters(categories=["Cf", "Zs"], exclude_characters=PLAIN))
+@given(texts_with_odd_characters(), st.characters(categories=["Cf", "Zs"], exclude_characters=PLAIN).filter(
+    lambda char: unicodedata.normalize("NFC", char) == char))  # a profile may allow only what NFC writes
 def test_what_the_profile_allows_passes_and_normalising_keeps_it(case, allowed):
     text, inserted = case
     text = f"{text}{allowed}x"
@@ -182,3 +183,10 @@ def test_a_profile_allows_format_characters_and_spaces_by_code_point_and_nothing
     for wrong in (["U+0041"], ["U+0008"], ["200C"]):  # a letter, a control, no "U+"
         with pytest.raises(ValueError):
             WritingProfile(scripts=["Arabic"], allowed_characters=wrong)
+
+
+def test_an_allowed_character_that_nfc_rewrites_is_refused() -> None:
+    from core.profile import WritingProfile
+
+    with pytest.raises(ValueError, match=r"U\+2000 \(NFC writes U\+2002\)"):
+        WritingProfile(scripts=["Latin"], allowed_characters=["U+2000"])
