@@ -125,7 +125,7 @@ def test_a_full_disk_in_the_validation_child_reaches_the_command_as_the_same_err
                                      b'{"stage": "labels", "status": "done", "outputs": 5}',
                                      b'{"stage": "survey", "status": "done"}'])
 def test_a_corrupt_stage_state_is_reported_by_status_and_build_and_removed_by_force(tmp_path, capsys, content):
-    from tasks.build.pipeline import context
+    from tasks.pipeline.plan import context
 
     pipeline = example_pipeline(tmp_path)
     out = tmp_path / "out"

@@ -12,7 +12,7 @@ from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_DIR, EXAMPLE_TEMPLATES, PROJ
 from core.decisions import read_decisions
 from core.pipeline_file import DONE, STALE, describe, read_state
 from core.profile import load_profile
-from tasks.build.pipeline import pipeline_plan, templates_plan
+from tasks.pipeline.plan import pipeline_plan, templates_plan
 from tasks.survey.inputs import SurveyInputs
 from runs import run
 

@@ -81,7 +81,7 @@ def test_translate_then_import_flows(prefect_harness, tmp_path, monkeypatch):
 
     from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
     from runs import run
-    from tasks.build.pipeline import one_off_plan
+    from tasks.pipeline.plan import one_off_plan
     from tasks.translation.postedit_stage import STAGE as POSTEDIT
     from tasks.translation.pretranslate_stage import STAGE as PRETRANSLATE
 

@@ -10,8 +10,7 @@ from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.profile import profile_file
 from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, add_quiet, corrections_file, profile_of
-from kobbq.run import execute
-from tasks.release.check_child import warm_up
+from kobbq.in_prefect import launcher
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -63,7 +62,6 @@ def pipeline_ignores(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.profile is not None:
         profile_file(args.profile)  # an unknown profile is the first thing to say (found without loading it)
-    warm_up()  # the release checks' child imports its library (~4 s) while this command reads its inputs
     if args.templates is None and args.survey_results is None:
         ignored = pipeline_ignores(args)
         if ignored:
@@ -74,12 +72,13 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
     if args.templates is None:
         raise UserError("--survey-results needs --templates (or use a pipeline file)")
-    from tasks.build.pipeline import templates_plan  # the stages and their libraries: not for --help
+    from tasks.pipeline.plan import templates_plan  # the stages and their libraries: not for --help
+    from tasks.pipeline.run import execute
 
     profile = profile_of(args)
     plan = templates_plan(args.templates, args.out, profile, args.name, corrections_file(args, profile), args.seed,
                           args.test_split or "profile", survey_inputs(args, profile), args.force)
-    result = execute(plan)
+    result = execute(plan, launcher(args))
     state = "up to date" if result is None else "built"
     if result is not None and result.failed:
         raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
@@ -102,17 +101,18 @@ def survey_inputs(args: argparse.Namespace, profile):  # -> tasks.survey.inputs.
     return inputs
 
 
-def release_summary(plan) -> str:  # (tasks.build.pipeline.Plan) -> str
+def release_summary(plan) -> str:  # (tasks.pipeline.plan.Plan) -> str
     """The release's counts as its stage recorded them (read from its state, not from the release)."""
     state = plan.ctx.state(plan.stages[-1].name)
     return state.message if state else ""
 
 
 def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
-    from tasks.build.pipeline import pipeline_plan  # the stages and their libraries: not for --help
+    from tasks.pipeline.plan import pipeline_plan  # the stages and their libraries: not for --help
+    from tasks.pipeline.run import execute
 
     plan = pipeline_plan(path, args.out, args.force)
-    result = execute(plan)
+    result = execute(plan, launcher(args))
     if result is None:
         print(f"{plan.ctx.folder.path}: up to date (every stage's inputs unchanged, its outputs intact); "
               "nothing rebuilt")

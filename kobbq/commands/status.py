@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     # The stage modules (pandas among their imports), loaded only when the command runs, not for --help.
     from core.pipeline_file import describe
-    from tasks.build.pipeline import Plan, context, load_pipeline, stages_for
+    from tasks.pipeline.plan import Plan, context, load_pipeline, stages_for
 
     pipeline = load_pipeline(args.pipeline)
     ctx = replace(context(pipeline, args.out), trust_record=not args.verify)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput
+from core.stage_contract import Context, Stage, StageOutput
+from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from core.decisions import write_decisions_parquet
 from tasks.survey.export import export_questionnaires
 
@@ -22,7 +23,7 @@ def inputs(ctx: Context) -> dict[str, Path | None]:
 def run(ctx: Context) -> StageOutput:
     if not ctx.profile.survey.enabled:
         return StageOutput({}, {}, [], f"profile {ctx.profile.name}: no survey; nothing to send out")
-    templates = ctx.checked(ctx.templates_file())[0].templates  # type: ignore[arg-type]
+    templates = checked_templates(ctx, ctx.templates_file())[0].templates  # type: ignore[arg-type]
     folder = ctx.stage_dir(NAME)
     result = export_questionnaires(templates, ctx.profile, folder)
     write_decisions_parquet(result.decisions, ctx.decisions_file(NAME, "survey").with_suffix(".parquet"))

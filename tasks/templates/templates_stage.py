@@ -21,7 +21,8 @@ from core.errors import Location, UserError
 from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from core.tables import read_csv_table, write_tsv_rows
-from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, require
+from core.stage_contract import Context, Stage, StageOutput, require
+from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates, loaded_templates
 from tasks.templates.load import LoadedTemplates, load_kobbq_templates, read_tsv
 from tasks.templates.newly_created import import_newly_created
 from tasks.templates.versions import version_decisions, version_findings
@@ -83,7 +84,7 @@ def check_versions(loaded: LoadedTemplates, group_lines: dict[str, int], groups_
 def run(ctx: Context) -> StageOutput:
     if ctx.pipeline.reference_mode:
         reference = ctx.file(ctx.pipeline.config.translation.reference)
-        loaded, _ = ctx.checked(reference)
+        loaded, _ = checked_templates(ctx, reference)
         return StageOutput({"rows": len(loaded.templates)}, {"templates": reference}, [],
                            f"{len(loaded.templates)} template rows: the released file")
     postedit = require(ctx.output("postedit", "templates"), "post-edited templates", "Run the postedit stage.")
@@ -105,8 +106,8 @@ def run(ctx: Context) -> StageOutput:
         rows += nc_rows
     header += [c for c in GROUP_COLUMNS if c not in header]
     path = write_tsv_rows(ctx.stage_dir(NAME) / "templates.tsv", header, rows)
-    decisions += check_versions(ctx.loaded(path), group_lines, groups, ctx.profile)
-    loaded, _ = ctx.checked(path)
+    decisions += check_versions(loaded_templates(ctx, path), group_lines, groups, ctx.profile)
+    loaded, _ = checked_templates(ctx, path)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": path}, decisions,
                        f"{len(loaded.templates)} template rows ({labels}) in {path.name}")
@@ -118,7 +119,7 @@ def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
     if cfg.groups or cfg.newly_created:
         raise UserError(f"profile {ctx.profile.name} keeps groups and new templates in its workbooks; remove "
                         "[templates] groups / newly_created from the pipeline file", ctx.pipeline.path)
-    loaded, _ = ctx.checked(folder)
+    loaded, _ = checked_templates(ctx, folder)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": folder}, [],
                        f"{len(loaded.templates)} template rows ({labels}) in {folder.name}")

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.profile import Profile
-from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, Waiting, require
+from core.stage_contract import Context, Stage, StageOutput, Waiting, require
+from tasks.templates.stage_templates import TEMPLATE_SETTINGS
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
                                             set_network_retries, translator_from_environment)
@@ -145,7 +146,7 @@ def run(ctx: Context) -> StageOutput:
                       f"{'' if key else f' and {KEY_VARIABLE} is not set'}",
                       f"Set {KEY_VARIABLE} and re-run; `kobbq translate --profile {ctx.profile.argument} --dry-run "
                       f"--bbq {bbq_path} --labels {labels_path} --cache {cache}` prints the characters and the cost "
-                      "first. Everything already translated is kept.")
+                      "first. Everything already translated is kept.", what="DeepL")
     counts = {"rows": len(templates), "segments": result.segments, "chars_billed": result.chars_billed,
               "chars_from_cache": result.chars_from_cache, "workbooks": len(drafted.workbooks),
               "placeholder_errors": sum(1 for f in result.flagged if f.severity == "error"),

@@ -11,17 +11,20 @@ from core.release_folder import ReleaseFolder
 from tasks.release.publish import build_lock, recover
 
 
-@contextmanager
-def build_folder(folder: ReleaseFolder, lock: bool = True) -> Iterator[None]:
-    """The build folder can be written, processes a killed build left running are ended, its staging or
-    half-published folders are cleaned up (also when nothing is rebuilt); then, with ``lock``, one build at a
-    time holds the release until the block ends."""
-    check_writable(folder.out)
+def tidy(folder: ReleaseFolder) -> None:
+    """Processes a killed build left running are ended, and its staging or half-published folders cleaned up (also
+    when nothing is rebuilt). Writes nothing when there is nothing to clean up: a release on a read-only mount can be
+    found up to date."""
     for ended in interrupt.reap_orphans(folder.out):
         console.step(f"ended {ended}, left running by a build that was killed")
     recover(folder.path)
-    if not lock:
-        yield
-        return
+
+
+@contextmanager
+def build_folder(folder: ReleaseFolder) -> Iterator[None]:
+    """The build folder can be written and is tidy (``tidy``); one build at a time holds the release until the
+    block ends."""
+    check_writable(folder.out)
+    tidy(folder)
     with build_lock(folder.path):
         yield

@@ -23,10 +23,10 @@ from core.pipeline_file import (DONE, FAILED, STAGES, Pipeline, PipelineConfig, 
                                  check_start_inputs, check_states, load_pipeline, pipeline_key, write_state)
 from core.profile import Profile, load_profile
 from core.release_folder import ReleaseFolder
-from tasks.build.release_stage import STAGE as RELEASE
+from tasks.pipeline.release_stage import STAGE as RELEASE
 from tasks.release.test_split import PROFILE
 from tasks.labels.labels_stage import STAGE as LABELS
-from tasks.stage_contract import Context, Stage
+from core.stage_contract import Context, Stage
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_export_stage import STAGE as SURVEY_EXPORT
 from tasks.survey.survey_stage import STAGE as SURVEY

@@ -1,0 +1,42 @@
+"""A template file as the pipeline's stages read it: loaded with the pipeline's corrections and checked once per
+process while it is unchanged, so that every stage that reads it, and the release, share one parse.
+
+Every stage that reads a template file declares ``TEMPLATE_SETTINGS``, the profile settings the reading depends on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core import console
+from core.findings import Finding
+from core.stage_contract import Context
+from tasks.templates.corrections import load_corrections
+from tasks.templates.load import LoadedTemplates
+from tasks.templates.validate import check_loaded, load_templates
+
+# The profile settings that reading a template file depends on: every stage that reads one declares them.
+TEMPLATE_SETTINGS = ("templates", "categories", "particles", "release.unknown_expression")
+
+
+def loaded_templates(ctx: Context, path: Path) -> LoadedTemplates:
+    """The template file (or workbook folder) at ``path`` loaded with the pipeline's corrections, once in this
+    process while it is unchanged."""
+    stat = path.stat()
+    key = ("loaded", path.resolve(), stat.st_mtime_ns, stat.st_size, ctx.corrections)
+    corrections = load_corrections(ctx.corrections) if ctx.corrections else []
+    return ctx.once(key, lambda: load_templates(path, ctx.profile, corrections))
+
+
+def checked_templates(ctx: Context, path: Path) -> tuple[LoadedTemplates, list[Finding]]:
+    """``loaded_templates(ctx, path)``, checked once: an error stops the stage, every error listed; the findings."""
+    templates = loaded_templates(ctx, path)
+
+    def check() -> list[Finding]:
+        findings = check_loaded(templates, path, ctx.profile)
+        warnings = sum(1 for f in findings if f.severity == "warning")
+        console.step(f"loaded {len(templates.templates)} template rows from {path.name} "
+                     f"({len(templates.corrections)} correction(s) applied, {warnings} warning(s))")
+        return findings
+
+    return templates, ctx.once(("checked", id(templates)), check)
