@@ -1,9 +1,9 @@
 """Fingerprints: one recipe for "is this still up to date?", used by every stage (the release is one).
 
-A stage's fingerprint hashes exactly what it reads: the contents of its input files (a folder: every file in
-it; a missing file counts as missing), the profile settings it declares (``settings_text``), the fingerprints of
-the stages it reads from, and its own code: the module that defines it and every project module that module
-imports, directly or not (``code_hash``). A typo fixed in the evaluation code, or a survey cut-off changed,
+A stage's fingerprint hashes exactly what it reads (``tasks.pipeline.plan.stage_parts``): the contents of its input
+files and of the templates it renders (a folder: every file in it; a missing file counts as missing), the
+fingerprints of the stages it reads from, the profile settings it declares (``settings_text``), and its own code:
+the module that defines it and every project module that module imports, directly or not (``code_hash``). A typo fixed in the evaluation code, or a survey cut-off changed,
 re-runs no labelling. The code is hashed from the files on disk, not from loaded modules, so ``kobbq status``
 in another process computes the same value as the build did.
 """
@@ -118,7 +118,6 @@ def settings_text(values: dict[str, object]) -> str:
     return json.dumps(values, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def fingerprint(files: dict[str, Path | None], settings: str = "", code: tuple[str, ...] = CODE_PACKAGES) -> str:
-    """The one recipe: input files' contents, the settings given, the project version and the code of ``code``
-    (module names: what they run)."""
-    return files_fingerprint(files, extra=f"{settings}|version={core.__version__}|code={code_hash(tuple(code))}")
+def code_fingerprint(code: tuple[str, ...] = CODE_PACKAGES) -> str:
+    """The project's version and the code of ``code`` (module names: what they run)."""
+    return hashlib.sha256(f"version={core.__version__}|code={code_hash(tuple(code))}".encode()).hexdigest()

@@ -170,6 +170,7 @@ class StageState:
     outputs: dict[str, str] = field(default_factory=dict)  # role -> path, relative to the build folder when in it
     finished_at: str = ""
     hashes: dict[str, str] = field(default_factory=dict)  # role -> sha256 of the output as written (a folder: its files)
+    parts: dict[str, str] = field(default_factory=dict)  # the fingerprint's parts: inputs, settings, code
 
 
 REWRITE_HINT = "`kobbq build --force` runs the stage again and rewrites it"
@@ -218,16 +219,20 @@ def write_state(folder: Path, state: StageState) -> None:
 
 
 
-def describe(state: StageState | None, current: str | None, problem: str | None = None) -> tuple[str, str]:
-    """(status, detail) of a stage for ``kobbq status``; ``problem``: what is wrong with what a done stage
-    made (the release stage: its folder deleted or changed, ``core.release_folder.release_problem``)."""
+def describe(state: StageState | None, fingerprint: str, parts: dict[str, str], problem: str | None = None
+             ) -> tuple[str, str]:
+    """(status, detail) of a stage for ``kobbq status``: ``fingerprint`` and ``parts`` its fingerprint now and
+    what it is made of; ``problem``: what is wrong with what a done stage made (the release stage: its folder
+    deleted or changed, ``core.release_folder.release_problem``)."""
     if state is None:
         return NOT_RUN, ""
     if state.status == DONE and problem is not None:
         return DAMAGED, problem
     if state.status == DONE:
         counts = ", ".join(f"{k} {v}" for k, v in state.counts.items())
-        if current is not None and current != state.fingerprint:
-            return STALE, f"inputs changed since {state.finished_at} (was: {counts})"
+        if fingerprint != state.fingerprint:
+            changed = [part for part, value in parts.items() if state.parts.get(part) != value] if state.parts else []
+            return STALE, (f"{' and '.join(changed) if changed else 'what it reads'} changed since {state.finished_at} "
+                           f"(was: {counts})")
         return DONE, f"{counts} ({state.finished_at})"
     return state.status, f"{state.message} ({state.finished_at})"

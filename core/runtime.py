@@ -15,6 +15,7 @@ QUIET_OFFLINE = {
     "PREFECT_LOGGING_LEVEL": "CRITICAL",
     "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",  # hides harmless CancelledError tracebacks at shutdown
+    "PREFECT_INTERNAL_LOGGING_LEVEL": "CRITICAL",  # its workers' errors when the server is gone: the command says it
     # A flow run's log (its progress lines, its states) goes to its server, not to the console (it has its own).
     "PREFECT_LOGGING_LOGGERS_PREFECT_FLOW_RUNS_LEVEL": "INFO",
     # A first run on a fresh machine creates the database; the default 20 s can be too short.
@@ -22,7 +23,8 @@ QUIET_OFFLINE = {
     "GX_ANALYTICS_ENABLED": "false",
 }
 
-DEBUG_PREFECT_LOGGING = {"PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
+DEBUG_PREFECT_LOGGING = {"PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+                         "PREFECT_INTERNAL_LOGGING_LEVEL": "ERROR"}
 
 
 def configure_environment(debug: bool = False) -> None:

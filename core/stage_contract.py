@@ -166,6 +166,7 @@ class Stage:
     prepare: Callable[[Context], None] | None = None
     made: Callable[[Context, str], str | None] | None = None
     log: str = ""  # a one-off command's decisions file is decisions_<log>.csv (default: the stage's name)
+    renders: tuple[Path, ...] = ()  # the project's templates (Jinja) it renders: part of its fingerprint
 
     @property
     def code(self) -> tuple[str, ...]:

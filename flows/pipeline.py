@@ -11,6 +11,7 @@ and makes the same plan from them.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from functools import partial
@@ -49,23 +50,24 @@ def in_task(ctx: Context, name: str, work: Callable[[], StageRun]) -> StageRun:
     runs: list[StageRun] = []
 
     def stage() -> State:
-        runs.append(run := work())
+        run = work()
         publish_stage(ctx, run)
+        runs.append(run)
         return ended(run.state.status, run.state.message, run.waiting, run.check.current)
 
     state = task(stage, name="stage", task_run_name=name, cache_policy=NO_CACHE)(return_state=True)
     if not runs:
-        state.result()  # what the stage raised (a bug, an interrupt), raised here as it was
+        state.result()  # what the stage or its publishing raised (a bug, an interrupt, the API gone), raised here
     return runs[0]
 
 
 def in_flow(plan: Plan) -> tuple[PipelineResult, State]:
     """The plan's stages, each a task run, with the progress lines in the flow run's logs; its final state."""
-    interrupt.take_over(plan.ctx.folder.out)
-    interrupt.checkpoint("start-up")
-    console.step("flow started (Prefect API ready)")
-    deepl_key_from_block(plan)
     with console.copied_to(get_run_logger().info):
+        interrupt.take_over(plan.ctx.folder.out)
+        interrupt.checkpoint("start-up")
+        console.step("flow started (Prefect API ready)")
+        deepl_key_from_block(plan)
         result = run_plan(plan, partial(in_task, plan.ctx))
     status = DONE if result.finished else FAILED if result.failed else WAITING
     message = result.message if result.finished else f"{result.stage}: {result.message}"
@@ -82,6 +84,7 @@ def run_command(plan: Plan, command: str, arguments: dict[str, object]) -> Pipel
         results.append(result)
         return state
 
+    logging.raiseExceptions = False  # a log record the API no longer takes is not printed: the command says why
     run = flow(kobbq_build, name=FLOW, flow_run_name=f"{plan.ctx.name} {command}".replace("{", "{{").replace("}", "}}"),
                log_prints=False, validate_parameters=False)
     state = run(command, arguments, return_state=True)

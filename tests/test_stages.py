@@ -131,3 +131,15 @@ def test_a_done_stage_whose_output_changed_is_not_current_and_says_which_file(tm
     assert not check.current and check.problem == f"{labels} was changed since the stage wrote it"
     labels.unlink()
     assert next(each_stage(ctx, STAGE_LIST)).problem == f"{labels} is missing since the stage wrote it"
+
+
+def test_status_names_what_changed_inputs_settings_or_code():
+    from core.pipeline_file import STALE, describe
+
+    parts = {"inputs": "i", "settings": "s", "code": "c"}
+    state = StageState("survey", DONE, "old", "", {"rows": 3}, parts=parts, finished_at="then")
+    assert describe(state, "new", {**parts, "code": "c2"}) == (STALE, "code changed since then (was: rows 3)")
+    assert describe(state, "new", {**parts, "inputs": "i2", "settings": "s2"})[1].startswith(
+        "inputs and settings changed since then")
+    assert describe(StageState("survey", DONE, "old", finished_at="then"), "new", parts)[1].startswith(
+        "what it reads changed")  # recorded by an older version, without the parts

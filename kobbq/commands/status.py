@@ -41,6 +41,6 @@ def run(args: argparse.Namespace) -> int:
     plan = Plan.of(ctx, stages_for(pipeline))
     print(f"pipeline {args.pipeline} -> {plan.ctx.folder.path}")
     for check in plan.checks:
-        status, detail = describe(check.state, check.fingerprint, check.problem)
+        status, detail = describe(check.state, check.fingerprint, check.parts, check.problem)
         print(f"  {check.stage.name:14} {status:8} {detail}")
     return 0

@@ -16,8 +16,10 @@ from pathlib import Path
 
 from core import console, interrupt
 from core.errors import UserError
+from core.pipeline_file import STAGES
 from core.release_folder import AUDIT, release_problem
-from tasks.audit.report import write_release_folder
+from tasks.audit.report import TEMPLATE_DIR as AUDIT_TEMPLATES, write_release_folder
+from tasks.release.dataset_card import TEMPLATE_DIR as CARD_TEMPLATES
 from tasks.release.assemble import ExpandedRelease, expand_release
 from tasks.release.inputs import BuildInputs
 from tasks.release.publish import publish, staged_release
@@ -28,7 +30,7 @@ from tasks.templates.stage_templates import checked_templates
 
 NAME = "release"
 MACHINE_TWIN = "mtBBQ"  # the unedited machine translation's release, beside the main one
-EARLIER = ("labels", "pretranslate", "postedit", "templates", "survey-export", "survey")
+EARLIER = tuple(STAGES[:STAGES.index(NAME)])  # it reads every stage before it: their decisions and reports
 
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
@@ -149,5 +151,6 @@ def made(ctx: Context, fingerprint: str) -> str | None:
 
 STAGE = Stage(NAME, inputs, run,
               settings=("release", "templates", "categories", "table1_notes", "card", "culture", "particles", "files",
-                        "survey", "evaluation", "pipeline.seed", "pipeline.test_split"),
-              after=EARLIER, prepare=prepare, made=made)
+                        "survey", "evaluation", "writing", "description", "pipeline.seed", "pipeline.test_split"),
+              after=EARLIER, prepare=prepare, made=made,
+              renders=tuple(sorted([*CARD_TEMPLATES.glob("*.j2"), *AUDIT_TEMPLATES.glob("*.j2")])))

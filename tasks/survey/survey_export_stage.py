@@ -17,7 +17,8 @@ NAME = "survey-export"
 def inputs(ctx: Context) -> dict[str, Path | None]:
     # The profile's survey folder: the questionnaire wording (type1.j2, type2.j2, reading.j2, options.toml) and
     # the group lists; changing any of them makes the questionnaires stale.
-    return {"templates": ctx.templates_file(), "survey_wording": ctx.profile.file("survey")}
+    return {"templates": ctx.templates_file(), "corrections": ctx.corrections,
+            "survey_wording": ctx.profile.file("survey")}
 
 
 def run(ctx: Context) -> StageOutput:

@@ -88,7 +88,8 @@ def _existing(path: Path | None) -> Path | None:
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
     # The profile's survey folder too: its group lists decide type-1 targets, its options the 'no stereotype' answer.
-    return {"templates": ctx.templates_file(), **pipeline_inputs(ctx).files(), "survey_profile": ctx.profile.file("survey")}
+    return {"templates": ctx.templates_file(), "corrections": ctx.corrections, **pipeline_inputs(ctx).files(),
+            "survey_profile": ctx.profile.file("survey")}
 
 
 def outcome(ctx: Context) -> SurveyStage:

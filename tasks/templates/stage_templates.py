@@ -15,8 +15,9 @@ from tasks.templates.corrections import load_corrections
 from tasks.templates.load import LoadedTemplates
 from tasks.templates.validate import check_loaded, load_templates
 
-# The profile settings that reading a template file depends on: every stage that reads one declares them.
-TEMPLATE_SETTINGS = ("templates", "categories", "particles", "release.unknown_expression")
+# The profile settings that reading a template file depends on (the scripts its texts are checked against among
+# them): every stage that reads one declares them, and the pipeline's corrections among its inputs.
+TEMPLATE_SETTINGS = ("templates", "categories", "particles", "release.unknown_expression", "writing")
 
 
 def loaded_templates(ctx: Context, path: Path) -> LoadedTemplates:
