@@ -126,24 +126,36 @@ START_INPUTS = ("labels.bbq", "labels.reference", "translation.cache", "translat
                 "templates.corrections")
 
 
+# Inputs that are one file, never a folder (the others may be either: a BBQ folder, a workbook folder).
+FILE_INPUTS = ("translation.cache", "translation.reference", "labels.consensus", "labels.reference",
+               "templates.groups", "templates.newly_created", "templates.corrections", "survey.results",
+               "survey.reading", "survey.overrides", "survey.questions")
+
+
+def _input(pipeline: Pipeline, key: str) -> tuple[str, Path | None]:
+    section, option = key.split(".")
+    value = getattr(getattr(pipeline.config, section), option)
+    return value, pipeline.file(value)
+
+
 def missing_start_inputs(pipeline: Pipeline) -> list[str]:
     """The start inputs the file names that do not exist: a mistyped path, not something people will deliver."""
-    missing = []
-    for key in START_INPUTS:
-        section, option = key.split(".")
-        value = getattr(getattr(pipeline.config, section), option)
-        path = pipeline.file(value)
-        if path is not None and not path.exists():
-            missing.append(f"{key} = {value!r} ({path})")
-    return missing
+    return [f"{key} = {value!r} ({path})" for key in START_INPUTS for value, path in [_input(pipeline, key)]
+            if path is not None and not path.exists()]
 
 
 def check_start_inputs(pipeline: Pipeline) -> None:
-    """Before anything runs: every start input the pipeline file names exists (else one error naming each)."""
+    """Before anything runs: every start input the pipeline file names exists, and no input that is one file is a
+    folder (else one error naming each)."""
     missing = missing_start_inputs(pipeline)
     if missing:
         raise UserError(f"{'; '.join(missing)}: does not exist (paths are relative to the pipeline file); "
                         "correct the path", pipeline.path)
+    folders = [f"{key} = {value!r} ({path})" for key in FILE_INPUTS for value, path in [_input(pipeline, key)]
+               if path is not None and path.is_dir()]
+    if folders:
+        raise UserError(f"{'; '.join(folders)}: a folder, where the pipeline reads one file; name the file",
+                        pipeline.path)
 
 
 def load_pipeline(path: Path) -> Pipeline:

@@ -3,12 +3,18 @@ observer; a stage that waits or fails stops the run with what it says; a current
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+
+import pytest
 
 from core.paths import EXAMPLE_PIPELINE
 from core.pipeline_file import DONE, FAILED, WAITING, load_pipeline
 from tasks.pipeline.plan import Plan, context, stages_for
+from kobbq.cli import main
 from tasks.pipeline.run import execute, plainly, run_plan
+from tasks.release.publish import build_lock
 
 BEFORE_RELEASE = 6  # the example's stages up to the survey: the release starts the checks' child (a slow test's)
 
@@ -59,3 +65,26 @@ def test_a_stage_whose_input_is_bad_fails_with_its_one_line(tmp_path):
 
 def load_state(tmp_path, folder, stage: str) -> str:
     return context(load_pipeline(folder / EXAMPLE_PIPELINE.name), tmp_path / "out").state(stage).status
+
+
+@pytest.mark.subprocess  # the release's checks run in their child process
+def test_a_release_on_a_read_only_mount_is_up_to_date_and_status_says_when_a_build_runs(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert execute(example_plan(tmp_path, stages=7)).finished
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    if subprocess.run(["mount", "--bind", str(out), str(read_only)], capture_output=True).returncode != 0:
+        pytest.skip("no bind mount on this machine (needs root)")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(read_only)], check=True, capture_output=True)
+        capsys.readouterr()
+        assert main(["build", "--out", str(read_only)]) == 0
+        assert "up to date" in capsys.readouterr().out
+    finally:
+        subprocess.run(["umount", str(read_only)], check=True)
+    with build_lock(out / "KoBBQ"):
+        assert main(["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"a build is running on this release now (process {os.getpid()})" in said
+    assert main(["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out)]) == 0
+    assert "a build is running" not in capsys.readouterr().out

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                "another build), or not run. The release's files are hashed "
                                                "again only when their size or times changed since they were last "
                                                "checked (recorded beside the release, in .<name>.verified.json); "
-                                               "--verify hashes every one. Starts nothing.")
+                                               "--verify hashes every one. Says when a build is running on the "
+                                               "release. Starts nothing.")
     parser.add_argument("--pipeline", type=Path, required=True, help="the pipeline file")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
     parser.add_argument("--verify", action="store_true",
@@ -34,12 +35,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     # The stage modules (pandas among their imports), loaded only when the command runs, not for --help.
     from core.pipeline_file import describe
+    from tasks.pipeline.folder import running_build
     from tasks.pipeline.plan import Plan, context, load_pipeline, stages_for
 
     pipeline = load_pipeline(args.pipeline)
     ctx = replace(context(pipeline, args.out), trust_record=not args.verify)
     plan = Plan.of(ctx, stages_for(pipeline))
     print(f"pipeline {args.pipeline} -> {plan.ctx.folder.path}")
+    running = running_build(plan.ctx.folder.path)
+    if running is not None:
+        print(f"  a build is running on this release now (process {running}): the stages below are as it has left "
+              "them so far")
     for check in plan.checks:
         status, detail = describe(check.state, check.fingerprint, check.parts, check.problem)
         print(f"  {check.stage.name:14} {status:8} {detail}")

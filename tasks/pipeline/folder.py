@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from core import console, interrupt
 from core.atomic import check_writable
@@ -28,3 +30,17 @@ def build_folder(folder: ReleaseFolder) -> Iterator[None]:
     tidy(folder)
     with build_lock(folder.path):
         yield
+
+
+def running_build(target: Path) -> str | None:
+    """The process id of the build that holds the release's lock (``tasks.release.publish.build_lock``: the file
+    ``<out>/.<name>.lock`` with its holder's id), "?" when it wrote none; None when no build holds it. Reads only."""
+    try:
+        with (target.parent / f".{target.name}.lock").open("r", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return handle.read().strip() or "?"
+    except OSError:  # no lock file: no build has run here
+        return None
+    return None

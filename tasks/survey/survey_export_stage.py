@@ -10,6 +10,7 @@ from core.stage_contract import Context, Stage, StageOutput
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from core.decisions import write_decisions_parquet
 from tasks.survey.export import export_questionnaires
+from tasks.survey.stereotypes import collect_stereotypes
 
 NAME = "survey-export"
 
@@ -19,6 +20,15 @@ def inputs(ctx: Context) -> dict[str, Path | None]:
     # the group lists; changing any of them makes the questionnaires stale.
     return {"templates": ctx.templates_file(), "corrections": ctx.corrections,
             "survey_wording": ctx.profile.file("survey")}
+
+
+def prepare(ctx: Context) -> None:
+    """Before the flow run: the stereotypes of the template file collected (a template without the groups its
+    survey question needs stops in one line before Prefect starts), unless the templates stage is about to
+    write it."""
+    path = ctx.templates_file()
+    if ctx.profile.survey.enabled and "templates" not in ctx.pending and path is not None and path.exists():
+        collect_stereotypes(checked_templates(ctx, path)[0].templates, ctx.profile)
 
 
 def run(ctx: Context) -> StageOutput:
@@ -35,4 +45,4 @@ def run(ctx: Context) -> StageOutput:
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey.enabled", "survey.type1_categories",
                                                    "survey.seed", "culture"), after=("templates",),
-              log="survey")
+              prepare=prepare, log="survey")

@@ -11,7 +11,7 @@ from pathlib import Path
 from core import console
 from core.findings import Finding
 from core.stage_contract import Context
-from tasks.templates.corrections import load_corrections
+from tasks.templates.corrections import Correction, load_corrections
 from tasks.templates.load import LoadedTemplates
 from tasks.templates.validate import check_loaded, load_templates
 
@@ -25,8 +25,13 @@ def loaded_templates(ctx: Context, path: Path) -> LoadedTemplates:
     process while it is unchanged."""
     stat = path.stat()
     key = ("loaded", path.resolve(), stat.st_mtime_ns, stat.st_size, ctx.corrections)
-    corrections = load_corrections(ctx.corrections) if ctx.corrections else []
-    return ctx.once(key, lambda: load_templates(path, ctx.profile, corrections))
+    return ctx.once(key, lambda: load_templates(path, ctx.profile, corrections(ctx)))
+
+
+def corrections(ctx: Context) -> list[Correction]:
+    """The pipeline's corrections, read once in this process (a stage's ``prepare`` reads them first)."""
+    return ctx.once(("corrections", ctx.corrections), lambda: load_corrections(ctx.corrections) if ctx.corrections
+                    else [])
 
 
 def checked_templates(ctx: Context, path: Path) -> tuple[LoadedTemplates, list[Finding]]:

@@ -22,7 +22,7 @@ from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from core.tables import read_csv_table, write_tsv_rows
 from core.stage_contract import Context, Stage, StageOutput, require
-from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates, loaded_templates
+from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates, corrections, loaded_templates
 from tasks.templates.load import LoadedTemplates, load_kobbq_templates, read_tsv
 from tasks.templates.newly_created import import_newly_created
 from tasks.templates.versions import version_decisions, version_findings
@@ -41,12 +41,33 @@ def inputs(ctx: Context) -> dict[str, Path | None]:
             "newly_created": ctx.file(cfg.newly_created), "corrections": ctx.corrections}
 
 
-def merge_groups(rows: list[dict[str, str]], groups_path: Path) -> tuple[list[dict[str, str]], dict[str, int]]:
+def group_table(ctx: Context, path: Path) -> list[tuple[int, dict[str, str]]]:
+    """The groups file's rows with their lines, read once in this process."""
+    return ctx.once(("groups", path), lambda: read_csv_table(path, ["Category", "ID", "version", *GROUP_COLUMNS],
+                                                             "a groups file"))
+
+
+def prepare(ctx: Context) -> None:
+    """Before the flow run: the files the pipeline names for this stage (the groups, the newly-created templates,
+    the corrections) read, so that a file that cannot be read stops in one line before Prefect starts."""
+    corrections(ctx)
+    cfg = ctx.pipeline.config.templates
+    if ctx.pipeline.reference_mode or ctx.profile.templates.workbook is not None:
+        return
+    groups, newly_created = ctx.file(cfg.groups), ctx.file(cfg.newly_created)
+    if groups is not None and groups.exists():
+        group_table(ctx, groups)
+    if newly_created is not None and newly_created.exists():
+        read_tsv(newly_created)
+
+
+def merge_groups(rows: list[dict[str, str]], groups_path: Path, groups: list[tuple[int, dict[str, str]]]
+                 ) -> tuple[list[dict[str, str]], dict[str, int]]:
     """Add the groups (N1_info, N2_info, Target_group, Reference) that the post-edit does not carry; also returns
     the groups file's line of each template row (``Category|ID|version``)."""
     table: dict[tuple[str, str, str], dict[str, str]] = {}
     lines: dict[str, int] = {}
-    for line, row in read_csv_table(groups_path, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file"):
+    for line, row in groups:
         key = (row["Category"].strip(), row["ID"].strip(), row["version"].strip())
         if key in table:
             raise UserError(f"template row {'|'.join(key)} already has groups above", Location(str(groups_path), line, "ID"))
@@ -94,7 +115,7 @@ def run(ctx: Context) -> StageOutput:
     header, rows, _ = read_tsv(postedit)
     groups = require(ctx.file(cfg.groups), "template groups (N1_info, N2_info, Target_group per row)",
                      "Write them for every post-edited template row.")
-    rows, group_lines = merge_groups(rows, groups)
+    rows, group_lines = merge_groups(rows, groups, group_table(ctx, groups))
     decisions: list[Decision] = []
     if cfg.newly_created:
         nc_path = require(ctx.file(cfg.newly_created), "newly-created templates", "")
@@ -125,4 +146,4 @@ def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
                        f"{len(loaded.templates)} template rows ({labels}) in {folder.name}")
 
 
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "culture"), after=("postedit",))
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "culture"), after=("postedit",), prepare=prepare)
