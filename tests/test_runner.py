@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from core.paths import EXAMPLE_PIPELINE
+from core.paths import EXAMPLE_PIPELINE, PROJECT_ROOT
 from core.pipeline_file import DONE, FAILED, WAITING, load_pipeline
 from tasks.pipeline.plan import Plan, context, stages_for
 from kobbq.cli import main
@@ -42,8 +42,7 @@ def test_the_example_runs_in_plain_python_each_stage_through_the_observer(tmp_pa
 
 
 def test_a_stage_that_waits_stops_the_run_saying_for_what(tmp_path):
-    folder = tmp_path / "example"
-    shutil.copytree(EXAMPLE_PIPELINE.parent, folder)
+    folder = copy_example(tmp_path)
     shutil.rmtree(folder / "translation" / "returned_chain")  # the translator has not sent the workbooks back
     result = execute(example_plan(tmp_path, folder / EXAMPLE_PIPELINE.name))
     assert (result.finished, result.failed, result.stage) == (False, False, "postedit")
@@ -53,14 +52,21 @@ def test_a_stage_that_waits_stops_the_run_saying_for_what(tmp_path):
 
 
 def test_a_stage_whose_input_is_bad_fails_with_its_one_line(tmp_path):
-    folder = tmp_path / "example"
-    shutil.copytree(EXAMPLE_PIPELINE.parent, folder)
+    folder = copy_example(tmp_path)
     consensus = folder / "labels" / "consensus.csv"
     consensus.write_text(consensus.read_text(encoding="utf-8").replace(",ST", ",XX", 1), encoding="utf-8")
     result = execute(example_plan(tmp_path, folder / EXAMPLE_PIPELINE.name))
     assert (result.finished, result.failed, result.stage) == (False, True, "labels")
     assert str(consensus) in result.message and "XX" in result.message
     assert load_state(tmp_path, folder, "labels") == FAILED
+
+
+def copy_example(tmp_path):
+    """The example's folder copied, its pipeline's paths outside it made absolute."""
+    folder = copy_example(tmp_path)
+    pipeline = folder / EXAMPLE_PIPELINE.name
+    pipeline.write_text(pipeline.read_text(encoding="utf-8").replace('"../../', f'"{PROJECT_ROOT}/'), encoding="utf-8")
+    return folder
 
 
 def load_state(tmp_path, folder, stage: str) -> str:
