@@ -63,7 +63,8 @@ def test_a_stage_whose_input_is_bad_fails_with_its_one_line(tmp_path):
 
 def copy_example(tmp_path):
     """The example's folder copied, its pipeline's paths outside it made absolute."""
-    folder = copy_example(tmp_path)
+    folder = tmp_path / "example"
+    shutil.copytree(EXAMPLE_PIPELINE.parent, folder)
     pipeline = folder / EXAMPLE_PIPELINE.name
     pipeline.write_text(pipeline.read_text(encoding="utf-8").replace('"../../', f'"{PROJECT_ROOT}/'), encoding="utf-8")
     return folder
