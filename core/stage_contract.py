@@ -26,9 +26,8 @@ from typing import TypeVar
 from core.decisions import Decision, read_decisions
 from core.pipeline_file import Pipeline, StageState, read_state
 from core.profile import Profile
-from core.release_folder import ReleaseFolder
+from core.release_folder import DECISIONS, ReleaseFolder
 
-DECISIONS_FILE = "decisions.csv"
 T = TypeVar("T")
 
 
@@ -106,7 +105,7 @@ class Context:
         are ``decisions_<log>.csv`` in its folder."""
         if self.one_off is not None:
             return self.one_off / f"decisions_{log or stage}.csv"
-        return self.work / stage / DECISIONS_FILE
+        return self.work / stage / DECISIONS
 
     def state(self, stage: str) -> StageState | None:
         """A stage's recorded state (a one-off command records none)."""
