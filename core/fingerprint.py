@@ -23,12 +23,42 @@ from core.paths import PROJECT_ROOT
 CODE_PACKAGES = ("core", "tasks", "flows", "kobbq")
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
+# A file is read once per command: its digest is kept by what identifies its contents (path, size, times, inode;
+# any write changes the change time), and the bytes of a small file, once hashed, wait for the one reader that
+# parses it next (``core.text_files.read_bytes`` takes them: a template file is hashed for the fingerprint, parsed,
+# and hashed again for the release's facts, from one read).
+KEEP_BYTES = 64 << 20  # at most this much kept for a reader at once
+_digests: dict[tuple[str, int, int, int, int], str] = {}
+_kept: dict[tuple[str, int, int, int, int], bytes] = {}
+
+
+def _identity(path: Path) -> tuple[str, int, int, int, int]:
+    found = path.stat()
+    return str(path.resolve()), found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
+
+
+def sha256_file(path: Path, keep: bool = False) -> str:
+    """The file's sha256; with ``keep`` (an input a stage will parse) its bytes wait for ``take_kept``."""
+    key = _identity(path)
+    if key in _digests:
+        return _digests[key]
+    if keep and key[1] <= KEEP_BYTES - sum(map(len, _kept.values())):
+        data = path.read_bytes()
+        _digests[key] = digest = hashlib.sha256(data).hexdigest()
+        if _identity(path) == key:  # not written while it was read
+            _kept[key] = data
+        return digest
+    hashed = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+            hashed.update(block)
+    _digests[key] = hashed.hexdigest()
+    return _digests[key]
+
+
+def take_kept(path: Path) -> bytes | None:
+    """The bytes of ``path`` as hashed in this process, when they are still its contents (once: then forgotten)."""
+    return _kept.pop(_identity(path), None)
 
 
 def module_path(module: str) -> Path | None:
@@ -109,7 +139,7 @@ def content_hash(path: Path | None) -> str:
             digest.update(f"{child.relative_to(path).as_posix()}:{sha256_file(child)};".encode())
         return digest.hexdigest()
     if path.is_file():
-        return sha256_file(path)
+        return sha256_file(path, keep=True)
     return "<not a file>"  # a device or a pipe (/dev/zero never ends): not hashed; the stage that reads it refuses it
 
 
