@@ -21,8 +21,7 @@ from core.tables import write_tsv_rows
 from fake_deepl import FAKE_KEY, FakeDeepLServer
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import load_kobbq_templates, read_tsv
-from core.tables import read_csv_table
-from tasks.templates.templates_stage import GROUP_COLUMNS, check_versions, merge_groups
+from tasks.templates.templates_stage import check_versions, merge_groups
 from tasks.translation.deepl_client import DeepLTranslator
 from tasks.translation.glossary import EMPTY_GLOSSARY
 from tasks.translation.postedit import import_postedit
@@ -105,8 +104,7 @@ def versions_checked(tsv: Path, folder: Path) -> list:
     groups = folder / "groups.csv"
     groups.write_text(GROUPS, encoding="utf-8")
     _, rows, _ = read_tsv(tsv)
-    table = read_csv_table(groups, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file")
-    merged, lines = merge_groups(rows, groups, table)
+    merged, lines = merge_groups(rows, groups)
     ja = load_profile("ja")
     loaded = load_kobbq_templates(write_tsv_rows(folder / "templates.tsv", list(merged[0]), merged),
                                   separators=ja.templates.separators)

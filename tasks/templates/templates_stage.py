@@ -43,8 +43,11 @@ def inputs(ctx: Context) -> dict[str, Path | None]:
 
 def group_table(ctx: Context, path: Path) -> list[tuple[int, dict[str, str]]]:
     """The groups file's rows with their lines, read once in this process."""
-    return ctx.once(("groups", path), lambda: read_csv_table(path, ["Category", "ID", "version", *GROUP_COLUMNS],
-                                                             "a groups file"))
+    return ctx.once(("groups", path), lambda: read_groups(path))
+
+
+def read_groups(path: Path) -> list[tuple[int, dict[str, str]]]:
+    return read_csv_table(path, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file")
 
 
 def prepare(ctx: Context) -> None:
@@ -61,13 +64,13 @@ def prepare(ctx: Context) -> None:
         read_tsv(newly_created)
 
 
-def merge_groups(rows: list[dict[str, str]], groups_path: Path, groups: list[tuple[int, dict[str, str]]]
+def merge_groups(rows: list[dict[str, str]], groups_path: Path, groups: list[tuple[int, dict[str, str]]] | None = None
                  ) -> tuple[list[dict[str, str]], dict[str, int]]:
     """Add the groups (N1_info, N2_info, Target_group, Reference) that the post-edit does not carry; also returns
-    the groups file's line of each template row (``Category|ID|version``)."""
+    the groups file's line of each template row (``Category|ID|version``). ``groups``: the file's rows as read."""
     table: dict[tuple[str, str, str], dict[str, str]] = {}
     lines: dict[str, int] = {}
-    for line, row in groups:
+    for line, row in read_groups(groups_path) if groups is None else groups:
         key = (row["Category"].strip(), row["ID"].strip(), row["version"].strip())
         if key in table:
             raise UserError(f"template row {'|'.join(key)} already has groups above", Location(str(groups_path), line, "ID"))
