@@ -67,18 +67,20 @@ def run(args: argparse.Namespace) -> int:
         if ignored:
             raise UserError(f"{', '.join(ignored)}: a pipeline takes these from its file "
                             f"({args.pipeline or EXAMPLE_PIPELINE}); give --templates FILE to build from one file")
-        return run_pipeline_file(args.pipeline or EXAMPLE_PIPELINE, args)
-    if args.pipeline is not None:
+    elif args.pipeline is not None:
         raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
-    if args.templates is None:
+    elif args.templates is None:
         raise UserError("--survey-results needs --templates (or use a pipeline file)")
-    from tasks.pipeline.plan import templates_plan  # the stages and their libraries: not for --help
-    from tasks.pipeline.run import execute
+    # The runner, the stages and their libraries: not for --help.
+    from tasks.pipeline import plan as plans, run as runner
 
+    if args.templates is None:
+        return run_pipeline_file(plans.pipeline_plan(args.pipeline or EXAMPLE_PIPELINE, args.out, args.force),
+                                 runner.execute, args)
     profile = profile_of(args)
-    plan = templates_plan(args.templates, args.out, profile, args.name, corrections_file(args, profile), args.seed,
-                          args.test_split or "profile", survey_inputs(args, profile), args.force)
-    result = execute(plan, launcher(args))
+    plan = plans.templates_plan(args.templates, args.out, profile, args.name, corrections_file(args, profile),
+                                args.seed, args.test_split or "profile", survey_inputs(args, profile), args.force)
+    result = runner.execute(plan, launcher(args))
     state = "up to date" if result is None else "built"
     if result is not None and result.failed:
         raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
@@ -107,11 +109,8 @@ def release_summary(plan) -> str:  # (tasks.pipeline.plan.Plan) -> str
     return state.message if state else ""
 
 
-def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
-    from tasks.pipeline.plan import pipeline_plan  # the stages and their libraries: not for --help
-    from tasks.pipeline.run import execute
-
-    plan = pipeline_plan(path, args.out, args.force)
+def run_pipeline_file(plan, execute, args: argparse.Namespace) -> int:  # (Plan, tasks.pipeline.run.execute, ...)
+    path = args.pipeline or EXAMPLE_PIPELINE
     result = execute(plan, launcher(args))
     if result is None:
         print(f"{plan.ctx.folder.path}: up to date (every stage's inputs unchanged, its outputs intact); "

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
+from core.pipeline_file import describe, load_pipeline
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,15 +35,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The stage modules (pandas among their imports), loaded only when the command runs, not for --help.
-    from core.pipeline_file import describe
-    from tasks.pipeline.folder import running_build
-    from tasks.pipeline.plan import Plan, context, load_pipeline, stages_for
+    from tasks.pipeline import folder, plan as plans
 
     pipeline = load_pipeline(args.pipeline)
-    ctx = replace(context(pipeline, args.out), trust_record=not args.verify)
-    plan = Plan.of(ctx, stages_for(pipeline))
+    ctx = replace(plans.context(pipeline, args.out), trust_record=not args.verify)
+    plan = plans.Plan.of(ctx, plans.stages_for(pipeline))
     print(f"pipeline {args.pipeline} -> {plan.ctx.folder.path}")
-    running = running_build(plan.ctx.folder.path)
+    running = folder.running_build(plan.ctx.folder.path)
     if running is not None:
         print(f"  a build is running on this release now (process {running}): the stages below are as it has left "
               "them so far")
