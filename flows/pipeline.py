@@ -39,7 +39,7 @@ FLOW = "kobbq-build"
 def ended(status: str, message: str, waiting: Waiting | None = None, unchanged: bool = False) -> State:
     """The state a stage's task run, or the flow run, ends in."""
     if status == FAILED:
-        return Failed(message=message.splitlines()[0] if message else "failed")
+        return Failed(message=" ".join(line.strip() for line in message.splitlines()) or "failed")  # one line
     if status == WAITING:
         return Completed(name=f"Waiting for {waiting.what if waiting else 'people'}", message=message)
     return Completed(name="Unchanged" if unchanged else "Completed", message=message)

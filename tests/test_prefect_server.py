@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import urllib.request
@@ -101,11 +100,12 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
 
     # A stage that fails: its task run and the flow run are Failed, with the error's line as the message; the
     # command says it in one paragraph and exits 1, as without Prefect.
-    bad = tmp_path / "bad"
-    shutil.copytree(example, bad)
-    consensus = bad / "labels" / "consensus.csv"
-    consensus.write_text(consensus.read_text(encoding="utf-8").replace(",ST", ",XX", 1), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "kobbq", "build", "--pipeline", str(bad / "pipeline.toml"),
+    consensus = tmp_path / "consensus.csv"
+    consensus.write_text((example / "labels" / "consensus.csv").read_text(encoding="utf-8").replace(",ST", ",XX", 1),
+                         encoding="utf-8")
+    bad = re.sub(r'^consensus = "[^"]+"', f'consensus = "{consensus.as_posix()}"', waiting, flags=re.MULTILINE)
+    (tmp_path / "bad.toml").write_text(bad, encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "kobbq", "build", "--pipeline", str(tmp_path / "bad.toml"),
                              "--out", str(tmp_path / "failed")], cwd=PROJECT_ROOT,
                             env={**env, "PREFECT_API_URL": url}, capture_output=True, text=True, timeout=600)
     assert result.returncode == 1 and result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
