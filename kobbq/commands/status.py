@@ -18,7 +18,8 @@ from core.pipeline_file import describe, load_pipeline
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("status", help="the state of every pipeline stage in a build folder",
                                    description="Show each stage of the pipeline: done (counts, when), waiting "
-                                               "(for what), stale (inputs changed since), failed (why), damaged "
+                                               "(for what), stale (which of its inputs, settings or code changed "
+                                               "since), failed (why), damaged "
                                                "(a file it wrote changed or gone since; the release replaced by "
                                                "another build), or not run. The release's files are hashed "
                                                "again only when their size or times changed since they were last "
