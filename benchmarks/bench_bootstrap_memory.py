@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+os.environ.setdefault("KOBBQ_PREFECT_SERVER", "temporary")  # its builds leave no Prefect server running
+
 ROOT = Path(__file__).resolve().parent.parent
 KOBBQ = [sys.executable, "-m", "kobbq"]
 REAL_TEMPLATES = ROOT.parent / "shared" / "data" / "kobbq" / "KoBBQ_templates.tsv"

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import os
+
 import argparse
 import itertools
 import re
@@ -34,6 +36,8 @@ from core.profile import load_profile  # noqa: E402
 from tasks.templates.validate import load_checked  # noqa: E402
 from tasks.release.assemble import expand_release  # noqa: E402
 from tasks.templates.kobbq_format import expand_templates  # noqa: E402
+
+os.environ.setdefault("KOBBQ_PREFECT_SERVER", "temporary")  # its builds leave no Prefect server running
 
 INLINE = re.compile(r"\[([A-Z]+[0-9]*):([^\]]*)\]")
 PROGRESS = re.compile(r"^\[\s*([0-9.]+)s\] (.*)$")

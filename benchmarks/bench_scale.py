@@ -34,6 +34,8 @@ Growth ratios are against k = 1.
 
 from __future__ import annotations
 
+import os
+
 import argparse
 import csv
 import io
@@ -45,6 +47,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+os.environ.setdefault("KOBBQ_PREFECT_SERVER", "temporary")  # its builds leave no Prefect server running
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT.parent / "shared/data/kobbq/KoBBQ_templates.tsv"

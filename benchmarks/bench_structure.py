@@ -40,6 +40,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+os.environ.setdefault("KOBBQ_PREFECT_SERVER", "temporary")  # its builds leave no Prefect server running
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("core", "tasks", "flows", "kobbq")
 LAYER = {"core": 0, "tasks": 1, "flows": 2, "kobbq": 3}

@@ -5,9 +5,12 @@ from __future__ import annotations
 import codecs
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 _START = time.perf_counter()
 _quiet = False
+_copies: list[Callable[[str], None]] = []  # where else each line goes (a Prefect flow run's log)
 
 
 def set_quiet(quiet: bool) -> None:
@@ -19,6 +22,18 @@ def step(message: str) -> None:
     """One line per finished stage, with the seconds since the command started."""
     if not _quiet:
         print(f"[{time.perf_counter() - _START:6.1f}s] {message}", file=sys.stderr, flush=True)
+    for copy in _copies:
+        copy(message)
+
+
+@contextmanager
+def copied_to(write: Callable[[str], None]) -> Iterator[None]:
+    """Every line of the block also given to ``write`` (quiet or not)."""
+    _copies.append(write)
+    try:
+        yield
+    finally:
+        _copies.remove(write)
 
 
 def escape_what_cannot_be_shown() -> None:

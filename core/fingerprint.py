@@ -1,9 +1,9 @@
 """Fingerprints: one recipe for "is this still up to date?", used by every stage (the release is one).
 
-A stage's fingerprint hashes exactly what it reads: the contents of its input files (a folder: every file in
-it; a missing file counts as missing), the profile settings it declares (``settings_text``), the fingerprints of
-the stages it reads from, and its own code: the module that defines it and every project module that module
-imports, directly or not (``code_hash``). A typo fixed in the evaluation code, or a survey cut-off changed,
+A stage's fingerprint hashes exactly what it reads (``tasks.pipeline.plan.stage_parts``): the contents of its input
+files and of the templates it renders (a folder: every file in it; a missing file counts as missing), the
+fingerprints of the stages it reads from, the profile settings it declares (``settings_text``), and its own code:
+the module that defines it and every project module that module imports, directly or not (``code_hash``). A typo fixed in the evaluation code, or a survey cut-off changed,
 re-runs no labelling. The code is hashed from the files on disk, not from loaded modules, so ``kobbq status``
 in another process computes the same value as the build did.
 """
@@ -23,12 +23,42 @@ from core.paths import PROJECT_ROOT
 CODE_PACKAGES = ("core", "tasks", "flows", "kobbq")
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
+# A file is read once per command: its digest is kept by what identifies its contents (path, size, times, inode;
+# any write changes the change time), and the bytes of a small file, once hashed, wait for the one reader that
+# parses it next (``core.text_files.read_bytes`` takes them: a template file is hashed for the fingerprint, parsed,
+# and hashed again for the release's facts, from one read).
+KEEP_BYTES = 64 << 20  # at most this much kept for a reader at once
+_digests: dict[tuple[str, int, int, int, int], str] = {}
+_kept: dict[tuple[str, int, int, int, int], bytes] = {}
+
+
+def _identity(path: Path) -> tuple[str, int, int, int, int]:
+    found = path.stat()
+    return str(path.resolve()), found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
+
+
+def sha256_file(path: Path, keep: bool = False) -> str:
+    """The file's sha256; with ``keep`` (an input a stage will parse) its bytes wait for ``take_kept``."""
+    key = _identity(path)
+    if key in _digests:
+        return _digests[key]
+    if keep and key[1] <= KEEP_BYTES - sum(map(len, _kept.values())):
+        data = path.read_bytes()
+        _digests[key] = digest = hashlib.sha256(data).hexdigest()
+        if _identity(path) == key:  # not written while it was read
+            _kept[key] = data
+        return digest
+    hashed = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+            hashed.update(block)
+    _digests[key] = hashed.hexdigest()
+    return _digests[key]
+
+
+def take_kept(path: Path) -> bytes | None:
+    """The bytes of ``path`` as hashed in this process, when they are still its contents (once: then forgotten)."""
+    return _kept.pop(_identity(path), None)
 
 
 def module_path(module: str) -> Path | None:
@@ -109,7 +139,7 @@ def content_hash(path: Path | None) -> str:
             digest.update(f"{child.relative_to(path).as_posix()}:{sha256_file(child)};".encode())
         return digest.hexdigest()
     if path.is_file():
-        return sha256_file(path)
+        return sha256_file(path, keep=True)
     return "<not a file>"  # a device or a pipe (/dev/zero never ends): not hashed; the stage that reads it refuses it
 
 
@@ -118,7 +148,6 @@ def settings_text(values: dict[str, object]) -> str:
     return json.dumps(values, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def fingerprint(files: dict[str, Path | None], settings: str = "", code: tuple[str, ...] = CODE_PACKAGES) -> str:
-    """The one recipe: input files' contents, the settings given, the project version and the code of ``code``
-    (module names: what they run)."""
-    return files_fingerprint(files, extra=f"{settings}|version={core.__version__}|code={code_hash(tuple(code))}")
+def code_fingerprint(code: tuple[str, ...] = CODE_PACKAGES) -> str:
+    """The project's version and the code of ``code`` (module names: what they run)."""
+    return hashlib.sha256(f"version={core.__version__}|code={code_hash(tuple(code))}".encode()).hexdigest()

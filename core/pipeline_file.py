@@ -125,24 +125,36 @@ START_INPUTS = ("labels.bbq", "labels.reference", "translation.cache", "translat
                 "templates.corrections")
 
 
+# Inputs that are one file, never a folder (the others may be either: a BBQ folder, a workbook folder).
+FILE_INPUTS = ("translation.cache", "translation.reference", "labels.consensus", "labels.reference",
+               "templates.groups", "templates.newly_created", "templates.corrections", "survey.results",
+               "survey.reading", "survey.overrides", "survey.questions")
+
+
+def _input(pipeline: Pipeline, key: str) -> tuple[str, Path | None]:
+    section, option = key.split(".")
+    value = getattr(getattr(pipeline.config, section), option)
+    return value, pipeline.file(value)
+
+
 def missing_start_inputs(pipeline: Pipeline) -> list[str]:
     """The start inputs the file names that do not exist: a mistyped path, not something people will deliver."""
-    missing = []
-    for key in START_INPUTS:
-        section, option = key.split(".")
-        value = getattr(getattr(pipeline.config, section), option)
-        path = pipeline.file(value)
-        if path is not None and not path.exists():
-            missing.append(f"{key} = {value!r} ({path})")
-    return missing
+    return [f"{key} = {value!r} ({path})" for key in START_INPUTS for value, path in [_input(pipeline, key)]
+            if path is not None and not path.exists()]
 
 
 def check_start_inputs(pipeline: Pipeline) -> None:
-    """Before anything runs: every start input the pipeline file names exists (else one error naming each)."""
+    """Before anything runs: every start input the pipeline file names exists, and no input that is one file is a
+    folder (else one error naming each)."""
     missing = missing_start_inputs(pipeline)
     if missing:
         raise UserError(f"{'; '.join(missing)}: does not exist (paths are relative to the pipeline file); "
                         "correct the path", pipeline.path)
+    folders = [f"{key} = {value!r} ({path})" for key in FILE_INPUTS for value, path in [_input(pipeline, key)]
+               if path is not None and path.is_dir()]
+    if folders:
+        raise UserError(f"{'; '.join(folders)}: a folder, where the pipeline reads one file; name the file",
+                        pipeline.path)
 
 
 def load_pipeline(path: Path) -> Pipeline:
@@ -161,6 +173,7 @@ class StageState:
     outputs: dict[str, str] = field(default_factory=dict)  # role -> path, relative to the build folder when in it
     finished_at: str = ""
     hashes: dict[str, str] = field(default_factory=dict)  # role -> sha256 of the output as written (a folder: its files)
+    parts: dict[str, str] = field(default_factory=dict)  # the fingerprint's parts: inputs, settings, code
 
 
 REWRITE_HINT = "`kobbq build --force` runs the stage again and rewrites it"
@@ -209,16 +222,20 @@ def write_state(folder: Path, state: StageState) -> None:
 
 
 
-def describe(state: StageState | None, current: str | None, problem: str | None = None) -> tuple[str, str]:
-    """(status, detail) of a stage for ``kobbq status``; ``problem``: what is wrong with what a done stage
-    made (the release stage: its folder deleted or changed, ``core.release_folder.release_problem``)."""
+def describe(state: StageState | None, fingerprint: str, parts: dict[str, str], problem: str | None = None
+             ) -> tuple[str, str]:
+    """(status, detail) of a stage for ``kobbq status``: ``fingerprint`` and ``parts`` its fingerprint now and
+    what it is made of; ``problem``: what is wrong with what a done stage made (the release stage: its folder
+    deleted or changed, ``core.release_folder.release_problem``)."""
     if state is None:
         return NOT_RUN, ""
     if state.status == DONE and problem is not None:
         return DAMAGED, problem
     if state.status == DONE:
         counts = ", ".join(f"{k} {v}" for k, v in state.counts.items())
-        if current is not None and current != state.fingerprint:
-            return STALE, f"inputs changed since {state.finished_at} (was: {counts})"
+        if fingerprint != state.fingerprint:
+            changed = [part for part, value in parts.items() if state.parts.get(part) != value] if state.parts else []
+            return STALE, (f"{' and '.join(changed) if changed else 'what it reads'} changed since {state.finished_at} "
+                           f"(was: {counts})")
         return DONE, f"{counts} ({state.finished_at})"
     return state.status, f"{state.message} ({state.finished_at})"

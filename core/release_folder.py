@@ -47,8 +47,6 @@ MANIFEST = "manifest.json"
 DECISIONS = "decisions.csv"
 AUDIT = "audit.html"
 TABLE1_CSV = "table1.csv"
-VALIDATION = "validation.json"
-CARD = "README.md"  # the dataset card
 DATA_DOCS = "data_docs"  # Great Expectations' rendered pages: run times in them, so not in the manifest
 
 WRITTEN_BY = "kobbq-builder"  # the manifest's "written_by": the marker of a release this project wrote

@@ -13,14 +13,18 @@ QUIET_OFFLINE = {
     # Prefect logs a failed task or flow with its traceback at ERROR; the command prints the error in one
     # paragraph instead, and `kobbq --debug` shows Prefect's log (DEBUG_PREFECT_LOGGING).
     "PREFECT_LOGGING_LEVEL": "CRITICAL",
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "CRITICAL",
     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",  # hides harmless CancelledError tracebacks at shutdown
-    "PREFECT_LOGGING_TO_API_ENABLED": "false",
+    "PREFECT_INTERNAL_LOGGING_LEVEL": "CRITICAL",  # its workers' errors when the server is gone: the command says it
+    # A flow run's log (its progress lines, its states) goes to its server, not to the console (it has its own).
+    "PREFECT_LOGGING_LOGGERS_PREFECT_FLOW_RUNS_LEVEL": "INFO",
     # A first run on a fresh machine creates the database; the default 20 s can be too short.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
     "GX_ANALYTICS_ENABLED": "false",
 }
 
-DEBUG_PREFECT_LOGGING = {"PREFECT_LOGGING_LEVEL": "WARNING"}
+DEBUG_PREFECT_LOGGING = {"PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+                         "PREFECT_INTERNAL_LOGGING_LEVEL": "ERROR"}
 
 
 def configure_environment(debug: bool = False) -> None:

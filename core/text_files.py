@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 
 from core.errors import Location, UserError
+from core.fingerprint import take_kept
 
 MAX_FILE_BYTES = 1 << 30  # 1 GiB: far above any real input (the KoBBQ template file is ~1 MB)
 READ_BLOCK = 1 << 20
@@ -47,6 +48,9 @@ def check_input_file(path: Path, what: str = "file") -> Path:
 def read_bytes(path: Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
     """The file's bytes, stopping with a UserError as soon as more than ``limit`` have been read."""
     path = check_input_file(path, what)
+    kept = take_kept(path)  # hashed a moment ago by the fingerprint: the same bytes, not read again
+    if kept is not None and len(kept) <= limit:
+        return kept
     blocks, total = [], 0
     with path.open("rb") as handle:
         while block := handle.read(min(READ_BLOCK, limit + 1 - total)):

@@ -1,7 +1,8 @@
 """What each stage decided, on its Prefect run: artifacts with stable keys, readable in the Prefect UI.
 
-Keys are ``<release>-<stage>-<what>`` in lower case (``kobbq-survey-summary``, ``kobbq-release-table1``),
-so the UI's Artifacts page keeps one history per release, stage and table, run after run:
+Keys are ``<release>-<folder>-<stage>-<what>`` in lower case (``kobbq-1a2b3c4d-survey-summary``; ``<folder>``: 8
+hex digits of the release folder's path), so the UI's Artifacts page keeps one history per release, stage and
+table, run after run, and two releases of one name (the embedded example's and the real data's) never mix:
 
 - every stage: ``-summary`` (markdown: done / waiting / failed / unchanged, its summary and counts; a stage
   that waits says what it waits for and what to send out; the release its own summary and funnel), ``-rules``
@@ -15,21 +16,24 @@ Everything here is what the stage returned; nothing is read back or computed twi
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
 from core.decisions import Decision
-from core.pipeline_file import StageState
+from core.pipeline_file import DONE
+from core.stage_contract import Context
 from tasks.audit.report import markdown_table
+from tasks.pipeline.run import StageRun
 from tasks.release.dataset_card import rule_counts
-from tasks.stage_contract import StageOutput, Waiting
 
 
-def artifact_key(release: str, stage: str, what: str) -> str:
+def artifact_key(ctx: Context, stage: str, what: str) -> str:
     """Prefect keys hold lower-case letters, digits and dashes only."""
-    return re.sub(r"[^a-z0-9]+", "-", f"{release}-{stage}-{what}".lower()).strip("-")
+    folder = hashlib.sha256(str(ctx.folder.path.resolve()).encode()).hexdigest()[:8]
+    return re.sub(r"[^a-z0-9]+", "-", f"{ctx.name}-{folder}-{stage}-{what}".lower()).strip("-")
 
 
 def _rule_rows(decisions: list[Decision]) -> list[dict[str, object]]:
@@ -37,10 +41,12 @@ def _rule_rows(decisions: list[Decision]) -> list[dict[str, object]]:
              "overrides": r.overrides} for r in rule_counts(decisions)]
 
 
-def publish_stage(release: str, stage: str, state: StageState, output: StageOutput | None = None,
-                  waiting: Waiting | None = None) -> None:
+def publish_stage(ctx: Context, run: StageRun) -> None:
     """A stage's artifacts: its summary (with what it waits for), its rules, its own tables and links."""
-    lines = [f"## {release}: {stage}: {state.status}", "", state.message or "-", ""]
+    release, state, output, waiting = ctx.name, run.state, run.output, run.waiting
+    stage = state.stage
+    status = f"{DONE} (unchanged, skipped)" if run.check.current else state.status
+    lines = [f"## {release}: {stage}: {status}", "", state.message or "-", ""]
     if waiting is not None:
         lines += [f"**Waiting for:** {waiting.waits_for}", "", f"**To send out:** {waiting.send_out or '-'}", ""]
     if output is not None and output.text:
@@ -49,18 +55,18 @@ def publish_stage(release: str, stage: str, state: StageState, output: StageOutp
         lines += markdown_table([{"count": k, "value": v} for k, v in state.counts.items()]) + [""]
     if state.outputs:
         lines += ["Outputs:", ""] + [f"- {role}: `{path}`" for role, path in sorted(state.outputs.items())]
-    create_markdown_artifact(key=artifact_key(release, stage, "summary"), markdown="\n".join(lines),
-                             description=f"{release}, stage {stage}: {state.status}")
+    create_markdown_artifact(key=artifact_key(ctx, stage, "summary"), markdown="\n".join(lines),
+                             description=f"{release} ({ctx.folder.path}), stage {stage}: {status}")
     if output is None:
         return
     rules = _rule_rows(output.decisions)
     if rules:
-        create_table_artifact(key=artifact_key(release, stage, "rules"), table=rules,
+        create_table_artifact(key=artifact_key(ctx, stage, "rules"), table=rules,
                               description=f"{release}, stage {stage}: subjects each rule kept and dropped")
     for name, table in sorted(output.tables.items()):
-        create_table_artifact(key=artifact_key(release, stage, name), table=table,
+        create_table_artifact(key=artifact_key(ctx, stage, name), table=table,
                               description=f"{release}, stage {stage}: {name}")
     for name, path in sorted(output.links.items()):
         resolved = Path(path).resolve()
-        create_link_artifact(key=artifact_key(release, stage, name), link=resolved.as_uri(), link_text=str(resolved),
+        create_link_artifact(key=artifact_key(ctx, stage, name), link=resolved.as_uri(), link_text=str(resolved),
                              description=f"{release}, stage {stage}: {name}")

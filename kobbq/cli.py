@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
     args = parser.parse_args(argv)
+    args.words = argv  # the command as typed (a Prefect flow run is named after it)
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 1

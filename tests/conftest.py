@@ -16,6 +16,9 @@ import pytest
 from core.runtime import configure_environment
 
 configure_environment()
+# Every command a test runs starts Prefect's temporary server, never the background one: a test leaves no server
+# running (tests/test_prefect_boundary.py checks the background server with a home of its own, and stops it).
+os.environ.setdefault("KOBBQ_PREFECT_SERVER", "temporary")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("KOBBQ_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data"))

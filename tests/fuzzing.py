@@ -277,7 +277,7 @@ class ReachedPrefect(Exception):
 
 
 # The flow every command that builds starts (the one runner); in-process runs replace it by ReachedPrefect.
-FLOWS = ["flows.pipeline.build"]
+FLOWS = ["flows.server.connect"]
 
 
 def _reached(*_args, **_kwargs):

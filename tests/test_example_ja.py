@@ -27,8 +27,8 @@ from tasks.labels.annotations import import_annotations
 from tasks.labels.consensus import load_consensus, templates_to_adapt
 from tasks.templates.newly_created import import_newly_created
 from tasks.labels.template_set import load_label_items
-from tasks.stage_contract import Context, Waiting
-from tasks.build.pipeline import STAGE_LIST, context, each_stage
+from core.stage_contract import Context, Waiting
+from tasks.pipeline.plan import STAGE_LIST, context, each_stage
 from tasks.survey.group_check import render_group_check
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import survey_stage

@@ -125,7 +125,7 @@ def test_a_full_disk_in_the_validation_child_reaches_the_command_as_the_same_err
                                      b'{"stage": "labels", "status": "done", "outputs": 5}',
                                      b'{"stage": "survey", "status": "done"}'])
 def test_a_corrupt_stage_state_is_reported_by_status_and_build_and_removed_by_force(tmp_path, capsys, content):
-    from tasks.build.pipeline import context
+    from tasks.pipeline.plan import context
 
     pipeline = example_pipeline(tmp_path)
     out = tmp_path / "out"
@@ -209,3 +209,52 @@ def test_a_damaged_translation_cache_is_one_error_and_is_kept(tmp_path):
     with pytest.raises(UserError, match="not a readable translation cache .* left as it is") as error:
         TranslationCache(cache)
     assert error.value.where == cache and cache.read_bytes() == b"not a database, but paid for" * 200
+
+
+# --- inputs a pipeline names: bad ones are one line before Prefect starts -------------------------------------
+
+def _binary(path: Path) -> bytes:
+    return b"\x00\x01\xff\xfe" * 64
+
+
+def _latin1_row(path: Path) -> bytes:
+    return path.read_bytes() + "\nAge,1,a,context,x,\xe9t\xe9\n".encode("latin-1")
+
+
+@pytest.mark.parametrize("key, damage, said", [
+    ("cache", None, "translation.cache = "),  # a folder where the cache file goes
+    ("groups", _binary, "not UTF-8 text"),
+    ("corrections", _latin1_row, "not UTF-8 text (byte 0xe9)"),
+])
+def test_a_bad_input_a_pipeline_names_stops_before_prefect_starts(tmp_path, key, damage, said):
+    from fuzzing import run_in_process
+
+    original = next(line.split(" = ")[1].strip('"') for line in EXAMPLE_PIPELINE.read_text(encoding="utf-8")
+                    .splitlines() if line.startswith(f"{key} = "))
+    original_path = (EXAMPLE_DIR / original).resolve()
+    if damage is None:
+        bad = tmp_path / "a-folder"
+        bad.mkdir()
+    else:
+        bad = tmp_path / original_path.name
+        bad.write_bytes(damage(original_path))
+    pipeline = example_pipeline(tmp_path, (f'{key} = "{original_path}"', f'{key} = "{bad}"'))
+    outcome = run_in_process(["build", "--pipeline", str(pipeline), "--out", str(tmp_path / "out")], tmp_path)
+    assert not outcome.reached_prefect and outcome.code == 1, outcome.err
+    assert outcome.err.count("\n") == 1 and said in outcome.err and str(bad) in outcome.err, outcome.err
+
+
+def test_a_survey_export_whose_templates_lack_a_target_stops_before_prefect_starts(tmp_path):
+    from fuzzing import run_in_process
+
+    lines = EXAMPLE_TEMPLATES.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t")
+    rows = [line.split("\t") for line in lines[1:]]
+    for row in rows:
+        row[header.index("Target_group")] = ""
+    templates = tmp_path / "templates.tsv"
+    templates.write_text("\n".join("\t".join(r) for r in [header, *rows]) + "\n", encoding="utf-8")
+    outcome = run_in_process(["survey", "export", "--profile", "ko", "--templates", str(templates),
+                              "--out", str(tmp_path / "out")], tmp_path)
+    assert not outcome.reached_prefect and outcome.code == 1, outcome.err
+    assert "needs its intended target (Target_group)" in outcome.err and str(templates) in outcome.err

@@ -13,9 +13,9 @@ PACKAGES = ("core", "tasks", "flows", "kobbq")
 # The ``tasks`` sub-packages, lowest first, in the pipeline's order: each may import those before it, never one after
 # it. Template formats (read, check, expand into samples) serve every stage; labels, translation and the survey
 # decide which templates survive; the release assembles them; the audit reads a release folder back; the evaluation
-# scores models on a release; `build` decides what `kobbq build` runs. A new sub-package takes its place here. (Modules directly in ``tasks/``, the stage
-# contract and the stage list, are outside it.)
-TASK_LAYERS = ("templates", "labels", "translation", "survey", "release", "audit", "evaluation", "build")
+# scores models on a release; the runner (``pipeline``) runs the stages of every package. A new sub-package takes
+# its place here; every module of ``tasks`` is in one of them (the stage contract is ``core``'s).
+TASK_LAYERS = ("templates", "labels", "translation", "survey", "release", "audit", "evaluation", "pipeline")
 
 
 def _modules() -> dict[str, ast.Module]:
@@ -70,6 +70,15 @@ def test_task_packages_import_only_downwards():
 def test_every_task_package_has_its_place_in_the_order():
     packages = {path.parent.name for path in (PROJECT_ROOT / "tasks").glob("*/__init__.py")}
     assert packages == set(TASK_LAYERS)
+    assert [name for name in MODULES if name.startswith("tasks.") and name.split(".")[1] not in TASK_LAYERS] == []
+
+
+def test_every_product_module_is_checked():
+    """Every Python file of the product packages is in the graph the tests above read (none skipped as output),
+    and no product folder is named like the build output (``build/``), which tools skip."""
+    files = {path for package in PACKAGES for path in (PROJECT_ROOT / package).rglob("*.py")}
+    assert len(files) == len(MODULES)
+    assert [path for path in files if "build" in path.relative_to(PROJECT_ROOT).parts[:-1]] == []
 
 
 def test_prefect_only_in_flows_and_the_cli():

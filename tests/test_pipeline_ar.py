@@ -25,7 +25,7 @@ from openpyxl import load_workbook
 from core.decisions import read_decisions
 from core.paths import PROJECT_ROOT
 from core.pipeline_file import load_pipeline
-from tasks.build.pipeline import context
+from tasks.pipeline.plan import context
 from fake_deepl import FAKE_KEY, FakeDeepLServer
 from fake_openai import FAKE_KEY as OPENAI_KEY
 from fake_openai import FakeOpenAIServer

@@ -9,7 +9,7 @@ from core.decisions import read_decisions
 from core.paths import PROJECT_ROOT
 from core.pipeline_file import DONE, STAGES, read_state
 from runs import run
-from tasks.build.pipeline import pipeline_plan
+from tasks.pipeline.plan import pipeline_plan
 from tasks.templates.bbq import load_bbq_templates, template_ids
 
 ESBBQ_PIPELINE = PROJECT_ROOT / "templates_raw" / "real" / "esbbq_release.toml"

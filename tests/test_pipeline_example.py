@@ -12,7 +12,7 @@ from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_DIR, EXAMPLE_TEMPLATES, PROJ
 from core.decisions import read_decisions
 from core.pipeline_file import DONE, STALE, describe, read_state
 from core.profile import load_profile
-from tasks.build.pipeline import pipeline_plan, templates_plan
+from tasks.pipeline.plan import pipeline_plan, templates_plan
 from tasks.survey.inputs import SurveyInputs
 from runs import run
 
@@ -74,7 +74,7 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
     third = run(pipeline_plan(path, out))
     assert third.finished
     assert read_state(states, "labels").finished_at == labelled_at  # finished work is not redone
-    assert [describe(read_state(states, s), None)[0] for s in ("labels", "postedit", "survey")] == [DONE] * 3
+    assert all(read_state(states, s).status == DONE for s in ("labels", "postedit", "survey"))
 
     # The chain reproduces the hand-written example templates: same release as building them directly.
     survey = SurveyInputs(SURVEY / "example" / "responses.csv", SURVEY / "example" / "reading_results.csv",
@@ -99,7 +99,9 @@ def test_pipeline_waits_for_people_then_resumes_to_the_release(tmp_path, prefect
     consensus = tmp_path / "arrived" / "consensus.csv"
     consensus.write_text(consensus.read_text(encoding="utf-8").replace("unanimous", "unanimously"), encoding="utf-8")
     checks = {check.stage.name: check for check in pipeline_plan(path, out).checks}
-    assert describe(read_state(states, "labels"), checks["labels"].fingerprint)[0] == STALE
+    labels = checks["labels"]
+    assert describe(read_state(states, "labels"), labels.fingerprint, labels.parts)[:1] == (STALE,)
+    assert describe(read_state(states, "labels"), labels.fingerprint, labels.parts)[1].startswith("inputs changed")
     # Every stage after the labels reads what they decide: stale too, while nothing before it ran again.
     assert all(not checks[name].current for name in ("pretranslate", "survey", "release"))
 

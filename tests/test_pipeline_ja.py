@@ -22,7 +22,7 @@ from openpyxl import load_workbook
 from core.decisions import read_decisions
 from core.paths import PROJECT_ROOT
 from core.pipeline_file import load_pipeline
-from tasks.build.pipeline import context
+from tasks.pipeline.plan import context
 from core.profile import load_profile
 from fake_deepl import FAKE_KEY, FakeDeepLServer
 from tasks.translation.glossary import profile_glossary

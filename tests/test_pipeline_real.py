@@ -12,7 +12,7 @@ from tasks.templates.bbq import load_bbq_templates, template_ids
 from core.text import normalise_text
 from core.profile import load_profile
 from runs import run
-from tasks.build.pipeline import pipeline_plan, templates_plan
+from tasks.pipeline.plan import pipeline_plan, templates_plan
 from core.pipeline_file import DONE, STAGES, read_state
 
 REAL_PIPELINE = PROJECT_ROOT / "templates_raw" / "real" / "kobbq_release.toml"

@@ -4,6 +4,7 @@ numbers are there as artifacts, read back through Prefect's client."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -35,37 +36,44 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "no server configured" not in result.stderr  # the server named by PREFECT_API_URL, no temporary one
     assert (tmp_path / "out" / "KoBBQ" / "manifest.json").exists()
-    request = urllib.request.Request(f"{url}/flow_runs/filter", data=json.dumps({}).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        runs = json.loads(response.read())
-    # One flow run for the command, named after it; its stages are its tasks.
-    assert [(run["name"], run["state_type"]) for run in runs] == [("kobbq build", "COMPLETED")]
-    release = tmp_path / "out" / "KoBBQ"
-    artifacts = latest_artifacts(url)
+    # One flow run for the command, named after the release and the command, its parameters the command's
+    # arguments, its log the progress lines; its stages are its task runs.
+    (run,) = read(url, lambda client: client.read_flow_runs())
+    assert (run.name, run.state.type.value, run.state.name) == (
+        f"KoBBQ build --out {tmp_path / 'out'} --quiet", "COMPLETED", "Completed")
+    assert run.parameters["command"] == f"build --out {tmp_path / 'out'} --quiet"
+    assert run.parameters["arguments"]["out"] == str(tmp_path / "out") and run.parameters["arguments"]["quiet"]
+    logs = [log.message for log in read(url, lambda client: client.read_logs())]
+    assert "flow started (Prefect API ready)" in logs and any(m.startswith("release: done: 112 samples") for m in logs)
     stages = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
-    assert {f"kobbq-{stage}-summary" for stage in stages} <= set(artifacts)
-    assert {"kobbq-labels-agreement", "kobbq-labels-rules", "kobbq-survey-funnel", "kobbq-survey-rules",
-            "kobbq-release-funnel", "kobbq-release-table1", "kobbq-release-validation", "kobbq-release-folder",
-            "kobbq-release-audit"} <= set(artifacts)
+    assert sorted((task.name, task.state.name) for task in read(url, lambda client: client.read_task_runs())) == \
+        sorted((stage, "Completed") for stage in stages)
+    release = tmp_path / "out" / "KoBBQ"
+    # Keyed by the release and its folder: another build of a release named KoBBQ elsewhere keeps its own.
+    key = f"kobbq-{hashlib.sha256(str(release.resolve()).encode()).hexdigest()[:8]}-"
+    artifacts = {name.removeprefix(key): artifact for name, artifact in latest_artifacts(url).items()
+                 if name.startswith(key)}
+    assert {f"{stage}-summary" for stage in stages} <= set(artifacts)
+    assert {"labels-agreement", "labels-rules", "survey-funnel", "survey-rules", "release-funnel", "release-table1",
+            "release-validation", "release-folder", "release-audit"} <= set(artifacts)
     # Prefect 3 stores a link artifact as markdown: [text](link)
-    assert artifacts["kobbq-release-folder"].data == f"[{release.resolve()}]({release.resolve().as_uri()})"
-    assert f"({(release / 'audit.html').resolve().as_uri()})" in artifacts["kobbq-release-audit"].data
+    assert artifacts["release-folder"].data == f"[{release.resolve()}]({release.resolve().as_uri()})"
+    assert f"({(release / 'audit.html').resolve().as_uri()})" in artifacts["release-audit"].data
     with (release / "table1.csv").open(encoding="utf-8", newline="") as handle:
-        assert table_rows(artifacts["kobbq-release-table1"]) == list(csv.DictReader(handle))
+        assert table_rows(artifacts["release-table1"]) == list(csv.DictReader(handle))
     validation = json.loads((release / "validation.json").read_text(encoding="utf-8"))
-    checks = table_rows(artifacts["kobbq-release-validation"])
+    checks = table_rows(artifacts["release-validation"])
     assert len(checks) == validation["expectations"] and {row["result"] for row in checks} == {"pass"}
     manifest = json.loads((release / "manifest.json").read_text(encoding="utf-8"))
-    funnel = table_rows(artifacts["kobbq-release-funnel"])
+    funnel = table_rows(artifacts["release-funnel"])
     assert sum(row["samples"] for row in funnel) == manifest["samples"]
-    survey = {row["Rule"]: row for row in table_rows(artifacts["kobbq-survey-funnel"])}
+    survey = {row["Rule"]: row for row in table_rows(artifacts["survey-funnel"])}
     assert survey["type2-two-thirds"]["Stereotypes dropped"] == "1 of 2 (50.0%)"  # as funnel.md says
     assert "| type2-two-thirds |" in (release / "funnel.md").read_text(encoding="utf-8")
-    kappa = {row["scope"]: row["Fleiss kappa"] for row in table_rows(artifacts["kobbq-labels-agreement"])}
+    kappa = {row["scope"]: row["Fleiss kappa"] for row in table_rows(artifacts["labels-agreement"])}
     assert kappa["all"] == "0.611"  # the example's three annotators (labels_agreement.txt)
-    assert "76,048" not in str(artifacts["kobbq-release-summary"].data)  # the summary is this release's
-    assert f"{manifest['samples']:,} samples" in str(artifacts["kobbq-release-summary"].data)
+    assert "76,048" not in str(artifacts["release-summary"].data)  # the summary is this release's
+    assert f"{manifest['samples']:,} samples" in str(artifacts["release-summary"].data)
 
     # A stage that waits for people says, on its run, what it waits for and what to send out.
     example = PROJECT_ROOT / "templates_raw" / "example"
@@ -80,20 +88,51 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
     result = subprocess.run([sys.executable, "-m", "kobbq", "build", "--pipeline", str(tmp_path / "waiting.toml"),
                              "--out", str(tmp_path / "waiting"), "--quiet"], cwd=PROJECT_ROOT,
                             env={**env, "PREFECT_API_URL": url}, capture_output=True, text=True, timeout=600)
-    assert "waiting at stage survey" in result.stdout + result.stderr, result.stderr
-    summary = str(latest_artifacts(url)["kobbq-survey-summary"].data)
+    assert result.returncode == 0 and "waiting at stage survey" in result.stdout, result.stderr
+    waited = newest_run(url)
+    assert (waited.state.type.value, waited.state.name) == ("COMPLETED", "Waiting for survey results")
+    assert "results_not_back_yet.csv does not exist yet" in waited.state.message
+    key = f"kobbq-{hashlib.sha256(str((tmp_path / 'waiting' / 'KoBBQ').resolve()).encode()).hexdigest()[:8]}-"
+    summary = str(latest_artifacts(url)[f"{key}survey-summary"].data)
     assert "survey: waiting" in summary and "**Waiting for:** survey results:" in summary
     assert "results_not_back_yet.csv does not exist yet" in summary
     assert "**To send out:** Send " in summary and "questionnaire.xlsx" in summary
 
+    # A stage that fails: its task run and the flow run are Failed, with the error's line as the message; the
+    # command says it in one paragraph and exits 1, as without Prefect.
+    consensus = tmp_path / "consensus.csv"
+    consensus.write_text((example / "labels" / "consensus.csv").read_text(encoding="utf-8").replace(",ST", ",XX", 1),
+                         encoding="utf-8")
+    bad = re.sub(r'^consensus = "[^"]+"', f'consensus = "{consensus.as_posix()}"', waiting, flags=re.MULTILINE)
+    (tmp_path / "bad.toml").write_text(bad, encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "kobbq", "build", "--pipeline", str(tmp_path / "bad.toml"),
+                             "--out", str(tmp_path / "failed")], cwd=PROJECT_ROOT,
+                            env={**env, "PREFECT_API_URL": url}, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1 and result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
+    failed = newest_run(url)
+    assert (failed.state.type.value, failed.state.name) == ("FAILED", "Failed")
+    assert failed.state.message.startswith("labels: ") and "XX" in failed.state.message
+    assert "\n" not in failed.state.message
+    labels = [t for t in read(url, lambda client: client.read_task_runs()) if t.flow_run_id == failed.id]
+    assert [(t.name, t.state.type.value) for t in labels] == [("labels", "FAILED")]
 
-def latest_artifacts(url: str) -> dict:
-    """Every artifact on the server through Prefect's own client, the newest of each key."""
+
+def read(url: str, what):  # noqa: ANN001, ANN201
+    """What ``what(client)`` reads from the server at ``url``, through Prefect's own client."""
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
-        artifacts = client.read_artifacts()
+        return what(client)
+
+
+def newest_run(url: str):  # noqa: ANN201
+    return max(read(url, lambda client: client.read_flow_runs()), key=lambda run: run.created)
+
+
+def latest_artifacts(url: str) -> dict:
+    """Every artifact on the server through Prefect's own client, the newest of each key."""
+    artifacts = read(url, lambda client: client.read_artifacts())
     latest = {}
     for artifact in sorted(artifacts, key=lambda a: a.created):
         latest[artifact.key] = artifact
@@ -131,7 +170,8 @@ def test_the_quick_start_server_runs_the_example_pipeline(tmp_path):
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=30) as response:
             runs = json.loads(response.read())
-        assert [(run["name"], run["state_type"]) for run in runs] == [("kobbq build", "COMPLETED")]
+        assert [(run["name"], run["state_type"]) for run in runs] == [(f"KoBBQ build --out {tmp_path / 'out'}",
+                                                                       "COMPLETED")]
     finally:
         subprocess.run([*prefect, "server", "stop"], env=env, capture_output=True, timeout=120)
 

@@ -20,7 +20,7 @@ from core.pipeline_file import DONE, StageState, write_state
 from core.release_folder import (LEGACY_KEYS, RETIRED_PREFIX, WRITTEN_BY, check_release_name,
                                  check_replaceable, is_own_release, release_problem)
 from kobbq.cli import main
-from tasks.build.pipeline import pipeline_plan
+from tasks.pipeline.plan import pipeline_plan
 from test_release import built_example, one_error_line
 
 BUILD_EXAMPLE = ["build", "--profile", "ko", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded"]

@@ -22,7 +22,7 @@ from core.pipeline_file import DONE, StageState, write_state
 from core.release_folder import (MANIFEST, read_manifest, read_verified, release_problem, user_entries,
                                  verified_path, write_verified)
 from kobbq.cli import main
-from tasks.build.pipeline import pipeline_plan
+from tasks.pipeline.plan import pipeline_plan
 from test_release import built_example
 
 DAMAGED = "table1.md"

@@ -137,7 +137,7 @@ def test_an_annotations_pattern_that_matches_nothing_is_one_error_not_a_silent_v
     """A mistyped annotations glob went on without the annotators' votes, saying nothing."""
     from core.paths import EXAMPLE_DIR
     from core.pipeline_file import load_pipeline
-    from tasks.build.pipeline import context
+    from tasks.pipeline.plan import context
     from tasks.labels.labels_stage import STAGE
 
     pipeline = tmp_path / "pipeline.toml"
@@ -152,7 +152,7 @@ def test_each_pipeline_writing_one_release_has_its_own_state_and_work_folders(tm
     """The example and the real pipeline shared build/KoBBQ.pipeline and .work: one's status showed the other's."""
     from core.paths import EXAMPLE_PIPELINE
     from core.pipeline_file import load_pipeline
-    from tasks.build.pipeline import context
+    from tasks.pipeline.plan import context
 
     copy = tmp_path / "other" / "pipeline.toml"
     copy.parent.mkdir()
@@ -168,7 +168,7 @@ def test_each_pipeline_writing_one_release_has_its_own_state_and_work_folders(tm
 
 def test_the_summary_of_a_generated_release_says_every_sample_is_in_the_test_split():
     """EsBBQ's build said "0 in the test split" while its test split holds every instance."""
-    from tasks.build.release_stage import summary
+    from tasks.pipeline.release_stage import summary
 
     assert summary({"samples": 27320, "test_samples": 0, "test_split": {"method": "none"}}) == \
         "27,320 samples, every one of them in the test split (a generated release)"

@@ -10,11 +10,12 @@ from core.decisions import Decision
 from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import DONE, STAGES, StageState, load_pipeline, write_state
-from tasks.build.pipeline import STAGE_LIST, check_order, context, each_stage, stages_for
+from tasks.pipeline.plan import STAGE_LIST, check_order, context, each_stage, stages_for
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
 from tasks.templates.templates_stage import STAGE as TEMPLATES_STAGE
+from tasks.templates.stage_templates import loaded_templates
 
 EXAMPLE_SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"
 
@@ -82,7 +83,7 @@ def test_a_workbook_profile_passes_its_post_edited_workbooks_on(tmp_path, shared
     result = TEMPLATES_STAGE.run(ctx)
     assert result.outputs == {"templates": released}
     # Every row of the twelve workbooks, labelled t, m or n.
-    rows = ctx.loaded(released).templates
+    rows = loaded_templates(ctx, released).templates
     assert result.counts["rows"] == len(rows) and set(result.counts) == {"rows", "t", "m", "n"}
 
     pipeline_path.write_text('profile = "es"\nname = "EsBBQ"\n[templates]\ngroups = "groups.csv"\n', encoding="utf-8")
@@ -117,7 +118,7 @@ def test_a_stage_that_reads_a_stage_not_run_before_it_is_refused_when_the_run_st
 
 
 def test_a_done_stage_whose_output_changed_is_not_current_and_says_which_file(tmp_path):
-    from tasks.build.pipeline import done_state
+    from tasks.pipeline.plan import done_state
 
     ctx = context(load_pipeline(EXAMPLE_PIPELINE), tmp_path)
     labels = ctx.stage_dir("labels") / "labels.csv"
@@ -130,3 +131,15 @@ def test_a_done_stage_whose_output_changed_is_not_current_and_says_which_file(tm
     assert not check.current and check.problem == f"{labels} was changed since the stage wrote it"
     labels.unlink()
     assert next(each_stage(ctx, STAGE_LIST)).problem == f"{labels} is missing since the stage wrote it"
+
+
+def test_status_names_what_changed_inputs_settings_or_code():
+    from core.pipeline_file import STALE, describe
+
+    parts = {"inputs": "i", "settings": "s", "code": "c"}
+    state = StageState("survey", DONE, "old", "", {"rows": 3}, parts=parts, finished_at="then")
+    assert describe(state, "new", {**parts, "code": "c2"}) == (STALE, "code changed since then (was: rows 3)")
+    assert describe(state, "new", {**parts, "inputs": "i2", "settings": "s2"})[1].startswith(
+        "inputs and settings changed since then")
+    assert describe(StageState("survey", DONE, "old", finished_at="then"), "new", parts)[1].startswith(
+        "what it reads changed")  # recorded by an older version, without the parts

@@ -17,7 +17,7 @@ EXAMPLE = SURVEY_DIR / "ko" / "example"
 
 @pytest.mark.flow
 def test_ingest_writes_every_output_in_one_flow_run(prefect_harness, tmp_path):
-    from tasks.build.pipeline import one_off_plan
+    from tasks.pipeline.plan import one_off_plan
     from tasks.survey.survey_stage import STAGE
 
     ko = load_profile("ko")

@@ -60,8 +60,8 @@ def test_waiting_for_deepl_says_once_what_is_missing_and_never_that_deepl_stoppe
     """No key and an empty cache: DeepL was never asked, so it did not stop; the message says what is missing and
     what to do once each, in a few lines (it was a 956-character paragraph saying it twice)."""
     from core.pipeline_file import LabelsSection, PipelineConfig
-    from tasks.build.pipeline import one_off_plan
-    from tasks.stage_contract import Waiting
+    from tasks.pipeline.plan import one_off_plan
+    from core.stage_contract import Waiting
     from tasks.translation.pretranslate_stage import STAGE
 
     monkeypatch.delenv("DEEPL_AUTH_KEY", raising=False)
@@ -101,7 +101,7 @@ def test_translate_then_import_flows(prefect_harness, tmp_path, monkeypatch):
 
     from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
     from runs import run
-    from tasks.build.pipeline import one_off_plan
+    from tasks.pipeline.plan import one_off_plan
     from tasks.translation.postedit_stage import STAGE as POSTEDIT
     from tasks.translation.pretranslate_stage import STAGE as PRETRANSLATE
 

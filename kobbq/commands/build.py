@@ -1,5 +1,5 @@
 """``kobbq build``: a pipeline file (with no arguments, the embedded example's), or a pipeline made from the
-arguments (``--templates FILE``, with the survey's files), run by the one runner (``kobbq.run``)."""
+arguments (``--templates FILE``, with the survey's files), run by the one runner (``tasks.pipeline.run``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.profile import profile_file
 from core.release_name import check_release_name
 from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, add_quiet, corrections_file, profile_of
-from kobbq.run import execute
-from tasks.release.check_child import warm_up
+from kobbq.in_prefect import launcher
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,23 +65,25 @@ def run(args: argparse.Namespace) -> int:
         profile_file(args.profile)  # an unknown profile is the first thing to say (found without loading it)
     if args.name is not None:
         check_release_name(args.name)
-    warm_up()  # the release checks' child imports its library (~4 s) while this command reads its inputs
     if args.templates is None and args.survey_results is None:
         ignored = pipeline_ignores(args)
         if ignored:
             raise UserError(f"{', '.join(ignored)}: a pipeline takes these from its file "
                             f"({args.pipeline or EXAMPLE_PIPELINE}); give --templates FILE to build from one file")
-        return run_pipeline_file(args.pipeline or EXAMPLE_PIPELINE, args)
-    if args.pipeline is not None:
+    elif args.pipeline is not None:
         raise UserError("--pipeline takes its inputs from the pipeline file; drop --templates / --survey-results")
-    if args.templates is None:
+    elif args.templates is None:
         raise UserError("--survey-results needs --templates (or use a pipeline file)")
-    from tasks.build.pipeline import templates_plan  # the stages and their libraries: not for --help
+    # The runner, the stages and their libraries: not for --help.
+    from tasks.pipeline import plan as plans, run as runner
 
+    if args.templates is None:
+        return run_pipeline_file(plans.pipeline_plan(args.pipeline or EXAMPLE_PIPELINE, args.out, args.force),
+                                 runner.execute, args)
     profile = profile_of(args)
-    plan = templates_plan(args.templates, args.out, profile, args.name, corrections_file(args, profile), args.seed,
-                          args.test_split or "profile", survey_inputs(args, profile), args.force)
-    result = execute(plan)
+    plan = plans.templates_plan(args.templates, args.out, profile, args.name, corrections_file(args, profile),
+                                args.seed, args.test_split or "profile", survey_inputs(args, profile), args.force)
+    result = runner.execute(plan, launcher(args))
     state = "up to date" if result is None else "built"
     if result is not None and result.failed:
         raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
@@ -105,17 +106,15 @@ def survey_inputs(args: argparse.Namespace, profile):  # -> tasks.survey.inputs.
     return inputs
 
 
-def release_summary(plan) -> str:  # (tasks.build.pipeline.Plan) -> str
+def release_summary(plan) -> str:  # (tasks.pipeline.plan.Plan) -> str
     """The release's counts as its stage recorded them (read from its state, not from the release)."""
     state = plan.ctx.state(plan.stages[-1].name)
     return state.message if state else ""
 
 
-def run_pipeline_file(path: Path, args: argparse.Namespace) -> int:
-    from tasks.build.pipeline import pipeline_plan  # the stages and their libraries: not for --help
-
-    plan = pipeline_plan(path, args.out, args.force)
-    result = execute(plan)
+def run_pipeline_file(plan, execute, args: argparse.Namespace) -> int:  # (Plan, tasks.pipeline.run.execute, ...)
+    path = args.pipeline or EXAMPLE_PIPELINE
+    result = execute(plan, launcher(args))
     if result is None:
         print(f"{plan.ctx.folder.path}: up to date (every stage's inputs unchanged, its outputs intact); "
               "nothing rebuilt")

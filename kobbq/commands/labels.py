@@ -10,7 +10,7 @@ from core.errors import UserError
 from core.pipeline_file import LabelsSection, PipelineConfig
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
 from kobbq.arguments import add_profile, add_quiet, default_said, profile_of, shown
-from kobbq.run import run_alone
+from kobbq.in_prefect import run_alone
 
 EXAMPLE_BBQ = EXAMPLE_DIR / "bbq"
 
@@ -124,8 +124,7 @@ def run_consensus(args: argparse.Namespace) -> int:
     profile = profile_of(args)
     labels = LabelsSection(bbq=str(bbq_of(args)), consensus=str(args.consensus),
                            annotations=[str(path) for path in args.annotations], categories=args.categories or [])
-    output = run_alone(STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out,
-                       "kobbq labels consensus")
+    output = run_alone(STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out, args)
     agreement_file = output.outputs.get("report:labels_agreement.txt")
     if agreement_file is not None:
         print(agreement_file.read_text(encoding="utf-8"))

@@ -16,7 +16,7 @@ from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TemplatesSection, TranslationSection
 from kobbq.arguments import add_profile, add_quiet, blank, profile_of
 from kobbq.commands.translate import add_common, run_stage
-from kobbq.run import run_alone
+from kobbq.in_prefect import run_alone
 
 POSTEDIT_DIR = DEFAULT_BUILD_DIR / "postedit"
 
@@ -88,4 +88,4 @@ def run_reference(args: argparse.Namespace) -> int:
 
 
 def run_postedit(args: argparse.Namespace, profile, stage, config: PipelineConfig):
-    return run_alone(stage, config, profile, args.out, f"kobbq postedit {args.postedit_command}")
+    return run_alone(stage, config, profile, args.out, args)

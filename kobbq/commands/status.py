@@ -12,17 +12,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
+from core.pipeline_file import describe, load_pipeline
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("status", help="the state of every pipeline stage in a build folder",
                                    description="Show each stage of the pipeline: done (counts, when), waiting "
-                                               "(for what), stale (inputs changed since), failed (why), damaged "
+                                               "(for what), stale (which of its inputs, settings or code changed "
+                                               "since), failed (why), damaged "
                                                "(a file it wrote changed or gone since; the release replaced by "
                                                "another build), or not run. The release's files are hashed "
                                                "again only when their size or times changed since they were last "
                                                "checked (recorded beside the release, in .<name>.verified.json); "
-                                               "--verify hashes every one. Starts nothing.")
+                                               "--verify hashes every one. Says when a build is running on the "
+                                               "release. Starts nothing.")
     parser.add_argument("--pipeline", type=Path, required=True, help="the pipeline file")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
     parser.add_argument("--verify", action="store_true",
@@ -33,14 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The stage modules (pandas among their imports), loaded only when the command runs, not for --help.
-    from core.pipeline_file import describe
-    from tasks.build.pipeline import Plan, context, load_pipeline, stages_for
+    from tasks.pipeline import folder, plan as plans
 
     pipeline = load_pipeline(args.pipeline)
-    ctx = replace(context(pipeline, args.out), trust_record=not args.verify)
-    plan = Plan.of(ctx, stages_for(pipeline))
+    ctx = replace(plans.context(pipeline, args.out), trust_record=not args.verify)
+    plan = plans.Plan.of(ctx, plans.stages_for(pipeline))
     print(f"pipeline {args.pipeline} -> {plan.ctx.folder.path}")
+    running = folder.running_build(plan.ctx.folder.path)
+    if running is not None:
+        print(f"  a build is running on this release now (process {running}): the stages below are as it has left "
+              "them so far")
     for check in plan.checks:
-        status, detail = describe(check.state, check.fingerprint, check.problem)
+        status, detail = describe(check.state, check.fingerprint, check.parts, check.problem)
         print(f"  {check.stage.name:14} {status:8} {detail}")
     return 0

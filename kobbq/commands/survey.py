@@ -8,7 +8,7 @@ from pathlib import Path
 from core.paths import EXAMPLE_TEMPLATES
 from core.pipeline_file import PipelineConfig, SurveySection, TemplatesSection
 from kobbq.arguments import OVERRIDES_HELP, add_profile, add_quiet, blank, default_said, profile_of, shown
-from kobbq.run import run_alone
+from kobbq.in_prefect import run_alone
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -87,4 +87,4 @@ def templates_of(args: argparse.Namespace) -> str:
 def run_one(args: argparse.Namespace, stage, templates: TemplatesSection, survey: SurveySection | None = None):
     profile = profile_of(args)
     config = PipelineConfig(profile=profile.argument, templates=templates, survey=survey or SurveySection())
-    return run_alone(stage, config, profile, args.out, f"kobbq survey {args.survey_command}")
+    return run_alone(stage, config, profile, args.out, args)

@@ -15,7 +15,7 @@ from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
 from core.errors import UserError
 from kobbq.arguments import add_profile, add_quiet, blank, profile_of
-from kobbq.run import run_alone
+from kobbq.in_prefect import run_alone
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -75,7 +75,7 @@ def run_stage(args: argparse.Namespace, profile, replay: bool) -> int:
 
     config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
                             translation=TranslationSection(cache=blank(args.cache), glossary=blank(args.glossary)))
-    output = run_alone(STAGE, config, profile, args.out, f"kobbq {args.command}",
+    output = run_alone(STAGE, config, profile, args.out, args,
                        given={("labels", "labels"): args.labels}, offline=replay)
     c = output.counts
     print(f"{c['rows']} rows, {c['segments']} segments: {c['chars_billed']} characters billed now, "

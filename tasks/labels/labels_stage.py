@@ -25,7 +25,8 @@ from tasks.labels.annotations import import_annotations, votes_by_template
 from tasks.labels.consensus import Consensus, load_consensus, require_final_labels
 from tasks.labels.reference import ReferenceLabels, reference_labels
 from tasks.labels.template_set import LabelItem, load_label_items
-from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, require
+from core.stage_contract import Context, Stage, StageOutput, require
+from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import TemplateRow
 
@@ -120,7 +121,7 @@ def run(ctx: Context) -> StageOutput:
 
 def _from_reference(ctx: Context, bbq_path: Path) -> StageOutput:
     reference = require(ctx.file(ctx.pipeline.config.labels.reference), "reference template file", "")
-    result = labels_from_links(ctx.checked(reference)[0].templates, bbq_path, ctx.profile)
+    result = labels_from_links(checked_templates(ctx, reference)[0].templates, bbq_path, ctx.profile)
     report = write_reference(result, ctx.stage_dir(NAME))
     outcomes = dict(sorted(Counter(d.outcome.split(":")[0] for d in result.decisions).items()))
     return StageOutput(outcomes, {"report:labels_reference.txt": report}, result.decisions,

@@ -36,7 +36,7 @@ from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
 from core.errors import UserError
-from core.release_folder import DATA_DOCS, WRITTEN_BY
+from core.release_folder import DATA_DOCS, DECISIONS, TABLE1_CSV, WRITTEN_BY
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
@@ -425,12 +425,12 @@ def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTempl
     name = inputs.profile.release.name
     table = build_table1(release.templates, samples_by_category(release), inputs.profile)
     (folder / "table1.md").write_text(render_markdown(table, name, test_split_line(release)), encoding="utf-8")
-    (folder / "table1.csv").write_text(render_csv(table), encoding="utf-8")
+    (folder / TABLE1_CSV).write_text(render_csv(table), encoding="utf-8")
     write_input_reports(folder, loaded, findings)
     portable = Portable(inputs)
     all_decisions = sort_decisions(portable.decision(d).logged()
                                    for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release)))
-    write_decisions_csv(all_decisions, folder / "decisions.csv")
+    write_decisions_csv(all_decisions, folder / DECISIONS)
     write_decisions_parquet(all_decisions, folder / "decisions.parquet")
     texts = {report_name: portable.text(text) for report_name, text in sorted(reports.items())}
     for report_name, text in texts.items():

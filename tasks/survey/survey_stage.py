@@ -17,7 +17,8 @@ from pathlib import Path
 from core.atomic import write_text
 from core.decisions import OUTCOME_DROP, Decision, template_subject, write_decisions_parquet
 from core.profile import Profile
-from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, Waiting, require
+from core.stage_contract import Context, Stage, StageOutput, Waiting, require
+from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
 from tasks.survey.group_check import render_group_check
@@ -87,7 +88,8 @@ def _existing(path: Path | None) -> Path | None:
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
     # The profile's survey folder too: its group lists decide type-1 targets, its options the 'no stereotype' answer.
-    return {"templates": ctx.templates_file(), **pipeline_inputs(ctx).files(), "survey_profile": ctx.profile.file("survey")}
+    return {"templates": ctx.templates_file(), "corrections": ctx.corrections, **pipeline_inputs(ctx).files(),
+            "survey_profile": ctx.profile.file("survey")}
 
 
 def outcome(ctx: Context) -> SurveyStage:
@@ -103,7 +105,7 @@ def outcome(ctx: Context) -> SurveyStage:
                 f"--templates {templates_path} --out FOLDER`) to the survey company and put the results "
                 "(respondent-level CSV/xlsx, or the aggregated JSON) where survey.results points.")
         assert templates_path is not None
-        return survey_stage(ctx.checked(templates_path)[0].templates, files, ctx.profile)
+        return survey_stage(checked_templates(ctx, templates_path)[0].templates, files, ctx.profile)
 
     return ctx.once(("survey-outcome",), compute)
 
@@ -131,7 +133,7 @@ def run(ctx: Context) -> StageOutput:
     folder = ctx.stage_dir(NAME)
     reports = {**write_reports(stage, folder), **write_results(stage.outcome.results, folder)}
     write_decisions_parquet(stage.decisions, ctx.decisions_file(NAME, LOG).with_suffix(".parquet"))
-    rows = ctx.checked(ctx.templates_file())[0].templates  # type: ignore[arg-type]  (read once, by outcome)
+    rows = checked_templates(ctx, ctx.templates_file())[0].templates  # type: ignore[arg-type]  (read once, by outcome)
     ids, kept = len({t.template_key for t in rows}), len({t.template_key for t in stage.kept})
     funnel = [dict(zip(RULE_EFFECT_COLUMNS, row)) for row in rule_effects(stage.outcome)]
     result = stage.outcome

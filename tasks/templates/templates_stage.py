@@ -21,7 +21,8 @@ from core.errors import Location, UserError
 from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from core.tables import read_csv_table, write_tsv_rows
-from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, require
+from core.stage_contract import Context, Stage, StageOutput, require
+from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates, corrections, loaded_templates
 from tasks.templates.load import LoadedTemplates, load_kobbq_templates, read_tsv
 from tasks.templates.newly_created import import_newly_created
 from tasks.templates.versions import version_decisions, version_findings
@@ -40,12 +41,36 @@ def inputs(ctx: Context) -> dict[str, Path | None]:
             "newly_created": ctx.file(cfg.newly_created), "corrections": ctx.corrections}
 
 
-def merge_groups(rows: list[dict[str, str]], groups_path: Path) -> tuple[list[dict[str, str]], dict[str, int]]:
+def group_table(ctx: Context, path: Path) -> list[tuple[int, dict[str, str]]]:
+    """The groups file's rows with their lines, read once in this process."""
+    return ctx.once(("groups", path), lambda: read_groups(path))
+
+
+def read_groups(path: Path) -> list[tuple[int, dict[str, str]]]:
+    return read_csv_table(path, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file")
+
+
+def prepare(ctx: Context) -> None:
+    """Before the flow run: the files the pipeline names for this stage (the groups, the newly-created templates,
+    the corrections) read, so that a file that cannot be read stops in one line before Prefect starts."""
+    corrections(ctx)
+    cfg = ctx.pipeline.config.templates
+    if ctx.pipeline.reference_mode or ctx.profile.templates.workbook is not None:
+        return
+    groups, newly_created = ctx.file(cfg.groups), ctx.file(cfg.newly_created)
+    if groups is not None and groups.exists():
+        group_table(ctx, groups)
+    if newly_created is not None and newly_created.exists():
+        read_tsv(newly_created)
+
+
+def merge_groups(rows: list[dict[str, str]], groups_path: Path, groups: list[tuple[int, dict[str, str]]] | None = None
+                 ) -> tuple[list[dict[str, str]], dict[str, int]]:
     """Add the groups (N1_info, N2_info, Target_group, Reference) that the post-edit does not carry; also returns
-    the groups file's line of each template row (``Category|ID|version``)."""
+    the groups file's line of each template row (``Category|ID|version``). ``groups``: the file's rows as read."""
     table: dict[tuple[str, str, str], dict[str, str]] = {}
     lines: dict[str, int] = {}
-    for line, row in read_csv_table(groups_path, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file"):
+    for line, row in read_groups(groups_path) if groups is None else groups:
         key = (row["Category"].strip(), row["ID"].strip(), row["version"].strip())
         if key in table:
             raise UserError(f"template row {'|'.join(key)} already has groups above", Location(str(groups_path), line, "ID"))
@@ -83,7 +108,7 @@ def check_versions(loaded: LoadedTemplates, group_lines: dict[str, int], groups_
 def run(ctx: Context) -> StageOutput:
     if ctx.pipeline.reference_mode:
         reference = ctx.file(ctx.pipeline.config.translation.reference)
-        loaded, _ = ctx.checked(reference)
+        loaded, _ = checked_templates(ctx, reference)
         return StageOutput({"rows": len(loaded.templates)}, {"templates": reference}, [],
                            f"{len(loaded.templates)} template rows: the released file")
     postedit = require(ctx.output("postedit", "templates"), "post-edited templates", "Run the postedit stage.")
@@ -93,7 +118,7 @@ def run(ctx: Context) -> StageOutput:
     header, rows, _ = read_tsv(postedit)
     groups = require(ctx.file(cfg.groups), "template groups (N1_info, N2_info, Target_group per row)",
                      "Write them for every post-edited template row.")
-    rows, group_lines = merge_groups(rows, groups)
+    rows, group_lines = merge_groups(rows, groups, group_table(ctx, groups))
     decisions: list[Decision] = []
     if cfg.newly_created:
         nc_path = require(ctx.file(cfg.newly_created), "newly-created templates", "")
@@ -105,8 +130,8 @@ def run(ctx: Context) -> StageOutput:
         rows += nc_rows
     header += [c for c in GROUP_COLUMNS if c not in header]
     path = write_tsv_rows(ctx.stage_dir(NAME) / "templates.tsv", header, rows)
-    decisions += check_versions(ctx.loaded(path), group_lines, groups, ctx.profile)
-    loaded, _ = ctx.checked(path)
+    decisions += check_versions(loaded_templates(ctx, path), group_lines, groups, ctx.profile)
+    loaded, _ = checked_templates(ctx, path)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": path}, decisions,
                        f"{len(loaded.templates)} template rows ({labels}) in {path.name}")
@@ -118,10 +143,10 @@ def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
     if cfg.groups or cfg.newly_created:
         raise UserError(f"profile {ctx.profile.name} keeps groups and new templates in its workbooks; remove "
                         "[templates] groups / newly_created from the pipeline file", ctx.pipeline.path)
-    loaded, _ = ctx.checked(folder)
+    loaded, _ = checked_templates(ctx, folder)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": folder}, [],
                        f"{len(loaded.templates)} template rows ({labels}) in {folder.name}")
 
 
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "culture"), after=("postedit",))
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "culture"), after=("postedit",), prepare=prepare)

@@ -15,7 +15,8 @@ from pathlib import Path
 from core.atomic import write_text
 from core.findings import raise_if_errors
 from core.profile import Profile
-from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, Waiting, require
+from core.stage_contract import Context, Stage, StageOutput, Waiting, require
+from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import TemplateRow
 from tasks.translation.glossary import Glossary
@@ -88,7 +89,7 @@ def _from_reference(ctx: Context) -> StageOutput:
     """Real-data mode: the released template file is the post-edit; its rows are linked to BBQ."""
     cfg = ctx.pipeline.config
     reference = require(ctx.file(cfg.translation.reference), "reference post-edit", "")
-    released = ctx.checked(reference)[0].templates
+    released = checked_templates(ctx, reference)[0].templates
     result = link_released(released, ctx.file(cfg.labels.bbq), ctx.profile, glossary_of(ctx))  # type: ignore[arg-type]
     counts = {"rows_linked": result.rows_linked, "rows": result.rows, "unlinked": len(result.unlinked)}
     return StageOutput(counts, {"templates": reference}, result.decisions,

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.profile import Profile
-from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput, Waiting, require
+from core.stage_contract import Context, Stage, StageOutput, Waiting, require
+from tasks.templates.stage_templates import TEMPLATE_SETTINGS
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
                                             set_network_retries, translator_from_environment)
@@ -141,12 +142,12 @@ def run(ctx: Context) -> StageOutput:
     result, machine = drafted.result, drafted.machine
     if not result.complete and key:  # DeepL was asked, and stopped (quota, key, network): its message says why
         raise Waiting(f"DeepL stopped: {result.stopped}",
-                      "Re-run once DeepL answers again; what it translated is kept.")
+                      "Re-run once DeepL answers again; what it translated is kept.", what="DeepL")
     if not result.complete:
         raise Waiting(f"DeepL drafts: {result.segments_left} of {result.segments} segment(s) are not in the "
                       f"translation cache {cache}, and {KEY_VARIABLE} is not set",
                       f"Set it and re-run (`kobbq translate --profile {ctx.profile.argument} --dry-run --bbq "
-                      f"{bbq_path} --labels {labels_path} --cache {cache}` prints the cost first).")
+                      f"{bbq_path} --labels {labels_path} --cache {cache}` prints the cost first).", what="DeepL")
     counts = {"rows": len(templates), "segments": result.segments, "chars_billed": result.chars_billed,
               "chars_from_cache": result.chars_from_cache, "workbooks": len(drafted.workbooks),
               "placeholder_errors": sum(1 for f in result.flagged if f.severity == "error"),

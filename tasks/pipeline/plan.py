@@ -12,30 +12,37 @@ before Prefect starts, and what was read is kept for the run (``Context.once``).
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.fingerprint import content_hash, fingerprint, settings_text
 from core import console
 from core.errors import UserError
-from core.pipeline_file import (DONE, FAILED, STAGES, Pipeline, PipelineConfig, StageState, SurveySection, TemplatesSection,
-                                 check_start_inputs, check_states, load_pipeline, pipeline_key, write_state)
+from core.fingerprint import code_fingerprint, content_hash, files_fingerprint, settings_text
+from core.paths import PROJECT_ROOT
+from core.pipeline_file import (DONE, FAILED, STAGES, Pipeline, PipelineConfig, StageState, SurveySection,
+                                TemplatesSection, check_start_inputs, check_states, load_pipeline, pipeline_key,
+                                write_state)
 from core.profile import Profile, load_profile
 from core.release_folder import ReleaseFolder
-from tasks.build.release_stage import STAGE as RELEASE
+from core.stage_contract import Context, Stage
 from tasks.release.test_split import PROFILE
-from tasks.labels.labels_stage import STAGE as LABELS
-from tasks.stage_contract import Context, Stage
 from tasks.survey.inputs import SurveyInputs
-from tasks.survey.survey_export_stage import STAGE as SURVEY_EXPORT
-from tasks.survey.survey_stage import STAGE as SURVEY
-from tasks.templates.templates_stage import STAGE as TEMPLATES
-from tasks.translation.postedit_stage import STAGE as POSTEDIT
-from tasks.translation.pretranslate_stage import STAGE as PRETRANSLATE
 
-STAGE_LIST: list[Stage] = [LABELS, PRETRANSLATE, POSTEDIT, TEMPLATES, SURVEY_EXPORT, SURVEY, RELEASE]
-assert [s.name for s in STAGE_LIST] == STAGES
+
+def stage_of(name: str) -> Stage:
+    """The stage ``name``: the ``STAGE`` of its one module, ``tasks/<package>/<name>_stage.py``."""
+    (path,) = (PROJECT_ROOT / "tasks").glob(f"*/{name.replace('-', '_')}_stage.py")
+    stage = importlib.import_module(f"tasks.{path.parent.name}.{path.stem}").STAGE
+    assert stage.name == name, f"{path} defines stage {stage.name}, not {name}"
+    return stage
+
+
+# The stages in the order they run: each one's module, found by its name in ``core.pipeline_file.STAGES``.
+STAGE_LIST: list[Stage] = [stage_of(name) for name in STAGES]
+SURVEY, RELEASE = stage_of("survey"), stage_of("release")
 # Settings every stage reads: the culture's identity.
 IDENTITY = ("name", "language", "source_language")
 PIPELINE = "pipeline."  # a setting of the pipeline file rather than the profile
@@ -83,9 +90,13 @@ def settings_of(ctx: Context, keys: tuple[str, ...]) -> dict[str, object]:
 @dataclass(frozen=True)
 class StageCheck:
     stage: Stage
-    fingerprint: str  # of what it reads, now
+    parts: dict[str, str]  # hashes of what it reads, now: inputs, settings, code (``stage_parts``)
     state: StageState | None  # as recorded by its last run
     problem: str | None  # what is wrong with what its last run made: an output changed or gone, the release replaced
+
+    @property
+    def fingerprint(self) -> str:
+        return stage_fingerprint(self.parts)
 
     @property
     def current(self) -> bool:
@@ -94,12 +105,21 @@ class StageCheck:
                 and self.problem is None)
 
 
-def stage_fingerprint(ctx: Context, stage: Stage, upstream: dict[str, str]) -> str:
-    """Exactly what ``stage`` reads: its input files, its profile settings, the fingerprints of the stages it
-    reads from (``upstream``: name -> fingerprint) and its code."""
-    settings = {"settings": settings_of(ctx, stage.settings),
-                "after": {name: upstream[name] for name in stage.after if name in upstream}}
-    return fingerprint(stage.inputs(ctx), settings_text(settings), stage.code)
+def stage_parts(ctx: Context, stage: Stage, upstream: dict[str, str]) -> dict[str, str]:
+    """Hashes of exactly what ``stage`` reads, in three parts that ``kobbq status`` names when they change:
+    ``inputs`` (its input files, the templates it renders and the fingerprints of the stages it reads from,
+    ``upstream``: name -> fingerprint), ``settings`` (its profile and pipeline settings) and ``code`` (its
+    module and every project module that imports, with the project's version)."""
+    after = settings_text({name: upstream[name] for name in stage.after if name in upstream})
+    renders = {f"renders:{path.name}": path for path in stage.renders}
+    return {"inputs": files_fingerprint({**stage.inputs(ctx), **renders}, after),
+            "settings": hashlib.sha256(settings_text(settings_of(ctx, stage.settings)).encode()).hexdigest(),
+            "code": code_fingerprint(stage.code)}
+
+
+def stage_fingerprint(parts: dict[str, str]) -> str:
+    """One stage's fingerprint: its three parts together."""
+    return hashlib.sha256(settings_text(parts).encode()).hexdigest()
 
 
 def output_problem(ctx: Context, state: StageState) -> str | None:
@@ -124,13 +144,13 @@ def each_stage(ctx: Context, stages: list[Stage], upstream: dict[str, str] | Non
     state to be current by, and what they made is not checked (a release is not hashed only to be rebuilt)."""
     upstream = dict(upstream or {})
     for stage in stages:
-        current = stage_fingerprint(ctx, stage, upstream)
-        upstream[stage.name] = ctx.fingerprints[stage.name] = current
+        parts = stage_parts(ctx, stage, upstream)
+        upstream[stage.name] = ctx.fingerprints[stage.name] = stage_fingerprint(parts)
         state = None if force else ctx.state(stage.name)
         problem = None
         if state is not None and state.status == DONE:
             problem = output_problem(ctx, state) or (stage.made(ctx, state.fingerprint) if stage.made else None)
-        yield StageCheck(stage, current, state, problem)
+        yield StageCheck(stage, parts, state, problem)
 
 
 def prepare(ctx: Context, checks: list[StageCheck]) -> None:
@@ -166,7 +186,8 @@ def done_state(ctx: Context, check: StageCheck, counts: dict[str, object], outpu
     """The state a finished stage records: its fingerprint, counts, and each output with its hash."""
     recorded = {role: relative_to_build(ctx, path) for role, path in outputs.items()}
     hashes = {role: content_hash(Path(path)) for role, path in outputs.items()}
-    return StageState(check.stage.name, DONE, check.fingerprint, summary, counts, recorded, hashes=hashes)
+    return StageState(check.stage.name, DONE, check.fingerprint, summary, counts, recorded, hashes=hashes,
+                      parts=check.parts)
 
 
 @dataclass
@@ -183,6 +204,10 @@ class Plan:
     def of(cls, ctx: Context, stages: list[Stage], force: bool = False) -> Plan:
         check_order(stages)
         return cls(ctx, stages, list(each_stage(ctx, stages, force=force)), force)
+
+    @property
+    def fingerprint(self) -> str:
+        return stage_fingerprint(self.parts)
 
     @property
     def current(self) -> bool:

@@ -16,18 +16,21 @@ from pathlib import Path
 
 from core import console, interrupt
 from core.errors import UserError
+from core.pipeline_file import STAGES
 from core.release_folder import AUDIT, release_problem
-from tasks.audit.report import write_release_folder
+from tasks.audit.report import TEMPLATE_DIR as AUDIT_TEMPLATES, write_release_folder
+from tasks.release.dataset_card import TEMPLATE_DIR as CARD_TEMPLATES
 from tasks.release.assemble import ExpandedRelease, expand_release
 from tasks.release.inputs import BuildInputs
 from tasks.release.publish import publish, staged_release
-from tasks.stage_contract import Context, Stage, StageOutput, Waiting
+from core.stage_contract import Context, Stage, StageOutput, Waiting
 from tasks.survey.survey_stage import pipeline_inputs, survey_decisions, survivors
 from tasks.templates.load import TemplateRow
+from tasks.templates.stage_templates import checked_templates
 
 NAME = "release"
 MACHINE_TWIN = "mtBBQ"  # the unedited machine translation's release, beside the main one
-EARLIER = ("labels", "pretranslate", "postedit", "templates", "survey-export", "survey")
+EARLIER = tuple(STAGES[:STAGES.index(NAME)])  # it reads every stage before it: their decisions and reports
 
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
@@ -77,7 +80,7 @@ def kept(ctx: Context, rows: list[TemplateRow]) -> list[TemplateRow]:
 def expansion(ctx: Context) -> ExpandedRelease:
     """The release's sample sets, planned once: a template file that cannot produce the profile's listed test
     split stops here, before anything is written."""
-    loaded, _ = ctx.checked(template_file(ctx))
+    loaded, _ = checked_templates(ctx, template_file(ctx))
 
     def plan() -> ExpandedRelease:
         split = build_inputs(ctx).test_split
@@ -113,7 +116,7 @@ def template_file(ctx: Context) -> Path:
 
 def run(ctx: Context) -> StageOutput:
     interrupt.checkpoint("loading")
-    loaded, findings = ctx.checked(template_file(ctx))
+    loaded, findings = checked_templates(ctx, template_file(ctx))
     release = expansion(ctx)  # planned before the flow run started, when its inputs were there
     interrupt.checkpoint("expansion")
     earlier = [decision for stage in earlier_stages(ctx) for decision in ctx.decisions(stage)]
@@ -148,5 +151,6 @@ def made(ctx: Context, fingerprint: str) -> str | None:
 
 STAGE = Stage(NAME, inputs, run,
               settings=("release", "templates", "categories", "table1_notes", "card", "culture", "particles", "files",
-                        "survey", "evaluation", "pipeline.seed", "pipeline.test_split"),
-              after=EARLIER, prepare=prepare, made=made)
+                        "survey", "evaluation", "writing", "description", "pipeline.seed", "pipeline.test_split"),
+              after=EARLIER, prepare=prepare, made=made,
+              renders=tuple(sorted([*CARD_TEMPLATES.glob("*.j2"), *AUDIT_TEMPLATES.glob("*.j2")])))

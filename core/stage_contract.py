@@ -10,7 +10,7 @@ for and what to send out. ``prepare(ctx)``, when a stage has one, reads and chec
 context's memo before any flow run starts, so that bad input stops in one line before Prefect's start-up, and
 ``run`` takes what was read from the memo instead of reading it again.
 
-The runner (``tasks.build.pipeline`` and its flow, ``flows/pipeline.py``), not the stage, wires stages
+The runner (``tasks.pipeline.plan`` and its flow, ``flows/pipeline.py``), not the stage, wires stages
 together: it fingerprints them, skips a stage that is current, records each stage's state and outputs
 (``core.pipeline_file``), and hands later stages the outputs of earlier ones by role (``Context.output``),
 never by a literal path into another stage's folder.
@@ -23,19 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from core import console
 from core.decisions import Decision, read_decisions
-from core.findings import Finding
 from core.pipeline_file import Pipeline, StageState, read_state
 from core.profile import Profile
-from core.release_folder import ReleaseFolder
-from tasks.templates.corrections import load_corrections
-from tasks.templates.load import LoadedTemplates
-from tasks.templates.validate import check_loaded, load_templates
+from core.release_folder import DECISIONS, ReleaseFolder
 
-DECISIONS_FILE = "decisions.csv"
-# The profile settings that reading a template file depends on: every stage that reads one declares them.
-TEMPLATE_SETTINGS = ("templates", "categories", "particles", "release.unknown_expression")
 T = TypeVar("T")
 
 
@@ -43,10 +35,11 @@ class Waiting(Exception):
     """A stage cannot run until people deliver something: what it waits for, and what to send out so that
     they can (the message says both; the Prefect artifacts of the run show them apart)."""
 
-    def __init__(self, waits_for: str, send_out: str = "") -> None:
+    def __init__(self, waits_for: str, send_out: str = "", what: str = "") -> None:
         super().__init__(f"{waits_for}. {send_out}")
         self.waits_for = waits_for
         self.send_out = send_out
+        self.what = what or waits_for.split(": ")[0]  # what it waits for, in a few words (the run's state names it)
 
 
 @dataclass(frozen=True)
@@ -112,7 +105,7 @@ class Context:
         are ``decisions_<log>.csv`` in its folder."""
         if self.one_off is not None:
             return self.one_off / f"decisions_{log or stage}.csv"
-        return self.work / stage / DECISIONS_FILE
+        return self.work / stage / DECISIONS
 
     def state(self, stage: str) -> StageState | None:
         """A stage's recorded state (a one-off command records none)."""
@@ -132,28 +125,6 @@ class Context:
         if key not in self.memo:
             self.memo[key] = compute()
         return self.memo[key]  # type: ignore[return-value]
-
-    def loaded(self, path: Path) -> LoadedTemplates:
-        """A template file (or workbook folder) loaded with the pipeline's corrections, once in this process while
-        it is unchanged: every stage that reads it, and the release, share one parse."""
-        stat = path.stat()
-        key = ("loaded", path.resolve(), stat.st_mtime_ns, stat.st_size, self.corrections)
-
-        corrections = load_corrections(self.corrections) if self.corrections else []
-        return self.once(key, lambda: load_templates(path, self.profile, corrections))
-
-    def checked(self, path: Path) -> tuple[LoadedTemplates, list[Finding]]:
-        """``loaded(path)``, checked once: an error stops the stage, every error listed; the findings."""
-        loaded = self.loaded(path)
-
-        def check() -> list[Finding]:
-            findings = check_loaded(loaded, path, self.profile)
-            warnings = sum(1 for f in findings if f.severity == "warning")
-            console.step(f"loaded {len(loaded.templates)} template rows from {path.name} "
-                         f"({len(loaded.corrections)} correction(s) applied, {warnings} warning(s))")
-            return findings
-
-        return loaded, self.once(("checked", id(loaded)), check)
 
     def decisions(self, stage: str) -> list[Decision]:
         """A stage's decisions: as it returned them in this run, else as its recorded file holds them."""
@@ -194,6 +165,7 @@ class Stage:
     prepare: Callable[[Context], None] | None = None
     made: Callable[[Context, str], str | None] | None = None
     log: str = ""  # a one-off command's decisions file is decisions_<log>.csv (default: the stage's name)
+    renders: tuple[Path, ...] = ()  # the project's templates (Jinja) it renders: part of its fingerprint
 
     @property
     def code(self) -> tuple[str, ...]:

@@ -1,0 +1,175 @@
+"""Which Prefect server a command's flow run goes to, found answering before the flow run starts.
+
+- ``PREFECT_API_URL`` set (in the environment or the active Prefect profile): that server. One that does not
+  answer as a Prefect API (nothing listening, another program, a wrong ``PREFECT_API_AUTH_STRING``) is one line
+  naming the URL, what happened and what to do, before anything runs; so is one that stops answering during the
+  build (a release is published whole or not at all, so nothing is half-published).
+- Else the background server this project keeps for the working session: the first command that needs one
+  starts ``prefect server start --background`` (in ``PREFECT_HOME``, on a free port of 127.0.0.1; one line says
+  so, how to stop it and how to opt out), and the next commands reuse it (its address is kept in
+  ``PREFECT_HOME/kobbq-server.json``). Prefect's start-up is paid once per session, not once per command.
+- ``KOBBQ_PREFECT_SERVER=temporary``: Prefect's own temporary server, started and stopped by each command (5-20 s
+  each; what tests and CI use, so that they leave no server running).
+
+No Prefect import here until a flow run is about to start.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core import console
+from core.atomic import check_writable, write_text
+from core.errors import UserError
+
+OPT_OUT = "KOBBQ_PREFECT_SERVER"  # "temporary": a temporary server per command, none left running
+RECORD = "kobbq-server.json"
+PID_FILE = "server.pid"  # Prefect's record of its background server (``prefect server stop`` reads it)
+START_TIMEOUT = 90.0
+TEMPORARY = ("Prefect: a temporary server for this command (5-20 s), as {opt_out}=temporary asks")
+
+
+def prefect_home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+
+
+def api_setting(name: str) -> str:
+    """``PREFECT_API_<NAME>`` (``url``, ``auth_string``, ``key``) from the environment, else the active Prefect
+    profile ("" for none)."""
+    value = os.environ.get(f"PREFECT_API_{name.upper()}", "")
+    if value:
+        return value
+    from prefect.settings import get_current_settings  # the active profile: Prefect reads it
+
+    found = getattr(get_current_settings().api, name)
+    return str(found.get_secret_value() if hasattr(found, "get_secret_value") else found or "")
+
+
+def problem(url: str, timeout: float = 5.0) -> str | None:
+    """What is wrong with the Prefect API at ``url``, in words that say what to do; None when it answers."""
+    request = urllib.request.Request(f"{url.rstrip('/')}/admin/version", headers=auth_headers())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            version = response.read(200).decode("utf-8", "replace").strip().strip('"')
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403):
+            return (f"the Prefect server at {url} refused this command ({error.code} {error.reason}): set "
+                    "PREFECT_API_AUTH_STRING to the auth string the server was started with")
+        return (f"{url} answers, but not as a Prefect API ({error.code} {error.reason}): correct PREFECT_API_URL "
+                "(a Prefect server's address ends in /api) or unset it")
+    except (OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        return (f"no Prefect server answers at {url} ({reason}): start it (`prefect server start`), or unset "
+                "PREFECT_API_URL to have the build start one in the background")
+    if not version[:1].isdigit():
+        return (f"{url} answers, but not as a Prefect API (its /admin/version is not a version): correct "
+                "PREFECT_API_URL (a Prefect server's address ends in /api) or unset it")
+    return None
+
+
+def auth_headers() -> dict[str, str]:
+    """The header Prefect's client sends: the auth string (a self-hosted server's), else the API key."""
+    auth, key = api_setting("auth_string"), api_setting("key")
+    if auth:
+        return {"Authorization": f"Basic {base64.b64encode(auth.encode()).decode()}"}
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def lost_api(error: BaseException) -> bool:
+    """An error that says the Prefect API could not be reached (anywhere in its chain)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if "Failed to reach API" in str(seen) or type(seen).__module__.startswith(("httpx", "httpcore")):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+@contextmanager
+def connect() -> Iterator[None]:
+    """The block's flow run goes to a server that answers; losing it during the block is one line."""
+    check_prefect_home()
+    from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
+
+    url = api_setting("url")
+    if not url and os.environ.get(OPT_OUT) == "temporary":
+        console.step(TEMPORARY.format(opt_out=OPT_OUT))
+        yield
+        return
+    if url:
+        found = problem(url)
+        if found:
+            raise UserError(found)
+    else:
+        url = background_server()
+    try:  # a server gone during the build is said within seconds, not after minutes of retries
+        with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_CLIENT_MAX_RETRIES: 1}):
+            yield
+    except Exception as error:
+        if not lost_api(error):
+            raise
+        raise UserError(f"{problem(url) or f'the Prefect server at {url} stopped answering'} (during the build: "
+                        "a release is published whole or not at all; run the command again)") from error
+
+
+def check_prefect_home() -> None:
+    """Prefect writes its database and settings in its home: one that cannot be written stops here in one line,
+    not after Prefect's start-up times out."""
+    try:
+        check_writable(prefect_home())
+    except UserError:
+        raise UserError("Prefect's home cannot be written (Prefect keeps its database and settings there); set "
+                        "PREFECT_HOME to a folder that can be, or PREFECT_API_URL to a running server",
+                        prefect_home()) from None
+
+
+def background_server() -> str:
+    """The address of this session's background server: the one recorded, when it answers, else a new one."""
+    home = prefect_home()
+    try:
+        url = str(json.loads((home / RECORD).read_text(encoding="utf-8"))["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        url = ""
+    if url and problem(url, timeout=2.0) is None:
+        return url
+    if (home / PID_FILE).exists():  # a background server that does not answer at the recorded address
+        subprocess.run([sys.executable, "-m", "prefect", "server", "stop"], capture_output=True, timeout=60)
+    return start_server(home)
+
+
+def start_server(home: Path) -> str:
+    """``prefect server start --background`` on a free port; its address once it answers."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/api"
+    console.step(f"Prefect: no server configured (PREFECT_API_URL), so a background one starts at {url} and later "
+                 f"commands reuse it (`prefect server stop` stops it; {OPT_OUT}=temporary starts a temporary one per "
+                 "command instead)")
+    # Without its telemetry, which would write to the pipes its starter has closed, the server stays up.
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    started = subprocess.run([sys.executable, "-m", "prefect", "server", "start", "--background", "--host",
+                              "127.0.0.1", "--port", str(port)], env=env, capture_output=True, text=True, timeout=120)
+    if started.returncode != 0:
+        said = (started.stdout + started.stderr).strip().splitlines()
+        raise UserError(f"Prefect's background server did not start ({said[-1] if said else started.returncode}); "
+                        f"`prefect server stop` ends one left behind, or set {OPT_OUT}=temporary")
+    deadline = time.monotonic() + START_TIMEOUT
+    while problem(url, timeout=2.0) is not None:
+        if time.monotonic() > deadline:
+            raise UserError(f"Prefect's background server did not answer at {url} within {START_TIMEOUT:.0f} s; "
+                            f"`prefect server stop` ends it, or set {OPT_OUT}=temporary")
+        time.sleep(0.2)
+    write_text(home / RECORD, json.dumps({"url": url}) + "\n")
+    return url

@@ -1,0 +1,52 @@
+"""A command's plan run in Prefect: the one place a command starts it, after the runner (``tasks.pipeline.run``)
+has found work to do and checked the inputs.
+
+The flow run goes to the Prefect server the environment names (``PREFECT_API_URL``, checked first: one that does
+not answer is one line), else to the background server this project keeps for the working session
+(``flows.server``). Its name is the release and the command as typed, its parameters the command's arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:  # the runner imports every stage: not for --help
+    from core.pipeline_file import PipelineConfig
+    from core.profile import Profile
+    from core.stage_contract import Stage, StageOutput
+    from tasks.pipeline.plan import Plan
+    from tasks.pipeline.run import Launch, PipelineResult
+
+NOT_ARGUMENTS = ("handler", "words", "debug")
+
+
+def launcher(args: argparse.Namespace) -> Launch:
+    """How the command ``args`` runs a plan: in one Prefect flow run."""
+    return lambda plan: in_prefect(plan, args)
+
+
+def run_alone(stage: Stage, config: PipelineConfig, profile: Profile, out: Path, args: argparse.Namespace,
+              given: dict | None = None, offline: bool = False) -> StageOutput:
+    """A one-off command's stage (``tasks.pipeline.run.run_alone``) in one flow run."""
+    from tasks.pipeline.run import run_alone as run  # the runner and every stage: not for --help
+
+    return run(stage, config, profile, out, launcher(args), given, offline)
+
+
+def in_prefect(plan: Plan, args: argparse.Namespace) -> PipelineResult:
+    from flows.server import connect  # Prefect, imported once the command has work for it
+
+    with connect():
+        from flows.pipeline import run_command
+
+        return run_command(plan, shlex.join(args.words), arguments(args))
+
+
+def arguments(args: argparse.Namespace) -> dict[str, object]:
+    """The command's arguments as the flow run's parameters (paths as given)."""
+    return {name: str(value) if isinstance(value, Path) else value for name, value in sorted(vars(args).items())
+            if name not in NOT_ARGUMENTS}

@@ -1,0 +1,48 @@
+"""A template file as the pipeline's stages read it: loaded with the pipeline's corrections and checked once per
+process while it is unchanged, so that every stage that reads it, and the release, share one parse.
+
+Every stage that reads a template file declares ``TEMPLATE_SETTINGS``, the profile settings the reading depends on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core import console
+from core.findings import Finding
+from core.stage_contract import Context
+from tasks.templates.corrections import Correction, load_corrections
+from tasks.templates.load import LoadedTemplates
+from tasks.templates.validate import check_loaded, load_templates
+
+# The profile settings that reading a template file depends on (the scripts its texts are checked against among
+# them): every stage that reads one declares them, and the pipeline's corrections among its inputs.
+TEMPLATE_SETTINGS = ("templates", "categories", "particles", "release.unknown_expression", "writing")
+
+
+def loaded_templates(ctx: Context, path: Path) -> LoadedTemplates:
+    """The template file (or workbook folder) at ``path`` loaded with the pipeline's corrections, once in this
+    process while it is unchanged."""
+    stat = path.stat()
+    key = ("loaded", path.resolve(), stat.st_mtime_ns, stat.st_size, ctx.corrections)
+    return ctx.once(key, lambda: load_templates(path, ctx.profile, corrections(ctx)))
+
+
+def corrections(ctx: Context) -> list[Correction]:
+    """The pipeline's corrections, read once in this process (a stage's ``prepare`` reads them first)."""
+    return ctx.once(("corrections", ctx.corrections), lambda: load_corrections(ctx.corrections) if ctx.corrections
+                    else [])
+
+
+def checked_templates(ctx: Context, path: Path) -> tuple[LoadedTemplates, list[Finding]]:
+    """``loaded_templates(ctx, path)``, checked once: an error stops the stage, every error listed; the findings."""
+    templates = loaded_templates(ctx, path)
+
+    def check() -> list[Finding]:
+        findings = check_loaded(templates, path, ctx.profile)
+        warnings = sum(1 for f in findings if f.severity == "warning")
+        console.step(f"loaded {len(templates.templates)} template rows from {path.name} "
+                     f"({len(templates.corrections)} correction(s) applied, {warnings} warning(s))")
+        return findings
+
+    return templates, ctx.once(("checked", id(templates)), check)
