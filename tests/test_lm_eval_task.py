@@ -57,7 +57,7 @@ def prepare(release: Path, out: Path, *options: str) -> Path:
 
 @pytest.fixture()
 def exported(example_release: Path, tmp_path: Path) -> tuple[Path, Path]:
-    prepared = prepare(example_release, tmp_path / "prepared")
+    prepared = prepare(example_release, tmp_path / "prepared", "--prompt", "1", "--prompt", "2")
     assert main(["eval", "export-lm-eval", "--release", str(example_release), "--prepared", str(prepared),
                  "--out", str(tmp_path / "task")]) == 0
     return prepared, tmp_path / "task"
