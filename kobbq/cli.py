@@ -25,7 +25,15 @@ from kobbq import __version__, commands
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a wrong argument told in one line (the usage is what ``--help`` is for); exit status 2."""
+    """argparse with a wrong argument told in one line (the usage is what ``--help`` is for); exit status 2. It
+    keeps what ``add_subparsers`` returns (``subcommands.choices``: name -> parser), so the subcommands can be
+    walked without argparse's private attributes (the site's command reference, docs/hooks/reference.py)."""
+
+    subcommands: argparse.Action | None = None
+
+    def add_subparsers(self, **kwargs):  # type: ignore[no-untyped-def]
+        self.subcommands = super().add_subparsers(**kwargs)
+        return self.subcommands
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
