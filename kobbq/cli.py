@@ -26,12 +26,11 @@ from kobbq import __version__, commands
 
 class Parser(argparse.ArgumentParser):
     """argparse with a wrong argument told in one line (the usage is what ``--help`` is for); exit status 2. It
-    keeps what ``add_subparsers`` returns (``subcommands.choices``: name -> parser), so the subcommands can be
-    walked without argparse's private attributes (the site's command reference, docs/hooks/reference.py)."""
+    keeps its subcommands' parsers (``subcommands.choices``) for the site's command reference to walk."""
 
-    subcommands: argparse.Action | None = None
+    subcommands: argparse.Action | None = None  # what add_subparsers returned
 
-    def add_subparsers(self, **kwargs):  # type: ignore[no-untyped-def]
+    def add_subparsers(self, **kwargs):
         self.subcommands = super().add_subparsers(**kwargs)
         return self.subcommands
 
