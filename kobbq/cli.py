@@ -25,7 +25,14 @@ from kobbq import __version__, commands
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a wrong argument told in one line (the usage is what ``--help`` is for); exit status 2."""
+    """argparse with a wrong argument told in one line (the usage is what ``--help`` is for); exit status 2. It
+    keeps its subcommands' parsers (``subcommands.choices``) for the site's command reference to walk."""
+
+    subcommands: argparse.Action | None = None  # what add_subparsers returned
+
+    def add_subparsers(self, **kwargs):
+        self.subcommands = super().add_subparsers(**kwargs)
+        return self.subcommands
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")

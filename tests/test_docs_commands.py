@@ -120,7 +120,7 @@ def test_the_documents_have_command_lines() -> None:
     assert len(FENCED) >= 30 and len(INLINE_COMMANDS) >= 30
     assert {"README.md", "new-culture.md", "guides/score-a-model.md", "guides/adapt-a-culture.md"} <= {
         where.split(":")[0] for where, _ in FENCED}
-    # the generated command reference is walked as rendered: the commands' own --help texts name commands too
+    # the command reference is walked as rendered (the --help texts it shows are checked as help texts, below)
     assert any(where.startswith("reference/commands.md:") for where, _ in INLINE_COMMANDS)
 
 

@@ -1,13 +1,18 @@
 """The documentation site builds with ``mkdocs build --strict`` (mkdocs.yml): no broken link or anchor, no page in
-the navigation that does not exist, no page left out of it; and the reference pages are completed from the code
-(docs/hooks/reference.py), every command and every pipeline-file and profile key on them.
+the navigation that does not exist, no page left out of it; it reads from disk (a page per file, nothing loaded
+from the network, the search index a script) and links to the repository with the version; and the reference
+pages are completed from the code (docs/hooks/reference.py), every command's ``--help`` and every pipeline-file
+and profile key on them. tests/test_docs_site_browser.py reads the same site in Chromium.
 
 In-process, into a temporary folder (a few seconds): MkDocs raises ``Abort`` on the first build with a warning.
 """
 
 from __future__ import annotations
 
+import html
 import os
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -37,32 +42,44 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_site_builds_strict_with_every_page(site: Path) -> None:
-    pages = {p.relative_to(PROJECT_ROOT / "docs").with_suffix("").as_posix()
+    pages = {p.relative_to(PROJECT_ROOT / "docs").with_suffix(".html").as_posix()
              for p in (PROJECT_ROOT / "docs").rglob("*.md")}
-    built = {p.parent.relative_to(site).as_posix() for p in site.rglob("index.html")}
-    assert {"index" if p == "index" else p for p in pages} - {"index"} <= built
-    assert (site / "index.html").exists() and (site / "search" / "search_index.json").exists()
+    built = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
+    assert pages <= built  # page.html, not page/index.html: a folder opened from disk is a listing
+    assert (site / "search" / "search_index.js").exists()  # the index as a script, which a page on disk can load
 
 
-def test_the_command_reference_has_every_command_and_option(site: Path) -> None:
+def test_every_page_loads_only_its_own_files_and_links_the_repository_with_the_version(site: Path) -> None:
+    project = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for page in site.rglob("*.html"):
+        source = page.read_text(encoding="utf-8")
+        loaded = re.findall(r'<script[^>]* src="([^"]+)"|<link[^>]* href="([^"]+)"', source)
+        remote = [url for pair in loaded for url in pair if re.match(r"(https?:)?//", url)]
+        assert not remote, f"{page.relative_to(site)} loads {remote}"
+        assert f'href="{project["urls"]["Repository"]}"' in source, page
+        assert f'{project["name"]} {project["version"]}' in source, page
+
+
+def test_the_command_reference_has_every_commands_help(site: Path) -> None:
     hook = reference_hook()
     from kobbq.cli import build_parser
 
-    page = (site / "reference" / "commands" / "index.html").read_text(encoding="utf-8")
-    for names, parser in hook.subcommands(build_parser(), ["kobbq"]):
+    page = (site / "reference" / "commands.html").read_text(encoding="utf-8")
+    text = "".join(html.unescape(re.sub(r"<[^>]+>", "", page)).split())
+    commands = list(hook.subcommands(build_parser(), ["kobbq"]))
+    assert len(commands) >= 25 and ["kobbq", "eval", "run"] in [names for names, _ in commands]
+    for names, parser in commands:
         assert f'id="{hook.anchor(names)}"' in page, " ".join(names)
-        for action in parser._actions:
-            for option in action.option_strings:
-                if option not in ("-h", "--help") and action.help != "==SUPPRESS==":
-                    assert f"<code>{option}" in page, f"{' '.join(names)} {option}"
+        # as --help prints it, at any width (whitespace aside: argparse wraps at the terminal's, and after a hyphen)
+        assert "".join(parser.format_help().split()) in text, " ".join(names)
 
 
 def test_the_pipeline_file_and_profile_references_have_every_key(site: Path) -> None:
     from core.pipeline_file import PipelineConfig
     from core.profile import Profile, TemplateFormat
 
-    pipeline_page = (site / "reference" / "pipeline-file" / "index.html").read_text(encoding="utf-8")
-    profile_page = (site / "reference" / "profile" / "index.html").read_text(encoding="utf-8")
+    pipeline_page = (site / "reference" / "pipeline-file.html").read_text(encoding="utf-8")
+    profile_page = (site / "reference" / "profile.html").read_text(encoding="utf-8")
     for model, page in ((PipelineConfig, pipeline_page), (Profile, profile_page), (TemplateFormat, profile_page)):
         for name in model.model_fields:
             if name != "path":

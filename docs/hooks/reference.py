@@ -3,8 +3,8 @@
 An MkDocs hook (``hooks:`` in ``mkdocs.yml``): a page holding a marker ``<!-- generated: NAME -->`` gets the
 marker replaced, when the site is built, by what ``PAGES[NAME]`` renders:
 
-- ``commands``: every ``kobbq`` subcommand from the real argparse parsers (``kobbq.cli.build_parser``): its
-  usage, description and options with their defaults, as ``--help`` prints them.
+- ``commands``: every ``kobbq`` subcommand's ``--help``, from the real argparse parsers (``kobbq.cli.build_parser``)
+  through argparse's public ``format_help``, with links to its subcommands.
 - ``pipeline-file``: the pipeline file's keys from its pydantic models (``core.pipeline_file.PipelineConfig``).
 - ``profile``: a profile's keys from its pydantic models (``core.profile.Profile``), table by table.
 - ``example-pipeline`` / ``example-profile``: the Japanese example's pipeline file and profile as they are.
@@ -20,13 +20,13 @@ import ast
 import inspect
 import io
 import json
+import os
 import re
 import textwrap
 import tokenize
 import typing
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from pathlib import Path
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -39,42 +39,40 @@ MARKER = re.compile(r"^( *)<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
 
 # --- commands ---------------------------------------------------------------------------------------------------
 
+# The terminal width the page's --help texts are wrapped to (argparse reads COLUMNS, and leaves 2 columns free): a
+# code box of the site holds 80 characters at 1,280 px and wider, so a --help line is never wrapped again.
+HELP_COLUMNS = 80
+
+
 def subcommands(parser: argparse.ArgumentParser, names: list[str]) -> Iterator[tuple[list[str], argparse.ArgumentParser]]:
-    """Every parser under ``parser`` (itself first), depth first, each once (an alias shares its parser)."""
+    """Every parser under ``parser`` (itself first), depth first, with the words that name it."""
     yield names, parser
-    seen: set[int] = set()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, child in action.choices.items():
-                if id(child) not in seen:
-                    seen.add(id(child))
-                    yield from subcommands(child, [*names, name])
+    for name, child in children(parser).items():
+        yield from subcommands(child, [*names, name])
 
 
-def option_line(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
-    """One option as a list item: its spellings with their metavar, its help (``%(default)s`` expanded), and its
-    default when the help does not already say it."""
-    formatter = parser._get_formatter()
-    if action.option_strings:
-        metavar = "" if action.nargs == 0 else " " + formatter._format_args(action, action.dest.upper())
-        spelled = ", ".join(f"`{o}{metavar}`" for o in action.option_strings)
-    else:
-        spelled = f"`{formatter._format_args(action, action.dest)}`"
-    text = formatter._expand_help(action) if action.help else ""
-    default = action.default
-    if (action.option_strings and action.nargs != 0 and default not in (None, argparse.SUPPRESS, [], "")
-            and "default" not in text):
-        text += f" (default: `{shown(default)}`)"
-    if action.choices and not isinstance(action, argparse._SubParsersAction) and "{" not in spelled:
-        text += f" (one of: {', '.join(f'`{c}`' for c in action.choices)})"
-    return f"- {spelled}: {escape(text)}" if text else f"- {spelled}"
+def children(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser's subcommands by name, each once (an alias shares its parser): the parsers ``add_subparsers``
+    made, which ``kobbq.cli.Parser`` keeps (``subcommands.choices``), so no private attribute of argparse is read."""
+    action = getattr(parser, "subcommands", None)
+    named: dict[str, argparse.ArgumentParser] = {}
+    for name, child in action.choices.items() if action else ():
+        if all(child is not other for other in named.values()):
+            named[name] = child
+    return named
 
 
-def shown(value: object) -> str:
-    if isinstance(value, Path):
-        return str(value.relative_to(PROJECT_ROOT)) if value.is_absolute() and value.is_relative_to(PROJECT_ROOT) \
-            else str(value)
-    return str(value)
+def help_text(parser: argparse.ArgumentParser) -> str:
+    """What ``--help`` prints in a terminal of ``HELP_COLUMNS`` columns, whatever the terminal building the site."""
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(HELP_COLUMNS)
+    try:
+        return parser.format_help()
+    finally:
+        if before is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = before
 
 
 def escape(text: str) -> str:
@@ -83,31 +81,15 @@ def escape(text: str) -> str:
 
 
 def commands_page() -> str:
+    """Each command's heading, its ``--help`` as printed, and links to its subcommands' sections."""
     from kobbq.cli import build_parser
 
-    root = build_parser()
     lines: list[str] = []
-    for names, parser in subcommands(root, ["kobbq"]):
-        visible = [a for a in parser._actions if a.help is not argparse.SUPPRESS
-                   and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
-        children = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        lines += [f"## {' '.join(names)}", ""]
-        if parser.description:
-            lines += [escape(parser.description), ""]
-        usage = parser.format_usage().strip()
-        lines += ["```text", *(line[len("usage: "):] for line in usage.splitlines()), "```", ""]
-        if children:
-            for action in children:
-                helps = {c.dest: c.help for c in action._choices_actions}
-                lines += [f"- [`{' '.join(names)} {name}`](#{anchor([*names, name])}): {escape(helps.get(name) or '')}"
-                          for name in dict.fromkeys(helps)]
-            lines.append("")
-        groups = [g for g in parser._action_groups if any(a in visible for a in g._group_actions)]
-        for group in groups:
-            actions = [a for a in group._group_actions if a in visible]
-            if len(groups) > 1 or group.title not in ("options", "optional arguments"):
-                lines += [f"*{group.title}*", ""]
-            lines += [option_line(parser, a) for a in actions] + [""]
+    for names, parser in subcommands(build_parser(), ["kobbq"]):
+        lines += [f"## {' '.join(names)}", "", "```text", help_text(parser).rstrip(), "```", ""]
+        links = [[*names, name] for name in children(parser)]
+        if links:
+            lines += [f"- [`{' '.join(link)}`](#{anchor(link)})" for link in links] + [""]
     return "\n".join(lines)
 
 
