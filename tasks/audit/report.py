@@ -161,7 +161,7 @@ def _template_entry(fate: Fate, profile: Profile) -> dict[str, object]:
     return {"subject": fate.subject, "display_id": display_id(fate, profile), "versions": ", ".join(fate.versions),
             "label": fate.label, "bbq": fate.bbq, "stereotype": stereotype, "status": fate.status,
             "in_release": fate.in_release, "samples": fate.samples, "drop_rule": fate.drop_rule,
-            "drop_reason": fate.drops[-1].reason if fate.drops else "", "decisions": decisions}
+            "drop_reason": fate.drops[0].reason if fate.drops else "", "decisions": decisions}
 
 
 @dataclass(frozen=True)
