@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from core.errors import UserError
 from core.atomic import write_text
-from core.profile import is_profile_path
+from core.profile import Profile, is_profile_path
 from core.text_files import read_json, read_toml
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
@@ -72,7 +72,10 @@ class SurveySection(_Section):
 
 class PipelineConfig(_Section):
     profile: str  # a shipped profile's name, or the path of a profile file relative to the pipeline file (required)
-    name: str | None = None  # release folder name (one plain folder name); default: the profile's release name
+    # The release's name: its folder, its files' prefix, its manifest, its card's title and its run's artifacts
+    # (one plain folder name); default: the profile's release name.
+    name: str | None = None
+    description: str = ""  # what the release is, in one line, first on its card; default: the profile's description
     seed: int | None = None
     # "profile": the test split's IDs the profile lists (ko: the official split), else one fill per template row
     # drawn with the seed; "seeded": the seeded draw although the profile lists IDs (tasks/release/test_split.py).
@@ -110,6 +113,16 @@ class Pipeline:
         value = self.config.profile
         return str(self.file(value)) if is_profile_path(value) else value
 
+    def release_profile(self, profile: Profile) -> Profile:
+        """The profile as this pipeline's release is written with it: the pipeline's name and description for the
+        profile's release name and description (a card titled by a name other than the profile's takes that name)."""
+        name = self.config.name or profile.release.name
+        if name == profile.release.name and not self.config.description:
+            return profile
+        card = profile.card if name == profile.release.name else profile.card.model_copy(update={"pretty_name": name})
+        return profile.model_copy(update={"release": profile.release.model_copy(update={"name": name}), "card": card,
+                                          "description": self.config.description or profile.description})
+
     @property
     def reference_mode(self) -> bool:
         return bool(self.config.translation.reference)
@@ -117,7 +130,7 @@ class Pipeline:
 
 def pipeline_key(kind: str, identity: str) -> str:
     """``<kind>-<8 hex digits>``: one pipeline's stage states and work files, apart from another pipeline's that
-    writes the same release (the embedded example's and the real data's both write build/KoBBQ)."""
+    writes the same release (a pipeline file and `kobbq build --templates` both writing build/KoBBQ)."""
     return f"{kind}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
 
 

@@ -22,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                "another build), or not run. The release's files are hashed "
                                                "again only when their size or times changed since they were last "
                                                "checked (recorded beside the release, in .<name>.verified.json); "
-                                               "--verify hashes every one. Starts nothing.")
+                                               "--verify hashes every one. Starts nothing; exits 1 when a stage "
+                                               "is damaged.")
     parser.add_argument("--pipeline", type=Path, required=True, help="the pipeline file")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
     parser.add_argument("--verify", action="store_true",
@@ -33,14 +34,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The stage modules (pandas among their imports), loaded only when the command runs, not for --help.
-    from core.pipeline_file import describe
+    from core.pipeline_file import DAMAGED, describe
     from tasks.build.pipeline import Plan, context, load_pipeline, stages_for
 
     pipeline = load_pipeline(args.pipeline)
     ctx = replace(context(pipeline, args.out), trust_record=not args.verify)
     plan = Plan.of(ctx, stages_for(pipeline))
     print(f"pipeline {args.pipeline} -> {plan.ctx.folder.path}")
+    statuses = []
     for check in plan.checks:
         status, detail = describe(check.state, check.fingerprint, check.problem)
         print(f"  {check.stage.name:14} {status:8} {detail}")
-    return 0
+        statuses.append(status)
+    return 1 if DAMAGED in statuses else 0  # a script (CI) that checks a release before using it stops here

@@ -116,7 +116,10 @@ class AuditLog:
 def default_release(profile: str | None) -> Path:
     """The release a build of ``profile`` writes (build/<its release name>); without one, the embedded example's
     (what ``kobbq build`` with no arguments writes)."""
-    return DEFAULT_BUILD_DIR / load_profile(profile or load_pipeline(EXAMPLE_PIPELINE).profile).release.name
+    if profile is not None:
+        return DEFAULT_BUILD_DIR / load_profile(profile).release.name
+    example = load_pipeline(EXAMPLE_PIPELINE)
+    return DEFAULT_BUILD_DIR / (example.config.name or load_profile(example.profile).release.name)
 
 
 def release_profile(release_dir: Path, given: str | None = None) -> Profile:

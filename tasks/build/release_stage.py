@@ -147,6 +147,6 @@ def made(ctx: Context, fingerprint: str) -> str | None:
 
 
 STAGE = Stage(NAME, inputs, run,
-              settings=("release", "templates", "categories", "table1_notes", "card", "culture", "particles", "files",
-                        "survey", "evaluation", "pipeline.seed", "pipeline.test_split"),
+              settings=("release", "description", "templates", "categories", "table1_notes", "card", "culture",
+                        "particles", "files", "survey", "evaluation", "pipeline.seed", "pipeline.test_split"),
               after=EARLIER, prepare=prepare, made=made)

@@ -43,8 +43,13 @@ STAGE_WORK = {
     "survey": "the survey results judged by the rules below",
     "release": "every surviving template row expanded into samples, validated, published",
 }
+# How every release this project builds was made (the Hub's vocabulary): BBQ's templates (the source dataset) labelled
+# by the culture's annotators, machine-translated and post-edited by translators (newly-created ones written by them),
+# in one language; a culture with a survey also had its stereotypes judged by the survey's respondents.
+LANGUAGE_CREATORS = ["expert-generated", "machine-generated"]
+SOURCE_DATASETS = ["extended"]
 SUBJECTS = {"bbq_template": "BBQ templates", "template": "templates", "template_row": "template rows",
-            "stereotype": "stereotypes"}
+            "stereotype": "survey questions"}
 
 
 @dataclass(frozen=True)
@@ -64,22 +69,22 @@ def size_category(samples: int) -> str:
 
 
 def rule_counts(decisions: list[Decision]) -> list[RuleCount]:
-    """Per (stage, subject type, rule) with keep / drop outcomes: distinct subjects kept and dropped, in stage
-    order. Rules that record something else (a label, a link) are the audit report's, not the funnel's."""
-    kept: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-    dropped: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    """Per (stage, subject type, rule) with keep / drop outcomes: distinct subjects kept and dropped (a survey
+    question, as ``funnel.md`` counts them, dropped when any of its rows drops), in stage order. Rules that record
+    something else (a label, a link) are the audit report's, not the funnel's."""
+    outcomes: dict[tuple[str, str, str], dict[str, bool]] = defaultdict(dict)  # key -> subject -> dropped
     overridden: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for d in decisions:
         key = (d.stage, d.subject_type, d.rule)
+        subject = str(d.numbers.get("question_id") or d.subject) if d.subject_type == "stereotype" else d.subject
         if d.outcome in ("keep", "drop"):
-            (kept if d.outcome == "keep" else dropped)[key].add(d.subject)
+            outcomes[key][subject] = outcomes[key].get(subject, False) or d.outcome == "drop"
             if d.override:
-                overridden[key].add(d.subject)
+                overridden[key].add(subject)
     rank = {stage: index for index, stage in enumerate(STAGES)}
-    keys = sorted(set(kept) | set(dropped), key=lambda k: (rank.get(k[0], len(rank)), k[0], k[1], k[2]))
-    return [RuleCount(stage, SUBJECTS.get(kind, kind), rule, len(kept[(stage, kind, rule)]),
-                      len(dropped[(stage, kind, rule)]), len(overridden[(stage, kind, rule)]))
-            for stage, kind, rule in keys]
+    keys = sorted(outcomes, key=lambda k: (rank.get(k[0], len(rank)), k[0], k[1], k[2]))
+    return [RuleCount(key[0], SUBJECTS.get(key[1], key[1]), key[2], sum(not d for d in outcomes[key].values()),
+                      sum(outcomes[key].values()), len(overridden[key])) for key in keys]
 
 
 def stages_run(decisions: list[Decision]) -> list[tuple[str, str, int]]:
@@ -105,6 +110,8 @@ def card_metadata(profile: Profile, configs: list[Config], samples: int):  # -> 
         pretty_name=card.pretty_name or profile.release.name, license=card.license,
         language=card.languages or [profile.language], task_categories=card.task_categories,
         task_ids=card.task_ids, size_categories=[size_category(samples)], tags=card.tags,
+        annotations_creators=["expert-generated", *(["crowdsourced"] if profile.survey.enabled else [])],
+        language_creators=LANGUAGE_CREATORS, multilinguality=["monolingual"], source_datasets=SOURCE_DATASETS,
         configs=[config.metadata() for config in configs])
 
 
@@ -156,7 +163,7 @@ def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], fa
     ``configs``: the dataset layout ``hf_layout.write_layout`` staged; ``facts``: the manifest's counts and inputs
     (``tasks.release.assemble.release_facts``). Called once the sample files, Table 1, the decision log, the
     reports and the layout are staged; ``validation``: the suite's result (None when the build skipped it)."""
-    columns = pq.ParquetFile(folder / next(iter(split_sources(profile).values()))).schema_arrow.names
+    columns = pq.ParquetFile(folder / configs[1].files[TEST_SPLIT]).schema_arrow.names  # a category's, as loaded
     files = sorted(p.name for p in folder.iterdir() if p.is_file()) + [CARD_NAME]
     card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files), twins)
     (folder / CARD_NAME).write_text(card, encoding="utf-8")

@@ -7,6 +7,13 @@ of a split, so the configs share files instead of holding the release twice. It 
 not as a glob (``data/*/<split>.parquet``): a folder that lost a category's file then fails to load
 (``FileNotFoundError`` naming it) instead of loading the other categories' rows as if they were all.
 
+Columns: a KoBBQ-layout release's files carry its public columns, where the sample ID packs the category, the
+context and the question (``age-001a-002-amb-bsd``) and ``prediction`` is an empty column to fill; the dataset's
+files carry what users analyse by instead, as BBQ's own copies on the Hub do (``dataset_batch``): ``category``,
+``context_condition`` (ambig / disambig), ``question_polarity`` (neg: the biased question, whose biased answer is
+the stereotyped group; nonneg: the counter-biased one) and ``label`` (the answer's index in ``choices``), without
+``prediction``. A generated release (EsBBQ) has BBQ's columns already.
+
 Splits: ``test`` is what a model is evaluated on (KoBBQ: the evaluation split, one fill per template
 row; a generated release such as EsBBQ is evaluated whole, so its one set is ``test``, as its
 publishers name it on the Hub); ``all_samples`` is every sample of a KoBBQ-layout release. (``all``
@@ -26,6 +33,7 @@ import pyarrow.parquet as pq
 from core.profile import Profile
 from tasks.release.arrow_memory import release_arrow_memory
 from tasks.release.write import all_samples_name, test_samples_name
+from tasks.templates.sample_ids import SAMPLE_ID
 
 DATA_DIR = "data"
 ALL_CONFIG = "all"
@@ -76,6 +84,21 @@ def row_categories(batch: pa.RecordBatch, profile: Profile) -> np.ndarray:
     return np.array([by_prefix.get(prefix, prefix) for prefix in prefixes], dtype=object)
 
 
+def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profile) -> pa.RecordBatch:
+    """A batch of the release's Parquet as the dataset's files hold it (see the module's docstring)."""
+    if profile.templates.workbook is not None:
+        return batch
+    parts = pc.extract_regex(batch.column("sample_id"), SAMPLE_ID)
+    choices, answers = batch.column("choices").to_pylist(), batch.column("answer").to_pylist()
+    columns = {name: batch.column(name) for name in batch.schema.names if name != "prediction"}
+    columns.update({
+        "category": pa.array(categories, pa.string()),
+        "context_condition": pc.if_else(pc.equal(pc.struct_field(parts, "context"), "amb"), "ambig", "disambig"),
+        "question_polarity": pc.if_else(pc.equal(pc.struct_field(parts, "question"), "bsd"), "neg", "nonneg"),
+        "label": pa.array([options.index(answer) for options, answer in zip(choices, answers)], pa.int64())})
+    return pa.RecordBatch.from_pydict(columns)
+
+
 def write_layout(folder: Path, profile: Profile) -> list[Config]:
     """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``; the configs.
 
@@ -86,22 +109,24 @@ def write_layout(folder: Path, profile: Profile) -> list[Config]:
     schemas = {}
     for split, source in split_sources(profile).items():
         parquet = pq.ParquetFile(folder / source)
-        schemas[split] = parquet.schema_arrow
+        empty = pa.RecordBatch.from_pylist([], schema=parquet.schema_arrow)
+        schemas[split] = dataset_batch(empty, np.array([], dtype=object), profile).schema
         writers: dict[str, pq.ParquetWriter] = {}
         try:
             for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
                 # One copy of the batch with its rows grouped by category (file order kept within a category),
                 # then a slice per category, which copies nothing.
-                names, codes = np.unique(row_categories(batch, profile), return_inverse=True)
+                categories = row_categories(batch, profile)
+                names, codes = np.unique(categories, return_inverse=True)
                 order = np.argsort(codes, kind="stable")
-                grouped = batch.take(pa.array(order))
+                grouped = dataset_batch(batch, categories, profile).take(pa.array(order))
                 starts = np.searchsorted(codes[order], np.arange(len(names) + 1))
                 for index in sorted(range(len(names)), key=lambda i: order[starts[i]]):  # first appearance
                     category, chosen = names[index], grouped.slice(starts[index], starts[index + 1] - starts[index])
                     if category not in writers:
                         path = folder / data_file(category, split)
                         path.parent.mkdir(parents=True, exist_ok=True)
-                        writers[category] = pq.ParquetWriter(path, parquet.schema_arrow, compression="zstd")
+                        writers[category] = pq.ParquetWriter(path, schemas[split], compression="zstd")
                     writers[category].write_batch(chosen)
                     rows.setdefault(category, {})[split] = rows.get(category, {}).get(split, 0) + chosen.num_rows
                 del grouped, chosen
