@@ -42,6 +42,17 @@ def test_the_manifest_carries_the_marker_of_this_project(release):
     check_replaceable(release)  # a release this project wrote may be rebuilt
 
 
+def test_a_build_never_replaces_a_release_of_another_name(release, tmp_path, capsys):
+    """The example and the real KoBBQ both wrote build/KoBBQ: a build replaced the other's release in silence."""
+    out = tmp_path / "out"
+    shutil.copytree(release, out / "KoBBQ-example")  # the release KoBBQ, in the example's folder
+    before = tree(out / "KoBBQ-example")
+    assert main(["build", "--out", str(out)]) == 1  # the example's pipeline, stopped before Prefect starts
+    err = one_error_line(capsys)
+    assert "holds the release 'KoBBQ', not 'KoBBQ-example'" in err and "move it away" in err
+    assert tree(out / "KoBBQ-example") == before
+
+
 def test_a_release_built_before_the_marker_is_recognised_by_its_keys(release):
     manifest = json.loads((release / "manifest.json").read_text(encoding="utf-8"))
     del manifest["written_by"]

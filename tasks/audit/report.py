@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
+from markdown_it import MarkdownIt
 
 from core.atomic import write_text
 from core.profile import Profile
@@ -186,6 +188,8 @@ def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> 
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     environment.filters["thousands"] = lambda value: f"{int(value):,}" if str(value).lstrip("-").isdigit() else value
     environment.filters["px"] = lambda value: f"{value:.1f}"
+    markdown = MarkdownIt("commonmark", {"html": False}).enable("table")  # input files' text stays escaped
+    environment.filters["markdown"] = lambda text: markupsafe.Markup(markdown.render(text))
     return environment.get_template("audit.html.j2").render(
         charts=audit_charts(funnel, rules, parse_votes(inputs.votes), log.decisions, profile),
         survey_questions=survey_questions(log.decisions),
