@@ -25,7 +25,8 @@ from core.tables import read_records
 
 # A path that is absolute or starts with ./ or ../, ending in a file name with an extension. Free text such as
 # "1/2.5" or "Korea/U.S." does not match; ``source`` cells (always locations) also lose plain relative folders.
-_ANCHORED_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:[\\/]|/|\.\.?/)(?:[\w.@+ -]+[\\/])*([\w@+-][\w.@+ -]*\.[A-Za-z0-9]+)")
+_ANCHORED_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:[\\/]|/|\.\.?/)(?:[\w.@+ -]+[\\/])*"
+                            r"([\w@+-][\w.@+ -]*\.[A-Za-z0-9]+)")
 _RELATIVE_PATH = re.compile(r"(?<![\w.])(?:[\w.@+-]+/)+([\w@+-][\w.@+-]*\.[A-Za-z0-9]+)")
 DECISION_COLUMNS = ["stage", "subject_type", "subject", "rule", "outcome", "reason", "numbers", "override", "source"]
 OUTCOME_DROP = "drop"

@@ -42,6 +42,9 @@ class LabelsSection(_Section):
     annotations: list[str] = []  # annotator workbooks or CSVs (glob patterns); optional
     consensus: str = ""  # final label per BBQ template
     categories: list[str] = []  # only these BBQ categories (default: every category the profile adapts)
+    # BBQ templates not taken into this release (bbq:<Category>:<Q_id>): never labelled, counted or translated,
+    # unlike an SR label, which annotators give a template they judged
+    not_taken: list[str] = []
     reference: str = ""  # real-data mode: a released KoBBQ template file whose BBQ links give the labels
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput
+from core.console import counts_text
 from core.decisions import write_decisions_parquet
 from tasks.survey.export import export_questionnaires
 
@@ -28,7 +29,8 @@ def run(ctx: Context) -> StageOutput:
     write_decisions_parquet(result.decisions, ctx.decisions_file(NAME, "survey").with_suffix(".parquet"))
     counts = {k: v for k, v in vars(result).items() if isinstance(v, int)}
     outputs = {"questionnaire": result.outputs["workbook"], "questions": result.outputs["questions"]}
-    return StageOutput(counts, outputs, list(result.decisions), f"questionnaires for {counts} written to {folder}")
+    return StageOutput(counts, outputs, list(result.decisions),
+                       f"questionnaires for {counts_text(counts)} written to {folder}")
 
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey.enabled", "survey.type1_categories",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from core.console import counts_text
 from core.decisions import Decision
 from core.errors import Location, UserError
 from core.findings import Finding, raise_if_errors
@@ -109,7 +110,7 @@ def run(ctx: Context) -> StageOutput:
     loaded, _ = ctx.checked(path)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": path}, decisions,
-                       f"{len(loaded.templates)} template rows ({labels}) in {path.name}")
+                       f"{len(loaded.templates)} template rows ({counts_text(labels)}) in {path.name}")
 
 
 def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
@@ -121,7 +122,7 @@ def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
     loaded, _ = ctx.checked(folder)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": folder}, [],
-                       f"{len(loaded.templates)} template rows ({labels}) in {folder.name}")
+                       f"{len(loaded.templates)} template rows ({counts_text(labels)}) in {folder.name}")
 
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "culture"), after=("postedit",))
