@@ -79,11 +79,11 @@ def exported(example_release: Path, tmp_path: Path) -> tuple[Path, Path]:
 def test_export_layout_and_documents(exported: tuple[Path, Path]) -> None:
     _, task = exported
     assert sorted(p.name for p in task.iterdir()) == [
-        "_kobbq_common_yaml", "kobbq.yaml", "kobbq_p1.jsonl", "kobbq_p1.yaml", "kobbq_p2.jsonl", "kobbq_p2.yaml",
+        "_kobbq_example_common_yaml", "kobbq_example.yaml", "kobbq_example_p1.jsonl", "kobbq_example_p1.yaml", "kobbq_example_p2.jsonl", "kobbq_example_p2.yaml",
         "utils.py"]
-    assert (task / "kobbq_p2.yaml").read_text(encoding="utf-8") == (
-        "include: _kobbq_common_yaml\ntask: kobbq_p2\ndataset_kwargs:\n  data_file: kobbq_p2.jsonl\n")
-    docs = read_jsonl(task / "kobbq_p1.jsonl")
+    assert (task / "kobbq_example_p2.yaml").read_text(encoding="utf-8") == (
+        "include: _kobbq_example_common_yaml\ntask: kobbq_example_p2\ndataset_kwargs:\n  data_file: kobbq_example_p2.jsonl\n")
+    docs = read_jsonl(task / "kobbq_example_p1.jsonl")
     assert len(docs) == 72
     # order 0 of the first sample is [c0, c2, c1] = [고등학생, 알 수 없음, 할아버지]; 할아버지 is the biased answer
     first = docs[0]
@@ -100,11 +100,11 @@ def test_the_task_asks_the_test_split_that_datasets_reads_from_the_same_folder(
     _, task = exported
     split = offline_datasets(example_release, "all", "test")
     for prompt in (1, 2):
-        asked = [doc["sample_id"] for doc in read_jsonl(task / f"kobbq_p{prompt}.jsonl")]
+        asked = [doc["sample_id"] for doc in read_jsonl(task / f"kobbq_example_p{prompt}.jsonl")]
         assert sorted(asked) == sorted(list(split["sample_id"]) * 3)
     by_id = {row["sample_id"]: row for row in split}
     unknown = "알 수 없음"  # the release's wording; each prompt asks with its own
-    for doc in read_jsonl(task / "kobbq_p1.jsonl"):
+    for doc in read_jsonl(task / "kobbq_example_p1.jsonl"):
         sample = by_id[doc["sample_id"]]
         named = [choice for choice in sample["choices"] if choice != unknown]
         assert sorted(c for c in doc["choices"].values() if c != doc["choices"][doc["unknown"]]) == sorted(named)
@@ -119,7 +119,7 @@ def test_task_names_come_from_the_release(example_release: Path, tmp_path: Path)
     manifest = json.loads((example_release / "manifest.json").read_text(encoding="utf-8"))
     hand_made = {key: value for key, value in manifest.items() if key != "outputs"}  # no hashes to check
     (release / "manifest.json").write_text(json.dumps({**hand_made, "release": "XxBBQ"}), encoding="utf-8")
-    shutil.copy(example_release / "KoBBQ_test_samples.tsv", release / "XxBBQ_test_samples.tsv")
+    shutil.copy(example_release / "KoBBQ-example_test_samples.tsv", release / "XxBBQ_test_samples.tsv")
     prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(3,))
     names = sorted(p.name for p in export_task(release, tmp_path / "task", prepared))
     assert names == ["_xxbbq_common_yaml", "utils.py", "xxbbq.yaml", "xxbbq_p3.jsonl", "xxbbq_p3.yaml"]
@@ -136,13 +136,13 @@ def test_lm_eval_runs_the_task_on_the_fake_server(exported: tuple[Path, Path], t
     try:
         subprocess.run([sys.executable, "-m", "lm_eval", "--model", "local-chat-completions", "--model_args",
                         f"base_url={server.url}/chat/completions,model=fake-model,num_concurrent=2,max_retries=1",
-                        "--apply_chat_template", "--tasks", "kobbq_p1", "--include_path", str(task), "--log_samples",
+                        "--apply_chat_template", "--tasks", "kobbq_example_p1", "--include_path", str(task), "--log_samples",
                         "--output_path", str(tmp_path / "lm_eval")], env=env, check=True, capture_output=True)
         assert main(["eval", "run", "--prepared", str(prepared), "--endpoint", server.url, "--model", "fake-model",
                      "--prompt", "1", "--out", str(tmp_path / "direct"), "--quiet"]) == 0
     finally:
         server.stop()
-    samples = sorted((tmp_path / "lm_eval").rglob("samples_kobbq_p1_*.jsonl"))
+    samples = sorted((tmp_path / "lm_eval").rglob("samples_kobbq_example_p1_*.jsonl"))
     assert len(samples) == 1
     assert main(["eval", "import-lm-eval", str(samples[0]), "--model", "fake-model",
                  "--out", str(tmp_path / "imported")]) == 0
@@ -151,9 +151,9 @@ def test_lm_eval_runs_the_task_on_the_fake_server(exported: tuple[Path, Path], t
         assert imported == (tmp_path / "direct" / "fake-model" / name).read_bytes()
     # lm-eval's own figures are the metrics of those same answers
     results = json.loads(next((tmp_path / "lm_eval").rglob("results_*.json")).read_text(encoding="utf-8"))
-    reported = results["results"]["kobbq_p1"]
+    reported = results["results"]["kobbq_example_p1"]
     answers = {r["id"]: r["raw"] for r in read_jsonl(tmp_path / "direct" / "fake-model" / "answers.jsonl")}
     records = [metrics.process_results(doc, [answers[doc["id"]]])["acc_amb"]
-               for doc in read_jsonl(task / "kobbq_p1.jsonl")]
+               for doc in read_jsonl(task / "kobbq_example_p1.jsonl")]
     for name in ("ooc_ratio", "acc_amb", "acc_dis", "diff_bias_amb", "diff_bias_dis"):
         assert reported[f"{name},none"] == pytest.approx(getattr(metrics, name)(records))
