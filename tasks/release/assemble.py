@@ -293,6 +293,7 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
     except ReleaseValidationError as exc:
         shutil.rmtree(twin_dir)
         return twin_release.not_published(name, str(exc), progress)
+    write_layout(twin_dir, profile, name)  # its config of the dataset reads its own data/, as the release's do
     entry = twin_release.manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
                                         len(expanded.test_indices), split.manifest(len(expanded.test_indices)),
                                         validation_summary(report))

@@ -24,7 +24,7 @@ from core.decisions import Decision
 from core.pipeline_file import STAGES
 from core.profile import Profile
 from tasks.release.checks import ValidationReport
-from tasks.release.hf_layout import TEST_SPLIT, Config, split_sources
+from tasks.release.hf_layout import DATA_DIR, TEST_SPLIT, Config, category_order, data_file, split_sources
 from tasks.release.twin import evaluate_commands
 from tasks.release.write import lm_eval_task_name
 
@@ -115,13 +115,15 @@ def card_metadata(profile: Profile, configs: list[Config], samples: int):  # -> 
         configs=[config.metadata() for config in configs])
 
 
-def twin_configs(profile: Profile, twins: dict[str, dict[str, object]]) -> list[Config]:
-    """One config per published twin (``mtBBQ``), reading the twin folder's own Parquet files."""
+def twin_configs(folder: Path, profile: Profile, twins: dict[str, dict[str, object]]) -> list[Config]:
+    """One config per published twin (``mtBBQ``), reading the twin folder's own dataset layout, every category's."""
     configs = []
     for name, twin in sorted(twins.items()):
         if twin.get("published"):
-            files = {split: f"{twin['folder']}/{source.replace(profile.release.name, name, 1)}"
-                     for split, source in split_sources(profile).items()}
+            order = category_order(profile, {p.parent.name for p in (folder / str(twin["folder"]) / DATA_DIR).glob(
+                "*/*.parquet")})
+            files: dict[str, str | list[str]] = {split: [f"{twin['folder']}/{data_file(c, split)}" for c in order]
+                                                 for split in split_sources(profile)}
             rows = {split: int(twin["samples"] if split != TEST_SPLIT else twin["test_samples"])  # type: ignore[arg-type]
                     for split in files}
             configs.append(Config(name, files, rows))
@@ -134,7 +136,8 @@ def _fraction(value: Fraction) -> str:
 
 def render_card(profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
                 decisions: list[Decision], validation: ValidationReport | None, columns: list[str],
-                files: list[str], twins: dict[str, dict[str, object]] | None = None) -> str:
+                files: list[str], twins: dict[str, dict[str, object]] | None = None,
+                twin_layouts: list[Config] | None = None) -> str:
     """The whole card: metadata, then the body made from the build's own numbers."""
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=False,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -150,7 +153,7 @@ def render_card(profile: Profile, configs: list[Config], facts: dict[str, object
         generated=profile.release.layout == "per-category-csv", validation=validation, columns=columns,
         files=files, task=lm_eval_task_name(profile.release.name), twins=twins or {},
         twin_commands={name: evaluate_commands(f"path/to/{profile.release.name}", name) for name in twins or {}})
-    every = configs + twin_configs(profile, twins or {})
+    every = configs + (twin_layouts or [])
     metadata = card_metadata(profile, every, int(facts["samples"])).to_yaml()  # type: ignore[call-overload]
     return f"---\n{metadata}\n---\n\n{body}"
 
@@ -165,5 +168,6 @@ def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], fa
     reports and the layout are staged; ``validation``: the suite's result (None when the build skipped it)."""
     columns = pq.ParquetFile(folder / configs[1].files[TEST_SPLIT]).schema_arrow.names  # a category's, as loaded
     files = sorted(p.name for p in folder.iterdir() if p.is_file()) + [CARD_NAME]
-    card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files), twins)
+    card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files), twins,
+                       twin_configs(folder, profile, twins or {}))
     (folder / CARD_NAME).write_text(card, encoding="utf-8")

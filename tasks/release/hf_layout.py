@@ -59,9 +59,10 @@ class Config:
         return entry
 
 
-def split_sources(profile: Profile) -> dict[str, str]:
-    """Split -> the release's Parquet file it is cut from."""
-    name = profile.release.name
+def split_sources(profile: Profile, name: str | None = None) -> dict[str, str]:
+    """Split -> the release's Parquet file it is cut from (``name``: the files' prefix, when not the release's: a
+    twin's)."""
+    name = name or profile.release.name
     parquet = {kind: file.replace(".tsv", ".parquet")
                for kind, file in (("all", all_samples_name(name)), ("test", test_samples_name(name)))}
     if profile.release.layout == "per-category-csv":
@@ -99,7 +100,7 @@ def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profil
     return pa.RecordBatch.from_pydict(columns)
 
 
-def write_layout(folder: Path, profile: Profile) -> list[Config]:
+def write_layout(folder: Path, profile: Profile, name: str | None = None) -> list[Config]:
     """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``; the configs.
 
     A category with rows in one split gets a file (possibly empty) in every split, so every config has
@@ -107,7 +108,7 @@ def write_layout(folder: Path, profile: Profile) -> list[Config]:
     """
     rows: dict[str, dict[str, int]] = {}
     schemas = {}
-    for split, source in split_sources(profile).items():
+    for split, source in split_sources(profile, name).items():
         parquet = pq.ParquetFile(folder / source)
         empty = pa.RecordBatch.from_pylist([], schema=parquet.schema_arrow)
         schemas[split] = dataset_batch(empty, np.array([], dtype=object), profile).schema
@@ -146,7 +147,12 @@ def configs(profile: Profile, rows: dict[str, dict[str, int]], splits: list[str]
     """``all`` first, then one config per category in the profile's order (others after, by name)."""
     if ALL_CONFIG in rows:
         raise ValueError(f"a category may not be called {ALL_CONFIG!r}: that config reads every category")
-    order = [c for c in profile.category_names if c in rows] + sorted(set(rows) - set(profile.category_names))
+    order = category_order(profile, set(rows))
     every = Config(ALL_CONFIG, {split: [data_file(c, split) for c in order] for split in splits},
                    {split: sum(rows[c][split] for c in order) for split in splits})
     return [every] + [Config(c, {split: data_file(c, split) for split in splits}, rows[c]) for c in order]
+
+
+def category_order(profile: Profile, categories: set[str]) -> list[str]:
+    """The profile's order, other categories after it by name."""
+    return [c for c in profile.category_names if c in categories] + sorted(categories - set(profile.category_names))
