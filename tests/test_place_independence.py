@@ -5,6 +5,7 @@ different depth, give byte-identical releases (every file), and so do their eval
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 from core.paths import EXAMPLE_DIR, EXAMPLE_PIPELINE, PROJECT_ROOT
@@ -26,8 +27,15 @@ def another_checkout(root: Path) -> Path:
 
 def files(folder: Path) -> dict[str, bytes]:
     """Every file of a folder but the Data Docs' pages (Great Expectations names them by their run's time; the
-    manifest does not hash them)."""
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+    manifest does not hash them); a run's answer cache by its rows (a concurrent run stores them in the order the
+    answers came)."""
+    def content(path: Path) -> bytes:
+        if path.suffix != ".sqlite":
+            return path.read_bytes()
+        with sqlite3.connect(path) as cache:
+            return repr(sorted(cache.execute("SELECT * FROM answers"))).encode()
+
+    return {p.relative_to(folder).as_posix(): content(p) for p in sorted(folder.rglob("*"))
             if p.is_file() and "data_docs" not in p.relative_to(folder).parts}
 
 

@@ -371,7 +371,7 @@ def write_prepared(out: Path, release: ReleaseSamples, table: Path, prompts: lis
     write_bytes(out / PREPARED_PROMPTS, table.read_bytes())  # the folder scores anywhere, table or not
     summary = {"release": relative_path(release.folder, out), "release_name": release.name,
                "profile": release.profile.name, "split": release.split, "prompts": [p.prompt_id for p in prompts],
-               "requests": len(lines), "requests_per_prompt": counts, "prompt_table": relative_path(table, out),
+               "requests": len(lines), "requests_per_prompt": counts, "prompt_table": table.name,  # copied: PREPARED_PROMPTS
                "prompt_table_sha256": sha256_file(table), "samples_sha256": release.samples_sha256,
                "unknown": {str(p.prompt_id): p.unknown for p in prompts}, "warnings": release.warnings,
                "files": sorted([*folder_files(out), SUMMARY])}  # what a new preparation replaces
