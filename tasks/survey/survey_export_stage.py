@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from tasks.stage_contract import TEMPLATE_SETTINGS, Context, Stage, StageOutput
-from core.console import counts_text
 from core.decisions import write_decisions_parquet
 from tasks.survey.export import export_questionnaires
 
@@ -30,7 +29,8 @@ def run(ctx: Context) -> StageOutput:
     counts = {k: v for k, v in vars(result).items() if isinstance(v, int)}
     outputs = {"questionnaire": result.outputs["workbook"], "questions": result.outputs["questions"]}
     return StageOutput(counts, outputs, list(result.decisions),
-                       f"questionnaires for {counts_text(counts)} written to {folder}")
+                       f"questionnaires for {result.questions} questions ({result.type1} type 1, {result.type2} type "
+                       f"2) and {result.reading_questions} reading-comprehension questions written to {folder}")
 
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey.enabled", "survey.type1_categories",
