@@ -28,7 +28,7 @@ def check_manifest(data: bytes, release: Path, runner=None) -> None:
     run = {"runner": runner} if runner else {}
     with workspace(release) as root:
         write(root / "build" / "KoBBQ" / "manifest.json", data)
-        kept = {"release": "build/KoBBQ-example" if build else "build/KoBBQ", **run}
+        kept = {"release": "build/KoBBQ", **run}
         check_command(["build", "--templates", str(EXAMPLE_TEMPLATES), *EXAMPLE_BUILD, "--quiet"], root,
                       outputs=["build"], **kept)
         if runner is None:
