@@ -126,8 +126,8 @@ def test_the_card_counts_each_rule_from_the_decision_log(tmp_path):
     from core.decisions import Decision
 
     def question(subject: str, number: int, outcome: str, override: bool = False) -> Decision:
-        return Decision("survey", "stereotype", subject, "type2-two-thirds", outcome, "r", {"question_id": f"q{number}"},
-                        override)
+        return Decision("survey", "stereotype", subject, "type2-two-thirds", outcome, "r",
+                        {"question_id": f"q{number}"}, override)
 
     # Counted by survey question, as funnel.md counts them: one text asked as two questions (s3) is two, a
     # question judged once per target (q4) is one, dropped when dropped for any target.

@@ -32,9 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         if categories:
             sub.add_argument("--categories", nargs="+", default=None, metavar="BBQ_CATEGORY",
                              help="only these BBQ categories (file names, e.g. Age Race_ethnicity)")
-            sub.add_argument("--not-taken", nargs="+", default=[], metavar="BBQ_TEMPLATE",
-                             help="BBQ templates not taken into this release (bbq:Age:3): nobody labels them, and "
-                                  "they count nowhere (a pipeline's [labels] not_taken)")
+            sub.add_argument("--not-taken", action="append", default=None, metavar="BBQ_TEMPLATE",
+                             help="a BBQ template not taken into this release (bbq:Age:3; repeat for each): nobody "
+                                  "labels it, and it counts nowhere (a pipeline's [labels] not_taken)")
 
     export = commands.add_parser("export", help="write one labelling workbook (xlsx) per annotator",
                                  description="One row per BBQ template with a locked description, an ST/TM/SR "
@@ -86,7 +86,7 @@ def _items(args: argparse.Namespace, categories: list[str] | None = None, record
 
     profile, bbq = profile_of(args, recorded), bbq_of(args)
     templates, items = load_label_items(bbq, profile, categories if categories is not None else args.categories,
-                                        args.not_taken)
+                                        args.not_taken or [])
     if not items:
         raise UserError("no BBQ templates of the chosen categories", bbq)
     return profile, templates, items
@@ -129,7 +129,7 @@ def run_consensus(args: argparse.Namespace) -> int:
     profile = profile_of(args)
     labels = LabelsSection(bbq=str(bbq_of(args)), consensus=str(args.consensus),
                            annotations=[str(path) for path in args.annotations], categories=args.categories or [],
-                           not_taken=args.not_taken)
+                           not_taken=args.not_taken or [])
     output = run_alone(STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out,
                        "kobbq labels consensus")
     agreement_file = output.outputs.get("report:labels_agreement.txt")

@@ -99,12 +99,12 @@ def run(ctx: Context) -> StageOutput:
     if cfg.reference:
         return _from_reference(ctx, bbq_path)
     profile = ctx.profile.argument
+    subset = "".join(f" --not-taken {template}" for template in cfg.not_taken)
     consensus_path = require(ctx.file(cfg.consensus), "annotators' labels (the consensus file)",
-                             f"Send the workbooks of `kobbq labels export --profile {profile} --bbq {bbq_path}"
-                             f"{''.join(f' --not-taken {t}' for t in cfg.not_taken)} "
+                             f"Send the workbooks of `kobbq labels export --profile {profile} --bbq {bbq_path}{subset} "
                              f"--annotator NAME --out {ctx.work / NAME / 'workbooks'}` (one --annotator per person) to "
                              f"the annotators, compare their answers with `kobbq labels import --profile {profile} "
-                             f"--bbq {bbq_path} FILES --draft draft.csv`, and write the final label and rationale of "
+                             f"--bbq {bbq_path}{subset} FILES --draft draft.csv`, and write the final label and rationale of "
                              f"every template into the consensus file ({ctx.file(cfg.consensus) or 'labels.consensus'}).")
     annotations = ctx.pipeline.files(cfg.annotations)
     if cfg.annotations and not annotations:

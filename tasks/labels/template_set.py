@@ -86,9 +86,9 @@ def load_label_items(bbq_path: Path, profile: Profile, categories: list[str] | N
             raise UserError(f"BBQ categor(ies) {', '.join(unknown)} feed no category of profile {profile.name!r}; "
                             f"usable: {', '.join(usable)}")
     templates, _ = load_bbq_templates(Path(bbq_path), categories or usable)
-    unknown = sorted(set(not_taken or ()) - {t.subject for t in templates})
-    if unknown:
+    left_out = set(not_taken or ())
+    if unknown := sorted(left_out - {t.subject for t in templates}):
         raise UserError(f"not taken: {', '.join(unknown)} is not among the BBQ templates read (IDs such as "
                         f"{templates[0].subject if templates else 'bbq:Age:1'})", bbq_path)
-    templates = [t for t in templates if t.subject not in set(not_taken or ())]
+    templates = [t for t in templates if t.subject not in left_out]
     return templates, group_templates(templates)
