@@ -91,7 +91,8 @@ def check_state(case: tuple[str, bytes], release: Path, build: Path | None = Non
                 write(states / f"{name}.json", recorded)
         write(states / f"{stage}.json", data)
         kept = {"release": "build/KoBBQ-example" if build else "build/KoBBQ", **run}
-        check_command(["status", "--pipeline", "in/pipeline.toml"], root, outputs=[STATUS_RECORD], **kept)
+        record = "build/.KoBBQ-example.verified.json" if build else STATUS_RECORD  # beside the release it checked
+        check_command(["status", "--pipeline", "in/pipeline.toml"], root, outputs=[record], **kept)
         check_command(["build", "--pipeline", "in/pipeline.toml", "--quiet"], root, outputs=["build"], **kept)
         check_command(["build", "--pipeline", "in/pipeline.toml", "--quiet", "--force"], root, outputs=["build"], **kept)
 

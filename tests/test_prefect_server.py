@@ -34,38 +34,38 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
                             timeout=600)
     assert result.returncode == 0, result.stderr
     assert "no server configured" not in result.stderr  # the server named by PREFECT_API_URL, no temporary one
-    assert (tmp_path / "out" / "KoBBQ" / "manifest.json").exists()
+    assert (tmp_path / "out" / "KoBBQ-example" / "manifest.json").exists()
     request = urllib.request.Request(f"{url}/flow_runs/filter", data=json.dumps({}).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=30) as response:
         runs = json.loads(response.read())
     # One flow run for the command, named after it; its stages are its tasks.
     assert [(run["name"], run["state_type"]) for run in runs] == [("kobbq build", "COMPLETED")]
-    release = tmp_path / "out" / "KoBBQ"
-    artifacts = latest_artifacts(url)
+    release = tmp_path / "out" / "KoBBQ-example"
+    artifacts = latest_artifacts(url)  # keyed by the release's name: the example's are not the real KoBBQ's
     stages = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
-    assert {f"kobbq-{stage}-summary" for stage in stages} <= set(artifacts)
-    assert {"kobbq-labels-agreement", "kobbq-labels-rules", "kobbq-survey-funnel", "kobbq-survey-rules",
-            "kobbq-release-funnel", "kobbq-release-table1", "kobbq-release-validation", "kobbq-release-folder",
-            "kobbq-release-audit"} <= set(artifacts)
+    assert {f"kobbq-example-{stage}-summary" for stage in stages} <= set(artifacts)
+    assert {f"kobbq-example-{key}" for key in ("labels-agreement", "labels-rules", "survey-funnel", "survey-rules",
+                                                "release-funnel", "release-table1", "release-validation",
+                                                "release-folder", "release-audit")} <= set(artifacts)
     # Prefect 3 stores a link artifact as markdown: [text](link)
-    assert artifacts["kobbq-release-folder"].data == f"[{release.resolve()}]({release.resolve().as_uri()})"
-    assert f"({(release / 'audit.html').resolve().as_uri()})" in artifacts["kobbq-release-audit"].data
+    assert artifacts["kobbq-example-release-folder"].data == f"[{release.resolve()}]({release.resolve().as_uri()})"
+    assert f"({(release / 'audit.html').resolve().as_uri()})" in artifacts["kobbq-example-release-audit"].data
     with (release / "table1.csv").open(encoding="utf-8", newline="") as handle:
-        assert table_rows(artifacts["kobbq-release-table1"]) == list(csv.DictReader(handle))
+        assert table_rows(artifacts["kobbq-example-release-table1"]) == list(csv.DictReader(handle))
     validation = json.loads((release / "validation.json").read_text(encoding="utf-8"))
-    checks = table_rows(artifacts["kobbq-release-validation"])
+    checks = table_rows(artifacts["kobbq-example-release-validation"])
     assert len(checks) == validation["expectations"] and {row["result"] for row in checks} == {"pass"}
     manifest = json.loads((release / "manifest.json").read_text(encoding="utf-8"))
-    funnel = table_rows(artifacts["kobbq-release-funnel"])
+    funnel = table_rows(artifacts["kobbq-example-release-funnel"])
     assert sum(row["samples"] for row in funnel) == manifest["samples"]
-    survey = {row["Rule"]: row for row in table_rows(artifacts["kobbq-survey-funnel"])}
+    survey = {row["Rule"]: row for row in table_rows(artifacts["kobbq-example-survey-funnel"])}
     assert survey["type2-two-thirds"]["Stereotypes dropped"] == "1 of 2 (50.0%)"  # as funnel.md says
     assert "| type2-two-thirds |" in (release / "funnel.md").read_text(encoding="utf-8")
-    kappa = {row["scope"]: row["Fleiss kappa"] for row in table_rows(artifacts["kobbq-labels-agreement"])}
+    kappa = {row["scope"]: row["Fleiss kappa"] for row in table_rows(artifacts["kobbq-example-labels-agreement"])}
     assert kappa["all"] == "0.611"  # the example's three annotators (labels_agreement.txt)
-    assert "76,048" not in str(artifacts["kobbq-release-summary"].data)  # the summary is this release's
-    assert f"{manifest['samples']:,} samples" in str(artifacts["kobbq-release-summary"].data)
+    assert "76,048" not in str(artifacts["kobbq-example-release-summary"].data)  # the summary is this release's
+    assert f"{manifest['samples']:,} samples" in str(artifacts["kobbq-example-release-summary"].data)
 
     # A stage that waits for people says, on its run, what it waits for and what to send out.
     example = PROJECT_ROOT / "templates_raw" / "example"
@@ -81,7 +81,7 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
                              "--out", str(tmp_path / "waiting"), "--quiet"], cwd=PROJECT_ROOT,
                             env={**env, "PREFECT_API_URL": url}, capture_output=True, text=True, timeout=600)
     assert "waiting at stage survey" in result.stdout + result.stderr, result.stderr
-    summary = str(latest_artifacts(url)["kobbq-survey-summary"].data)
+    summary = str(latest_artifacts(url)["kobbq-example-survey-summary"].data)
     assert "survey: waiting" in summary and "**Waiting for:** survey results:" in summary
     assert "results_not_back_yet.csv does not exist yet" in summary
     assert "**To send out:** Send " in summary and "questionnaire.xlsx" in summary
