@@ -18,6 +18,11 @@ def set_quiet(quiet: bool) -> None:
     _quiet = quiet
 
 
+def counts_text(counts: dict[str, int]) -> str:
+    """``{'SR': 4, 'ST': 1}`` -> ``SR 4, ST 1``: counts as a summary line says them, not as Python prints them."""
+    return ", ".join(f"{name} {count:,}" for name, count in counts.items()) or "none"
+
+
 def step(message: str) -> None:
     """One line per finished stage, with the seconds since the command started."""
     if not _quiet:

@@ -16,12 +16,18 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from core.tables import read_records
 
+# A path that is absolute or starts with ./ or ../, ending in a file name with an extension. Free text such as
+# "1/2.5" or "Korea/U.S." does not match; ``source`` cells (always locations) also lose plain relative folders.
+_ANCHORED_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:[\\/]|/|\.\.?/)(?:[\w.@+ -]+[\\/])*"
+                            r"([\w@+-][\w.@+ -]*\.[A-Za-z0-9]+)")
+_RELATIVE_PATH = re.compile(r"(?<![\w.])(?:[\w.@+-]+/)+([\w@+-][\w.@+-]*\.[A-Za-z0-9]+)")
 DECISION_COLUMNS = ["stage", "subject_type", "subject", "rule", "outcome", "reason", "numbers", "override", "source"]
 OUTCOME_DROP = "drop"
 
@@ -39,15 +45,26 @@ class Decision:
     source: str = ""  # the input file (and row) the decision came from
 
     def as_row(self) -> dict[str, str]:
-        row = asdict(self)
+        row = asdict(self.portable())
         row["numbers"] = numbers_text(self) or "{}"
         row["override"] = "true" if self.override else "false"
         return row
+
+    def portable(self) -> Decision:
+        """The decision as a log writes it: the paths of its source and reason reduced to file names, so that the
+        log is the same wherever its inputs and the build folder are (``kobbq why`` names the file and row)."""
+        return replace(self, reason=portable_text(self.reason),
+                       source=_RELATIVE_PATH.sub(r"\1", portable_text(self.source)))
 
     def logged(self) -> Decision:
         """The decision as a log holds it (its numbers as JSON gives them back: a fraction as its text): what a
         reader of the written log sees, without reading it."""
         return replace(self, numbers=json.loads(json.dumps(self.numbers, ensure_ascii=False, default=str)))
+
+
+def portable_text(text: str) -> str:
+    """Absolute and ./ ../ paths in ``text`` reduced to their file names."""
+    return _ANCHORED_PATH.sub(r"\1", text)
 
 
 def numbers_text(decision: Decision) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -13,3 +14,9 @@ SURVEY_DIR = PROJECT_ROOT / "survey"  # the survey examples; each culture's word
 PROFILE_DIR = PROJECT_ROOT / "core" / "profiles"
 DEFAULT_CORRECTIONS = PROFILE_DIR / "ko" / "corrections.csv"  # the ko profile's; the embedded example uses it
 DEFAULT_BUILD_DIR = Path("build")
+
+
+def relative_path(path: Path | str, folder: Path) -> str:
+    """``path`` as a file in ``folder`` names it (``../KoBBQ``): what an output records of another file, so that the
+    output is the same wherever the two are, as long as they keep their places beside each other."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(folder).resolve())).as_posix()

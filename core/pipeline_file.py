@@ -29,7 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 from core.errors import UserError
 from core.atomic import write_text
 from core.domains import ReleaseName, Strict, Text, load_model
-from core.profile import is_profile_path
+from core.profile import Profile, is_profile_path
 from core.text_files import read_json
 
 STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
@@ -41,6 +41,9 @@ class LabelsSection(Strict):
     annotations: list[str] = []  # annotator workbooks or CSVs (glob patterns); optional
     consensus: str = ""  # final label per BBQ template
     categories: list[str] = []  # only these BBQ categories (default: every category the profile adapts)
+    # BBQ templates not taken into this release (bbq:<Category>:<Q_id>): never labelled, counted or translated,
+    # unlike an SR label, which annotators give a template they judged
+    not_taken: list[str] = []
     reference: str = ""  # real-data mode: a released KoBBQ template file whose BBQ links give the labels
 
 
@@ -71,7 +74,10 @@ class SurveySection(Strict):
 
 class PipelineConfig(Strict):
     profile: Text  # a shipped profile's name, or the path of a profile file relative to the pipeline file (required)
-    name: ReleaseName | None = None  # release folder name (one plain folder name); default: the profile's release name
+    # The release's name: its folder, its files' prefix, its manifest, its card's title and its run's artifacts
+    # (one plain folder name); default: the profile's release name.
+    name: ReleaseName | None = None
+    description: str = ""  # what the release is, in one line, first on its card; default: the profile's description
     seed: int | None = None
     # "profile": the test split's IDs the profile lists (ko: the official split), else one fill per template row
     # drawn with the seed; "seeded": the seeded draw although the profile lists IDs (tasks/release/test_split.py).
@@ -109,6 +115,16 @@ class Pipeline:
         value = self.config.profile
         return str(self.file(value)) if is_profile_path(value) else value
 
+    def release_profile(self, profile: Profile) -> Profile:
+        """The profile as this pipeline's release is written with it: the pipeline's name and description for the
+        profile's release name and description (a card titled by a name other than the profile's takes that name)."""
+        name = self.config.name or profile.release.name
+        if name == profile.release.name and not self.config.description:
+            return profile
+        card = profile.card if name == profile.release.name else profile.card.model_copy(update={"pretty_name": name})
+        return profile.model_copy(update={"release": profile.release.model_copy(update={"name": name}), "card": card,
+                                          "description": self.config.description or profile.description})
+
     @property
     def reference_mode(self) -> bool:
         return bool(self.config.translation.reference)
@@ -116,7 +132,7 @@ class Pipeline:
 
 def pipeline_key(kind: str, identity: str) -> str:
     """``<kind>-<8 hex digits>``: one pipeline's stage states and work files, apart from another pipeline's that
-    writes the same release (the embedded example's and the real data's both write build/KoBBQ)."""
+    writes the same release (a pipeline file and `kobbq build --templates` both writing build/KoBBQ)."""
     return f"{kind}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
 
 

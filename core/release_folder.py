@@ -129,6 +129,9 @@ def check_replaceable(target: Path) -> None:
     if not is_own_release(manifest):
         raise UserError(f"its {MANIFEST} was not written by kobbq-builder, and a build would replace the folder; "
                         "move it away, or choose another --out or --name", target)
+    if manifest.get("release", target.name) != target.name:  # a release is written in the folder of its name
+        raise UserError(f"holds the release {manifest['release']!r}, not {target.name!r}, and a build would replace "
+                        "it; move it away, or choose another --out or --name", target)
 
 
 def listed_files(manifest: dict[str, object]) -> set[str]:

@@ -181,14 +181,14 @@ def release_of(args: argparse.Namespace, prepared: Path | None = None) -> Path:
 
 
 def prepared_release(prepared: Path) -> Path | None:
-    """The release a prepared folder was made from, as its ``prepared.json`` records it (None when it has none:
-    the command then reports the folder itself)."""
+    """The release a prepared folder was made from, as its ``prepared.json`` records it, relative to the folder
+    (None when it has none: the command then reports the folder itself)."""
     from core.text_files import read_json
 
     path = prepared / "prepared.json"
     summary = read_json(path, "prepared summary") if path.is_file() else None
     release = summary.get("release") if isinstance(summary, dict) else None
-    return Path(release) if isinstance(release, str) else None
+    return prepared / release if isinstance(release, str) else None
 
 
 def add_corrections(parser: argparse.ArgumentParser, applied_to: str = "before validation") -> None:

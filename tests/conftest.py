@@ -90,9 +90,9 @@ def example_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from kobbq.cli import main
 
     out = tmp_path_factory.getbasetemp() / "example_build"
-    if not (out / "KoBBQ" / "manifest.json").exists():
+    if not (out / "KoBBQ-example" / "manifest.json").exists():
         assert main(["build", "--out", str(out)]) == 0
-    return out / "KoBBQ"
+    return out / "KoBBQ-example"
 
 
 @pytest.fixture

@@ -367,8 +367,11 @@ def stand_in_prompt(instruction: str, context: str, question: str, choices: list
 def write_prepared(release: Path, out: Path, split: str = "test", prompts: tuple[int, ...] = (1, 2, 3, 4, 5),
                    release_unknown: str = "알 수 없음") -> Path:
     """A prepared folder in the documented format, built from a release's samples (stand-in for prepare)."""
+    from core.paths import relative_path  # the project's, as prepare writes it (the server itself needs none)
+
+    name = json.loads((Path(release) / "manifest.json").read_text(encoding="utf-8"))["release"]
     samples = [json.loads(line) for line in
-               (Path(release) / f"KoBBQ_{split}_samples.jsonl").read_text(encoding="utf-8").splitlines() if line]
+               (Path(release) / f"{name}_{split}_samples.jsonl").read_text(encoding="utf-8").splitlines() if line]
     rows = []
     for prompt_id in prompts:
         instruction, unknown = STAND_IN_PROMPTS[prompt_id]
@@ -384,7 +387,8 @@ def write_prepared(release: Path, out: Path, split: str = "test", prompts: tuple
     out.mkdir(parents=True, exist_ok=True)
     (out / "requests.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                                         encoding="utf-8")
-    (out / "prepared.json").write_text(json.dumps({"release": str(release), "profile": "ko", "split": split,
+    (out / "prepared.json").write_text(json.dumps({"release": relative_path(release, out), "profile": "ko",
+                                                   "split": split,
                                                    "prompts": list(prompts), "requests": len(rows)}),
                                        encoding="utf-8")
     return out

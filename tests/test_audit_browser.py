@@ -92,3 +92,25 @@ def test_the_charts_render_in_the_browser(tmp_path, example_release):
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", data[16:24]) == (1280, 2600)
     assert len(data) > 100_000
+
+
+WIDTH_PROBE = """<script>
+var before = document.documentElement.scrollWidth;
+document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+var probe = document.createElement("pre"); probe.id = "width-probe";
+probe.textContent = [before, document.documentElement.scrollWidth, window.innerWidth,
+                     document.querySelectorAll("div.funnel table").length].join(",");
+document.body.appendChild(probe);
+</script></body>"""
+
+
+def test_open_decisions_keep_the_page_in_the_window_and_the_funnel_is_rendered(tmp_path, example_release):
+    """Every decisions table opened, the page is no wider than the window (a long reason or JSON made it wider);
+    funnel.md shows as HTML tables, not as Markdown source."""
+    page = tmp_path / "opened.html"
+    page.write_text((example_release / "audit.html").read_text(encoding="utf-8").replace("</body>", WIDTH_PROBE),
+                    encoding="utf-8")
+    dom = chromium(tmp_path, "--window-size=1280,800", "--dump-dom", page.as_uri()).stdout
+    closed, opened, window, funnel_tables = map(int, re.search(r'id="width-probe">([\d,]+)<', dom)[1].split(","))
+    assert closed <= window and opened <= window and funnel_tables >= 4
+    assert "| Survey type |" not in dom

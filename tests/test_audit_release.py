@@ -93,9 +93,9 @@ def test_dropped_template_shows_the_rule_and_numbers_first(real_release, real_lo
     lines = render_lineage(explain(dropped["subject"], real_log, ko_profile)).splitlines()
     assert lines[0] == f"{dropped['subject']}: DROPPED by survey: {stereotype_rule}"
     assert lines[2] == "Dropped by:"
-    assert lines[3].startswith(f"  survey: {dropped['rule']} -> drop")
-    assert dropped["reason"] in lines[4]
-    assert any(line.startswith(f"  survey: {stereotype_rule} -> drop") for line in lines[5:12])
+    assert lines[3].startswith(f"  survey: {stereotype_rule} -> drop")  # the deciding rule first, as the status
+    own = next(i for i, line in enumerate(lines) if line.startswith(f"  survey: {dropped['rule']} -> drop"))
+    assert 3 < own < 12 and dropped["reason"] in lines[own + 1]
     assert lines.index("Dropped by:") < next(i for i, line in enumerate(lines) if "samples" in line)
 
 

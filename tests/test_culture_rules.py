@@ -280,7 +280,7 @@ def test_a_release_defaults_to_the_profiles_and_its_profile_comes_from_the_manif
     from tasks.audit.fates import default_release, release_profile
 
     assert default_release("ja") == Path("build") / "JaBBQ"
-    assert default_release(None) == Path("build") / "KoBBQ"  # the embedded example's, as `kobbq build` writes
+    assert default_release(None) == Path("build") / "KoBBQ-example"  # the embedded example's, as `kobbq build` writes
     (tmp_path / "manifest.json").write_text(json.dumps({"profile": "ja"}), encoding="utf-8")
     assert release_profile(tmp_path).name == "ja"
     with pytest.raises(UserError, match="built with profile 'ja', not 'ko'"):

@@ -46,8 +46,20 @@ def read_card(folder: Path) -> DatasetCard:
         return DatasetCard.load(folder / "README.md", ignore_metadata_errors=False)
 
 
-def category_rows(folder: Path, whole: str, prefix: str) -> list[dict]:
-    return [r for r in pq.read_table(folder / whole).to_pylist() if r["sample_id"].startswith(prefix + "-")]
+CONTEXTS, POLARITIES = {"amb": "ambig", "dis": "disambig"}, {"bsd": "neg", "cnt": "nonneg"}
+
+
+def category_rows(folder: Path, whole: str, prefix: str, category: str) -> list[dict]:
+    """A category's rows of the release's Parquet as the dataset holds them: what the sample ID packs, in columns
+    as BBQ's copies on the Hub have them, the answer's index as ``label``, and no empty ``prediction``."""
+    rows = []
+    for row in pq.read_table(folder / whole).to_pylist():
+        if row["sample_id"].startswith(prefix + "-"):
+            context, question = row["sample_id"].split("-")[-2:]
+            assert row.pop("prediction") == ""
+            rows.append({**row, "category": category, "context_condition": CONTEXTS[context],
+                         "question_polarity": POLARITIES[question], "label": row["choices"].index(row["answer"])})
+    return rows
 
 
 def test_the_example_card_has_the_hubs_metadata_from_the_profile(example):
@@ -68,6 +80,13 @@ def test_the_example_card_has_the_hubs_metadata_from_the_profile(example):
     assert f"| `all` | {manifest['samples']:,} | {manifest['test_samples']:,} |" in card.text
     assert f"| `Age` | {age['samples']:,} | {age['test_samples']:,} |" in card.text
     assert "### KoBBQ: Table 1 comparison" in card.text and "built without its validation suite" in card.text
+    # How it was made, in the Hub's vocabulary, and what a user must know before using a dataset of stereotypes.
+    assert card.data.annotations_creators == ["expert-generated", "crowdsourced"]
+    assert card.data.language_creators == ["expert-generated", "machine-generated"]
+    assert card.data.multilinguality == ["monolingual"] and card.data.source_datasets == ["extended"]
+    limitations = card.text.split("## Bias, risks and limitations")[1].split("\n## ")[0]
+    assert "Content warning" in limitations and "social groups in Korea (age, race/ethnicity/nationality, " in \
+        " ".join(limitations.split())
 
 
 def test_the_example_loads_per_category_and_split_with_datasets(example, offline_datasets):
@@ -75,11 +94,14 @@ def test_the_example_loads_per_category_and_split_with_datasets(example, offline
     prefixes = {c.name: c.sample_prefix for c in load_profile("ko").categories}
     for split, whole in (("all_samples", "KoBBQ_all_samples.parquet"), ("test", "KoBBQ_test_samples.parquet")):
         everything = offline_datasets(example, "all", split).to_list()
-        assert sorted(everything, key=lambda r: r["sample_id"]) == \
-            sorted(pq.read_table(example / whole).to_pylist(), key=lambda r: r["sample_id"])
+        assert sorted(everything, key=lambda r: r["sample_id"]) == sorted(
+            (row for category in manifest["categories"] for row in category_rows(example, whole, prefixes[category],
+                                                                                  category)),
+            key=lambda r: r["sample_id"])
+        assert all(any(row[column] not in ("", None) for row in everything) for column in everything[0])  # none empty
         for category, counts in manifest["categories"].items():
             rows = offline_datasets(example, category, split).to_list()
-            assert rows == category_rows(example, whole, prefixes[category])  # same rows, same order
+            assert rows == category_rows(example, whole, prefixes[category], category)  # same rows, same order
             assert len(rows) == counts["samples" if split == "all_samples" else "test_samples"]
 
 
@@ -103,14 +125,19 @@ def test_a_folder_that_lost_a_categorys_parquet_fails_to_load_and_is_refused(exa
 def test_the_card_counts_each_rule_from_the_decision_log(tmp_path):
     from core.decisions import Decision
 
-    decisions = [Decision("survey", "stereotype", "s1", "type2-two-thirds", "keep", "r"),
-                 Decision("survey", "stereotype", "s2", "type2-two-thirds", "drop", "r"),
-                 Decision("survey", "stereotype", "s3", "type2-two-thirds", "keep", "r", override=True),
+    def question(subject: str, number: int, outcome: str, override: bool = False) -> Decision:
+        return Decision("survey", "stereotype", subject, "type2-two-thirds", outcome, "r",
+                        {"question_id": f"q{number}"}, override)
+
+    # Counted by survey question, as funnel.md counts them: one text asked as two questions (s3) is two, a
+    # question judged once per target (q4) is one, dropped when dropped for any target.
+    decisions = [question("s1", 1, "keep"), question("s2", 2, "drop"), question("s3", 3, "keep", True),
+                 question("s3", 5, "drop"), question("s4", 4, "keep"), question("s4", 4, "drop"),
                  Decision("labels", "bbq_template", "bbq:Age:1", "sample-removed", "drop", "r"),
                  Decision("labels", "bbq_template", "bbq:Age:2", "reference-link", "ST", "r")]
     counts = [(r.stage, r.rule, r.subjects, r.kept, r.dropped, r.overrides) for r in rule_counts(decisions)]
     assert counts == [("labels", "sample-removed", "BBQ templates", 0, 1, 0),
-                      ("survey", "type2-two-thirds", "stereotypes", 2, 1, 1)]
+                      ("survey", "type2-two-thirds", "survey questions", 2, 3, 1)]
     assert [size_category(n) for n in (999, 1000, 76_568, 765_680)] == ["n<1K", "1K<n<10K", "10K<n<100K",
                                                                          "100K<n<1M"]
 

@@ -41,7 +41,7 @@ def test_why_and_publish_say_which_release_they_read_when_given_none(tmp_path, c
     for argv in (["why", "bbq:Age:1", "--profile", "ja"], ["publish", "--to-hub", "someone/x", "--dry-run"]):
         main(argv)
         said = capsys.readouterr().out
-        release = "build/JaBBQ" if "why" in argv else "build/KoBBQ"
+        release = "build/JaBBQ" if "why" in argv else "build/KoBBQ-example"
         assert said.startswith(f"--release: {release} (the release `kobbq build` writes for this profile;"), said
 
 

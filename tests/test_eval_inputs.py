@@ -199,7 +199,8 @@ def test_a_release_edited_after_its_build_is_refused_or_scored_with_a_warning(pr
     scored = run_in_process([*argv, "--allow-modified"], tmp_path)
     assert scored.code == 0 and scored.out.startswith("warning: the release ")
     assert "- **warning: the release " in (tmp_path / "scores" / "results.md").read_text(encoding="utf-8")
-    assert "<li>warning: the release " in (tmp_path / "scores" / "results.html").read_text(encoding="utf-8")
+    page = (tmp_path / "scores" / "results.html").read_text(encoding="utf-8")
+    assert "<li><strong>warning: the release " in page and "**" not in page and "`" not in page  # Markdown rendered
 
 
 def test_a_signal_says_what_the_running_command_leaves(previous_release: Path, prepared: Path, tmp_path: Path,

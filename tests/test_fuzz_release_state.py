@@ -58,7 +58,7 @@ def test_malformed_manifest_built_to_the_end(previous_release):
 def recorded_states() -> dict[str, bytes]:
     """Every stage done, as a pipeline run records it (the fast profile cannot run the pipeline to get them)."""
     return {stage: (json.dumps(asdict(StageState(stage, DONE, "0" * 64, "done", {"rows": 12},
-                                                 {"decisions": f"KoBBQ.work/{stage}.csv"},
+                                                 {"decisions": f"KoBBQ-example.work/{stage}.csv"},
                                                  "2026-11-26T12:00:00+00:00", {"decisions": "0" * 64})),
                                indent=2) + "\n").encode("utf-8")
             for stage in STAGES}
@@ -66,7 +66,7 @@ def recorded_states() -> dict[str, bytes]:
 
 def states_folder(root: Path) -> Path:
     """Where the pipeline ``in/pipeline.toml`` keeps its stage states in ``build`` (a folder of its own)."""
-    return ReleaseFolder(root / "build", "KoBBQ").states / load_pipeline(root / "in" / "pipeline.toml").key
+    return ReleaseFolder(root / "build", "KoBBQ-example").states / load_pipeline(root / "in" / "pipeline.toml").key
 
 
 def malformed_states(states: dict[str, bytes]) -> st.SearchStrategy[tuple[str, bytes]]:
@@ -84,14 +84,15 @@ def check_state(case: tuple[str, bytes], release: Path, build: Path | None = Non
         states = states_folder(root)
         if build:
             shutil.copytree(build, root / "build")
-            (own,) = (root / "build" / "KoBBQ.pipeline").iterdir()  # the example pipeline's, taken as this one's
+            (own,) = (root / "build" / "KoBBQ-example.pipeline").iterdir()  # the example pipeline's, taken as this one's
             own.rename(states)
         else:
             for name, recorded in recorded_states().items():
                 write(states / f"{name}.json", recorded)
         write(states / f"{stage}.json", data)
-        kept = {"release": "build/KoBBQ", **run}
-        check_command(["status", "--pipeline", "in/pipeline.toml"], root, outputs=[STATUS_RECORD], **kept)
+        kept = {"release": "build/KoBBQ-example" if build else "build/KoBBQ", **run}
+        record = "build/.KoBBQ-example.verified.json" if build else STATUS_RECORD  # beside the release it checked
+        check_command(["status", "--pipeline", "in/pipeline.toml"], root, outputs=[record], **kept)
         check_command(["build", "--pipeline", "in/pipeline.toml", "--quiet"], root, outputs=["build"], **kept)
         check_command(["build", "--pipeline", "in/pipeline.toml", "--quiet", "--force"], root, outputs=["build"], **kept)
 
@@ -107,7 +108,7 @@ def test_malformed_stage_state(profile, previous_release):
 def test_malformed_stage_state_of_a_real_run(example_release):
     """The example pipeline's own build folder (every stage done), one state file damaged, in child processes."""
     build = example_release.parent
-    (own,) = (build / "KoBBQ.pipeline").iterdir()
+    (own,) = (build / "KoBBQ-example.pipeline").iterdir()
     states = {stage: (own / f"{stage}.json").read_bytes() for stage in STAGES if (own / f"{stage}.json").exists()}
     fuzz("long", malformed_states(states), lambda case: check_state(case, example_release, build, run_subprocess),
          long=2)

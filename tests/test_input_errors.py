@@ -31,7 +31,7 @@ def example_pipeline(folder: Path, replace: tuple[str, str] | None = None) -> Pa
     text = EXAMPLE_PIPELINE.read_text(encoding="utf-8")
     for line in text.splitlines():
         key, _, value = line.partition(" = ")
-        if value.startswith('"') and key.strip() not in ("profile", "name", "test_split"):
+        if value.startswith('"') and key.strip() not in ("profile", "name", "description", "test_split"):
             text = text.replace(line, f'{key} = "{(EXAMPLE_DIR / value.strip(chr(34))).resolve()}"')
     text = text.replace('annotations = ["labels/', f'annotations = ["{EXAMPLE_DIR}/labels/')
     if replace:

@@ -121,3 +121,15 @@ def test_reference_command_on_esbbq_reports_its_inconsistencies_and_exits_0(caps
     listed = [line for line in out.splitlines() if line.startswith(("  error:", "  warning:"))]
     assert len(listed) == 21 == len(set(listed))  # Gender|25 was listed twice, once per version row
     assert "LGBTQIA template 15 has rows with labels ST, TM [label-mismatch]" in listed[0]
+
+
+def test_templates_not_taken_are_left_out_of_the_workbooks(tmp_path: Path, bbq: Path, capsys):
+    code, out, _ = run(capsys, "labels", "export", "--bbq", str(bbq), "--annotator", "ann", "--not-taken",
+                       "bbq:SES:3", "--not-taken", "bbq:Age:1", "--out", str(tmp_path / "wb"))
+    assert code == 0 and "3 templates" in out  # 5 less the 2 not taken
+    sheet = load_workbook(tmp_path / "wb" / "labels_ann.xlsx")["labels"]
+    subjects = [row[0].value for row in sheet.iter_rows(min_row=2)]
+    assert "bbq:SES:3" not in subjects and "bbq:Age:1" not in subjects and len(subjects) == 3
+    code, _, err = run(capsys, "labels", "export", "--bbq", str(bbq), "--annotator", "ann", "--not-taken",
+                       "bbq:SES:9", "--out", str(tmp_path / "none"))
+    assert code == 1 and "not taken: bbq:SES:9 is not among the BBQ templates read" in err

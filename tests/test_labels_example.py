@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import pytest
 
+from core.errors import UserError
 from core.paths import EXAMPLE_DIR
 from tasks.templates.bbq import load_bbq_templates
 from tasks.labels.agreement import agreement
@@ -86,3 +87,27 @@ def test_the_stage_functions_label_the_example_and_write_labels_by_subject(ko_pr
     assert [row[0] for row in rows[1:]] == sorted(row[0] for row in rows[1:])
     assert rows[1][:2] == ["bbq:Age:1", "ST"] and rows[-1][:2] == ["bbq:SES:2", "SR"]
     assert "Fleiss" in written["report:labels_agreement.txt"].read_text(encoding="utf-8")
+
+
+def test_templates_not_taken_are_counted_nowhere(tmp_path, ko_profile):
+    """A subset by SR labels put templates nobody judged into the agreement figures and the removed counts; the
+    templates not taken into the release (the US-specific :2 ones here) are left out of both."""
+    from tasks.labels.labels_stage import final_labels
+
+    not_taken = ["bbq:Age:2", "bbq:Race_ethnicity:2", "bbq:Religion:2", "bbq:SES:2"]
+
+    def taken(path):  # the file as people write it for the subset: no row for a template not taken
+        copy = tmp_path / path.name
+        rows = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        copy.write_text("".join(r for r in rows if r.split(",")[0] not in not_taken), encoding="utf-8")
+        return copy
+
+    labels = final_labels(BBQ, taken(CONSENSUS), [taken(p) for p in ANNOTATORS], ko_profile, not_taken=not_taken)
+    assert labels.counts() == {"ST": 1, "TM": 3}  # no SR: nobody removed a template
+    assert {d.subject for d in labels.consensus.decisions}.isdisjoint(not_taken)
+    everything = labels.agreement.rows[0]
+    # Age:1 ST ST ST, Race_ethnicity:1 TM TM TM, Religion:1 TM TM TM, SES:1 TM TM ST: 3 of 4 unanimous.
+    assert (everything.templates, everything.unanimous, everything.label_counts) == (4, 3, {"ST": 4, "TM": 8,
+                                                                                            "SR": 0})
+    with pytest.raises(UserError, match="not taken: bbq:Age:9 is not among the BBQ templates read"):
+        final_labels(BBQ, CONSENSUS, [], ko_profile, not_taken=["bbq:Age:9"])

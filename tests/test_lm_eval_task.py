@@ -66,11 +66,11 @@ def exported(example_release: Path, tmp_path: Path) -> tuple[Path, Path]:
 def test_export_layout_and_documents(exported: tuple[Path, Path]) -> None:
     _, task = exported
     assert sorted(p.name for p in task.iterdir()) == [
-        "_kobbq_common_yaml", "answer_reading.json", "kobbq.yaml", "kobbq_p1.jsonl", "kobbq_p1.yaml",
-        "kobbq_p2.jsonl", "kobbq_p2.yaml", "utils.py"]
-    assert (task / "kobbq_p2.yaml").read_text(encoding="utf-8") == (
-        "include: _kobbq_common_yaml\ntask: kobbq_p2\ndataset_kwargs:\n  data_file: kobbq_p2.jsonl\n")
-    docs = read_jsonl(task / "kobbq_p1.jsonl")
+        "_kobbq_example_common_yaml", "answer_reading.json", "kobbq_example.yaml", "kobbq_example_p1.jsonl",
+        "kobbq_example_p1.yaml", "kobbq_example_p2.jsonl", "kobbq_example_p2.yaml", "utils.py"]
+    assert (task / "kobbq_example_p2.yaml").read_text(encoding="utf-8") == (
+        "include: _kobbq_example_common_yaml\ntask: kobbq_example_p2\ndataset_kwargs:\n  data_file: kobbq_example_p2.jsonl\n")
+    docs = read_jsonl(task / "kobbq_example_p1.jsonl")
     assert len(docs) == 72
     # order 0 of the first sample is [c0, c2, c1]; 할아버지 is the biased answer, prompt 1 words "unknown" its way
     first = docs[0]
@@ -94,11 +94,11 @@ def test_the_task_asks_the_test_split_that_datasets_reads_from_the_same_folder(
     _, task = exported
     split = offline_datasets(example_release, "all", "test")
     for prompt in (1, 2):
-        asked = [doc["sample_id"] for doc in read_jsonl(task / f"kobbq_p{prompt}.jsonl")]
+        asked = [doc["sample_id"] for doc in read_jsonl(task / f"kobbq_example_p{prompt}.jsonl")]
         assert sorted(asked) == sorted(list(split["sample_id"]) * 3)
     by_id = {row["sample_id"]: row for row in split}
     unknown = "알 수 없음"  # the release's wording; each prompt asks with its own
-    for doc in read_jsonl(task / "kobbq_p1.jsonl"):
+    for doc in read_jsonl(task / "kobbq_example_p1.jsonl"):
         sample, row = by_id[doc["sample_id"]], doc["row"]
         named = [choice for choice in sample["choices"] if choice != unknown]
         assert sorted(c for c in doc["choices"].values() if c != row["unknown"]) == sorted(named)
@@ -113,7 +113,7 @@ def test_task_names_come_from_the_release(example_release: Path, tmp_path: Path)
     manifest = json.loads((example_release / "manifest.json").read_text(encoding="utf-8"))
     hand_made = {key: value for key, value in manifest.items() if key != "outputs"}  # no hashes to check
     (release / "manifest.json").write_text(json.dumps({**hand_made, "release": "XxBBQ"}), encoding="utf-8")
-    shutil.copy(example_release / "KoBBQ_test_samples.tsv", release / "XxBBQ_test_samples.tsv")
+    shutil.copy(example_release / "KoBBQ-example_test_samples.tsv", release / "XxBBQ_test_samples.tsv")
     prepared = prepare(example_release, tmp_path / "prepared", "--prompt", "2")
     names = sorted(p.name for p in export_task(release, tmp_path / "task", prepared))
     assert names == ["_xxbbq_common_yaml", "answer_reading.json", "utils.py", "xxbbq.yaml", "xxbbq_p2.jsonl",
@@ -126,6 +126,7 @@ def run_lm_eval(model_type: str, task: Path, url: str, out: Path) -> dict:
     here = {"http://127.0.0.1:8000/v1": url, "model=NAME": "model=fake-model", "build/lm_eval_tasks": str(task),
             "build/evaluation/lm_eval": str(out)}
     command = guide_commands()[model_type][1:]
+    command = ["kobbq_example" if argument == "kobbq" else argument for argument in command]  # the example's task
     for written, used in here.items():
         command = [argument.replace(written, used) for argument in command]
     subprocess.run([sys.executable, "-m", "lm_eval", *command], env=env, check=True, capture_output=True)
@@ -149,7 +150,7 @@ def test_lm_evals_table_is_kobbq_eval_scores_on_the_same_answers(model_type: str
         results = run_lm_eval(model_type, task, server.url, tmp_path / "lm_eval")
     finally:
         server.stop()
-    samples = sorted((tmp_path / "lm_eval").rglob("samples_kobbq_p*.jsonl"))
+    samples = sorted((tmp_path / "lm_eval").rglob("samples_kobbq_example_p*.jsonl"))
     table = score(ScoreRequest(release=Path(json.loads((prepared / "prepared.json").read_text())["release"]),
                                predictions=samples, out=tmp_path / "scored", prepared=prepared, model="fake-model",
                                bootstrap=0, figures=False)).table
@@ -158,8 +159,8 @@ def test_lm_evals_table_is_kobbq_eval_scores_on_the_same_answers(model_type: str
     assert 0.1 < overall.loc[1, "ooc_ratio"] < 0.9  # answers of every style, some out of choice
     for name in names("paper"):
         for prompt in (1, 2):
-            assert same(results["results"][f"kobbq_p{prompt}"][f"{name},none"], overall.loc[prompt, name]), name
-        assert results["results"]["kobbq"][f"{name},none"] == pytest.approx(mean[f"{name}_mean"], rel=1e-12)
+            assert same(results["results"][f"kobbq_example_p{prompt}"][f"{name},none"], overall.loc[prompt, name]), name
+        assert results["results"]["kobbq_example"][f"{name},none"] == pytest.approx(mean[f"{name}_mean"], rel=1e-12)
 
 
 @pytest.mark.flow
@@ -176,7 +177,7 @@ def test_the_harness_answers_come_back_as_kobbq_eval_runs(exported: tuple[Path, 
                      "--out", str(tmp_path / "direct"), "--quiet"]) == 0
     finally:
         server.stop()
-    samples = sorted((tmp_path / "lm_eval").rglob("samples_kobbq_p*.jsonl"))
+    samples = sorted((tmp_path / "lm_eval").rglob("samples_kobbq_example_p*.jsonl"))
     assert main(["eval", "import-lm-eval", *map(str, samples), "--model", "fake-model",
                  "--out", str(tmp_path / "imported")]) == 0
     for name in ("answers.jsonl", "raw_p1.tsv", "raw_p2.tsv"):

@@ -34,7 +34,7 @@ def assert_one_line(result: subprocess.CompletedProcess, *said: str) -> None:
 
 
 def nothing_published(out: Path) -> None:
-    assert not (out / "KoBBQ").exists() and not list(out.glob(".staging-*")) and not list(out.glob(".retired-*"))
+    assert not (out / "KoBBQ-example").exists() and not list(out.glob(".staging-*")) and not list(out.glob(".retired-*"))
 
 
 @pytest.mark.flow

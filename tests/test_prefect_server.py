@@ -35,12 +35,12 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
                             timeout=600)
     assert result.returncode == 0, result.stderr
     assert "no server configured" not in result.stderr  # the server named by PREFECT_API_URL, no temporary one
-    assert (tmp_path / "out" / "KoBBQ" / "manifest.json").exists()
+    assert (tmp_path / "out" / "KoBBQ-example" / "manifest.json").exists()
     # One flow run for the command, named after the release and the command, its parameters the command's
     # arguments, its log the progress lines; its stages are its task runs.
     (run,) = read(url, lambda client: client.read_flow_runs())
     assert (run.name, run.state.type.value, run.state.name) == (
-        f"KoBBQ build --out {tmp_path / 'out'} --quiet", "COMPLETED", "Completed")
+        f"KoBBQ-example build --out {tmp_path / 'out'} --quiet", "COMPLETED", "Completed")
     assert run.parameters["command"] == f"build --out {tmp_path / 'out'} --quiet"
     assert run.parameters["arguments"]["out"] == str(tmp_path / "out") and run.parameters["arguments"]["quiet"]
     logs = [log.message for log in read(url, lambda client: client.read_logs())]
@@ -48,9 +48,9 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
     stages = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
     assert sorted((task.name, task.state.name) for task in read(url, lambda client: client.read_task_runs())) == \
         sorted((stage, "Completed") for stage in stages)
-    release = tmp_path / "out" / "KoBBQ"
+    release = tmp_path / "out" / "KoBBQ-example"
     # Keyed by the release and its folder: another build of a release named KoBBQ elsewhere keeps its own.
-    key = f"kobbq-{hashlib.sha256(str(release.resolve()).encode()).hexdigest()[:8]}-"
+    key = f"kobbq-example-{hashlib.sha256(str(release.resolve()).encode()).hexdigest()[:8]}-"
     artifacts = {name.removeprefix(key): artifact for name, artifact in latest_artifacts(url).items()
                  if name.startswith(key)}
     assert {f"{stage}-summary" for stage in stages} <= set(artifacts)
@@ -92,7 +92,7 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
     waited = newest_run(url)
     assert (waited.state.type.value, waited.state.name) == ("COMPLETED", "Waiting for survey results")
     assert "results_not_back_yet.csv does not exist yet" in waited.state.message
-    key = f"kobbq-{hashlib.sha256(str((tmp_path / 'waiting' / 'KoBBQ').resolve()).encode()).hexdigest()[:8]}-"
+    key = f"kobbq-example-{hashlib.sha256(str((tmp_path / 'waiting' / 'KoBBQ-example').resolve()).encode()).hexdigest()[:8]}-"
     summary = str(latest_artifacts(url)[f"{key}survey-summary"].data)
     assert "survey: waiting" in summary and "**Waiting for:** survey results:" in summary
     assert "results_not_back_yet.csv does not exist yet" in summary
@@ -170,7 +170,7 @@ def test_the_quick_start_server_runs_the_example_pipeline(tmp_path):
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=30) as response:
             runs = json.loads(response.read())
-        assert [(run["name"], run["state_type"]) for run in runs] == [(f"KoBBQ build --out {tmp_path / 'out'}",
+        assert [(run["name"], run["state_type"]) for run in runs] == [(f"KoBBQ-example build --out {tmp_path / 'out'}",
                                                                        "COMPLETED")]
     finally:
         subprocess.run([*prefect, "server", "stop"], env=env, capture_output=True, timeout=120)

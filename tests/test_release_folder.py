@@ -42,6 +42,17 @@ def test_the_manifest_carries_the_marker_of_this_project(release):
     check_replaceable(release)  # a release this project wrote may be rebuilt
 
 
+def test_a_build_never_replaces_a_release_of_another_name(release, tmp_path, capsys):
+    """The example and the real KoBBQ both wrote build/KoBBQ: a build replaced the other's release in silence."""
+    out = tmp_path / "out"
+    shutil.copytree(release, out / "KoBBQ-example")  # the release KoBBQ, in the example's folder
+    before = tree(out / "KoBBQ-example")
+    assert main(["build", "--out", str(out)]) == 1  # the example's pipeline, stopped before Prefect starts
+    err = one_error_line(capsys)
+    assert "holds the release 'KoBBQ', not 'KoBBQ-example'" in err and "move it away" in err
+    assert tree(out / "KoBBQ-example") == before
+
+
 def test_a_release_built_before_the_marker_is_recognised_by_its_keys(release):
     manifest = json.loads((release / "manifest.json").read_text(encoding="utf-8"))
     del manifest["written_by"]
@@ -136,25 +147,28 @@ def test_release_problem_says_what_happened_to_the_release(release, tmp_path):
 
 def test_status_checks_that_the_release_it_reports_is_there_and_intact(release, tmp_path, capsys):
     out = tmp_path / "out"
-    shutil.copytree(release, out / "KoBBQ")
+    target = out / "KoBBQ-example"  # where the example's pipeline keeps its release
+    shutil.copytree(release, target)
     plan = pipeline_plan(EXAMPLE_PIPELINE, out)
     today = plan.checks[-1].fingerprint
     write_state(plan.ctx.states, StageState("release", DONE, today, "224 samples", {"samples": 224}))
-    manifest = json.loads((out / "KoBBQ" / "manifest.json").read_text(encoding="utf-8"))
-    (out / "KoBBQ" / "manifest.json").write_text(json.dumps({**manifest, "build_fingerprint": today}), encoding="utf-8")
+    manifest = json.loads((target / "manifest.json").read_text(encoding="utf-8"))
+    (target / "manifest.json").write_text(json.dumps({**manifest, "build_fingerprint": today}), encoding="utf-8")
 
     def release_line() -> str:
-        assert main(["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out)]) == 0
-        return capsys.readouterr().out.splitlines()[-1]
+        code = main(["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out)])
+        line = capsys.readouterr().out.splitlines()[-1]
+        assert code == (1 if line.split()[1] == "damaged" else 0)  # a script that checks the release stops here
+        return line
 
     assert release_line().split()[:2] == ["release", "done"]  # there and intact
-    (out / "KoBBQ" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")  # another build's since
+    (target / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")  # another build's since
     line = release_line()
     assert line.split()[:2] == ["release", "damaged"] and "was built by another build since" in line
-    (out / "KoBBQ" / "manifest.json").write_text(json.dumps({**manifest, "build_fingerprint": today}), encoding="utf-8")
-    (out / "KoBBQ").rename(out / f"{RETIRED_PREFIX}KoBBQ-4194999")  # a build SIGKILLed between the renames
+    (target / "manifest.json").write_text(json.dumps({**manifest, "build_fingerprint": today}), encoding="utf-8")
+    target.rename(out / f"{RETIRED_PREFIX}KoBBQ-example-4194999")  # a build SIGKILLed between the renames
     line = release_line()
     assert line.split()[:2] == ["release", "damaged"] and "stopped while publishing" in line
-    shutil.rmtree(out / f"{RETIRED_PREFIX}KoBBQ-4194999")  # the release deleted by hand
+    shutil.rmtree(out / f"{RETIRED_PREFIX}KoBBQ-example-4194999")  # the release deleted by hand
     line = release_line()
     assert line.split()[:2] == ["release", "damaged"] and "does not exist" in line

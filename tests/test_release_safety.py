@@ -58,8 +58,8 @@ def test_a_full_disk_is_one_error_line_and_the_previous_release_stays(tmp_path, 
     disk, kept = tmp_path / "disk", tmp_path / "kept"
     disk.mkdir()
     script = (f'mount -t tmpfs -o size={size_kb}k tmpfs "{disk}" || exit 77\n'
-              f'cp -r "{example_release}" "{disk}/KoBBQ"\n'
-              f'cd "{tmp_path}" && "$@" --out "{disk}" --force 2> "{tmp_path}/stderr.txt"\n'
+              f'cp -r "{example_release}" "{disk}/KoBBQ-example"\n'
+              f'cd "{tmp_path}" && "$@" --name KoBBQ-example --out "{disk}" --force 2> "{tmp_path}/stderr.txt"\n'
               f'echo $? > "{tmp_path}/rc"\n'
               f'cp -a "{disk}" "{kept}"\n')
     done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *BUILD],
@@ -68,8 +68,8 @@ def test_a_full_disk_is_one_error_line_and_the_previous_release_stays(tmp_path, 
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     stderr = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
     assert (tmp_path / "rc").read_text().strip() == "1", stderr
-    assert_one_error_line(stderr, f"error: {disk}/KoBBQ: No space left on device; the disk is full")  # 161 lines before
-    assert tree(kept / "KoBBQ") == tree(example_release)  # the previous release, byte for byte
+    assert_one_error_line(stderr, f"error: {disk}/KoBBQ-example: No space left on device; the disk is full")
+    assert tree(kept / "KoBBQ-example") == tree(example_release)  # the previous release, byte for byte
     assert not [p.name for p in kept.iterdir() if p.name.startswith((".staging-", ".retired-"))]
 
 
@@ -93,9 +93,9 @@ def test_a_signal_after_publication_says_the_release_was_published(tmp_path):
 @pytest.mark.flow
 def test_build_force_rewrites_a_corrupt_stage_state_that_status_reports(tmp_path, example_release, capsys):
     out = tmp_path / "out"
-    for name in ("KoBBQ", "KoBBQ.pipeline", "KoBBQ.work"):
+    for name in ("KoBBQ-example", "KoBBQ-example.pipeline", "KoBBQ-example.work"):
         shutil.copytree(example_release.parent / name, out / name, symlinks=True)
-    (states,) = (out / "KoBBQ.pipeline").iterdir()  # the example pipeline's own folder of states
+    (states,) = (out / "KoBBQ-example.pipeline").iterdir()  # the example pipeline's own folder of states
     state = states / "labels.json"
     state.write_text(state.read_text(encoding="utf-8")[:40], encoding="utf-8")  # truncated
     status = ["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out)]

@@ -36,7 +36,7 @@ def release(tmp_path_factory, ko_profile) -> Path:
 @pytest.fixture
 def target(release, tmp_path) -> Path:
     """A copy of the release, checked once (so its record is there), in a folder of its own."""
-    copy = tmp_path / "out" / "KoBBQ"
+    copy = tmp_path / "out" / "KoBBQ-example"  # where the example's pipeline keeps its release
     shutil.copytree(release, copy)
     assert release_problem(copy) is None
     return copy
@@ -143,8 +143,10 @@ def test_status_trusts_the_record_and_status_verify_hashes_every_file(target, ca
     (target / MANIFEST).write_text(json.dumps({**manifest, "build_fingerprint": today}), encoding="utf-8")
 
     def release_line(*options: str) -> list[str]:
-        assert main(["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out), *options]) == 0
-        return capsys.readouterr().out.splitlines()[-1].split()
+        code = main(["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out), *options])
+        line = capsys.readouterr().out.splitlines()[-1].split()
+        assert code == (1 if line[1] == "damaged" else 0)  # a script that checks the release stops at a damaged one
+        return line
 
     assert release_line()[:2] == ["release", "done"]  # every file hashed: the manifest is another one now
     damage_keeping_size_and_mtime(target / DAMAGED)

@@ -89,7 +89,7 @@ def test_a_release_on_a_read_only_mount_is_up_to_date_and_status_says_when_a_bui
         assert "up to date" in capsys.readouterr().out
     finally:
         subprocess.run(["umount", str(read_only)], check=True)
-    with build_lock(out / "KoBBQ"):
+    with build_lock(out / "KoBBQ-example"):
         assert main(["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", str(out)]) == 0
     said = capsys.readouterr().out
     assert f"a build is running on this release now (process {os.getpid()})" in said

@@ -162,7 +162,7 @@ def test_each_pipeline_writing_one_release_has_its_own_state_and_work_folders(tm
                                                                                     tmp_path / "out")
     assert one.folder.path == other.folder.path  # the same release ...
     assert one.states != other.states and one.work != other.work  # ... each pipeline's own records
-    assert {one.states.parent, other.states.parent} == {tmp_path / "out" / "KoBBQ.pipeline"}
+    assert {one.states.parent, other.states.parent} == {tmp_path / "out" / "KoBBQ-example.pipeline"}
     assert context(load_pipeline(EXAMPLE_PIPELINE), tmp_path / "out").states == one.states  # stable per file
 
 

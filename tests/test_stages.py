@@ -28,16 +28,16 @@ def test_stage_names_are_the_pipeline_vocabulary():
 def test_outputs_are_found_by_role_once_recorded_relative_to_the_build_folder(tmp_path):
     ctx = context(load_pipeline(EXAMPLE_PIPELINE), tmp_path)
     assert ctx.output("labels", "labels") is None  # not run yet: a fingerprint records it as missing
-    write_state(ctx.states, StageState("labels", DONE, "f", "", {}, {"labels": "KoBBQ.work/x/labels.csv",
+    write_state(ctx.states, StageState("labels", DONE, "f", "", {}, {"labels": "KoBBQ-example.work/x/labels.csv",
                                                                       "bbq": str(EXAMPLE_TEMPLATES)}))
-    assert ctx.output("labels", "labels") == tmp_path / "KoBBQ.work" / "x" / "labels.csv"
+    assert ctx.output("labels", "labels") == tmp_path / "KoBBQ-example.work" / "x" / "labels.csv"
     assert ctx.output("labels", "bbq") == EXAMPLE_TEMPLATES  # an input outside the build folder: as recorded
     assert ctx.output("labels", "agreement") is None
     moved = context(load_pipeline(EXAMPLE_PIPELINE), tmp_path / "copy")  # a copy of the build folder reads its own
     (tmp_path / "copy").mkdir()
     import shutil
-    shutil.copytree(tmp_path / "KoBBQ.pipeline", tmp_path / "copy" / "KoBBQ.pipeline")
-    assert moved.output("labels", "labels") == tmp_path / "copy" / "KoBBQ.work" / "x" / "labels.csv"
+    shutil.copytree(tmp_path / "KoBBQ-example.pipeline", tmp_path / "copy" / "KoBBQ-example.pipeline")
+    assert moved.output("labels", "labels") == tmp_path / "copy" / "KoBBQ-example.work" / "x" / "labels.csv"
 
 
 def _decision(subject: str, rule: str, outcome: str, override: bool = False) -> Decision:

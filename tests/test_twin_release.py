@@ -85,10 +85,14 @@ def test_the_twin_is_a_release_of_its_own_beside_the_release(twin_templates, tmp
     card = read_card(folder)
     assert "## The machine-translated twin (`mtBBQ`)" in card.text and "kobbq eval prepare --release " \
         "path/to/JaBBQ/mtBBQ" in card.text
-    assert {"config_name": "mtBBQ", "data_files": [{"split": "all_samples", "path": "mtBBQ/mtBBQ_all_samples.parquet"},
-                                                   {"split": "test", "path": "mtBBQ/mtBBQ_test_samples.parquet"}]} \
-        in card.data.configs
-    assert sorted(r["sample_id"] for r in offline_datasets(folder, "mtBBQ", "test").to_list()) == sorted(twin_ids)
+    twin_config = next(c for c in card.data.configs if c["config_name"] == "mtBBQ")  # its own layout, as the release's
+    laid_out = [c for c in load_profile("ja").category_names if (folder / "mtBBQ" / "data" / c).is_dir()]
+    assert laid_out and twin_config["data_files"] == [
+        {"split": split, "path": [f"mtBBQ/data/{c}/{split}.parquet" for c in laid_out]} for split in ("all_samples",
+                                                                                                     "test")]
+    twin_rows = offline_datasets(folder, "mtBBQ", "test").to_list()
+    assert sorted(r["sample_id"] for r in twin_rows) == sorted(twin_ids)
+    assert twin_rows[0].keys() == offline_datasets(folder, "all", "test").to_list()[0].keys()  # the same columns
 
     prepared = prepare_release(folder / "mtBBQ", tmp_path / "prepared")
     summary = json.loads((tmp_path / "prepared" / "prepared.json").read_text(encoding="utf-8"))

@@ -196,7 +196,7 @@ def score_answers(args: argparse.Namespace, answers: Path) -> int:
     if not isinstance(prepared, dict) or not isinstance(prepared.get("release"), str):
         raise UserError("not a prepared summary naming its release: prepare the folder again (kobbq eval prepare)",
                         args.prepared / "prepared.json")
-    outcome = score(ScoreRequest(release=Path(prepared["release"]), predictions=[answers],
+    outcome = score(ScoreRequest(release=args.prepared / prepared["release"], predictions=[answers],
                                  out=answers.parent / "scores", prepared=args.prepared,
                                  allow_modified=bool(prepared.get("warnings"))))  # prepared with --allow-modified
     print(outcome.summary)

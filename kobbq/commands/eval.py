@@ -34,8 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _add_release(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--release", type=Path, default=None,
                         help="release folder written by `kobbq build` (default: build/<the profile's release name>; "
-                             "without --profile, build/KoBBQ), or a published release as downloaded (KoBBQ's data/ "
-                             "folder, EsBBQ's per-category files) with --profile")
+                             "without --profile, build/KoBBQ-example), or a published release as downloaded "
+                             "(KoBBQ's data/ folder, EsBBQ's per-category files) with --profile")
     parser.add_argument("--split", choices=("test", "all"), default=None,
                         help="which sample file: the test split (the paper's) or all samples (default: test; all for "
                              "a release without a test split, such as EsBBQ)")

@@ -6,6 +6,7 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
+from core.console import counts_text
 from core.errors import UserError
 from core.pipeline_file import LabelsSection, PipelineConfig
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
@@ -31,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         if categories:
             sub.add_argument("--categories", nargs="+", default=None, metavar="BBQ_CATEGORY",
                              help="only these BBQ categories (file names, e.g. Age Race_ethnicity)")
+            sub.add_argument("--not-taken", action="append", default=None, metavar="BBQ_TEMPLATE",
+                             help="a BBQ template not taken into this release (bbq:Age:3; repeat for each): nobody "
+                                  "labels it, and it counts nowhere (a pipeline's [labels] not_taken)")
 
     export = commands.add_parser("export", help="write one labelling workbook (xlsx) per annotator",
                                  description="One row per BBQ template with a locked description, an ST/TM/SR "
@@ -81,7 +85,8 @@ def _items(args: argparse.Namespace, categories: list[str] | None = None, record
     from tasks.labels.template_set import load_label_items  # the labels package (pandas): not for --help
 
     profile, bbq = profile_of(args, recorded), bbq_of(args)
-    templates, items = load_label_items(bbq, profile, categories if categories is not None else args.categories)
+    templates, items = load_label_items(bbq, profile, categories if categories is not None else args.categories,
+                                        args.not_taken or [])
     if not items:
         raise UserError("no BBQ templates of the chosen categories", bbq)
     return profile, templates, items
@@ -123,7 +128,8 @@ def run_consensus(args: argparse.Namespace) -> int:
 
     profile = profile_of(args)
     labels = LabelsSection(bbq=str(bbq_of(args)), consensus=str(args.consensus),
-                           annotations=[str(path) for path in args.annotations], categories=args.categories or [])
+                           annotations=[str(path) for path in args.annotations], categories=args.categories or [],
+                           not_taken=args.not_taken or [])
     output = run_alone(STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out, args)
     agreement_file = output.outputs.get("report:labels_agreement.txt")
     if agreement_file is not None:
@@ -149,8 +155,8 @@ def run_reference(args: argparse.Namespace) -> int:
         print(f"\nSome links do not resolve: pass --bbq with the BBQ templates {args.templates.name} was built from.")
     if args.decisions:
         write_with(args.decisions, lambda path: write_decisions_csv(result.decisions, path))
-        outcomes = Counter(d.outcome for d in result.decisions)
-        print(f"wrote {len(result.decisions)} decisions to {args.decisions} ({dict(sorted(outcomes.items()))})")
+        outcomes = dict(sorted(Counter(d.outcome for d in result.decisions).items()))
+        print(f"wrote {len(result.decisions)} decisions to {args.decisions} ({counts_text(outcomes)})")
     # What the links say, a released file's own inconsistencies included, is the answer (printed above); only links
     # into BBQ templates that are not there (the wrong --bbq) make it fail.
     return 1 if any(f.code == "unknown-bbq-link" for f in result.findings) else 0

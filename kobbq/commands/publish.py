@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "records it) is uploaded. The token is HF_TOKEN or `hf auth login`'s; HF_ENDPOINT chooses "
                     "another Hub.")
     parser.add_argument("--release", type=Path, default=None,
-                        help="release folder (default: build/KoBBQ, the embedded example's, said when taken)")
+                        help="release folder (default: build/KoBBQ-example, the embedded example's, said when taken)")
     parser.add_argument("--to-hub", required=True, metavar="REPO", help="the dataset repository, OWNER/NAME")
     parser.add_argument("--dry-run", action="store_true", help="list what would be uploaded; no token, no network")
     parser.add_argument("--private", action="store_true", help="create the repository as private")

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from core.paths import DEFAULT_BUILD_DIR
-from core.pipeline_file import describe, load_pipeline
+from core.pipeline_file import DAMAGED, describe, load_pipeline
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                "again only when their size or times changed since they were last "
                                                "checked (recorded beside the release, in .<name>.verified.json); "
                                                "--verify hashes every one. Says when a build is running on the "
-                                               "release. Starts nothing.")
+                                               "release. Starts nothing; exits 1 when a stage is damaged.")
     parser.add_argument("--pipeline", type=Path, required=True, help="the pipeline file")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
     parser.add_argument("--verify", action="store_true",
@@ -46,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     if running is not None:
         print(f"  a build is running on this release now (process {running}): the stages below are as it has left "
               "them so far")
+    statuses = []
     for check in plan.checks:
         status, detail = describe(check.state, check.fingerprint, check.parts, check.problem)
         print(f"  {check.stage.name:14} {status:8} {detail}")
-    return 0
+        statuses.append(status)
+    return 1 if DAMAGED in statuses else 0  # a script (CI) that checks a release before using it stops here

@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("id", help="template, bbq:<Category>:<Q_id>, sample ID or stereotype text")
     parser.add_argument("--release", type=Path, default=None,
                         help="release folder (default: build/<the profile's release name>; without --profile, "
-                             "build/KoBBQ, the embedded example's)")
+                             "build/KoBBQ-example, the embedded example's)")
     add_profile(parser,
                 help="culture profile name or .toml path (default: the one the release was built with)")
     parser.set_defaults(handler=run)

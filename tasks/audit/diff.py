@@ -262,7 +262,7 @@ def diff_releases(old: Path, new: Path, profile: Profile) -> Diff:
             details.append(f"{before.status} -> {after.status}")
         for label, fate in (("old", before), ("new", after)):
             if fate is not None and fate.drops:
-                details.append(f"{label}: dropped by {fate.drop_rule}: {fate.drops[-1].reason}")
+                details.append(f"{label}: dropped by {fate.drop_rule}: {fate.drops[0].reason}")
         if was and not now:
             changes.append(_change(subject, REMOVED, details, counts))
         elif now and not was:

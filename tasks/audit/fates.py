@@ -22,6 +22,7 @@ from core.tables import read_records
 from core.pipeline_file import STAGES, load_pipeline
 from core.decisions import OUTCOME_DROP, Decision, bbq_subject, read_decisions, template_subject
 from tasks.release.write import test_samples_name
+from tasks.survey.rule_table import RULE_TABLE
 from tasks.templates.load import TemplateRow
 
 # The order the stages run in; a stage the log does not know sorts last, by name.
@@ -36,6 +37,13 @@ SAMPLE_ID = re.compile(r"(?P<prefix>[a-z_]+)-(?P<id>\d{3})(?P<version>[a-z]+)-(?
 
 def stage_rank(stage: str) -> tuple[int, str]:
     return (STAGE_ORDER.index(stage) if stage in STAGE_ORDER else len(STAGE_ORDER), stage)
+
+
+def decision_order(decision: Decision) -> tuple[object, ...]:
+    """Stage by stage, subject by subject, a subject's rules in the order they judge it (the paper's order)."""
+    rules = [rule.name for rule in RULE_TABLE]
+    rank = rules.index(decision.rule) if decision.rule in rules else len(rules)
+    return (stage_rank(decision.stage), decision.subject, rank, decision.rule)
 
 
 def template_of(subject: str) -> str | None:
@@ -64,7 +72,7 @@ class Fate:
     in_release: bool
     samples: int
     test_samples: int
-    drops: tuple[Decision, ...]  # the decisions that dropped it, the template's own first
+    drops: tuple[Decision, ...]  # the decisions that dropped it, the deciding one first (``drop_rule``)
     decisions: tuple[Decision, ...]  # every decision about it, its rows, its stereotype and its BBQ source
 
     @property
@@ -75,11 +83,9 @@ class Fate:
 
     @property
     def drop_rule(self) -> str:
-        """The rule that decided the drop: the stereotype's rule when the template fell with its stereotype."""
-        if not self.drops:
-            return ""
-        decisive = self.drops[-1]  # drops list the template's own first, then its BBQ source's and stereotype's
-        return f"{decisive.stage}: {decisive.rule}"
+        """The rule that decided the drop, the one the decision log and ``funnel.md`` name: the first failing rule
+        in the paper's order (its stereotype's, when the template fell with its stereotype)."""
+        return f"{self.drops[0].stage}: {self.drops[0].rule}" if self.drops else ""
 
 
 @dataclass
@@ -110,7 +116,10 @@ class AuditLog:
 def default_release(profile: str | None) -> Path:
     """The release a build of ``profile`` writes (build/<its release name>); without one, the embedded example's
     (what ``kobbq build`` with no arguments writes)."""
-    return DEFAULT_BUILD_DIR / load_profile(profile or load_pipeline(EXAMPLE_PIPELINE).profile).release.name
+    if profile is not None:
+        return DEFAULT_BUILD_DIR / load_profile(profile).release.name
+    example = load_pipeline(EXAMPLE_PIPELINE)
+    return DEFAULT_BUILD_DIR / (example.config.name or load_profile(example.profile).release.name)
 
 
 def release_profile(release_dir: Path, given: str | None = None) -> Profile:
@@ -252,9 +261,14 @@ def _fate(subject: str, own: list[Decision], log: AuditLog) -> Fate:
     in_release = bool(released)
     drops: list[Decision] = []
     if not in_release:
-        drops = [d for d in own if d.outcome == OUTCOME_DROP]
-        drops += [d for d in (*bbq_rows, *stereotype_rows) if d.outcome == OUTCOME_DROP]
-    everything = sorted(_once(own, stereotype_rows, bbq_rows), key=lambda d: (stage_rank(d.stage), d.subject, d.rule))
+        own_drops = [d for d in own if d.outcome == OUTCOME_DROP]
+        # Of its stereotype's drops, the rule its own decision names (the first failing one), not every rule that
+        # failed (each rule is logged even after an earlier one dropped the stereotype).
+        named = {d.numbers.get("stereotype_rule") for d in own_drops}
+        drops = sorted([*(d for d in bbq_rows if d.outcome == OUTCOME_DROP),
+                        *(d for d in stereotype_rows if d.outcome == OUTCOME_DROP and d.rule in named), *own_drops],
+                       key=lambda d: stage_rank(d.stage))  # stable: the deciding decision first
+    everything = sorted(_once(own, stereotype_rows, bbq_rows), key=decision_order)
     return Fate(
         subject=subject, category=category, template_id=int(template_id), versions=tuple(versions),
         label=_label(own, bbq_rows), bbq=bbq, stereotype=stereotype, in_release=in_release,

@@ -23,7 +23,7 @@ import pandas as pd
 
 from core.errors import UserError
 from core.profile import Profile
-from tasks.audit.fates import (RELEASED_RULE, SAMPLE_ID, AuditLog, Fate, stage_rank, stereotype_text,
+from tasks.audit.fates import (RELEASED_RULE, SAMPLE_ID, AuditLog, Fate, decision_order, stage_rank, stereotype_text,
                                template_of)
 from core.decisions import Decision, numbers_text, template_subject
 from core.text import normalise_text
@@ -224,7 +224,7 @@ def _bbq_lineage(text: str, match: re.Match[str], log: AuditLog, profile: Profil
     else:
         status = "NOT IN THE RELEASE" + (": every linked template was dropped" if linked else ": no template links to it")
     related = [f"{f.subject} ({display_id(f, profile)}, {f.label or '?'}): {_status(f).lower()}"
-               + (f" - {f.drops[-1].reason}" if f.drops else "") for f in linked]
+               + (f" - {f.drops[0].reason}" if f.drops else "") for f in linked]
     facts = [("BBQ template", subject), ("templates made from it", str(len(linked))),
              ("samples", f"{sum(f.samples for f in linked):,}")]
     return Lineage(subject, status, facts, drops, rest, related)
@@ -240,7 +240,7 @@ def _stereotype_lineage(text: str, log: AuditLog, profile: Profile) -> Lineage:
                        and (category is None or stereotype_text(d.subject)[0].lower() == category.lower())})
     if not subjects:
         raise unknown(text, log, profile)
-    own = sorted((d for s in subjects for d in log.by_subject[s]), key=lambda d: (stage_rank(d.stage), d.subject, d.rule))
+    own = sorted((d for s in subjects for d in log.by_subject[s]), key=decision_order)
     linked = sorted((f for f in log.fates.values() if f.stereotype in subjects), key=lambda f: f.subject)
     drops = [d for d in own if d.outcome == "drop"]
     released = [f for f in linked if f.in_release]

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
+from markdown_it import MarkdownIt
 
 from core.atomic import write_text
 from core.profile import Profile
@@ -161,7 +163,7 @@ def _template_entry(fate: Fate, profile: Profile) -> dict[str, object]:
     return {"subject": fate.subject, "display_id": display_id(fate, profile), "versions": ", ".join(fate.versions),
             "label": fate.label, "bbq": fate.bbq, "stereotype": stereotype, "status": fate.status,
             "in_release": fate.in_release, "samples": fate.samples, "drop_rule": fate.drop_rule,
-            "drop_reason": fate.drops[-1].reason if fate.drops else "", "decisions": decisions}
+            "drop_reason": fate.drops[0].reason if fate.drops else "", "decisions": decisions}
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,8 @@ def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> 
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     environment.filters["thousands"] = lambda value: f"{int(value):,}" if str(value).lstrip("-").isdigit() else value
     environment.filters["px"] = lambda value: f"{value:.1f}"
+    markdown = MarkdownIt("commonmark", {"html": False}).enable("table")  # input files' text stays escaped
+    environment.filters["markdown"] = lambda text: markupsafe.Markup(markdown.render(text))
     return environment.get_template("audit.html.j2").render(
         charts=audit_charts(funnel, rules, parse_votes(inputs.votes), log.decisions, profile),
         survey_questions=survey_questions(log.decisions),

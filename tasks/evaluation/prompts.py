@@ -22,7 +22,7 @@ import pandas as pd
 
 from core import interrupt
 from core.errors import Location, UserError
-from core.paths import EXAMPLE_DIR
+from core.paths import EXAMPLE_DIR, relative_path
 from core.text_files import check_input_file
 from core.profile import Profile, load_profile
 from core.atomic import write_bytes, write_text, write_with
@@ -383,9 +383,9 @@ def write_prepared(out: Path, release: ReleaseSamples, table: Path, prompts: lis
     write_text(out / "requests.jsonl", "".join(lines))
     interrupt.checkpoint("prepare")  # fault-injection tests stop a preparation here, half written
     write_bytes(out / PREPARED_PROMPTS, table.read_bytes())  # the folder scores anywhere, table or not
-    summary = {"release": str(release.folder), "release_name": release.name, "profile": release.profile.name,
-               "split": release.split, "prompts": [p.prompt_id for p in prompts], "requests": len(lines),
-               "requests_per_prompt": counts, "prompt_table": str(table),
+    summary = {"release": relative_path(release.folder, out), "release_name": release.name,
+               "profile": release.profile.name, "split": release.split, "prompts": [p.prompt_id for p in prompts],
+               "requests": len(lines), "requests_per_prompt": counts, "prompt_table": table.name,  # copied: PREPARED_PROMPTS
                "prompt_table_sha256": sha256_file(table), "samples_sha256": release.samples_sha256,
                "unknown": {str(p.prompt_id): p.unknown for p in prompts}, "warnings": release.warnings,
                "files": sorted([*folder_files(out), SUMMARY])}  # what a new preparation replaces

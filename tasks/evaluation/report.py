@@ -17,6 +17,7 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.atomic import write_bytes, write_text
+from core.paths import relative_path
 from core.text_files import read_json
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.metric_table import TITLES
@@ -117,13 +118,14 @@ def markdown_table(table: pd.DataFrame, metrics: list[str], display: dict[str, s
     return lines
 
 
-def results_markdown(table: pd.DataFrame, runs: list[Run], settings: ScoreSettings, display: dict[str, str]) -> str:
+def results_markdown(table: pd.DataFrame, runs: list[Run], settings: ScoreSettings, display: dict[str, str],
+                     out: Path) -> str:
     """One section per (model, prompt), then mean ± std over prompts per model when there are several."""
     lines = ["# Evaluation results", "", *_settings_lines(settings), *_template_lines(table), ""]
     for run in runs:
         block = table[(table["model"] == run.model) & (table["prompt"] == (run.prompt_id or 0))]
         warning = run_warning(run, block[block["grouping"] == "overall"].iloc[0])
-        lines += [f"## {run.model}, prompt {prompt_label(run.prompt_id or 0)}", "", *_run_lines(run),
+        lines += [f"## {run.model}, prompt {prompt_label(run.prompt_id or 0)}", "", *_run_lines(run, out),
                   *([f"- **warning: {warning}**"] if warning else []), "",
                   *markdown_table(block, METRICS + BBQ_METRICS, display), ""]
         if settings.esbbq_metrics:
@@ -184,9 +186,9 @@ def _template_lines(table: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _run_lines(run: Run) -> list[str]:
-    lines = [f"- source: `{run.source}`; {len(run.rows):,} answers, {len(run.ooc):,} out-of-choice (listed in "
-             "ooc.tsv)"]
+def _run_lines(run: Run, out: Path) -> list[str]:
+    lines = [f"- source: `{relative_path(run.source, out)}`; {len(run.rows):,} answers, {len(run.ooc):,} "
+             "out-of-choice (listed in ooc.tsv)"]
     if run.missing:
         lines.append(f"- **{len(run.missing):,} predictions missing** (scored without them; listed in missing.tsv)")
     if run.parser_disagreements is not None:
@@ -239,9 +241,9 @@ def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], settings: Sco
         files["results_bias_score.tsv"] = bias_score_tsv(table)
     if figures:
         notes = [*(f"warning: {w}" for w in score_warnings(table, runs)),
-                 *(line[2:].replace("**", "") for line in [*_settings_lines(settings), *_template_lines(table)])]
+                 *(line[2:] for line in [*_settings_lines(settings), *_template_lines(table)])]
         files.update(figures_and_page(table, notes, display))
-    files["results.md"] = results_markdown(table, runs, settings, display)
+    files["results.md"] = results_markdown(table, runs, settings, display, out)
     return [write_text(out / name, data) if isinstance(data, str) else write_bytes(out / name, data)
             for name, data in files.items()]
 
@@ -298,9 +300,9 @@ def score_table(release: ReleaseSamples, table_path: Path, runs: list[Run],
     upstream = "esbbq_category" in rows.columns
     if upstream:
         table = with_esbbq_metrics(table, rows, request.ooc_as_wrong, release)
-    settings = ScoreSettings(str(request.release), release.split, mode, request.ooc_as_wrong, request.parser,
-                             str(table_path), request.bootstrap, request.seed, tuple(release.notes), upstream,
-                             tuple(release.warnings))
+    settings = ScoreSettings(relative_path(request.release, request.out), release.split, mode, request.ooc_as_wrong,
+                             request.parser, relative_path(table_path, request.out), request.bootstrap, request.seed,
+                             tuple(release.notes), upstream, tuple(release.warnings))
     return table, settings
 
 
@@ -472,8 +474,11 @@ def figure_bytes(figure) -> dict[str, bytes]:
 
 
 def results_html(notes: list[str], table: pd.DataFrame, svgs: dict[str, str], display: dict[str, str]) -> str:
-    """One offline page: the figures inline (SVG) and every run's table; no script, no external file."""
+    """One offline page: the figures inline (SVG) and every run's table; no script, no external file. The notes are
+    results.md's, their Markdown rendered (raw HTML in them escaped)."""
     import html
+
+    from markdown_it import MarkdownIt
 
     sections = []
     for (model, prompt), block in table.groupby(["model", "prompt"], sort=False):
@@ -482,7 +487,8 @@ def results_html(notes: list[str], table: pd.DataFrame, svgs: dict[str, str], di
         sections.append(f"<h2>{html.escape(str(model))}, prompt {prompt_label(prompt)}</h2>"
                         + shown[columns].to_html(index=False, float_format=lambda v: f"{v:.4f}", na_rep="—",
                                                   border=0, classes="results"))
-    settings = "".join(f"<li>{html.escape(note)}</li>" for note in notes)
+    inline = MarkdownIt("commonmark", {"html": False}).renderInline
+    settings = "".join(f"<li>{inline(note)}</li>" for note in notes)
     figures = "".join(f"<figure>{svg[svg.index('<svg'):]}<figcaption>{html.escape(caption)}</figcaption></figure>"
                       for caption, svg in svgs.items())
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic import write_text
+from core.console import counts_text
 from core.errors import UserError
 from core.profile import Profile
 from core.text import allowed_characters
@@ -50,10 +51,11 @@ class FinalLabels:
 
 
 def final_labels(bbq: Path, consensus: Path, annotations: list[Path], profile: Profile,
-                 categories: list[str] | None = None) -> FinalLabels:
+                 categories: list[str] | None = None, not_taken: list[str] | None = None) -> FinalLabels:
     """Every BBQ template's final label from the consensus file, the annotators' votes recorded beside it;
-    a template without a final label is an error (nothing is translated on a guess). Nothing is written."""
-    bbq_rows, items = load_label_items(bbq, profile, categories)
+    a template without a final label is an error (nothing is translated on a guess), one not taken into this
+    release has none. Nothing is written."""
+    bbq_rows, items = load_label_items(bbq, profile, categories, not_taken)
     report, votes = None, None
     if annotations:
         annotators = import_annotations(annotations, items, profile.labels.require_rationale, profile.name)
@@ -100,23 +102,25 @@ def run(ctx: Context) -> StageOutput:
     if cfg.reference:
         return _from_reference(ctx, bbq_path)
     profile = ctx.profile.argument
+    subset = "".join(f" --not-taken {template}" for template in cfg.not_taken)
     consensus_path = require(ctx.file(cfg.consensus), "annotators' labels (the consensus file)",
-                             f"Send the workbooks of `kobbq labels export --profile {profile} --bbq {bbq_path} "
+                             f"Send the workbooks of `kobbq labels export --profile {profile} --bbq {bbq_path}{subset} "
                              f"--annotator NAME --out {ctx.work / NAME / 'workbooks'}` (one --annotator per person) to "
                              f"the annotators, compare their answers with `kobbq labels import --profile {profile} "
-                             f"--bbq {bbq_path} FILES --draft draft.csv`, and write the final label and rationale of "
+                             f"--bbq {bbq_path}{subset} FILES --draft draft.csv`, and write the final label and rationale of "
                              f"every template into the consensus file ({ctx.file(cfg.consensus) or 'labels.consensus'}).")
     annotations = ctx.pipeline.files(cfg.annotations)
     if cfg.annotations and not annotations:
         raise UserError(f"labels.annotations = {cfg.annotations} matches no file (patterns are relative to the "
                         "pipeline file); correct the pattern, or remove the line to go without the annotators' votes",
                         ctx.pipeline.path)
-    labels = final_labels(bbq_path, consensus_path, annotations, ctx.profile, cfg.categories or None)
+    labels = final_labels(bbq_path, consensus_path, annotations, ctx.profile, cfg.categories or None,
+                          cfg.not_taken)
     counts = labels.counts()
     tables = {"agreement": agreement_table(labels.agreement)} if labels.agreement is not None else {}
     return StageOutput(counts, write_labels(labels, ctx.stage_dir(NAME)), labels.consensus.decisions,
-                       f"final labels {counts} from {labels.annotator_files} annotator file(s) and the consensus",
-                       tables)
+                       f"final labels {counts_text(counts)} from {labels.annotator_files} annotator file(s) and the "
+                       "consensus", tables)
 
 
 def _from_reference(ctx: Context, bbq_path: Path) -> StageOutput:
@@ -125,7 +129,8 @@ def _from_reference(ctx: Context, bbq_path: Path) -> StageOutput:
     report = write_reference(result, ctx.stage_dir(NAME))
     outcomes = dict(sorted(Counter(d.outcome.split(":")[0] for d in result.decisions).items()))
     return StageOutput(outcomes, {"report:labels_reference.txt": report}, result.decisions,
-                       f"labels from the release's BBQ links: {outcomes}")
+                       f"labels from the release's BBQ links: {counts_text(outcomes)}")
 
 
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "labels", "pipeline.labels.categories"))
+STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "labels", "pipeline.labels.categories",
+                                           "pipeline.labels.not_taken"))

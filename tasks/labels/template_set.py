@@ -70,12 +70,14 @@ def profile_bbq_categories(profile: Profile) -> list[str]:
     return list(dict.fromkeys(name for category in profile.categories for name in category.bbq_categories))
 
 
-def load_label_items(bbq_path: Path, profile: Profile,
-                     categories: list[str] | None = None) -> tuple[list[BBQTemplate], list[LabelItem]]:
+def load_label_items(bbq_path: Path, profile: Profile, categories: list[str] | None = None,
+                     not_taken: list[str] | None = None) -> tuple[list[BBQTemplate], list[LabelItem]]:
     """The BBQ rows and templates to label: the files of ``bbq_path`` whose category the profile uses.
 
     ``categories`` narrows the set (e.g. a workbook for two categories); a category the
-    profile does not use is an error rather than an empty workbook.
+    profile does not use is an error rather than an empty workbook. ``not_taken``: templates
+    left out of this release (a subset of BBQ), which nobody labels; an ID the files do not
+    hold is an error (a mistyped one would leave a template in).
     """
     usable = profile_bbq_categories(profile)
     if categories:
@@ -84,4 +86,9 @@ def load_label_items(bbq_path: Path, profile: Profile,
             raise UserError(f"BBQ categor(ies) {', '.join(unknown)} feed no category of profile {profile.name!r}; "
                             f"usable: {', '.join(usable)}")
     templates, _ = load_bbq_templates(Path(bbq_path), categories or usable)
+    left_out = set(not_taken or ())
+    if unknown := sorted(left_out - {t.subject for t in templates}):
+        raise UserError(f"not taken: {', '.join(unknown)} is not among the BBQ templates read (IDs such as "
+                        f"{templates[0].subject if templates else 'bbq:Age:1'})", bbq_path)
+    templates = [t for t in templates if t.subject not in left_out]
     return templates, group_templates(templates)

@@ -70,7 +70,7 @@ def check_order(stages: list[Stage]) -> None:
 
 def context(pipeline: Pipeline, out: Path, profile: Profile | None = None) -> Context:
     """The pipeline's context in the build folder ``out``; its profile loaded here, once per command."""
-    profile = profile or load_profile(pipeline.profile)
+    profile = pipeline.release_profile(profile or load_profile(pipeline.profile))
     return Context(pipeline, profile, ReleaseFolder.of(out, pipeline.config.name, profile))
 
 

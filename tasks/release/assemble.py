@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-import re
 import shutil
 import time
 from collections import Counter
@@ -27,7 +26,8 @@ import pandas as pd
 import core
 from core import interrupt
 from core.profile import Profile
-from core.decisions import Decision, sort_decisions, template_subject, write_decisions_csv, write_decisions_parquet
+from core.decisions import (Decision, portable_text, sort_decisions, template_subject, write_decisions_csv,
+                            write_decisions_parquet)
 from tasks.templates.engine import Expansion
 from tasks.templates.formats import template_format
 from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evaluation_indices, expand_templates,
@@ -158,13 +158,6 @@ def correction_decisions(loaded: LoadedTemplates) -> list[Decision]:
             for c in loaded.corrections]
 
 
-# A path that is absolute or starts with ./ or ../, ending in a file name with an extension. Free
-# text such as "1/2.5" or "Korea/U.S." does not match; ``source`` cells (always locations) also
-# lose plain relative folders.
-_ANCHORED_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:[\\/]|/|\.\.?/)(?:[\w.@+ -]+[\\/])*([\w@+-][\w.@+ -]*\.[A-Za-z0-9]+)")
-_RELATIVE_PATH = re.compile(r"(?<![\w.])(?:[\w.@+-]+/)+([\w@+-][\w.@+-]*\.[A-Za-z0-9]+)")
-
-
 class Portable:
     """Input paths reduced to file names: a release must not depend on where its inputs were checked out."""
 
@@ -175,11 +168,10 @@ class Portable:
     def text(self, text: str) -> str:
         for path, name in self.known:
             text = text.replace(path, name)
-        return _ANCHORED_PATH.sub(r"\1", text)
+        return portable_text(text)
 
     def decision(self, decision: Decision) -> Decision:
-        source = _RELATIVE_PATH.sub(r"\1", self.text(decision.source))
-        return replace(decision, source=source, reason=self.text(decision.reason))
+        return replace(decision, reason=self.text(decision.reason), source=self.text(decision.source)).portable()
 
 
 def _write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
@@ -301,6 +293,7 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
     except ReleaseValidationError as exc:
         shutil.rmtree(twin_dir)
         return twin_release.not_published(name, str(exc), progress)
+    write_layout(twin_dir, profile, name)  # its config of the dataset reads its own data/, as the release's do
     entry = twin_release.manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
                                         len(expanded.test_indices), split.manifest(len(expanded.test_indices)),
                                         validation_summary(report))

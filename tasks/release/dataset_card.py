@@ -24,7 +24,7 @@ from core.decisions import Decision
 from core.pipeline_file import STAGES
 from core.profile import Profile
 from tasks.release.checks import ValidationReport
-from tasks.release.hf_layout import TEST_SPLIT, Config, split_sources
+from tasks.release.hf_layout import DATA_DIR, TEST_SPLIT, Config, category_order, data_file, split_sources
 from tasks.release.twin import evaluate_commands
 from tasks.release.write import lm_eval_task_name
 
@@ -43,8 +43,13 @@ STAGE_WORK = {
     "survey": "the survey results judged by the rules below",
     "release": "every surviving template row expanded into samples, validated, published",
 }
+# How every release this project builds was made (the Hub's vocabulary): BBQ's templates (the source dataset) labelled
+# by the culture's annotators, machine-translated and post-edited by translators (newly-created ones written by them),
+# in one language; a culture with a survey also had its stereotypes judged by the survey's respondents.
+LANGUAGE_CREATORS = ["expert-generated", "machine-generated"]
+SOURCE_DATASETS = ["extended"]
 SUBJECTS = {"bbq_template": "BBQ templates", "template": "templates", "template_row": "template rows",
-            "stereotype": "stereotypes"}
+            "stereotype": "survey questions"}
 
 
 @dataclass(frozen=True)
@@ -64,22 +69,22 @@ def size_category(samples: int) -> str:
 
 
 def rule_counts(decisions: list[Decision]) -> list[RuleCount]:
-    """Per (stage, subject type, rule) with keep / drop outcomes: distinct subjects kept and dropped, in stage
-    order. Rules that record something else (a label, a link) are the audit report's, not the funnel's."""
-    kept: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-    dropped: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    """Per (stage, subject type, rule) with keep / drop outcomes: distinct subjects kept and dropped (a survey
+    question, as ``funnel.md`` counts them, dropped when any of its rows drops), in stage order. Rules that record
+    something else (a label, a link) are the audit report's, not the funnel's."""
+    outcomes: dict[tuple[str, str, str], dict[str, bool]] = defaultdict(dict)  # key -> subject -> dropped
     overridden: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for d in decisions:
         key = (d.stage, d.subject_type, d.rule)
+        subject = str(d.numbers.get("question_id") or d.subject) if d.subject_type == "stereotype" else d.subject
         if d.outcome in ("keep", "drop"):
-            (kept if d.outcome == "keep" else dropped)[key].add(d.subject)
+            outcomes[key][subject] = outcomes[key].get(subject, False) or d.outcome == "drop"
             if d.override:
-                overridden[key].add(d.subject)
+                overridden[key].add(subject)
     rank = {stage: index for index, stage in enumerate(STAGES)}
-    keys = sorted(set(kept) | set(dropped), key=lambda k: (rank.get(k[0], len(rank)), k[0], k[1], k[2]))
-    return [RuleCount(stage, SUBJECTS.get(kind, kind), rule, len(kept[(stage, kind, rule)]),
-                      len(dropped[(stage, kind, rule)]), len(overridden[(stage, kind, rule)]))
-            for stage, kind, rule in keys]
+    keys = sorted(outcomes, key=lambda k: (rank.get(k[0], len(rank)), k[0], k[1], k[2]))
+    return [RuleCount(key[0], SUBJECTS.get(key[1], key[1]), key[2], sum(not d for d in outcomes[key].values()),
+                      sum(outcomes[key].values()), len(overridden[key])) for key in keys]
 
 
 def stages_run(decisions: list[Decision]) -> list[tuple[str, str, int]]:
@@ -105,16 +110,20 @@ def card_metadata(profile: Profile, configs: list[Config], samples: int):  # -> 
         pretty_name=card.pretty_name or profile.release.name, license=card.license,
         language=card.languages or [profile.language], task_categories=card.task_categories,
         task_ids=card.task_ids, size_categories=[size_category(samples)], tags=card.tags,
+        annotations_creators=["expert-generated", *(["crowdsourced"] if profile.survey.enabled else [])],
+        language_creators=LANGUAGE_CREATORS, multilinguality=["monolingual"], source_datasets=SOURCE_DATASETS,
         configs=[config.metadata() for config in configs])
 
 
-def twin_configs(profile: Profile, twins: dict[str, dict[str, object]]) -> list[Config]:
-    """One config per published twin (``mtBBQ``), reading the twin folder's own Parquet files."""
+def twin_configs(folder: Path, profile: Profile, twins: dict[str, dict[str, object]]) -> list[Config]:
+    """One config per published twin (``mtBBQ``), reading the twin folder's own dataset layout, every category's."""
     configs = []
     for name, twin in sorted(twins.items()):
         if twin.get("published"):
-            files = {split: f"{twin['folder']}/{source.replace(profile.release.name, name, 1)}"
-                     for split, source in split_sources(profile).items()}
+            order = category_order(profile, {p.parent.name for p in (folder / str(twin["folder"]) / DATA_DIR).glob(
+                "*/*.parquet")})
+            files: dict[str, str | list[str]] = {split: [f"{twin['folder']}/{data_file(c, split)}" for c in order]
+                                                 for split in split_sources(profile)}
             rows = {split: int(twin["samples"] if split != TEST_SPLIT else twin["test_samples"])  # type: ignore[arg-type]
                     for split in files}
             configs.append(Config(name, files, rows))
@@ -127,7 +136,8 @@ def _fraction(value: Fraction) -> str:
 
 def render_card(profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
                 decisions: list[Decision], validation: ValidationReport | None, columns: list[str],
-                files: list[str], twins: dict[str, dict[str, object]] | None = None) -> str:
+                files: list[str], twins: dict[str, dict[str, object]] | None = None,
+                twin_layouts: list[Config] | None = None) -> str:
     """The whole card: metadata, then the body made from the build's own numbers."""
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=False,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -143,7 +153,7 @@ def render_card(profile: Profile, configs: list[Config], facts: dict[str, object
         generated=profile.release.layout == "per-category-csv", validation=validation, columns=columns,
         files=files, task=lm_eval_task_name(profile.release.name), twins=twins or {},
         twin_commands={name: evaluate_commands(f"path/to/{profile.release.name}", name) for name in twins or {}})
-    every = configs + twin_configs(profile, twins or {})
+    every = configs + (twin_layouts or [])
     metadata = card_metadata(profile, every, int(facts["samples"])).to_yaml()  # type: ignore[call-overload]
     return f"---\n{metadata}\n---\n\n{body}"
 
@@ -156,7 +166,8 @@ def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], fa
     ``configs``: the dataset layout ``hf_layout.write_layout`` staged; ``facts``: the manifest's counts and inputs
     (``tasks.release.assemble.release_facts``). Called once the sample files, Table 1, the decision log, the
     reports and the layout are staged; ``validation``: the suite's result (None when the build skipped it)."""
-    columns = pq.ParquetFile(folder / next(iter(split_sources(profile).values()))).schema_arrow.names
+    columns = pq.ParquetFile(folder / configs[1].files[TEST_SPLIT]).schema_arrow.names  # a category's, as loaded
     files = sorted(p.name for p in folder.iterdir() if p.is_file()) + [CARD_NAME]
-    card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files), twins)
+    card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files), twins,
+                       twin_configs(folder, profile, twins or {}))
     (folder / CARD_NAME).write_text(card, encoding="utf-8")

@@ -7,6 +7,13 @@ of a split, so the configs share files instead of holding the release twice. It 
 not as a glob (``data/*/<split>.parquet``): a folder that lost a category's file then fails to load
 (``FileNotFoundError`` naming it) instead of loading the other categories' rows as if they were all.
 
+Columns: a KoBBQ-layout release's files carry its public columns, where the sample ID packs the category, the
+context and the question (``age-001a-002-amb-bsd``) and ``prediction`` is an empty column to fill; the dataset's
+files carry what users analyse by instead, as BBQ's own copies on the Hub do (``dataset_batch``): ``category``,
+``context_condition`` (ambig / disambig), ``question_polarity`` (neg: the biased question, whose biased answer is
+the stereotyped group; nonneg: the counter-biased one) and ``label`` (the answer's index in ``choices``), without
+``prediction``. A generated release (EsBBQ) has BBQ's columns already.
+
 Splits: ``test`` is what a model is evaluated on (KoBBQ: the evaluation split, one fill per template
 row; a generated release such as EsBBQ is evaluated whole, so its one set is ``test``, as its
 publishers name it on the Hub); ``all_samples`` is every sample of a KoBBQ-layout release. (``all``
@@ -26,6 +33,7 @@ import pyarrow.parquet as pq
 from core.profile import Profile
 from tasks.release.arrow_memory import release_arrow_memory
 from tasks.release.write import all_samples_name, test_samples_name
+from tasks.templates.sample_ids import SAMPLE_ID
 
 DATA_DIR = "data"
 ALL_CONFIG = "all"
@@ -51,9 +59,10 @@ class Config:
         return entry
 
 
-def split_sources(profile: Profile) -> dict[str, str]:
-    """Split -> the release's Parquet file it is cut from."""
-    name = profile.release.name
+def split_sources(profile: Profile, name: str | None = None) -> dict[str, str]:
+    """Split -> the release's Parquet file it is cut from (``name``: the files' prefix, when not the release's: a
+    twin's)."""
+    name = name or profile.release.name
     parquet = {kind: file.replace(".tsv", ".parquet")
                for kind, file in (("all", all_samples_name(name)), ("test", test_samples_name(name)))}
     if profile.release.layout == "per-category-csv":
@@ -76,7 +85,22 @@ def row_categories(batch: pa.RecordBatch, profile: Profile) -> np.ndarray:
     return np.array([by_prefix.get(prefix, prefix) for prefix in prefixes], dtype=object)
 
 
-def write_layout(folder: Path, profile: Profile) -> list[Config]:
+def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profile) -> pa.RecordBatch:
+    """A batch of the release's Parquet as the dataset's files hold it (see the module's docstring)."""
+    if profile.templates.workbook is not None:
+        return batch
+    parts = pc.extract_regex(batch.column("sample_id"), SAMPLE_ID)
+    choices, answers = batch.column("choices").to_pylist(), batch.column("answer").to_pylist()
+    columns = {name: batch.column(name) for name in batch.schema.names if name != "prediction"}
+    columns.update({
+        "category": pa.array(categories, pa.string()),
+        "context_condition": pc.if_else(pc.equal(pc.struct_field(parts, "context"), "amb"), "ambig", "disambig"),
+        "question_polarity": pc.if_else(pc.equal(pc.struct_field(parts, "question"), "bsd"), "neg", "nonneg"),
+        "label": pa.array([options.index(answer) for options, answer in zip(choices, answers)], pa.int64())})
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def write_layout(folder: Path, profile: Profile, name: str | None = None) -> list[Config]:
     """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``; the configs.
 
     A category with rows in one split gets a file (possibly empty) in every split, so every config has
@@ -84,24 +108,26 @@ def write_layout(folder: Path, profile: Profile) -> list[Config]:
     """
     rows: dict[str, dict[str, int]] = {}
     schemas = {}
-    for split, source in split_sources(profile).items():
+    for split, source in split_sources(profile, name).items():
         parquet = pq.ParquetFile(folder / source)
-        schemas[split] = parquet.schema_arrow
+        empty = pa.RecordBatch.from_pylist([], schema=parquet.schema_arrow)
+        schemas[split] = dataset_batch(empty, np.array([], dtype=object), profile).schema
         writers: dict[str, pq.ParquetWriter] = {}
         try:
             for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
                 # One copy of the batch with its rows grouped by category (file order kept within a category),
                 # then a slice per category, which copies nothing.
-                names, codes = np.unique(row_categories(batch, profile), return_inverse=True)
+                categories = row_categories(batch, profile)
+                names, codes = np.unique(categories, return_inverse=True)
                 order = np.argsort(codes, kind="stable")
-                grouped = batch.take(pa.array(order))
+                grouped = dataset_batch(batch, categories, profile).take(pa.array(order))
                 starts = np.searchsorted(codes[order], np.arange(len(names) + 1))
                 for index in sorted(range(len(names)), key=lambda i: order[starts[i]]):  # first appearance
                     category, chosen = names[index], grouped.slice(starts[index], starts[index + 1] - starts[index])
                     if category not in writers:
                         path = folder / data_file(category, split)
                         path.parent.mkdir(parents=True, exist_ok=True)
-                        writers[category] = pq.ParquetWriter(path, parquet.schema_arrow, compression="zstd")
+                        writers[category] = pq.ParquetWriter(path, schemas[split], compression="zstd")
                     writers[category].write_batch(chosen)
                     rows.setdefault(category, {})[split] = rows.get(category, {}).get(split, 0) + chosen.num_rows
                 del grouped, chosen
@@ -121,7 +147,12 @@ def configs(profile: Profile, rows: dict[str, dict[str, int]], splits: list[str]
     """``all`` first, then one config per category in the profile's order (others after, by name)."""
     if ALL_CONFIG in rows:
         raise ValueError(f"a category may not be called {ALL_CONFIG!r}: that config reads every category")
-    order = [c for c in profile.category_names if c in rows] + sorted(set(rows) - set(profile.category_names))
+    order = category_order(profile, set(rows))
     every = Config(ALL_CONFIG, {split: [data_file(c, split) for c in order] for split in splits},
                    {split: sum(rows[c][split] for c in order) for split in splits})
     return [every] + [Config(c, {split: data_file(c, split) for split in splits}, rows[c]) for c in order]
+
+
+def category_order(profile: Profile, categories: set[str]) -> list[str]:
+    """The profile's order, other categories after it by name."""
+    return [c for c in profile.category_names if c in categories] + sorted(categories - set(profile.category_names))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
+from pathlib import Path
 
 from tasks.survey.outcome import SurveyOutcome, TemplateEvaluation
 from tasks.survey.rule_table import STEREOTYPE, effect_rows, rules_of
@@ -122,12 +123,12 @@ def render_funnel(outcome: SurveyOutcome) -> str:
     if not paper:
         lines += ["The profile gives no published effects of the rules (`[survey.paper_effects]`): the counts below "
                   "are this survey's own, with nothing to compare them with.", ""]
-    lines.append(f"Survey results: `{outcome.results.source}`: {len(entries)} questions "
+    lines.append(f"Survey results: `{Path(outcome.results.source).name}`: {len(entries)} questions "
                  f"({kinds[1]} type 1, {kinds[2]} type 2); mean 'no stereotype' share "
                  f"{'-' if mean is None else f'{float(mean) * 100:.2f}%'}"
                  + (f" (paper: {paper.get(RULE_NO_STEREOTYPE, '-')})." if paper else "."))
     lines.append(f"Results that match no template's question: {len(outcome.unmatched)}. "
-                 f"Reading comprehension: {'`' + outcome.reading.source + '`' if outcome.reading else 'not given'}.")
+                 f"Reading comprehension: {f'`{Path(outcome.reading.source).name}`' if outcome.reading else 'not given'}.")
     lines.append("")
 
     # Stereotypes, sequentially through the rules.

@@ -12,6 +12,7 @@ survive, and the groups the templates name are compared with the groups the surv
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from tasks.survey.funnel import pct, table
 from tasks.survey.groups import group_key, norm
@@ -257,7 +258,7 @@ def render_group_check(outcome: SurveyOutcome) -> str:
              f"this build's candidates for {outcome.profile.culture.name} (no earlier release: the rules decide which "
              "survive)")
     lines = [f"# Survey rules against the {_templates(outcome)} ({outcome.profile.name})", "",
-             f"Results: `{outcome.results.source}`. Templates: {total} template IDs "
+             f"Results: `{Path(outcome.results.source).name}`. Templates: {total} template IDs "
              f"({len(outcome.input_templates)} rows), {which}.", "",
              f"- Template IDs the rules keep: **{kept} of {total}** ({pct(kept, total)}).", ""]
     lines += _dropped_templates(outcome)

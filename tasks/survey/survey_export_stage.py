@@ -40,7 +40,9 @@ def run(ctx: Context) -> StageOutput:
     write_decisions_parquet(result.decisions, ctx.decisions_file(NAME, "survey").with_suffix(".parquet"))
     counts = {k: v for k, v in vars(result).items() if isinstance(v, int)}
     outputs = {"questionnaire": result.outputs["workbook"], "questions": result.outputs["questions"]}
-    return StageOutput(counts, outputs, list(result.decisions), f"questionnaires for {counts} written to {folder}")
+    return StageOutput(counts, outputs, list(result.decisions),
+                       f"questionnaires for {result.questions} questions ({result.type1} type 1, {result.type2} type "
+                       f"2) and {result.reading_questions} reading-comprehension questions written to {folder}")
 
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey.enabled", "survey.type1_categories",

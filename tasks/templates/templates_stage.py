@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from core.console import counts_text
 from core.decisions import Decision
 from core.errors import Location, UserError
 from core.findings import Finding, raise_if_errors
@@ -134,7 +135,7 @@ def run(ctx: Context) -> StageOutput:
     loaded, _ = checked_templates(ctx, path)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": path}, decisions,
-                       f"{len(loaded.templates)} template rows ({labels}) in {path.name}")
+                       f"{len(loaded.templates)} template rows ({counts_text(labels)}) in {path.name}")
 
 
 def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
@@ -146,7 +147,7 @@ def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
     loaded, _ = checked_templates(ctx, folder)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": folder}, [],
-                       f"{len(loaded.templates)} template rows ({labels}) in {folder.name}")
+                       f"{len(loaded.templates)} template rows ({counts_text(labels)}) in {folder.name}")
 
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "culture"), after=("postedit",), prepare=prepare)
