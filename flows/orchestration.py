@@ -2,35 +2,29 @@
 
 An evaluation is orchestrated by one command (the flow ``kobbq-model-runs``, in its own
 process) and answered by unit runs on the pool's workers. Four things make what the server
-shows, and what the endpoint is asked, true whatever crashes:
+shows, and what the endpoint is asked, true whatever crashes or pauses:
 
-- **Leases.** A lock here is a Prefect global concurrency limit of one slot, held with a lease
-  that its holder renews (Prefect renews it every ``0.75 * LEASE_SECONDS``); the server frees
-  the slot ``LEASE_SECONDS`` after the holder stopped renewing (its process died), plus up to
-  15 s of Prefect's lease repossessor. The run answering a unit holds the unit's lock
-  (``kobbq-unit-<unit key>``, ``unit_lock``) from before it reads the answer cache until it has
-  written its answers: a second run of the same unit waits while the first is alive, then finds
-  the answers in the cache. So no unit is answered twice, whatever the orchestrator believes.
-  (One gap is left: a holder cut off from the server for longer than its lease keeps answering,
-  since stopping it would lose its requests in flight; a second run that was already waiting
-  for the lock may then take it when the server is back. The orchestrator starts no second run
-  while the first still sends heartbeats, so that needs a run the orchestrator had already
-  wrongly taken for lost before the outage.) The orchestrating command holds the evaluation's
-  claim (``kobbq-eval-<evaluation key>``, ``EvaluationClaim``): a second command on the same
-  evaluation waits for it, and takes over only once the first is gone.
-- **Signs of life.** A unit run is lost (``UnitWatch``) when, for ``lost_after`` seconds of this
-  machine's clock, it sent no new heartbeat *and* nobody held the unit's lock. Only event ids
-  are compared, never another machine's clock. A run that held the lock is alive by definition
-  (its lease was renewed), so only a run that never got the lock, or whose process is gone, can
-  be taken for lost; and a second run of its unit still waits for the lock.
+- **Unit leases.** The run answering a unit holds the unit's lease, kept in the answer cache's
+  file (``tasks.evaluation.answer_cache.UnitLease``): it renews it before each request it sends
+  and while it waits for answers, so a run that answers is alive by its own progress, whatever
+  the load. A second run of the unit waits for the lease. A run is **lost** (``UnitWatch``) when
+  it did not renew its lease for ``lost_after`` seconds of this machine's clock (only the lease's
+  renewal count is compared, never another machine's clock), or did not take it within
+  ``start_seconds`` of starting (its worker died before it could). A lost run's lease is revoked
+  before the unit runs again: if it was only paused, it stops before its next request.
+- **The evaluation's claim.** The orchestrating command holds a Prefect global concurrency limit
+  of one slot (``kobbq-eval-<evaluation key>``, ``EvaluationClaim``) with a lease it renews: a
+  second command on the same evaluation waits for it, and takes over only once the first is gone.
 - **Outages.** A Prefect server that does not answer (``ServerLink``) is waited for, up to
-  ``OUTAGE_SECONDS``, and its silence is not counted against the units' heartbeats.
-- **Take-over.** The command's own run is marked Crashed on SIGINT/SIGTERM (``marked_on_signal``);
-  one killed outright is found by the next command of the same evaluation, which marks it
-  Crashed and says that it took over (``take_over``).
+  ``OUTAGE_SECONDS``; the units keep answering meanwhile (their leases are not on the server).
+- **Stops.** The command's own run is marked Crashed on SIGINT/SIGTERM (``marked_on_signal``); the
+  units keep running, and the same command run again attaches to them. One killed outright is
+  found by the next command of the same evaluation, which marks it Crashed and says that it took
+  over (``take_over``). Cancelling the evaluation's run in Prefect (its UI) stops every unit: each
+  watch revokes its unit's lease and marks its run Cancelled, then the command ends the run Cancelled.
 
-The lease storage must survive a restart of the server, or a restart leaves the slots of that
-moment taken: ``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``
+The claim's lease must survive a restart of the server, or a restart leaves it taken:
+``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``
 (docs/several-machines.md).
 """
 
@@ -54,35 +48,23 @@ import httpx
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterTags
-from prefect.concurrency.sync import concurrency
-from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
 from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
-from prefect.states import Completed, Crashed
+from prefect.states import Cancelled, Completed, Crashed
 from prefect.utilities.asyncutils import run_coro_as_sync
 from prefect.utilities.templating import resolve_variables
 
 from core import interrupt
 from core.errors import UserError
 
-HEARTBEAT_SECONDS = 30  # the unit runs' heartbeat interval (Prefect's shortest)
-LOST_AFTER_FLOOR = 3 * HEARTBEAT_SECONDS  # a shorter wait takes a run between two late heartbeats for lost
-LOST_AFTER_SECONDS = 4 * HEARTBEAT_SECONDS  # the default
-LEASE_SECONDS = 60  # a dead holder's lease lapses after this (Prefect's shortest lease)
+START_SECONDS = 600  # a unit's run that did not take its lease within this (from Pending) is lost
+LEASE_SECONDS = 60  # a dead command's claim lapses after this (Prefect's shortest lease)
 CLAIM_WAIT_SECONDS = LEASE_SECONDS + 30  # a killed command's claim lapses within this (lease + repossessor)
 OUTAGE_SECONDS = 600  # how long a silent Prefect server is waited for
 POLL_SECONDS = 5.0
-UNIT_LOCK_PREFIX = "kobbq-unit-"
 CLAIM_PREFIX = "kobbq-eval-"
 ORCHESTRATOR_FLOW = "kobbq-model-runs"
 
 T = TypeVar("T")
-
-
-def check_lost_after(seconds: float) -> None:
-    """``--lost-after`` below three heartbeats takes live runs for lost: refused."""
-    if seconds < LOST_AFTER_FLOOR:
-        raise UserError(f"--lost-after {seconds:g}: must be at least {LOST_AFTER_FLOOR} s (three heartbeats of "
-                        f"{HEARTBEAT_SECONDS} s); a shorter wait takes a unit between two late heartbeats for lost")
 
 
 # --- the server's silence --------------------------------------------------------------------------
@@ -100,15 +82,10 @@ def server_unreachable(exc: BaseException) -> bool:
 
 
 class ServerLink:
-    """Calls to the Prefect server that wait through an outage of up to ``outage_seconds``.
-
-    ``back_at`` is when (``time.monotonic``) the server last came back: silence before it is
-    the server's, not a run's.
-    """
+    """Calls to the Prefect server that wait through an outage of up to ``outage_seconds``."""
 
     def __init__(self, outage_seconds: float = OUTAGE_SECONDS, poll_seconds: float = POLL_SECONDS) -> None:
         self.outage_seconds, self.poll_seconds = outage_seconds, poll_seconds
-        self.back_at = time.monotonic()
 
     def call(self, what: str, request: Callable[..., T]) -> T:
         """``request(client)`` with a sync Prefect client, retried while the server is unreachable."""
@@ -117,7 +94,7 @@ class ServerLink:
         while True:
             try:
                 with get_client(sync_client=True) as client:
-                    result = request(client)
+                    return request(client)
             except Exception as exc:  # noqa: BLE001 (sorted by server_unreachable)
                 if not server_unreachable(exc):
                     raise
@@ -127,17 +104,9 @@ class ServerLink:
                                      f"({what}: {exc.__class__.__name__}); the units keep running on the "
                                      "workers: run the same command again once the server is back") from exc
                 time.sleep(self.poll_seconds)
-                continue
-            if down_since is not None:
-                self.back_at = time.monotonic()
-            return result
 
 
-# --- leases ----------------------------------------------------------------------------------------
-
-def unit_lock_name(unit_key: str) -> str:
-    return UNIT_LOCK_PREFIX + unit_key
-
+# --- the evaluation's claim ----------------------------------------------------------------------------
 
 def ensure_lock(client: object, name: str) -> None:
     """A global concurrency limit of one slot called ``name`` (created if missing; left as it is otherwise)."""
@@ -148,33 +117,8 @@ def ensure_lock(client: object, name: str) -> None:
         pass
 
 
-@contextmanager
-def unit_lock(name: str) -> Iterator[None]:
-    """Hold the unit's lock: wait while another run of the unit holds it, renew it while inside.
-
-    A renewal that fails (the server down for longer than Prefect's three tries) does not stop
-    the run: stopping it would drop the answers of its requests in flight, paid and then asked
-    again. Its lease may then lapse during the outage; what keeps a second run away meanwhile
-    is the orchestrator, which starts no other run of a unit whose run still sends heartbeats.
-    """
-
-    with get_client(sync_client=True) as client:
-        ensure_lock(client, name)
-    with concurrency(name, occupy=1, strict=True, lease_duration=LEASE_SECONDS, raise_on_lease_renewal_failure=False):
-        yield
-
-
-def lock_held(client: object, name: str) -> bool:
-    """Whether someone holds the lock now (its lease renewed within ``LEASE_SECONDS``)."""
-
-    try:
-        return client.read_global_concurrency_limit_by_name(name).active_slots > 0
-    except ObjectNotFound:
-        return False
-
-
 def remove_locks(link: ServerLink, names: list[str]) -> None:
-    """Delete the evaluation's locks once it is done (so they do not pile up on the server)."""
+    """Delete the evaluation's claim once it is done (so claims do not pile up on the server)."""
 
     def remove(client: object) -> None:
         for name in names:
@@ -183,7 +127,7 @@ def remove_locks(link: ServerLink, names: list[str]) -> None:
             except ObjectNotFound:
                 pass
 
-    link.call("removing the evaluation's locks", remove)
+    link.call("removing the evaluation's claim", remove)
 
 
 class EvaluationClaim:
@@ -306,9 +250,7 @@ def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: 
         reporter = threading.Thread(target=report, args=(signum,), daemon=True)
         reporter.start()
         reporter.join(budget_seconds)
-        notice("the units already started keep running on the workers; run the same command again to resume "
-               "(it waits for them, and starts only what is missing)")
-        interrupt.stop(signum)
+        interrupt.stop(signum)  # its line says what keeps running (interrupt.leaves, set by the command)
 
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
@@ -323,62 +265,75 @@ def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: 
             signal.signal(signum, old)
 
 
-# --- unit runs -------------------------------------------------------------------------------------
+# --- unit runs ---------------------------------------------------------------------------------------
+
+class EvaluationCancelled(UserError):
+    """The evaluation's run was cancelled in Prefect: its units were stopped."""
+
 
 @dataclass
 class UnitWatch:
-    """One unit run, watched for an end or for being lost (see the module's docstring)."""
+    """One unit run, watched for an end, for being lost, or for its evaluation being cancelled (module docstring)."""
 
     link: ServerLink
     flow_run_id: UUID
-    lock: str
+    evaluation_run: UUID | None  # the orchestrating run: cancelled, it stops this unit
+    lease: Callable[[], tuple[str | None, int]]  # the unit's lease: its holder and renewals
+    revoke: Callable[[str], None]  # take the lease from a holder for good
     lost_after: float
     is_finished: Callable[[], bool]  # the answer cache holds every answer of the unit
+    start_seconds: float = START_SECONDS
     poll_seconds: float = POLL_SECONDS
 
     def wait(self) -> object:
         """Wait for the run to end; mark it lost (Crashed, or Completed if its answers are all in) when it is."""
-        seen_beat, alive_at = None, time.monotonic()
+        me, seen, changed_at = str(self.flow_run_id), None, time.monotonic()
         while True:
-            run = self.link.call("reading a unit run", lambda client: client.read_flow_run(self.flow_run_id))
+            run, cancelled = self.link.call("reading a unit run", self._read)
+            if cancelled:
+                self.stop(run)
             if run.state is None or run.state.is_final():
                 return run
-            now = time.monotonic()
-            if run.state.is_running() or run.state.is_pending():
-                beat, held = self.link.call("reading a unit run's signs of life", lambda client: (
-                    latest_heartbeat(client, run), lock_held(client, self.lock)))
-                if beat != seen_beat or held:
-                    seen_beat, alive_at = beat, now
-                alive_at = max(alive_at, self.link.back_at)
-                if now - alive_at > self.lost_after:
-                    self.mark_lost(run, now - alive_at)
-                    continue
-            else:
-                alive_at = now  # scheduled: waiting for a free worker is not being lost
+            now, sign = time.monotonic(), (run.state.type, *self.lease())
+            if sign != seen:
+                seen, changed_at = sign, now
+            holding = sign[1] == me
+            if (run.state.is_running() or run.state.is_pending()) and \
+                    now - changed_at > (self.lost_after if holding else self.start_seconds):
+                self.mark_lost(run, holding, now - changed_at)
+                continue
             time.sleep(self.poll_seconds)
 
-    def mark_lost(self, run: object, silent: float) -> None:
-        state = lost_state(self.is_finished(), silent)
+    def _read(self, client: object) -> tuple[object, bool]:
+        run = client.read_flow_run(self.flow_run_id)
+        state = client.read_flow_run(self.evaluation_run).state if self.evaluation_run else None
+        return run, state is not None and (state.is_cancelling() or state.is_cancelled())
+
+    def mark_lost(self, run: object, holding: bool, silent: float) -> None:
+        self.revoke(str(run.id))  # first: a run only paused stops before its next request
+        state = lost_state(self.is_finished(), holding, silent)
         self.link.call("marking a lost unit run", lambda client: client.set_flow_run_state(run.id, state, force=True))
 
+    def stop(self, run: object) -> None:
+        """The evaluation was cancelled: revoke the lease (the run stops before its next request), mark it Cancelled."""
+        self.revoke(str(run.id))
+        if run.state is not None and not run.state.is_final():
+            self.link.call("cancelling a unit run", lambda client: client.set_flow_run_state(
+                run.id, Cancelled(message="its evaluation was cancelled; it sends no more requests"), force=True))
+        raise EvaluationCancelled("the evaluation was cancelled")
 
-def lost_state(finished: bool, silent: float) -> object:
+
+def lost_state(finished: bool, holding: bool, silent: float) -> object:
     """What a lost run is: Completed if the cache holds every answer of its unit (it wrote them, then its
     process ended without reporting: its work is not a failure), Crashed otherwise."""
     if finished:
         return Completed(message=f"every answer of the unit is in the answer cache; its process stopped reporting "
-                                 f"({silent:.0f} s without a heartbeat)")
-    return Crashed(message=f"no heartbeat and no lease for {silent:.0f} s: its worker is gone; the unit runs again "
-                           "elsewhere")
-
-
-def latest_heartbeat(client: object, run: object) -> str | None:
-    """The id of the run's latest heartbeat event since its current state began (None: none yet)."""
-
-    beats = client.read_events(EventFilter(occurred=EventOccurredFilter(since=run.state.timestamp),
-                                           event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
-                                           resource=EventResourceFilter(id=[f"prefect.flow-run.{run.id}"])), limit=1)
-    return str(beats.events[0].id) if beats.events else None
+                                 f"({silent:.0f} s without a sign of life)")
+    if holding:
+        return Crashed(message=f"its unit's lease was not renewed for {silent:.0f} s: its process is gone or stopped "
+                               "(it sends nothing more); the unit runs again")
+    return Crashed(message=f"it did not start answering within {silent:.0f} s: its worker is gone; the unit runs "
+                           "again")
 
 
 # --- the code every unit runs ------------------------------------------------------------------------
@@ -393,10 +348,17 @@ class CodePin:
     commit: str | None  # None: the deployment's code is not a git checkout seen from here
     where: str  # what was resolved, for the command's first line
     clone: bool  # the deployment clones (the commit goes to its pull step as KOBBQ_COMMIT)
+    folder: str | None = None  # the shared folder the units run (checked again before each unit run)
+
+    def check(self) -> None:
+        """The shared folder must still be the pinned commit, without uncommitted changes."""
+        if self.folder:
+            check_code(self.commit, Path(self.folder))
 
 
 def pin_code(link: ServerLink, deployment: object) -> CodePin:
-    """Resolve the deployment's code to one commit: ``kobbq_ref`` of ``kobbq_repository``, or the shared folder's HEAD."""
+    """Resolve the deployment's code to one commit: ``kobbq_ref`` of ``kobbq_repository``, or the shared folder's HEAD
+    (which must have no uncommitted change: the units would run code no commit names)."""
 
     for step in deployment.pull_steps or []:
         (name, inputs), = step.items()
@@ -410,7 +372,11 @@ def pin_code(link: ServerLink, deployment: object) -> CodePin:
                            f"{inputs['repository']} at {ref.value}", clone=True)
         if name.endswith("set_working_directory"):
             folder = Path(str(run_coro_as_sync(resolve_variables(inputs))["directory"]))
-            return CodePin(head_commit(folder) if (folder / ".git").exists() else None, str(folder), clone=False)
+            if not (folder / ".git").exists():
+                return CodePin(None, str(folder), clone=False)
+            pin = CodePin(head_commit(folder), str(folder), clone=False, folder=str(folder))
+            pin.check()
+            return pin
     return CodePin(None, "the deployment's own code", clone=False)
 
 
@@ -434,25 +400,41 @@ def resolve_ref(repository: str, ref: str) -> str:
     raise UserError(f"kobbq_ref {ref!r} is not a branch or tag of {repository}")
 
 
-def head_commit(folder: Path) -> str | None:
-    """The commit checked out in ``folder`` (None: not a git checkout, or git is missing)."""
+def git_output(folder: Path, *args: str) -> str | None:
+    """What ``git -C folder ARGS`` prints (None: not a git checkout, or git is missing)."""
     try:
-        result = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=60)
+        result = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=60)
     except OSError:
         return None
-    return result.stdout.strip() if result.returncode == 0 else None
+    return result.stdout.rstrip() if result.returncode == 0 else None
+
+
+def head_commit(folder: Path) -> str | None:
+    """The commit checked out in ``folder`` (None: not a git checkout, or git is missing)."""
+    return git_output(folder, "rev-parse", "HEAD")
+
+
+def code_change(pinned: str, folder: Path) -> str | None:
+    """How the code in ``folder`` differs from the ``pinned`` commit: another commit, or uncommitted changes to
+    its files (files git does not track are not code the units import from a clean checkout); None: it does not."""
+    actual = head_commit(folder)
+    if actual != pinned:
+        return f"it is at commit {actual[:12] if actual else '(none: not a git checkout)'}"
+    changed = (git_output(folder, "status", "--porcelain", "--untracked-files=no") or "").splitlines()
+    if changed:
+        names = [line[3:] for line in changed]
+        return f"{len(names)} file(s) changed and not committed: {', '.join(names[:3])}" + (" ..." if len(names) > 3
+                                                                                           else "")
+    return None
 
 
 def check_code(pinned: str | None, folder: Path) -> None:
-    """A unit run refuses to answer with other code than the commit its evaluation pinned."""
-    if pinned is None:
-        return
-    actual = head_commit(folder)
-    if actual != pinned:
-        raise UserError(f"this unit runs the code in {folder} at {actual[:12] if actual else 'no git commit'}, but its "
-                        f"evaluation pinned {pinned[:12]}: the code changed during the evaluation; run the same "
-                        "command again to pin the new code")
+    """A unit run (and the command, before each one) refuses other code than the commit its evaluation pinned."""
+    change = code_change(pinned, folder) if pinned else None
+    if change:
+        raise UserError(f"the units' code is not the commit the evaluation pinned ({pinned[:12]}): {change}; commit "
+                        "the change (or undo it), then run the same command again: it pins the code as it is then",
+                        folder)
 
 
 def notice(line: str) -> None:

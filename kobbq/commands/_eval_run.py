@@ -25,7 +25,7 @@ from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
 from core.text_files import read_json
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, whole_number
-from tasks.evaluation.limits import REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
+from tasks.evaluation.limits import LOST_AFTER_FLOOR, LOST_AFTER_SECONDS, REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
 
 RUNS_DIR = DEFAULT_BUILD_DIR / "evaluation" / "runs"  # answers of eval run and import-lm-eval, <out>/<model>/
 
@@ -75,12 +75,11 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     pool.add_argument("--endpoint-limit", type=POSITIVE, default=None,
                       help="units answering at once on this endpoint (sets its Prefect concurrency limit)")
     pool.add_argument("--shards", type=POSITIVE, default=1, help="units per (model, prompt) (default: %(default)s)")
-    # Three heartbeats of 30 s at least, four by default: flows.orchestration.LOST_AFTER_FLOOR and
-    # LOST_AFTER_SECONDS (not imported: this parser must not load Prefect; a test keeps them equal).
-    pool.add_argument("--lost-after", type=whole_number(90), default=120,
-                      help="seconds a unit's run may go without a heartbeat while nobody holds its unit's lock, "
-                           "before it is taken for lost and the unit runs again (default: %(default)s; at least 90, "
-                           "three heartbeats; a unit is never answered by two runs at once, whatever this says)")
+    pool.add_argument("--lost-after", type=whole_number(LOST_AFTER_FLOOR), default=LOST_AFTER_SECONDS,
+                      help="seconds a unit's run may go without renewing its unit's lease (it does before each "
+                           "request, and while it waits for answers) before it is taken for lost and the unit runs "
+                           f"again (default: %(default)s; at least {LOST_AFTER_FLOOR}; a lost run sends nothing more, "
+                           "so no prompt is paid twice, whatever this says)")
     run.set_defaults(handler=run_command)
 
     export = eval_subparsers.add_parser(
