@@ -114,7 +114,10 @@ def run_command(args: argparse.Namespace) -> int:
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     cache_path = args.cache or args.out / "answer_cache.sqlite"
     check_not_a_file(args.out)
-    interrupt.leaves(f"every answer received is kept in {cache_path}: run the same command again to resume")
+    kept = f"every answer received is kept in {cache_path}"
+    interrupt.leaves(f"{kept}; the unit runs already started keep running on the workers: run the same command "
+                     "again to wait for them and start the rest" if args.deployment
+                     else f"{kept}: run the same command again to resume")
     with run_lock(args.out, cache_path):
         if args.deployment:
             return pool_command(args, endpoint)
