@@ -112,6 +112,10 @@ def run_command(args: argparse.Namespace) -> int:
         check_model_name(model)
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
+    replay = replay_model(args, endpoint) if args.replay else None
+    covered = replay.check_covers(requests) if replay else None  # before anything is written: none, refused
+    if covered and not args.quiet:
+        print(covered, file=sys.stderr)
     cache_path = args.cache or args.out / "answer_cache.sqlite"
     check_not_a_file(args.out)
     kept = f"every answer received is kept in {cache_path}"
@@ -121,20 +125,19 @@ def run_command(args: argparse.Namespace) -> int:
     with run_lock(args.out, cache_path):
         if args.deployment:
             return pool_command(args, endpoint)
-        return direct_run(args, requests, endpoint, cache_path)
+        return direct_run(args, requests, endpoint, cache_path, replay)
 
 
-def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_path: Path) -> int:
+def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_path: Path, replay: object) -> int:
     """Every request from this process (a thread pool), answers cached as they arrive."""
     from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
-    from tasks.evaluation.client import ReplayModel, model_from_environment
+    from tasks.evaluation.client import model_from_environment
     from tasks.evaluation.runs import run_requests
 
     if len(args.model) > 1:
         raise UserError("one --model per direct run; several models need --deployment")
     settings = GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
-    model = (ReplayModel(settings, args.replay) if args.replay else
-             model_from_environment(settings, args.key_env, args.max_retries, args.timeout))
+    model = replay or model_from_environment(settings, args.key_env, args.max_retries, args.timeout)
     model.check()  # a dead server or a refused key: one line now, not a retried request after another
     with AnswerCache(cache_path) as cache:
         summary = run_requests(requests, model, cache, args.out, args.concurrency, progress=not args.quiet)
@@ -142,14 +145,24 @@ def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_pa
         print(summary.render(args.price_in, args.price_out))
         for path in summary.files:
             print(f"wrote {path}")
-    if summary.failed and isinstance(model, ReplayModel):  # a recording does not change: no "run again"
-        print(f"error: {model.unanswered(summary.failed, summary.requests)}", file=sys.stderr)
+    if summary.failed and args.replay:  # a recording does not change: no "run again"
+        print(f"error: {summary.failed:,} of {summary.requests:,} request(s) have no answer in the recording "
+              f"{args.replay}: get them from a live endpoint (--endpoint)", file=sys.stderr)
         return 1
     if summary.failed:
         print(f"{summary.failed} request(s) failed ({'; '.join(summary.errors[:3])}); run the same command again "
               "to retry them", file=sys.stderr)
         return 1
     return score_answers(args, summary.files[0]) if args.score else 0
+
+
+def replay_model(args: argparse.Namespace, endpoint: str) -> object:
+    """The recording of ``--replay``, read and checked (a bad line: one line naming it)."""
+    from tasks.evaluation.answer_cache import GenerationSettings
+    from tasks.evaluation.client import ReplayModel
+
+    settings = GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
+    return ReplayModel(settings, args.replay)
 
 
 def pool_command(args: argparse.Namespace, endpoint: str) -> int:
