@@ -106,6 +106,48 @@ class ServerLink:
                 time.sleep(self.poll_seconds)
 
 
+def check_server(url: str, auth_set: bool) -> None:
+    """Before anything else: the server at ``url`` is a Prefect server (its open health check says so) that
+    accepts this command's auth string, or one line says what is wrong and what to do."""
+    try:
+        health = httpx.get(f"{url.rstrip('/')}/health", timeout=10)
+        if health.status_code < 500 and health.text.strip() != "true":
+            raise UserError(f"{url} does not answer as a Prefect API (its /health: HTTP {health.status_code}): "
+                            "correct PREFECT_API_URL (the server's address, ending in /api), or unset it to run "
+                            "without a work pool")
+        health.raise_for_status()
+        with get_client(sync_client=True) as client:
+            client.read_work_pools(limit=1)
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (sorted by server_problem)
+        problem = server_problem(url, exc, auth_set)
+        if problem is None:
+            raise
+        raise UserError(problem) from exc
+
+
+def server_problem(url: str, exc: BaseException, auth_set: bool) -> str | None:
+    """What a failure of Prefect's client says about the server at ``url``, and what to do, in one line; None
+    when it says nothing of the server (a bug: its traceback is for ``--debug``)."""
+    cause = exc.__cause__ if isinstance(exc, RuntimeError) and exc.__cause__ else exc
+    unset = "unset PREFECT_API_URL to run without a work pool"
+    if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == 401:
+        fix = ("PREFECT_API_AUTH_STRING is not the server's auth string: set it to the content of the server's "
+               "PREFECT_SERVER_API_AUTH_STRING") if auth_set else "set PREFECT_API_AUTH_STRING to the server's auth string"
+        return f"the Prefect server at {url} refused this command (HTTP 401 Unauthorized): {fix}"
+    if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code >= 500:
+        return (f"the Prefect server at {url} answers HTTP {cause.response.status_code} ({cause.response.reason_phrase}"
+                "): it is starting, stopping or failing (its database?): look at its log, then run the same command "
+                "again")
+    if isinstance(cause, httpx.TransportError):
+        return (f"cannot reach the Prefect server at {url} ({type(cause).__name__}: {cause or 'no answer'}): start it "
+                f"(prefect server start) or correct PREFECT_API_URL; or {unset}")
+    if isinstance(exc, RuntimeError) and "incompatible versions" in str(exc):
+        return f"the Prefect server at {url}: {exc}: use the server's Prefect version here (pip install prefect==...)"
+    return None
+
+
 # --- the evaluation's claim ----------------------------------------------------------------------------
 
 def ensure_lock(client: object, name: str) -> None:

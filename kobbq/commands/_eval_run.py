@@ -173,15 +173,18 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     units still running are waited for, not started twice).
     """
     # Prefect and its client only with --deployment: eval prepare, score and compare never import it.
-    from prefect.settings import PREFECT_API_URL  # the server the workers use
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL  # the server the workers use
 
     from flows.model_runs import RequestsFailed, model_runs_flow
+    from flows.orchestration import check_server, server_problem
     from tasks.evaluation.client import check_from_here
     from tasks.evaluation.runs import model_slug
 
-    if not PREFECT_API_URL.value():
+    url, auth_set = PREFECT_API_URL.value(), bool(PREFECT_API_AUTH_STRING.value())
+    if not url:
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")
     check_from_here(endpoint, args.model[0], args.key_env, args.replay)
+    check_server(url, auth_set)
     try:
         table = model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,
                                 prompts=args.prompts, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
@@ -192,6 +195,11 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     except RequestsFailed as exc:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1
+    except Exception as exc:
+        problem = server_problem(url, exc, auth_set)  # it stopped answering, or failed, on the way
+        if problem is None or isinstance(exc, UserError):
+            raise
+        raise UserError(problem) from exc  # the server's fault, said in one line (the traceback: --debug)
     if not args.quiet:
         for row in table:
             print(f"{row['model']} prompt {row['prompt']}: {row['requests']} requests, {row['ok']} ok, "
