@@ -17,14 +17,16 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 from core import interrupt
-from core.atomic import check_not_a_file
+from core.atomic import check_writable
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
 from core.text_files import read_json
-from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, whole_number
+from kobbq.arguments import (NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, release_of,
+                             whole_number)
 from tasks.evaluation.limits import LOST_AFTER_FLOOR, LOST_AFTER_SECONDS, REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
 
 RUNS_DIR = DEFAULT_BUILD_DIR / "evaluation" / "runs"  # answers of eval run and import-lm-eval, <out>/<model>/
@@ -87,7 +89,8 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
         description="One shared YAML, one small YAML per prompt (tasks <release>_p<N>), the data as local JSONL "
                     "beside them, and utils.py with the paper's metrics. Run it with: "
                     "lm_eval --include_path DIR --tasks kobbq_p1 --model local-chat-completions ...")
-    export.add_argument("--release", type=Path, required=True, help="release folder (kobbq build)")
+    export.add_argument("--release", type=Path, default=None,
+                        help="release folder (kobbq build; default: the one --prepared was made from)")
     export.add_argument("--out", type=Path, required=True, help="task folder to write")
     export.add_argument("--prepared", type=Path, default=None,
                         help="prepared folder (default: prepare the release's test split with its profile's prompts)")
@@ -117,7 +120,8 @@ def run_command(args: argparse.Namespace) -> int:
     if covered and not args.quiet:
         print(covered, file=sys.stderr)
     cache_path = args.cache or args.out / "answer_cache.sqlite"
-    check_not_a_file(args.out)
+    check_writable(args.out)
+    check_writable(cache_path.parent)
     kept = f"every answer received is kept in {cache_path}"
     interrupt.leaves(f"{kept}; the unit runs already started keep running on the workers: run the same command "
                      "again to wait for them and start the rest" if args.deployment
@@ -227,12 +231,15 @@ def score_answers(args: argparse.Namespace, answers: Path) -> int:
 
 def export_command(args: argparse.Namespace) -> int:
     from tasks.evaluation.lm_eval_task import export_task  # the evaluation package: not for --help
+    from tasks.evaluation.prepared_folder import move_in, staged
 
-    if args.prepared is not None:
-        written = export_task(args.release, args.out, args.prepared)
-    else:
-        with prepared_by_cli(args.release) as prepared:
-            written = export_task(args.release, args.out, Path(prepared))
+    check_writable(args.out)  # a read-only folder: one line now, not after the export
+    release = release_of(args, args.prepared)
+    interrupt.leaves(f"{args.out} is as it was before (the task files are moved in only once all are written)")
+    with staged(args.out) as staging, ExitStack() as temporary:
+        prepared = args.prepared or Path(temporary.enter_context(prepared_by_cli(release)))
+        export_task(release, staging, prepared)
+        written = move_in(staging, args.out, "utils.py")
     for path in written:
         print(f"wrote {path}")
     return 0
