@@ -22,7 +22,7 @@ import pytest
 
 from core.paths import PROJECT_ROOT
 from fake_openai import FAKE_KEY, FakeOpenAIServer, RequestLog, count_log, write_prepared
-from prefect_cluster import PREFECT, Cluster, descendants, kill_tree, postgres_binaries
+from prefect_cluster import PREFECT, Cluster, descendants, free_port, kill_tree, postgres_binaries
 
 pytestmark = pytest.mark.flow
 
@@ -153,7 +153,17 @@ def test_deployments_from_a_clean_clone_run_on_a_worker_elsewhere(clone: Path, e
             assert answer_files(out / MODEL) == expected
         runs = unit_runs(cluster)
         locks = read_from_server(cluster, lambda client: client.read_global_concurrency_limits())
+        # An edit not committed in the shared folder: the units would run code no commit names.
+        with (clone / "README.md").open("a", encoding="utf-8") as readme:
+            readme.write("an edit made after the pin\n")
+        edited = subprocess.run(eval_command(cluster, prepared, tmp_path / "edited", fake.url,
+                                             "kobbq-model-run/shared"), env=env, cwd=orchestrator, capture_output=True,
+                                text=True, timeout=600)
     fake.stop()
+    assert edited.returncode == 1 and edited.stderr.splitlines()[-1] == (
+        f"error: {clone}: the units' code is not the commit the evaluation pinned ({head(clone)[:12]}): 1 file(s) "
+        "changed and not committed: README.md; commit the change (or undo it), then run the same command again: it "
+        "pins the code as it is then"), edited.stderr
     assert len(runs) == 2 * 2 * 2 and all(r.state.is_completed() for r in runs)  # 2 deployments x 2 prompts x 2 shards
     # Every unit ran the commit the command pinned as it started; the claim is gone once all is done.
     assert {r.parameters["unit"]["code_commit"] for r in runs} == {head(clone)}
@@ -238,6 +248,53 @@ def test_losing_a_worker_and_the_orchestrator_costs_only_requests_in_flight(clon
     assert len([r for r in runs if r.state.is_completed()]) == 4  # every unit completed once
 
 
+def test_a_prefect_server_not_there_foreign_or_failing_is_one_line(tmp_path: Path) -> None:
+    """Before: a traceback ending in ``RuntimeError: Failed to reach API``. Unreachable (nothing listens), foreign
+    (an OpenAI-compatible server, whose /health is not Prefect's), failing (a proxy answering 503 while the server
+    restarts): each one line naming the URL, what happened and what to do."""
+    import http.server
+    import threading
+
+    class Failing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the library's name)
+            self.send_error(503)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    failing = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=failing.serve_forever, daemon=True).start()
+    fake = FakeOpenAIServer().start()
+    requests = tmp_path / "prepared"
+    requests.mkdir()
+    (requests / "requests.jsonl").write_text('{"id": "a-0", "sample_id": "a", "prompt_id": 1, "prompt": "q", '
+                                             '"choices": {"A": "x", "B": "y"}, "answer": "A"}\n', encoding="utf-8")
+    closed = f"http://127.0.0.1:{free_port()}/api"
+    cases = {closed: f"error: cannot reach the Prefect server at {closed} (ConnectError: [Errno 111] Connection "
+                     "refused): start it (prefect server start) or correct PREFECT_API_URL; or unset PREFECT_API_URL "
+                     "to run without a work pool",
+             f"{fake.url}": f"error: {fake.url} does not answer as a Prefect API (its /health: HTTP 401): correct "
+                            "PREFECT_API_URL (the server's address, ending in /api), or unset it to run without a "
+                            "work pool",
+             f"http://127.0.0.1:{failing.server_address[1]}/api":
+                 f"error: the Prefect server at http://127.0.0.1:{failing.server_address[1]}/api answers HTTP 503 "
+                 "(Service Unavailable): it is starting, stopping or failing (its database?): look at its log, then "
+                 "run the same command again"}
+    try:
+        for url, line in cases.items():
+            env = {**os.environ, "PREFECT_API_URL": url, "PREFECT_HOME": str(tmp_path / "home"),
+                   "OPENAI_API_KEY": FAKE_KEY}
+            env.pop("PREFECT_API_AUTH_STRING", None)
+            said = subprocess.run([sys.executable, "-m", "kobbq", "eval", "run", "--prepared", str(requests),
+                                   "--endpoint", fake.url, "--model", MODEL, "--out", str(tmp_path / "out"),
+                                   "--deployment", "kobbq-model-run/git"], env=env, capture_output=True, text=True,
+                                  timeout=120)
+            assert said.returncode == 1 and said.stderr.splitlines() == [line], said.stderr
+    finally:
+        fake.stop()
+        failing.shutdown()
+
+
 def refused_without_auth(cluster: Cluster) -> tuple[int, subprocess.CompletedProcess]:
     """What the API says to a request without the auth string, and what a Prefect client without it gets."""
     request = urllib.request.Request(f"{cluster.api_url}/flow_runs/filter", data=b"{}", method="POST",
@@ -276,6 +333,18 @@ def test_a_unit_is_never_answered_twice_whatever_lost_after_says(clone: Path, ex
         status, stranger = refused_without_auth(cluster)
         assert status == 401
         assert stranger.returncode != 0 and "401" in stranger.stdout + stranger.stderr, stranger.stdout + stranger.stderr
+        # The command without the auth string, or with another: one line each (before: a 64-line traceback).
+        for auth, fix in ((None, "set PREFECT_API_AUTH_STRING to the server's auth string"),
+                          ("kobbq:wrong", "PREFECT_API_AUTH_STRING is not the server's auth string")):
+            env = {k: v for k, v in cluster.client_env("stranger").items() if k != "PREFECT_API_AUTH_STRING"}
+            said = subprocess.run(eval_command(cluster, prepared, tmp_path / "refused", fake.url, "kobbq-model-run/git"),
+                                  env={**env, "OPENAI_API_KEY": FAKE_KEY, **({"PREFECT_API_AUTH_STRING": auth}
+                                                                             if auth else {})},
+                                  capture_output=True, text=True, timeout=120)
+            assert said.returncode == 1 and said.stderr.splitlines() == [
+                f"error: the Prefect server at {cluster.api_url} refused this command (HTTP 401 Unauthorized): "
+                f"{fix}" + ("" if auth is None else ": set it to the content of the server's "
+                                                    "PREFECT_SERVER_API_AUTH_STRING")], said.stderr
         deploy(cluster, clone)
         for n in (1, 2):
             cluster.start_worker(f"machine-{n}", limit=2, extra_env=WORKER_ENV)

@@ -14,7 +14,7 @@ import pytest
 
 from core.errors import UserError
 from flows.model_runs import RunUnit
-from flows.orchestration import check_code, evaluation_key, lost_state, resolve_ref
+from flows.orchestration import check_code, evaluation_key, lost_state, resolve_ref, server_problem
 
 
 def test_a_units_key_is_what_decides_its_answers_not_how_they_are_asked() -> None:
@@ -89,3 +89,21 @@ def test_a_unit_refuses_code_other_than_the_pinned_commit(repository: Path) -> N
         check_code(head, repository)
     assert edited.value.render().startswith(f"{repository}: the units' code is not the commit the evaluation pinned "
                                             f"({head[:12]}): 1 file(s) changed and not committed: a.py; commit")
+
+
+def test_a_prefect_server_that_stops_answering_on_the_way_is_one_line() -> None:
+    """The failures Prefect's client raises mid-run (the server killed, restarting behind a proxy), sorted into
+    one line naming the URL; anything else is a bug and keeps its traceback."""
+    import httpx
+
+    url = "http://10.0.0.2:4200/api"
+    request = httpx.Request("GET", f"{url}/admin/version")
+    gone = httpx.ConnectError("[Errno 111] Connection refused", request=request)
+    wrapped = RuntimeError(f"Failed to reach API at {url}/")
+    wrapped.__cause__ = gone
+    assert server_problem(url, gone, False) == server_problem(url, wrapped, False) == (
+        f"cannot reach the Prefect server at {url} (ConnectError: [Errno 111] Connection refused): start it (prefect "
+        "server start) or correct PREFECT_API_URL; or unset PREFECT_API_URL to run without a work pool")
+    failing = httpx.HTTPStatusError("502", request=request, response=httpx.Response(502, request=request))
+    assert server_problem(url, failing, True).startswith(f"the Prefect server at {url} answers HTTP 502 (Bad Gateway)")
+    assert server_problem(url, KeyError("state"), True) is None
