@@ -51,9 +51,8 @@ from prefect.runtime import flow_run as current_run
 from prefect.states import Cancelled
 
 from core.errors import UserError
-from flows.orchestration import (CLAIM_WAIT_SECONDS, LEASE_SECONDS, START_SECONDS, CodePin,
-                                 EvaluationCancelled, EvaluationClaim, ServerLink, UnitWatch, check_code,
-                                 evaluation_key, marked_on_signal, notice, pin_code, remove_locks, take_over)
+from flows.orchestration import (START_SECONDS, CodePin, EvaluationCancelled, ServerLink, UnitWatch, check_code,
+                                 evaluation_key, marked_on_signal, notice, pin_code, take_over)
 from tasks.evaluation.answer_cache import (Answer, AnswerCache, GenerationSettings, UnitLease, lease_state,
                                            revoke)
 from tasks.evaluation.client import Model, ReplayModel, model_from_environment
@@ -62,6 +61,7 @@ from tasks.evaluation.runs import (Request, RunSummary, answer_requests, cached_
                                    write_answer_files)
 
 LIMIT_PREFIX = "kobbq-endpoint-"
+LIMIT_LEASE_SECONDS = 60  # a dead unit's slot of the endpoint's limit lapses after this (Prefect's shortest lease)
 UNIT_FLOW = "kobbq-model-run"
 CODE_ROOT = Path(__file__).resolve().parents[1]  # the checkout (or clone) this module was imported from
 
@@ -166,7 +166,7 @@ def answer_unit(unit: RunUnit, holder: str | None = None) -> RunSummary:
     requests = unit.requests()
     with AnswerCache(Path(unit.cache)) as cache, ExitStack() as held:
         lease = held.enter_context(UnitLease(cache, unit.key, holder, unit.lost_after)) if holder else None
-        with concurrency(limit_name(unit.endpoint), occupy=1, strict=False, lease_duration=LEASE_SECONDS):
+        with concurrency(limit_name(unit.endpoint), occupy=1, strict=False, lease_duration=LIMIT_LEASE_SECONDS):
             _, summary = answer_requests(requests, unit.model_client(), cache, unit.concurrency, progress=False,
                                          lease=lease)
     if summary.failed:
@@ -314,43 +314,28 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
 
 
 def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], start_seconds: float) -> dict[str, str]:
-    """Every unit as a run of ``deployment``, under this evaluation's claim; what went wrong, by unit key.
+    """Every unit as a run of ``deployment``; what went wrong, by unit key.
 
-    The claim makes this the only command orchestrating the evaluation; runs of earlier commands
-    that were killed are closed (``take_over``), and a signal marks this one Crashed. Cancelled in
-    Prefect, it stops every unit (``UnitWatch``) and ends Cancelled.
+    The command holds the evaluation's locks (``run_lock``), so runs of earlier commands that are
+    not finished were killed: they are closed (``take_over``). A signal marks this run Crashed;
+    cancelled in Prefect, it stops every unit (``UnitWatch``) and ends Cancelled.
     """
-    claim = EvaluationClaim(evaluation_key([u.key for u in units]))
-    if not claim.take(link, 0):
-        notice(f"another command holds this evaluation ({claim.name}); waiting up to {CLAIM_WAIT_SECONDS} s for it "
-               "to finish or its claim to lapse")
-        if not claim.take(link, CLAIM_WAIT_SECONDS):
-            raise UserError("another kobbq eval run is orchestrating this evaluation now (its claim "
-                            f"{claim.name} is renewed): wait for it, or stop it and run this command again")
     me = UUID(current_run.id)
-    try:
-        with marked_on_signal(me, claim):
-            took_over = take_over(link, claim, me)
-            if took_over:
-                notice(took_over)
-            target = link.call("reading the deployment", lambda client: client.read_deployment_by_name(deployment))
-            pin = pin_code(link, target)
-            if pin.commit:
-                notice(f"code: {pin.where} = commit {pin.commit[:12]}, for every unit of this evaluation")
-            pinned = [replace(u, code_commit=pin.commit) for u in units]
-            problems = wait_for_units(units, run_deployed_unit.map(
-                deployment, pinned, job_variables=unmapped(unit_job_variables(target, pin)), pin=unmapped(pin),
-                evaluation_run=me, start_seconds=start_seconds))
-            if problems:
-                end_if_cancelled(link, me, [u for u in units if u.key in problems])
-                pin.check()  # the units refused a changed shared folder: say so in one line
-    finally:
-        try:
-            claim.release()
-        except Exception:  # noqa: BLE001 (an unreachable server: the lease lapses by itself)
-            pass
-    if all(u.unanswered() == 0 for u in units):  # done: the claim need not stay on the server
-        remove_locks(link, [claim.name])
+    with marked_on_signal(me):
+        took_over = take_over(link, evaluation_key([u.key for u in units]), me)
+        if took_over:
+            notice(took_over)
+        target = link.call("reading the deployment", lambda client: client.read_deployment_by_name(deployment))
+        pin = pin_code(link, target)
+        if pin.commit:
+            notice(f"code: {pin.where} = commit {pin.commit[:12]}, for every unit of this evaluation")
+        pinned = [replace(u, code_commit=pin.commit) for u in units]
+        problems = wait_for_units(units, run_deployed_unit.map(
+            deployment, pinned, job_variables=unmapped(unit_job_variables(target, pin)), pin=unmapped(pin),
+            evaluation_run=me, start_seconds=start_seconds))
+        if problems:
+            end_if_cancelled(link, me, [u for u in units if u.key in problems])
+            pin.check()  # the units refused a changed shared folder: say so in one line
     return problems
 
 

@@ -12,9 +12,9 @@ shows, and what the endpoint is asked, true whatever crashes or pauses:
   renewal count is compared, never another machine's clock), or did not take it within
   ``start_seconds`` of starting (its worker died before it could). A lost run's lease is revoked
   before the unit runs again: if it was only paused, it stops before its next request.
-- **The evaluation's claim.** The orchestrating command holds a Prefect global concurrency limit
-  of one slot (``kobbq-eval-<evaluation key>``, ``EvaluationClaim``) with a lease it renews: a
-  second command on the same evaluation waits for it, and takes over only once the first is gone.
+- **One command per evaluation.** The command holds the file locks of its output folder and answer
+  cache (``tasks.evaluation.runs.run_lock``) while it orchestrates: a second one is refused at once,
+  and the operating system frees them when the first dies, however it dies.
 - **Outages.** A Prefect server that does not answer (``ServerLink``) is waited for, up to
   ``OUTAGE_SECONDS``; the units keep answering meanwhile (their leases are not on the server).
 - **Stops.** The command's own run is marked Crashed on SIGINT/SIGTERM (``marked_on_signal``); the
@@ -23,7 +23,8 @@ shows, and what the endpoint is asked, true whatever crashes or pauses:
   over (``take_over``). Cancelling the evaluation's run in Prefect (its UI) stops every unit: each
   watch revokes its unit's lease and marks its run Cancelled, then the command ends the run Cancelled.
 
-The claim's lease must survive a restart of the server, or a restart leaves it taken:
+The endpoint's concurrency limit is held with Prefect's leases, which must survive a restart of the
+server, or a restart leaves its slots taken:
 ``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``
 (docs/several-machines.md).
 """
@@ -46,9 +47,7 @@ from uuid import UUID
 
 import httpx
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterTags
-from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
 from prefect.states import Cancelled, Completed, Crashed
 from prefect.utilities.asyncutils import run_coro_as_sync
 from prefect.utilities.templating import resolve_variables
@@ -57,11 +56,9 @@ from core import interrupt
 from core.errors import UserError
 
 START_SECONDS = 600  # a unit's run that did not take its lease within this (from Pending) is lost
-LEASE_SECONDS = 60  # a dead command's claim lapses after this (Prefect's shortest lease)
-CLAIM_WAIT_SECONDS = LEASE_SECONDS + 30  # a killed command's claim lapses within this (lease + repossessor)
 OUTAGE_SECONDS = 600  # how long a silent Prefect server is waited for
 POLL_SECONDS = 5.0
-CLAIM_PREFIX = "kobbq-eval-"
+EVALUATION_TAG = "kobbq-eval-"
 ORCHESTRATOR_FLOW = "kobbq-model-runs"
 
 T = TypeVar("T")
@@ -148,83 +145,6 @@ def server_problem(url: str, exc: BaseException, auth_set: bool) -> str | None:
     return None
 
 
-# --- the evaluation's claim ----------------------------------------------------------------------------
-
-def ensure_lock(client: object, name: str) -> None:
-    """A global concurrency limit of one slot called ``name`` (created if missing; left as it is otherwise)."""
-
-    try:
-        client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
-    except ObjectAlreadyExists:
-        pass
-
-
-def remove_locks(link: ServerLink, names: list[str]) -> None:
-    """Delete the evaluation's claim once it is done (so claims do not pile up on the server)."""
-
-    def remove(client: object) -> None:
-        for name in names:
-            try:
-                client.delete_global_concurrency_limit_by_name(name)
-            except ObjectNotFound:
-                pass
-
-    link.call("removing the evaluation's claim", remove)
-
-
-class EvaluationClaim:
-    """The evaluation's one-slot limit, held with a lease by the command that orchestrates it.
-
-    Its own renewal thread (not Prefect's ``concurrency``), so that a signal handler can
-    release it at once: the next command then need not wait for the lease to lapse.
-    """
-
-    def __init__(self, evaluation_key: str) -> None:
-        self.name = CLAIM_PREFIX + evaluation_key
-        self.lease_id: UUID | None = None
-        self._stop = threading.Event()
-
-    def take(self, link: ServerLink, wait_seconds: float) -> bool:
-        """Take the claim, waiting up to ``wait_seconds`` for a holder's lease to lapse; False if it did not."""
-
-        link.call("creating the evaluation's claim", lambda client: ensure_lock(client, self.name))
-        deadline = time.monotonic() + wait_seconds
-        while True:
-            try:
-                response = link.call("taking the evaluation's claim", lambda client: client.
-                                     increment_concurrency_slots_with_lease(names=[self.name], slots=1,
-                                                                            mode="concurrency",
-                                                                            lease_duration=LEASE_SECONDS))
-            except httpx.HTTPStatusError as exc:
-                if exc.response.status_code != 423:  # 423: taken
-                    raise
-            else:
-                self.lease_id = UUID(response.json()["lease_id"])
-                threading.Thread(target=self._renew, daemon=True, name="kobbq-claim-renewal").start()
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(2)
-
-    def _renew(self) -> None:
-
-        while not self._stop.wait(LEASE_SECONDS / 4):
-            try:
-                with get_client(sync_client=True) as client:
-                    client.renew_concurrency_lease(self.lease_id, lease_duration=LEASE_SECONDS)
-            except Exception:  # noqa: BLE001 (an outage: the next renewal tries again)
-                pass
-
-    def release(self) -> None:
-
-        self._stop.set()
-        if self.lease_id is None:
-            return
-        lease, self.lease_id = self.lease_id, None
-        with get_client(sync_client=True) as client:
-            client.release_concurrency_slots_with_lease(lease)
-
-
 def evaluation_key(unit_keys: list[str]) -> str:
     """The evaluation's name: its units, whatever their order."""
     return hashlib.sha256("\n".join(sorted(unit_keys)).encode("utf-8")).hexdigest()[:24]
@@ -232,19 +152,15 @@ def evaluation_key(unit_keys: list[str]) -> str:
 
 # --- the orchestrating run ---------------------------------------------------------------------------
 
-def claim_tag(claim: EvaluationClaim) -> str:
-    return claim.name
-
-
-def take_over(link: ServerLink, claim: EvaluationClaim, flow_run_id: UUID) -> str | None:
-    """Tag this orchestrating run with its evaluation and close the books of the ones before it.
+def take_over(link: ServerLink, evaluation: str, flow_run_id: UUID) -> str | None:
+    """Tag this orchestrating run with its evaluation (its key) and close the books of the ones before it.
 
     Runs of the same evaluation still Running or Pending belonged to commands that stopped
-    without reporting (this command holds the claim, so none of them is alive): they are
-    marked Crashed. Returns a line saying whom this run took over from, if anyone.
+    without reporting (this command holds the evaluation's locks, so none of them is alive): they
+    are marked Crashed. Returns a line saying whom this run took over from, if anyone.
     """
 
-    tag = claim_tag(claim)
+    tag = EVALUATION_TAG + evaluation
 
     def close(client: object) -> str | None:
         me = client.read_flow_run(flow_run_id)
@@ -269,8 +185,8 @@ def take_over(link: ServerLink, claim: EvaluationClaim, flow_run_id: UUID) -> st
 
 
 @contextmanager
-def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: float = 5.0) -> Iterator[None]:
-    """On SIGINT/SIGTERM: mark this orchestrating run Crashed and release the claim, then stop the command.
+def marked_on_signal(flow_run_id: UUID, budget_seconds: float = 5.0) -> Iterator[None]:
+    """On SIGINT/SIGTERM: mark this orchestrating run Crashed, then stop the command.
 
     The units keep running on the workers (the same command, run again, attaches to them).
     Crashed, not Cancelled: Prefect cancels the subflow runs of a Cancelled run, and the unit
@@ -284,7 +200,6 @@ def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: 
                 client.set_flow_run_state(flow_run_id, Crashed(
                     message=f"its command was stopped ({signal.Signals(signum).name}); the units keep running on the "
                             "workers; run the same command again to resume"), force=True)
-            claim.release()
         except Exception:  # noqa: BLE001 (best effort: the next command takes over in any case)
             pass
 
