@@ -48,13 +48,13 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
 from prefect.runtime import flow_run as current_run
-from prefect.states import Cancelled
+from prefect.states import Cancelled, State
 
 from core.errors import UserError
 from flows.orchestration import (START_SECONDS, CodePin, EvaluationCancelled, ServerLink, UnitWatch, check_code,
                                  evaluation_key, marked_on_signal, notice, pin_code, take_over)
-from tasks.evaluation.answer_cache import (Answer, AnswerCache, GenerationSettings, UnitLease, lease_state,
-                                           revoke)
+from tasks.evaluation.answer_cache import (Answer, AnswerCache, GenerationSettings, LeaseLost, UnitLease,
+                                           lease_state, revoke)
 from tasks.evaluation.client import Model, ReplayModel, model_from_environment
 from tasks.evaluation.limits import LOST_AFTER_SECONDS
 from tasks.evaluation.runs import (Request, RunSummary, answer_requests, cached_answers, load_requests, model_slug,
@@ -130,9 +130,9 @@ class RunUnit:
         with AnswerCache(Path(self.cache)) as cache:
             return lease_state(cache, self.key)
 
-    def revoke(self, holder: str) -> None:
+    def revoke(self, holder: str, why: str) -> None:
         with AnswerCache(Path(self.cache)) as cache:
-            revoke(cache, self.key, holder)
+            revoke(cache, self.key, holder, why)
 
     def model_client(self) -> Model:
         if self.replay:
@@ -176,10 +176,13 @@ def answer_unit(unit: RunUnit, holder: str | None = None) -> RunSummary:
 
 
 @flow(name=UNIT_FLOW)
-def model_prompt_flow(unit: RunUnit) -> RunSummary:
+def model_prompt_flow(unit: RunUnit) -> RunSummary | State:
     """One model on one prompt (what a worker runs when the fan-out goes through a deployment)."""
     check_code(unit.code_commit, CODE_ROOT)
-    return answer_unit(unit, holder=str(current_run.id))
+    try:
+        return answer_unit(unit, holder=str(current_run.id))
+    except LeaseLost as exc:  # its evaluation took it for lost, or was cancelled: it ends as the evaluation said
+        return Cancelled(message=str(exc))
 
 
 @task(name="run-deployed-unit", cache_policy=NO_CACHE)

@@ -236,7 +236,7 @@ class UnitWatch:
     flow_run_id: UUID
     evaluation_run: UUID | None  # the orchestrating run: cancelled, it stops this unit
     lease: Callable[[], tuple[str | None, int]]  # the unit's lease: its holder and renewals
-    revoke: Callable[[str], None]  # take the lease from a holder for good
+    revoke: Callable[[str, str], None]  # take the lease from a holder for good, saying why
     lost_after: float
     is_finished: Callable[[], bool]  # the answer cache holds every answer of the unit
     start_seconds: float = START_SECONDS
@@ -267,13 +267,13 @@ class UnitWatch:
         return run, state is not None and (state.is_cancelling() or state.is_cancelled())
 
     def mark_lost(self, run: object, holding: bool, silent: float) -> None:
-        self.revoke(str(run.id))  # first: a run only paused stops before its next request
         state = lost_state(self.is_finished(), holding, silent)
+        self.revoke(str(run.id), f"taken for lost: {state.message}")  # first: a run only paused stops there
         self.link.call("marking a lost unit run", lambda client: client.set_flow_run_state(run.id, state, force=True))
 
     def stop(self, run: object) -> None:
         """The evaluation was cancelled: revoke the lease (the run stops before its next request), mark it Cancelled."""
-        self.revoke(str(run.id))
+        self.revoke(str(run.id), "its evaluation was cancelled")
         if run.state is not None and not run.state.is_final():
             self.link.call("cancelling a unit run", lambda client: client.set_flow_run_state(
                 run.id, Cancelled(message="its evaluation was cancelled; it sends no more requests"), force=True))

@@ -444,8 +444,9 @@ def test_a_paused_unit_pays_nothing_twice_and_cancelling_stops_every_unit(clone:
         runs = [r for r in unit_runs(cluster) if r.parameters["unit"]["cache"].startswith(str(cancelled_out))]
         evaluation = orchestrating_runs(cluster)[-1]
     fake.stop()
-    # Marked Crashed ("its unit's lease was not renewed for 2x s"), then, resumed, it said why it stopped.
-    assert lost.state.is_failed() and "LeaseLost" in lost.state.message and "taken for lost" in lost.state.message
+    # Marked Crashed ("its unit's lease was not renewed for 2x s"), then, resumed, it stopped and said why.
+    assert lost.state.is_cancelled() and "revoked (taken for lost: its unit's lease was not renewed" in \
+        lost.state.message, lost.state
     assert second.state.is_completed()
     assert answer_files(out / MODEL) == expected
     assert len(paused_twice) <= 1, paused_twice  # at most its request in flight, never its queue

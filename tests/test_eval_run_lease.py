@@ -37,14 +37,14 @@ def test_a_revoked_run_stops_before_its_next_request_and_keeps_what_was_in_fligh
         with AnswerCache(cache_path) as cache:
             while len(cache) < 4:
                 time.sleep(0.02)
-            revoke(cache, UNIT, "run-1")
+            revoke(cache, UNIT, "run-1", "taken for lost: its lease was not renewed")
             revoked_at.append(sum(server.state.received.values()))
 
     try:
         with AnswerCache(cache_path) as cache, UnitLease(cache, UNIT, "run-1", seconds=60) as lease:
             orchestrator = threading.Thread(target=revoke_after_four)
             orchestrator.start()
-            with pytest.raises(LeaseLost, match="taken for lost by its evaluation"):
+            with pytest.raises(LeaseLost, match=r"revoked \(taken for lost: its lease was not renewed\)"):
                 answer_requests(requests(72), model, cache, concurrency=2, progress=False, lease=lease)
             orchestrator.join()
             cached = len(cache)

@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS answers (
     completion_tokens INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS leases (unit TEXT PRIMARY KEY, holder TEXT, beats INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS revoked (holder TEXT PRIMARY KEY)
+CREATE TABLE IF NOT EXISTS revoked (holder TEXT PRIMARY KEY, why TEXT NOT NULL)
 """
 
 
@@ -172,9 +172,9 @@ class UnitLease:
         return None
 
     def _refuse_if_revoked(self) -> None:
-        if self.cache._db.execute("SELECT 1 FROM revoked WHERE holder = ?", (self.holder,)).fetchone():
-            raise LeaseLost(f"this run ({self.holder}) was taken for lost by its evaluation; it sends nothing "
-                            "more: another run answers the unit")
+        revoked = self.cache._db.execute("SELECT why FROM revoked WHERE holder = ?", (self.holder,)).fetchone()
+        if revoked:
+            raise LeaseLost(f"this run's lease was revoked ({revoked[0]}); it sends nothing more")
 
     def keep(self) -> None:
         """Renew the lease; ``LeaseLost`` once it is this run's no more."""
@@ -199,10 +199,10 @@ def lease_state(cache: AnswerCache, unit: str) -> tuple[str | None, int]:
     return (None, 0) if row is None else (row[0], int(row[1]))
 
 
-def revoke(cache: AnswerCache, unit: str, holder: str) -> None:
+def revoke(cache: AnswerCache, unit: str, holder: str, why: str) -> None:
     """Take the lease from ``holder`` for good: its next ``keep`` (or its first ``UnitLease``) raises ``LeaseLost``."""
     with cache._storing(), cache._db as db:
-        db.execute("INSERT OR IGNORE INTO revoked VALUES (?)", (holder,))
+        db.execute("INSERT OR IGNORE INTO revoked VALUES (?, ?)", (holder, why))
         db.execute("UPDATE leases SET holder = NULL WHERE unit = ? AND holder = ?", (unit, holder))
 
 
