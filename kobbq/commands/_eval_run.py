@@ -113,15 +113,15 @@ def run_command(args: argparse.Namespace) -> int:
 
     for model in args.model:
         check_model_name(model)
+    cache_path = args.cache or args.out / "answer_cache.sqlite"
+    check_writable(args.out, create=False)
+    check_writable(cache_path.parent, create=False)
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     replay = replay_model(args, endpoint) if args.replay else None
     covered = replay.check_covers(requests) if replay else None  # before anything is written: none, refused
     if covered and not args.quiet:
         print(covered, file=sys.stderr)
-    cache_path = args.cache or args.out / "answer_cache.sqlite"
-    check_writable(args.out)
-    check_writable(cache_path.parent)
     kept = f"every answer received is kept in {cache_path}"
     interrupt.leaves(f"{kept}; the unit runs already started keep running on the workers: run the same command "
                      "again to wait for them and start the rest" if args.deployment
@@ -233,7 +233,7 @@ def export_command(args: argparse.Namespace) -> int:
     from tasks.evaluation.lm_eval_task import export_task  # the evaluation package: not for --help
     from tasks.evaluation.prepared_folder import move_in, staged
 
-    check_writable(args.out)  # a read-only folder: one line now, not after the export
+    check_writable(args.out, create=False)  # a read-only folder: one line now, not after the export
     release = release_of(args, args.prepared)
     interrupt.leaves(f"{args.out} is as it was before (the task files are moved in only once all are written)")
     with staged(args.out) as staging, ExitStack() as temporary:

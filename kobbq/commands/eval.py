@@ -65,7 +65,7 @@ def run_prepare(args: argparse.Namespace) -> int:
     # The evaluation package (pandas, pyarrow): not for --help.
     from tasks.evaluation.prompts import prepare_release
 
-    check_writable(args.out)  # a read-only folder: one line now, not after the release is read
+    check_writable(args.out, create=False)  # a read-only folder: one line now, not after the release is read
     interrupt.leaves(f"{args.out} is as it was before (a preparation is moved in only once complete)")
     prepared = prepare_release(release_of(args), args.out, args.split, args.profile,
                                args.prompts, args.prompt_ids, args.allow_modified)
@@ -125,7 +125,7 @@ def run_score(args: argparse.Namespace) -> int:
     # The evaluation package (pandas, matplotlib): not for --help.
     from tasks.evaluation.report import ScoreRequest, score
 
-    check_writable(args.out)  # a read-only folder: one line now, not after the scoring
+    check_writable(args.out, create=False)  # a read-only folder: one line now, not after the scoring
     interrupt.leaves(f"the result files in {args.out} are the previous ones (the new ones are moved in only once "
                      "all are written)")
     request = ScoreRequest(release=release_of(args, args.prepared), split=args.split,
@@ -163,7 +163,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from tasks.evaluation.compare import comparison, comparison_markdown, comparison_tsv, metric_names, read_results
 
     if args.out is not None:
-        check_writable(args.out)
+        check_writable(args.out, create=False)
     table = comparison(read_results(args.results), metric_names(args.metrics))
     text = comparison_markdown(table)
     if args.out is not None:
