@@ -280,7 +280,8 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
                     cache: Path | None = None, chat: bool = True, max_tokens: int = 30, concurrency: int = 4,
                     endpoint_limit: int | None = None, key_env: str = "OPENAI_API_KEY", replay: Path | None = None,
                     deployment: str | None = None, shards: int = 1, lost_after: float = LOST_AFTER_SECONDS,
-                    max_retries: int = 5, timeout: float = 120.0, start_seconds: float = START_SECONDS) -> list[dict]:
+                    max_retries: int = 5, timeout: float = 120.0,
+                    start_seconds: float = START_SECONDS) -> list[dict] | State:
     """Every (model, prompt[, shard]) run of a prepared release; returns the runs table (also an artifact).
 
     Whether a unit is done is read from the answer cache, whatever its runs' states say (a run
@@ -297,7 +298,10 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
              for m in models for p in prompts for shard in range(shards)]
     link = ServerLink()
     if deployment:
-        problems = run_on_pool(link, deployment, units, start_seconds)
+        try:
+            problems = run_on_pool(link, deployment, units, start_seconds)
+        except EvaluationCancelled as exc:  # the run ends Cancelled (not Failed); calling the flow raises exc
+            return Cancelled(message=str(exc), data=exc)
     else:
         problems = wait_for_units(units, answer_unit.map(units))
     unfinished = [u for u in units if u.unanswered()]
@@ -343,12 +347,10 @@ def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], start_s
 
 
 def end_if_cancelled(link: ServerLink, me: UUID, stopped: list[RunUnit]) -> None:
-    """This run was cancelled in Prefect (its UI), so its units stopped: end it Cancelled, and the command."""
+    """This run was cancelled in Prefect (its UI), so its units stopped: say so (the flow ends Cancelled)."""
     state = link.call("reading the evaluation's run", lambda client: client.read_flow_run(me).state)
     if state is None or not (state.is_cancelling() or state.is_cancelled()):
         return
-    link.call("ending the cancelled run", lambda client: client.set_flow_run_state(me, Cancelled(
-        message=f"cancelled: {len(stopped)} unit run(s) stopped"), force=True))
     raise EvaluationCancelled(f"the evaluation was cancelled in Prefect: its {len(stopped)} unfinished unit run(s) "
                               "were stopped, each before its next request (the answers received are kept in the "
                               "answer cache); nothing of it keeps running: run the same command again to resume")
