@@ -37,7 +37,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from contextlib import ExitStack
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
@@ -164,8 +164,8 @@ def answer_unit(unit: RunUnit, holder: str | None = None) -> RunSummary:
     """The unit's requests; with a ``holder`` (a unit run), under the unit's lease, taken before the answer
     cache is read: a run that waited for another run of the same unit sends only what that one left."""
     requests = unit.requests()
-    with AnswerCache(Path(unit.cache)) as cache, ExitStack() as held:
-        lease = held.enter_context(UnitLease(cache, unit.key, holder, unit.lost_after)) if holder else None
+    with AnswerCache(Path(unit.cache)) as cache, \
+            (UnitLease(cache, unit.key, holder, unit.lost_after) if holder else nullcontext()) as lease:
         with concurrency(limit_name(unit.endpoint), occupy=1, strict=False, lease_duration=LIMIT_LEASE_SECONDS):
             _, summary = answer_requests(requests, unit.model_client(), cache, unit.concurrency, progress=False,
                                          lease=lease)
