@@ -34,6 +34,7 @@ from core.atomic import write_text, write_with
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, UnitLease
 from tasks.evaluation.client import Model, prompt_sha256
 from tasks.evaluation.jsonl import text_lines
+from tasks.evaluation.prepared_folder import move_in, staged
 from tasks.release.publish import build_lock
 
 BUSY = ("another `kobbq eval run` (pid {pid}) is answering into this folder; wait for it to finish (two runs at "
@@ -251,16 +252,20 @@ def _ask_all(requests: Sequence[Request], model: Model, concurrency: int,
 
 
 def write_answer_files(requests: Sequence[Request], answers: Sequence[Answer], model: str, folder: Path) -> list[Path]:
-    """``answers.jsonl`` and one upstream ``raw_p<N>.tsv`` per prompt, in request order, atomically."""
+    """``answers.jsonl`` and one upstream ``raw_p<N>.tsv`` per prompt, in request order, written into a staging
+    folder and moved in together (``answers.jsonl`` last): a full disk leaves the previous files."""
     lines = [json.dumps({"id": r.id, "sample_id": r.sample_id, "prompt_id": r.prompt_id,
                          "prompt_sha256": prompt_sha256(r.prompt), "model": model, "raw": a.raw, "status": a.status},
                         ensure_ascii=False)
              for r, a in zip(requests, answers)]
-    written = [write_text(folder / "answers.jsonl", "\n".join(lines) + "\n")]
-    for prompt_id in sorted({r.prompt_id for r in requests}):
-        rows = [(r.id, a.raw) for r, a in zip(requests, answers) if r.prompt_id == prompt_id]
-        written.append(write_with(folder / f"raw_p{prompt_id}.tsv", lambda path, rows=rows: _write_raw_tsv(path, rows)))
-    return written
+    prompts = sorted({r.prompt_id for r in requests})
+    with staged(Path(folder)) as staging:
+        write_text(staging / "answers.jsonl", "\n".join(lines) + "\n")
+        for prompt_id in prompts:
+            rows = [(r.id, a.raw) for r, a in zip(requests, answers) if r.prompt_id == prompt_id]
+            write_with(staging / f"raw_p{prompt_id}.tsv", lambda path, rows=rows: _write_raw_tsv(path, rows))
+        move_in(staging, Path(folder), "answers.jsonl")
+    return [Path(folder) / name for name in ["answers.jsonl", *(f"raw_p{prompt_id}.tsv" for prompt_id in prompts)]]
 
 
 def _write_raw_tsv(path: Path, rows: Sequence[tuple[str, str]]) -> None:
