@@ -341,7 +341,7 @@ def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], start_s
             deployment, pinned, job_variables=unmapped(unit_job_variables(target, pin)), pin=unmapped(pin),
             evaluation_run=me, start_seconds=start_seconds))
         if problems:
-            end_if_cancelled(link, me, [u for u in units if u.key in problems])
+            end_if_cancelled(link, me, [u for u in units if u.unanswered()])
             pin.check()  # the units refused a changed shared folder: say so in one line
     return problems
 
