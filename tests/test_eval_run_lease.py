@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fake_openai import FAKE_KEY, FakeOpenAIServer
 from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings, LeaseLost, UnitLease, lease_state, revoke
@@ -82,3 +84,43 @@ def test_a_second_run_waits_for_the_holder_and_takes_over_a_silent_one(tmp_path:
         assert taken.is_set() and lease_state(cache, UNIT)[0] is None  # taken, then released by the second
         with pytest.raises(LeaseLost, match="another run took it over"):
             first.keep()  # resumed: it learns it before sending anything
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["take", "take over", "keep", "revoke", "release"]),
+                          st.sampled_from(["run-1", "run-2", "run-3"])), max_size=25))
+def test_whatever_happens_only_the_holder_renews_and_a_revoked_run_never_holds_again(tmp_path_factory,
+                                                                                    steps: list) -> None:
+    """The invariant behind "nothing paid twice": at every moment at most one run's ``keep`` succeeds (the one
+    the lease names), and a run once revoked or taken over never sends again unless it takes the lease anew,
+    which a revoked run cannot."""
+    path = tmp_path_factory.mktemp("lease") / "c.sqlite"
+    with AnswerCache(path) as cache:
+        leases = {name: UnitLease(cache, UNIT, name, seconds=60) for name in ("run-1", "run-2", "run-3")}
+        revoked: set[str] = set()
+        for action, name in steps:
+            lease = leases[name]
+            try:
+                if action == "take":
+                    lease._take(None)  # takes a free lease only
+                elif action == "take over":  # a waiter that saw the holder silent for a whole lease
+                    lease._take(lease_state(cache, UNIT))
+                elif action == "keep":
+                    lease.keep()
+                elif action == "revoke":
+                    revoke(cache, UNIT, name, "taken for lost")
+                    revoked.add(name)
+                else:
+                    lease.__exit__(None, None, None)
+            except LeaseLost:
+                assert action in ("take", "take over", "keep")
+            holder = lease_state(cache, UNIT)[0]
+            assert holder not in revoked
+            kept = []
+            for other, each in leases.items():
+                try:
+                    each.keep()
+                    kept.append(other)
+                except LeaseLost:
+                    pass
+            assert kept == ([holder] if holder else [])
