@@ -264,6 +264,7 @@ def import_command(args: argparse.Namespace) -> int:
     from tasks.evaluation.runs import check_model_name, model_slug
 
     check_model_name(args.model)
+    check_writable(args.out, create=False)
     for path in answers_from_log_samples(args.samples, args.model, args.out / model_slug(args.model)):
         print(f"wrote {path}")
     return 0
