@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -57,12 +58,22 @@ def check_not_a_file(folder: Path) -> Path:
     return folder
 
 
-def check_writable(folder: Path) -> None:
+def check_writable(folder: Path, create: bool = True) -> None:
     """A folder that will be written can be: created if missing, and a file can be made in it. Checked
-    before any work starts, so a read-only or foreign folder fails in a second with one clear line."""
+    before any work starts, so a read-only or foreign folder fails in a second with one clear line.
+
+    ``create=False`` leaves no folder behind (a command refused for its inputs must not leave one): the
+    nearest folder that exists must be writable, as the system says (a read-only file system too)."""
     folder = check_not_a_file(folder)
     probe = folder / f".kobbq-write-check-{os.getpid()}"
     try:
+        if not create:
+            existing = next(p for p in [folder, *folder.parents] if p.exists())
+            if not os.access(existing, os.W_OK):
+                read_only = os.statvfs(existing).f_flag & os.ST_RDONLY
+                raise OSError(errno.EROFS if read_only else errno.EACCES, os.strerror(errno.EROFS if read_only
+                                                                                      else errno.EACCES))
+            return
         folder.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"")
         probe.unlink()

@@ -1,7 +1,7 @@
 """Model answers at scale as Prefect flows: (model x prompt) runs with a concurrency limit per endpoint.
 
 - ``model_prompt_flow`` answers one prompt's requests for one model (or one shard of them,
-  see ``shards``): the unit of work. Its task holds the unit's lock (``kobbq-unit-<key>``:
+  see ``shards``): the unit of work. Its task holds the unit's lease (in the answer cache:
   no two runs of a unit ever answer at once, ``flows/orchestration.py``) and one slot of the
   endpoint's global concurrency limit (``kobbq-endpoint-<host>-<port>``, see ``limit_name``)
   while it runs, and is retried by Prefect when requests are still failing after the client's
@@ -15,9 +15,9 @@
 Losing a worker costs only its requests in flight. ``model_runs_flow`` is meant to run where
 it is started (``kobbq eval run --deployment``), not on the pool, so no worker holds it. A
 worker that dies (machine lost, SIGKILL) leaves its unit's run "Running" with no process
-behind it: the orchestrator marks a run that showed no sign of life (no new heartbeat, its
-unit's lock free) for ``lost_after`` seconds Crashed, and the unit runs again on a live
-worker, which sends only what the answer cache lacks. Each run of a unit carries an
+behind it: the orchestrator marks a run that did not renew its unit's lease for ``lost_after``
+seconds Crashed (revoking the lease first), and the unit runs again on a live worker, which
+sends only what the answer cache lacks. Each run of a unit carries an
 idempotency key (the unit and the attempt), so a ``model_runs_flow`` started again after its
 own machine was lost waits for the runs still going instead of starting them twice. The code
 is pinned: the command resolves the deployment's code to one commit as it starts, and every
@@ -37,6 +37,7 @@ import itertools
 import json
 import re
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
@@ -46,18 +47,21 @@ from prefect import flow, task, unmapped
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.concurrency.sync import concurrency
+from prefect.runtime import flow_run as current_run
+from prefect.states import Cancelled, State
 
 from core.errors import UserError
-from flows.orchestration import (CLAIM_WAIT_SECONDS, HEARTBEAT_SECONDS, LEASE_SECONDS, LOST_AFTER_SECONDS, CodePin,
-                                 EvaluationClaim, ServerLink, UnitWatch, check_code, check_lost_after,
-                                 evaluation_key, marked_on_signal, notice, pin_code, remove_locks,
-                                 take_over, unit_lock, unit_lock_name)
-from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings
+from flows.orchestration import (START_SECONDS, CodePin, EvaluationCancelled, ServerLink, UnitWatch, check_code,
+                                 evaluation_key, marked_on_signal, notice, pin_code, take_over)
+from tasks.evaluation.answer_cache import (Answer, AnswerCache, GenerationSettings, LeaseLost, UnitLease,
+                                           lease_state, revoke)
 from tasks.evaluation.client import Model, ReplayModel, model_from_environment
+from tasks.evaluation.limits import LOST_AFTER_SECONDS
 from tasks.evaluation.runs import (Request, RunSummary, answer_requests, cached_answers, load_requests, model_slug,
                                    write_answer_files)
 
 LIMIT_PREFIX = "kobbq-endpoint-"
+LIMIT_LEASE_SECONDS = 60  # a dead unit's slot of the endpoint's limit lapses after this (Prefect's shortest lease)
 UNIT_FLOW = "kobbq-model-run"
 CODE_ROOT = Path(__file__).resolve().parents[1]  # the checkout (or clone) this module was imported from
 
@@ -88,6 +92,7 @@ class RunUnit:
     max_retries: int = 5  # the client's retries per request
     timeout: float = 120.0  # seconds per request attempt
     code_commit: str | None = None  # the commit the evaluation pinned: a run with other code refuses
+    lost_after: float = LOST_AFTER_SECONDS  # a run that did not renew the unit's lease for this long is lost
 
     # What decides the unit's answers (and where they go): the rest says only how to get them.
     IDENTITY = ("prepared", "endpoint", "model", "prompt_id", "cache", "chat", "max_tokens", "replay", "shard",
@@ -102,10 +107,6 @@ class RunUnit:
         """A stable name for this unit: the same answers to the same cache, the same key (however they are asked)."""
         identity = {name: getattr(self, name) for name in self.IDENTITY}
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:24]
-
-    @property
-    def lock(self) -> str:
-        return unit_lock_name(self.key)
 
     def describe(self) -> str:
         shard = f" shard {self.shard + 1}/{self.shards}" if self.shards > 1 else ""
@@ -124,6 +125,14 @@ class RunUnit:
         with AnswerCache(Path(self.cache)) as cache:
             found = cached_answers(requests, self.settings, cache)
         return len({r.prompt for r in requests} - found.keys())
+
+    def lease(self) -> tuple[str | None, int]:
+        with AnswerCache(Path(self.cache)) as cache:
+            return lease_state(cache, self.key)
+
+    def revoke(self, holder: str, why: str) -> None:
+        with AnswerCache(Path(self.cache)) as cache:
+            revoke(cache, self.key, holder, why)
 
     def model_client(self) -> Model:
         if self.replay:
@@ -151,14 +160,15 @@ def _retry_unless_user_error(task, task_run, state) -> bool:  # noqa: ANN001 (Pr
 
 @task(name="answer-model-prompt", retries=2, retry_delay_seconds=30, retry_condition_fn=_retry_unless_user_error,
       cache_policy=NO_CACHE)
-def answer_unit(unit: RunUnit) -> RunSummary:
-    """The unit's requests, under its lock: the answer cache is read after the lock is taken, so a run
-    that waited for another run of the same unit sends only what that one left unanswered."""
+def answer_unit(unit: RunUnit, holder: str | None = None) -> RunSummary:
+    """The unit's requests; with a ``holder`` (a unit run), under the unit's lease, taken before the answer
+    cache is read: a run that waited for another run of the same unit sends only what that one left."""
     requests = unit.requests()
-    with unit_lock(unit.lock):
-        with concurrency(limit_name(unit.endpoint), occupy=1, strict=False, lease_duration=LEASE_SECONDS):
-            with AnswerCache(Path(unit.cache)) as cache:
-                _, summary = answer_requests(requests, unit.model_client(), cache, unit.concurrency, progress=False)
+    with AnswerCache(Path(unit.cache)) as cache, \
+            (UnitLease(cache, unit.key, holder, unit.lost_after) if holder else nullcontext()) as lease:
+        with concurrency(limit_name(unit.endpoint), occupy=1, strict=False, lease_duration=LIMIT_LEASE_SECONDS):
+            _, summary = answer_requests(requests, unit.model_client(), cache, unit.concurrency, progress=False,
+                                         lease=lease)
     if summary.failed:
         raise RequestsFailed(f"{unit.describe()}: {summary.failed} request(s) failed "
                              f"({'; '.join(summary.errors[:2])})")
@@ -166,14 +176,18 @@ def answer_unit(unit: RunUnit) -> RunSummary:
 
 
 @flow(name=UNIT_FLOW)
-def model_prompt_flow(unit: RunUnit) -> RunSummary:
+def model_prompt_flow(unit: RunUnit) -> RunSummary | State:
     """One model on one prompt (what a worker runs when the fan-out goes through a deployment)."""
     check_code(unit.code_commit, CODE_ROOT)
-    return answer_unit(unit)
+    try:
+        return answer_unit(unit, holder=str(current_run.id))
+    except LeaseLost as exc:  # its evaluation took it for lost, or was cancelled: it ends as the evaluation said
+        return Cancelled(message=str(exc))
 
 
 @task(name="run-deployed-unit", cache_policy=NO_CACHE)
-def run_deployed_unit(deployment: str, unit: RunUnit, job_variables: dict, lost_after: float,
+def run_deployed_unit(deployment: str, unit: RunUnit, job_variables: dict, pin: CodePin,
+                      evaluation_run: UUID | None = None, start_seconds: float = START_SECONDS,
                       attempts: int = 3) -> str:
     """Run the unit on the pool until the cache holds its answers; at most ``attempts`` runs waited for.
 
@@ -190,11 +204,13 @@ def run_deployed_unit(deployment: str, unit: RunUnit, job_variables: dict, lost_
     link = ServerLink()
     waited, ended = 0, []
     for attempt in itertools.count():
+        pin.check()  # a shared folder changed since the pin: no run of it would start
         flow_run = link.call("starting a unit run", lambda _client: run_deployment(
             deployment, parameters={"unit": asdict(unit)}, timeout=0, as_subflow=True,
             idempotency_key=f"{unit.key}-{attempt}", job_variables=job_variables))
         earlier = flow_run.state is not None and flow_run.state.is_final()
-        flow_run = UnitWatch(link, flow_run.id, unit.lock, lost_after, lambda: unit.unanswered() == 0).wait()
+        flow_run = UnitWatch(link, flow_run.id, evaluation_run, unit.lease, unit.revoke, unit.lost_after,
+                             lambda: unit.unanswered() == 0, start_seconds).wait()
         if unit.unanswered() == 0:
             return flow_run.name
         ended.append(flow_run)
@@ -241,17 +257,11 @@ def runs_table(model: str, prompt_ids: list[int], answers: list[Answer]) -> list
 
 
 def unit_job_variables(deployment: object, pin: CodePin) -> dict:
-    """The deployment's job variables, with heartbeats every ``HEARTBEAT_SECONDS`` and the pinned commit.
-
-    A run whose heartbeats stop may be taken for lost, so the interval is set here for every
-    unit run, whatever the deployment says. A cloning deployment's pull step reads the commit
-    from ``KOBBQ_COMMIT`` (``prefect.yaml``).
-    """
+    """The deployment's job variables, with the pinned commit: a cloning deployment's pull step reads it from
+    ``KOBBQ_COMMIT`` (``prefect.yaml``)."""
     variables = dict(deployment.job_variables or {})
-    env = {**(variables.get("env") or {}), "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_SECONDS)}
     if pin.clone and pin.commit:
-        env["KOBBQ_COMMIT"] = pin.commit
-    variables["env"] = env
+        variables["env"] = {**(variables.get("env") or {}), "KOBBQ_COMMIT": pin.commit}
     return variables
 
 
@@ -269,8 +279,9 @@ def ensure_limit(endpoint: str, slots: int) -> str:
 def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path, prompts: list[int] | None = None,
                     cache: Path | None = None, chat: bool = True, max_tokens: int = 30, concurrency: int = 4,
                     endpoint_limit: int | None = None, key_env: str = "OPENAI_API_KEY", replay: Path | None = None,
-                    deployment: str | None = None, shards: int = 1, lost_after: int = LOST_AFTER_SECONDS,
-                    max_retries: int = 5, timeout: float = 120.0) -> list[dict]:
+                    deployment: str | None = None, shards: int = 1, lost_after: float = LOST_AFTER_SECONDS,
+                    max_retries: int = 5, timeout: float = 120.0,
+                    start_seconds: float = START_SECONDS) -> list[dict] | State:
     """Every (model, prompt[, shard]) run of a prepared release; returns the runs table (also an artifact).
 
     Whether a unit is done is read from the answer cache, whatever its runs' states say (a run
@@ -279,16 +290,18 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
     prepared, out = Path(prepared).resolve(), Path(out).resolve()
     cache_path = Path(cache).resolve() if cache else out / "answer_cache.sqlite"
     prompts = prompts or sorted({r.prompt_id for r in load_requests(prepared)})
-    if deployment:
-        check_lost_after(lost_after)
     if endpoint_limit:
         ensure_limit(endpoint, endpoint_limit)
     units = [RunUnit(str(prepared), endpoint, m, p, str(cache_path), chat, max_tokens, concurrency, key_env,
-                     str(Path(replay).resolve()) if replay else None, shard, shards, max_retries, timeout)
+                     str(Path(replay).resolve()) if replay else None, shard, shards, max_retries, timeout,
+                     lost_after=lost_after)
              for m in models for p in prompts for shard in range(shards)]
     link = ServerLink()
     if deployment:
-        problems = run_on_pool(link, deployment, units, lost_after)
+        try:
+            problems = run_on_pool(link, deployment, units, start_seconds)
+        except EvaluationCancelled as exc:  # the run ends Cancelled (not Failed); calling the flow raises exc
+            return Cancelled(message=str(exc), data=exc)
     else:
         problems = wait_for_units(units, answer_unit.map(units))
     unfinished = [u for u in units if u.unanswered()]
@@ -300,8 +313,6 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
     link.call("publishing the runs table", lambda _client: create_table_artifact(
         key="kobbq-model-runs", table=table,
         description=f"{len(units)} (model x prompt) runs on {endpoint}; {len(unfinished)} unfinished"))
-    if not unfinished:  # done: the units' locks need not stay on the server
-        remove_locks(link, [u.lock for u in units])
     if unfinished:
         said = [problems.get(u.key) or f"{u.describe()}: {u.unanswered()} prompt(s) unanswered" for u in unfinished]
         more = f" (and {len(said) - 3} more)" if len(said) > 3 else ""
@@ -309,42 +320,40 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
     return table
 
 
-def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], lost_after: float) -> dict[str, str]:
-    """Every unit as a run of ``deployment``, under this evaluation's claim; what went wrong, by unit key.
+def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], start_seconds: float) -> dict[str, str]:
+    """Every unit as a run of ``deployment``; what went wrong, by unit key.
 
-    The claim makes this the only command orchestrating the evaluation; runs of earlier commands
-    that were killed are closed (``take_over``), and a signal marks this one Crashed.
+    The command holds the evaluation's locks (``run_lock``), so runs of earlier commands that are
+    not finished were killed: they are closed (``take_over``). A signal marks this run Crashed;
+    cancelled in Prefect, it stops every unit (``UnitWatch``) and ends Cancelled.
     """
-    from prefect.runtime import flow_run
-
-    claim = EvaluationClaim(evaluation_key([u.key for u in units]))
-    if not claim.take(link, 0):
-        notice(f"another command holds this evaluation ({claim.name}); waiting up to {CLAIM_WAIT_SECONDS} s for it "
-               "to finish or its claim to lapse")
-        if not claim.take(link, CLAIM_WAIT_SECONDS):
-            raise UserError("another kobbq eval run is orchestrating this evaluation now (its claim "
-                            f"{claim.name} is renewed): wait for it, or stop it and run this command again")
-    me = UUID(flow_run.id)
-    try:
-        with marked_on_signal(me, claim):
-            took_over = take_over(link, claim, me)
-            if took_over:
-                notice(took_over)
-            target = link.call("reading the deployment", lambda client: client.read_deployment_by_name(deployment))
-            pin = pin_code(link, target)
-            if pin.commit:
-                notice(f"code: {pin.where} = commit {pin.commit[:12]}, for every unit of this evaluation")
-            pinned = [replace(u, code_commit=pin.commit) for u in units]
-            problems = wait_for_units(units, run_deployed_unit.map(
-                deployment, pinned, job_variables=unmapped(unit_job_variables(target, pin)), lost_after=lost_after))
-    finally:
-        try:
-            claim.release()
-        except Exception:  # noqa: BLE001 (an unreachable server: the lease lapses by itself)
-            pass
-    if all(u.unanswered() == 0 for u in units):  # done: the claim need not stay on the server
-        remove_locks(link, [claim.name])
+    me = UUID(current_run.id)
+    with marked_on_signal(me):
+        took_over = take_over(link, evaluation_key([u.key for u in units]), me)
+        if took_over:
+            notice(took_over)
+        target = link.call("reading the deployment", lambda client: client.read_deployment_by_name(deployment))
+        pin = pin_code(link, target)
+        if pin.commit:
+            notice(f"code: {pin.where} = commit {pin.commit[:12]}, for every unit of this evaluation")
+        pinned = [replace(u, code_commit=pin.commit) for u in units]
+        problems = wait_for_units(units, run_deployed_unit.map(
+            deployment, pinned, job_variables=unmapped(unit_job_variables(target, pin)), pin=unmapped(pin),
+            evaluation_run=me, start_seconds=start_seconds))
+        if problems:
+            end_if_cancelled(link, me, [u for u in units if u.unanswered()])
+            pin.check()  # the units refused a changed shared folder: say so in one line
     return problems
+
+
+def end_if_cancelled(link: ServerLink, me: UUID, stopped: list[RunUnit]) -> None:
+    """This run was cancelled in Prefect (its UI), so its units stopped: say so (the flow ends Cancelled)."""
+    state = link.call("reading the evaluation's run", lambda client: client.read_flow_run(me).state)
+    if state is None or not (state.is_cancelling() or state.is_cancelled()):
+        return
+    raise EvaluationCancelled(f"the evaluation was cancelled in Prefect: its {len(stopped)} unfinished unit run(s) "
+                              "were stopped, each before its next request (the answers received are kept in the "
+                              "answer cache); nothing of it keeps running: run the same command again to resume")
 
 
 def wait_for_units(units: list[RunUnit], futures: list) -> dict[str, str]:

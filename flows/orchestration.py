@@ -2,35 +2,30 @@
 
 An evaluation is orchestrated by one command (the flow ``kobbq-model-runs``, in its own
 process) and answered by unit runs on the pool's workers. Four things make what the server
-shows, and what the endpoint is asked, true whatever crashes:
+shows, and what the endpoint is asked, true whatever crashes or pauses:
 
-- **Leases.** A lock here is a Prefect global concurrency limit of one slot, held with a lease
-  that its holder renews (Prefect renews it every ``0.75 * LEASE_SECONDS``); the server frees
-  the slot ``LEASE_SECONDS`` after the holder stopped renewing (its process died), plus up to
-  15 s of Prefect's lease repossessor. The run answering a unit holds the unit's lock
-  (``kobbq-unit-<unit key>``, ``unit_lock``) from before it reads the answer cache until it has
-  written its answers: a second run of the same unit waits while the first is alive, then finds
-  the answers in the cache. So no unit is answered twice, whatever the orchestrator believes.
-  (One gap is left: a holder cut off from the server for longer than its lease keeps answering,
-  since stopping it would lose its requests in flight; a second run that was already waiting
-  for the lock may then take it when the server is back. The orchestrator starts no second run
-  while the first still sends heartbeats, so that needs a run the orchestrator had already
-  wrongly taken for lost before the outage.) The orchestrating command holds the evaluation's
-  claim (``kobbq-eval-<evaluation key>``, ``EvaluationClaim``): a second command on the same
-  evaluation waits for it, and takes over only once the first is gone.
-- **Signs of life.** A unit run is lost (``UnitWatch``) when, for ``lost_after`` seconds of this
-  machine's clock, it sent no new heartbeat *and* nobody held the unit's lock. Only event ids
-  are compared, never another machine's clock. A run that held the lock is alive by definition
-  (its lease was renewed), so only a run that never got the lock, or whose process is gone, can
-  be taken for lost; and a second run of its unit still waits for the lock.
+- **Unit leases.** The run answering a unit holds the unit's lease, kept in the answer cache's
+  file (``tasks.evaluation.answer_cache.UnitLease``): it renews it before each request it sends
+  and while it waits for answers, so a run that answers is alive by its own progress, whatever
+  the load. A second run of the unit waits for the lease. A run is **lost** (``UnitWatch``) when
+  it did not renew its lease for ``lost_after`` seconds of this machine's clock (only the lease's
+  renewal count is compared, never another machine's clock), or did not take it within
+  ``start_seconds`` of starting (its worker died before it could). A lost run's lease is revoked
+  before the unit runs again: if it was only paused, it stops before its next request.
+- **One command per evaluation.** The command holds the file locks of its output folder and answer
+  cache (``tasks.evaluation.runs.run_lock``) while it orchestrates: a second one is refused at once,
+  and the operating system frees them when the first dies, however it dies.
 - **Outages.** A Prefect server that does not answer (``ServerLink``) is waited for, up to
-  ``OUTAGE_SECONDS``, and its silence is not counted against the units' heartbeats.
-- **Take-over.** The command's own run is marked Crashed on SIGINT/SIGTERM (``marked_on_signal``);
-  one killed outright is found by the next command of the same evaluation, which marks it
-  Crashed and says that it took over (``take_over``).
+  ``OUTAGE_SECONDS``; the units keep answering meanwhile (their leases are not on the server).
+- **Stops.** The command's own run is marked Crashed on SIGINT/SIGTERM (``marked_on_signal``); the
+  units keep running, and the same command run again attaches to them. One killed outright is
+  found by the next command of the same evaluation, which marks it Crashed and says that it took
+  over (``take_over``). Cancelling the evaluation's run in Prefect (its UI) stops every unit: each
+  watch revokes its unit's lease and marks its run Cancelled, then the command ends the run Cancelled.
 
-The lease storage must survive a restart of the server, or a restart leaves the slots of that
-moment taken: ``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``
+The endpoint's concurrency limit is held with Prefect's leases, which must survive a restart of the
+server, or a restart leaves its slots taken:
+``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``
 (docs/several-machines.md).
 """
 
@@ -52,37 +47,21 @@ from uuid import UUID
 
 import httpx
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterTags
-from prefect.concurrency.sync import concurrency
-from prefect.events.filters import EventFilter, EventNameFilter, EventOccurredFilter, EventResourceFilter
-from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
-from prefect.states import Completed, Crashed
+from prefect.states import Cancelled, Completed, Crashed
 from prefect.utilities.asyncutils import run_coro_as_sync
 from prefect.utilities.templating import resolve_variables
 
 from core import interrupt
 from core.errors import UserError
 
-HEARTBEAT_SECONDS = 30  # the unit runs' heartbeat interval (Prefect's shortest)
-LOST_AFTER_FLOOR = 3 * HEARTBEAT_SECONDS  # a shorter wait takes a run between two late heartbeats for lost
-LOST_AFTER_SECONDS = 4 * HEARTBEAT_SECONDS  # the default
-LEASE_SECONDS = 60  # a dead holder's lease lapses after this (Prefect's shortest lease)
-CLAIM_WAIT_SECONDS = LEASE_SECONDS + 30  # a killed command's claim lapses within this (lease + repossessor)
+START_SECONDS = 600  # a unit's run that did not take its lease within this (from Pending) is lost
 OUTAGE_SECONDS = 600  # how long a silent Prefect server is waited for
 POLL_SECONDS = 5.0
-UNIT_LOCK_PREFIX = "kobbq-unit-"
-CLAIM_PREFIX = "kobbq-eval-"
+EVALUATION_TAG = "kobbq-eval-"
 ORCHESTRATOR_FLOW = "kobbq-model-runs"
 
 T = TypeVar("T")
-
-
-def check_lost_after(seconds: float) -> None:
-    """``--lost-after`` below three heartbeats takes live runs for lost: refused."""
-    if seconds < LOST_AFTER_FLOOR:
-        raise UserError(f"--lost-after {seconds:g}: must be at least {LOST_AFTER_FLOOR} s (three heartbeats of "
-                        f"{HEARTBEAT_SECONDS} s); a shorter wait takes a unit between two late heartbeats for lost")
 
 
 # --- the server's silence --------------------------------------------------------------------------
@@ -100,15 +79,10 @@ def server_unreachable(exc: BaseException) -> bool:
 
 
 class ServerLink:
-    """Calls to the Prefect server that wait through an outage of up to ``outage_seconds``.
-
-    ``back_at`` is when (``time.monotonic``) the server last came back: silence before it is
-    the server's, not a run's.
-    """
+    """Calls to the Prefect server that wait through an outage of up to ``outage_seconds``."""
 
     def __init__(self, outage_seconds: float = OUTAGE_SECONDS, poll_seconds: float = POLL_SECONDS) -> None:
         self.outage_seconds, self.poll_seconds = outage_seconds, poll_seconds
-        self.back_at = time.monotonic()
 
     def call(self, what: str, request: Callable[..., T]) -> T:
         """``request(client)`` with a sync Prefect client, retried while the server is unreachable."""
@@ -117,7 +91,7 @@ class ServerLink:
         while True:
             try:
                 with get_client(sync_client=True) as client:
-                    result = request(client)
+                    return request(client)
             except Exception as exc:  # noqa: BLE001 (sorted by server_unreachable)
                 if not server_unreachable(exc):
                     raise
@@ -127,116 +101,48 @@ class ServerLink:
                                      f"({what}: {exc.__class__.__name__}); the units keep running on the "
                                      "workers: run the same command again once the server is back") from exc
                 time.sleep(self.poll_seconds)
-                continue
-            if down_since is not None:
-                self.back_at = time.monotonic()
-            return result
 
 
-# --- leases ----------------------------------------------------------------------------------------
-
-def unit_lock_name(unit_key: str) -> str:
-    return UNIT_LOCK_PREFIX + unit_key
-
-
-def ensure_lock(client: object, name: str) -> None:
-    """A global concurrency limit of one slot called ``name`` (created if missing; left as it is otherwise)."""
-
+def check_server(url: str, auth_set: bool) -> None:
+    """Before anything else: the server at ``url`` is a Prefect server (its open health check says so) that
+    accepts this command's auth string, or one line says what is wrong and what to do."""
     try:
-        client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
-    except ObjectAlreadyExists:
-        pass
-
-
-@contextmanager
-def unit_lock(name: str) -> Iterator[None]:
-    """Hold the unit's lock: wait while another run of the unit holds it, renew it while inside.
-
-    A renewal that fails (the server down for longer than Prefect's three tries) does not stop
-    the run: stopping it would drop the answers of its requests in flight, paid and then asked
-    again. Its lease may then lapse during the outage; what keeps a second run away meanwhile
-    is the orchestrator, which starts no other run of a unit whose run still sends heartbeats.
-    """
-
-    with get_client(sync_client=True) as client:
-        ensure_lock(client, name)
-    with concurrency(name, occupy=1, strict=True, lease_duration=LEASE_SECONDS, raise_on_lease_renewal_failure=False):
-        yield
-
-
-def lock_held(client: object, name: str) -> bool:
-    """Whether someone holds the lock now (its lease renewed within ``LEASE_SECONDS``)."""
-
-    try:
-        return client.read_global_concurrency_limit_by_name(name).active_slots > 0
-    except ObjectNotFound:
-        return False
-
-
-def remove_locks(link: ServerLink, names: list[str]) -> None:
-    """Delete the evaluation's locks once it is done (so they do not pile up on the server)."""
-
-    def remove(client: object) -> None:
-        for name in names:
-            try:
-                client.delete_global_concurrency_limit_by_name(name)
-            except ObjectNotFound:
-                pass
-
-    link.call("removing the evaluation's locks", remove)
-
-
-class EvaluationClaim:
-    """The evaluation's one-slot limit, held with a lease by the command that orchestrates it.
-
-    Its own renewal thread (not Prefect's ``concurrency``), so that a signal handler can
-    release it at once: the next command then need not wait for the lease to lapse.
-    """
-
-    def __init__(self, evaluation_key: str) -> None:
-        self.name = CLAIM_PREFIX + evaluation_key
-        self.lease_id: UUID | None = None
-        self._stop = threading.Event()
-
-    def take(self, link: ServerLink, wait_seconds: float) -> bool:
-        """Take the claim, waiting up to ``wait_seconds`` for a holder's lease to lapse; False if it did not."""
-
-        link.call("creating the evaluation's claim", lambda client: ensure_lock(client, self.name))
-        deadline = time.monotonic() + wait_seconds
-        while True:
-            try:
-                response = link.call("taking the evaluation's claim", lambda client: client.
-                                     increment_concurrency_slots_with_lease(names=[self.name], slots=1,
-                                                                            mode="concurrency",
-                                                                            lease_duration=LEASE_SECONDS))
-            except httpx.HTTPStatusError as exc:
-                if exc.response.status_code != 423:  # 423: taken
-                    raise
-            else:
-                self.lease_id = UUID(response.json()["lease_id"])
-                threading.Thread(target=self._renew, daemon=True, name="kobbq-claim-renewal").start()
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(2)
-
-    def _renew(self) -> None:
-
-        while not self._stop.wait(LEASE_SECONDS / 4):
-            try:
-                with get_client(sync_client=True) as client:
-                    client.renew_concurrency_lease(self.lease_id, lease_duration=LEASE_SECONDS)
-            except Exception:  # noqa: BLE001 (an outage: the next renewal tries again)
-                pass
-
-    def release(self) -> None:
-
-        self._stop.set()
-        if self.lease_id is None:
-            return
-        lease, self.lease_id = self.lease_id, None
+        health = httpx.get(f"{url.rstrip('/')}/health", timeout=10)
+        if health.status_code < 500 and health.text.strip() != "true":
+            raise UserError(f"{url} does not answer as a Prefect API (its /health: HTTP {health.status_code}): "
+                            "correct PREFECT_API_URL (the server's address, ending in /api), or unset it to run "
+                            "without a work pool")
+        health.raise_for_status()
         with get_client(sync_client=True) as client:
-            client.release_concurrency_slots_with_lease(lease)
+            client.read_work_pools(limit=1)
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (sorted by server_problem)
+        problem = server_problem(url, exc, auth_set)
+        if problem is None:
+            raise
+        raise UserError(problem) from exc
+
+
+def server_problem(url: str, exc: BaseException, auth_set: bool) -> str | None:
+    """What a failure of Prefect's client says about the server at ``url``, and what to do, in one line; None
+    when it says nothing of the server (a bug: its traceback is for ``--debug``)."""
+    cause = exc.__cause__ if isinstance(exc, RuntimeError) and exc.__cause__ else exc
+    unset = "unset PREFECT_API_URL to run without a work pool"
+    if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == 401:
+        fix = ("PREFECT_API_AUTH_STRING is not the server's auth string: set it to the content of the server's "
+               "PREFECT_SERVER_API_AUTH_STRING") if auth_set else "set PREFECT_API_AUTH_STRING to the server's auth string"
+        return f"the Prefect server at {url} refused this command (HTTP 401 Unauthorized): {fix}"
+    if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code >= 500:
+        return (f"the Prefect server at {url} answers HTTP {cause.response.status_code} ({cause.response.reason_phrase}"
+                "): it is starting, stopping or failing (its database?): look at its log, then run the same command "
+                "again")
+    if isinstance(cause, httpx.TransportError):
+        return (f"cannot reach the Prefect server at {url} ({type(cause).__name__}: {cause or 'no answer'}): start it "
+                f"(prefect server start) or correct PREFECT_API_URL; or {unset}")
+    if isinstance(exc, RuntimeError) and "incompatible versions" in str(exc):
+        return f"the Prefect server at {url}: {exc}: use the server's Prefect version here (pip install prefect==...)"
+    return None
 
 
 def evaluation_key(unit_keys: list[str]) -> str:
@@ -246,19 +152,15 @@ def evaluation_key(unit_keys: list[str]) -> str:
 
 # --- the orchestrating run ---------------------------------------------------------------------------
 
-def claim_tag(claim: EvaluationClaim) -> str:
-    return claim.name
-
-
-def take_over(link: ServerLink, claim: EvaluationClaim, flow_run_id: UUID) -> str | None:
-    """Tag this orchestrating run with its evaluation and close the books of the ones before it.
+def take_over(link: ServerLink, evaluation: str, flow_run_id: UUID) -> str | None:
+    """Tag this orchestrating run with its evaluation (its key) and close the books of the ones before it.
 
     Runs of the same evaluation still Running or Pending belonged to commands that stopped
-    without reporting (this command holds the claim, so none of them is alive): they are
-    marked Crashed. Returns a line saying whom this run took over from, if anyone.
+    without reporting (this command holds the evaluation's locks, so none of them is alive): they
+    are marked Crashed. Returns a line saying whom this run took over from, if anyone.
     """
 
-    tag = claim_tag(claim)
+    tag = EVALUATION_TAG + evaluation
 
     def close(client: object) -> str | None:
         me = client.read_flow_run(flow_run_id)
@@ -283,8 +185,8 @@ def take_over(link: ServerLink, claim: EvaluationClaim, flow_run_id: UUID) -> st
 
 
 @contextmanager
-def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: float = 5.0) -> Iterator[None]:
-    """On SIGINT/SIGTERM: mark this orchestrating run Crashed and release the claim, then stop the command.
+def marked_on_signal(flow_run_id: UUID, budget_seconds: float = 5.0) -> Iterator[None]:
+    """On SIGINT/SIGTERM: mark this orchestrating run Crashed, then stop the command.
 
     The units keep running on the workers (the same command, run again, attaches to them).
     Crashed, not Cancelled: Prefect cancels the subflow runs of a Cancelled run, and the unit
@@ -298,7 +200,6 @@ def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: 
                 client.set_flow_run_state(flow_run_id, Crashed(
                     message=f"its command was stopped ({signal.Signals(signum).name}); the units keep running on the "
                             "workers; run the same command again to resume"), force=True)
-            claim.release()
         except Exception:  # noqa: BLE001 (best effort: the next command takes over in any case)
             pass
 
@@ -306,9 +207,7 @@ def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: 
         reporter = threading.Thread(target=report, args=(signum,), daemon=True)
         reporter.start()
         reporter.join(budget_seconds)
-        notice("the units already started keep running on the workers; run the same command again to resume "
-               "(it waits for them, and starts only what is missing)")
-        interrupt.stop(signum)
+        interrupt.stop(signum)  # its line says what keeps running (interrupt.leaves, set by the command)
 
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
@@ -323,62 +222,75 @@ def marked_on_signal(flow_run_id: UUID, claim: EvaluationClaim, budget_seconds: 
             signal.signal(signum, old)
 
 
-# --- unit runs -------------------------------------------------------------------------------------
+# --- unit runs ---------------------------------------------------------------------------------------
+
+class EvaluationCancelled(UserError):
+    """The evaluation's run was cancelled in Prefect: its units were stopped."""
+
 
 @dataclass
 class UnitWatch:
-    """One unit run, watched for an end or for being lost (see the module's docstring)."""
+    """One unit run, watched for an end, for being lost, or for its evaluation being cancelled (module docstring)."""
 
     link: ServerLink
     flow_run_id: UUID
-    lock: str
+    evaluation_run: UUID | None  # the orchestrating run: cancelled, it stops this unit
+    lease: Callable[[], tuple[str | None, int]]  # the unit's lease: its holder and renewals
+    revoke: Callable[[str, str], None]  # take the lease from a holder for good, saying why
     lost_after: float
     is_finished: Callable[[], bool]  # the answer cache holds every answer of the unit
+    start_seconds: float = START_SECONDS
     poll_seconds: float = POLL_SECONDS
 
     def wait(self) -> object:
         """Wait for the run to end; mark it lost (Crashed, or Completed if its answers are all in) when it is."""
-        seen_beat, alive_at = None, time.monotonic()
+        me, seen, changed_at = str(self.flow_run_id), None, time.monotonic()
         while True:
-            run = self.link.call("reading a unit run", lambda client: client.read_flow_run(self.flow_run_id))
+            run, cancelled = self.link.call("reading a unit run", self._read)
+            if cancelled:
+                self.stop(run)
             if run.state is None or run.state.is_final():
                 return run
-            now = time.monotonic()
-            if run.state.is_running() or run.state.is_pending():
-                beat, held = self.link.call("reading a unit run's signs of life", lambda client: (
-                    latest_heartbeat(client, run), lock_held(client, self.lock)))
-                if beat != seen_beat or held:
-                    seen_beat, alive_at = beat, now
-                alive_at = max(alive_at, self.link.back_at)
-                if now - alive_at > self.lost_after:
-                    self.mark_lost(run, now - alive_at)
-                    continue
-            else:
-                alive_at = now  # scheduled: waiting for a free worker is not being lost
+            now, sign = time.monotonic(), (run.state.type, *self.lease())
+            if sign != seen:
+                seen, changed_at = sign, now
+            holding = sign[1] == me
+            if (run.state.is_running() or run.state.is_pending()) and \
+                    now - changed_at > (self.lost_after if holding else self.start_seconds):
+                self.mark_lost(run, holding, now - changed_at)
+                continue
             time.sleep(self.poll_seconds)
 
-    def mark_lost(self, run: object, silent: float) -> None:
-        state = lost_state(self.is_finished(), silent)
+    def _read(self, client: object) -> tuple[object, bool]:
+        run = client.read_flow_run(self.flow_run_id)
+        state = client.read_flow_run(self.evaluation_run).state if self.evaluation_run else None
+        return run, state is not None and (state.is_cancelling() or state.is_cancelled())
+
+    def mark_lost(self, run: object, holding: bool, silent: float) -> None:
+        state = lost_state(self.is_finished(), holding, silent)
+        self.revoke(str(run.id), f"taken for lost: {state.message}")  # first: a run only paused stops there
         self.link.call("marking a lost unit run", lambda client: client.set_flow_run_state(run.id, state, force=True))
 
+    def stop(self, run: object) -> None:
+        """The evaluation was cancelled: revoke the lease (the run stops before its next request), mark it Cancelled."""
+        self.revoke(str(run.id), "its evaluation was cancelled")
+        if run.state is not None and not run.state.is_final():
+            self.link.call("cancelling a unit run", lambda client: client.set_flow_run_state(
+                run.id, Cancelled(message="its evaluation was cancelled; it sends no more requests"), force=True))
+        raise EvaluationCancelled("the evaluation was cancelled")
 
-def lost_state(finished: bool, silent: float) -> object:
+
+def lost_state(finished: bool, holding: bool, silent: float) -> object:
     """What a lost run is: Completed if the cache holds every answer of its unit (it wrote them, then its
     process ended without reporting: its work is not a failure), Crashed otherwise."""
     if finished:
         return Completed(message=f"every answer of the unit is in the answer cache; its process stopped reporting "
-                                 f"({silent:.0f} s without a heartbeat)")
-    return Crashed(message=f"no heartbeat and no lease for {silent:.0f} s: its worker is gone; the unit runs again "
-                           "elsewhere")
-
-
-def latest_heartbeat(client: object, run: object) -> str | None:
-    """The id of the run's latest heartbeat event since its current state began (None: none yet)."""
-
-    beats = client.read_events(EventFilter(occurred=EventOccurredFilter(since=run.state.timestamp),
-                                           event=EventNameFilter(name=["prefect.flow-run.heartbeat"]),
-                                           resource=EventResourceFilter(id=[f"prefect.flow-run.{run.id}"])), limit=1)
-    return str(beats.events[0].id) if beats.events else None
+                                 f"({silent:.0f} s without a sign of life)")
+    if holding:
+        return Crashed(message=f"its unit's lease was not renewed for {silent:.0f} s: its process is gone or stopped "
+                               "(it sends nothing more); the unit runs again")
+    return Crashed(message=f"it did not start answering within {silent:.0f} s: its worker is gone; the unit runs "
+                           "again")
 
 
 # --- the code every unit runs ------------------------------------------------------------------------
@@ -393,10 +305,17 @@ class CodePin:
     commit: str | None  # None: the deployment's code is not a git checkout seen from here
     where: str  # what was resolved, for the command's first line
     clone: bool  # the deployment clones (the commit goes to its pull step as KOBBQ_COMMIT)
+    folder: str | None = None  # the shared folder the units run (checked again before each unit run)
+
+    def check(self) -> None:
+        """The shared folder must still be the pinned commit, without uncommitted changes."""
+        if self.folder:
+            check_code(self.commit, Path(self.folder))
 
 
 def pin_code(link: ServerLink, deployment: object) -> CodePin:
-    """Resolve the deployment's code to one commit: ``kobbq_ref`` of ``kobbq_repository``, or the shared folder's HEAD."""
+    """Resolve the deployment's code to one commit: ``kobbq_ref`` of ``kobbq_repository``, or the shared folder's HEAD
+    (which must have no uncommitted change: the units would run code no commit names)."""
 
     for step in deployment.pull_steps or []:
         (name, inputs), = step.items()
@@ -410,7 +329,11 @@ def pin_code(link: ServerLink, deployment: object) -> CodePin:
                            f"{inputs['repository']} at {ref.value}", clone=True)
         if name.endswith("set_working_directory"):
             folder = Path(str(run_coro_as_sync(resolve_variables(inputs))["directory"]))
-            return CodePin(head_commit(folder) if (folder / ".git").exists() else None, str(folder), clone=False)
+            if not (folder / ".git").exists():
+                return CodePin(None, str(folder), clone=False)
+            pin = CodePin(head_commit(folder), str(folder), clone=False, folder=str(folder))
+            pin.check()
+            return pin
     return CodePin(None, "the deployment's own code", clone=False)
 
 
@@ -434,25 +357,41 @@ def resolve_ref(repository: str, ref: str) -> str:
     raise UserError(f"kobbq_ref {ref!r} is not a branch or tag of {repository}")
 
 
-def head_commit(folder: Path) -> str | None:
-    """The commit checked out in ``folder`` (None: not a git checkout, or git is missing)."""
+def git_output(folder: Path, *args: str) -> str | None:
+    """What ``git -C folder ARGS`` prints (None: not a git checkout, or git is missing)."""
     try:
-        result = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=60)
+        result = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=60)
     except OSError:
         return None
-    return result.stdout.strip() if result.returncode == 0 else None
+    return result.stdout.rstrip() if result.returncode == 0 else None
+
+
+def head_commit(folder: Path) -> str | None:
+    """The commit checked out in ``folder`` (None: not a git checkout, or git is missing)."""
+    return git_output(folder, "rev-parse", "HEAD")
+
+
+def code_change(pinned: str, folder: Path) -> str | None:
+    """How the code in ``folder`` differs from the ``pinned`` commit: another commit, or uncommitted changes to
+    its files (files git does not track are not code the units import from a clean checkout); None: it does not."""
+    actual = head_commit(folder)
+    if actual != pinned:
+        return f"it is at commit {actual[:12] if actual else '(none: not a git checkout)'}"
+    changed = (git_output(folder, "status", "--porcelain", "--untracked-files=no") or "").splitlines()
+    if changed:
+        names = [line[3:] for line in changed]
+        return f"{len(names)} file(s) changed and not committed: {', '.join(names[:3])}" + (" ..." if len(names) > 3
+                                                                                           else "")
+    return None
 
 
 def check_code(pinned: str | None, folder: Path) -> None:
-    """A unit run refuses to answer with other code than the commit its evaluation pinned."""
-    if pinned is None:
-        return
-    actual = head_commit(folder)
-    if actual != pinned:
-        raise UserError(f"this unit runs the code in {folder} at {actual[:12] if actual else 'no git commit'}, but its "
-                        f"evaluation pinned {pinned[:12]}: the code changed during the evaluation; run the same "
-                        "command again to pin the new code")
+    """A unit run (and the command, before each one) refuses other code than the commit its evaluation pinned."""
+    change = code_change(pinned, folder) if pinned else None
+    if change:
+        raise UserError(f"the units' code is not the commit the evaluation pinned ({pinned[:12]}): {change}; commit "
+                        "the change (or undo it), then run the same command again: it pins the code as it is then",
+                        folder)
 
 
 def notice(line: str) -> None:

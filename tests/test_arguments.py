@@ -66,8 +66,8 @@ def test_an_endpoint_is_an_http_url_with_a_host() -> None:
      "kobbq eval run: argument --prompt: prompt ids are whole numbers of at least 1, e.g. 2 or 1,2,3; not ','"),
     (["eval", "run", "--prepared", "x", "--replay", "y", "--model", "m", "--prompts", "1,-3"],
      "kobbq eval run: argument --prompts: prompt ids are whole numbers of at least 1, e.g. 2 or 1,2,3; not '1,-3'"),
-    (["eval", "run", "--prepared", "x", "--replay", "y", "--model", "m", "--lost-after", "31"],
-     "kobbq eval run: argument --lost-after: must be at least 90, not 31"),
+    (["eval", "run", "--prepared", "x", "--replay", "y", "--model", "m", "--lost-after", "19"],
+     "kobbq eval run: argument --lost-after: must be at least 20, not 19"),
     (["eval", "run", "--prepared", "x", "--endpoint", "", "--model", "m"],
      "kobbq eval run: argument --endpoint: expected an http:// or https:// URL such as http://127.0.0.1:8000/v1, "
      "not ''"),

@@ -22,7 +22,7 @@ import pytest
 
 from core.paths import PROJECT_ROOT
 from fake_openai import FAKE_KEY, FakeOpenAIServer, RequestLog, count_log, write_prepared
-from prefect_cluster import PREFECT, Cluster, descendants, kill_tree, postgres_binaries
+from prefect_cluster import PREFECT, Cluster, descendants, free_port, kill_tree, postgres_binaries
 
 pytestmark = pytest.mark.flow
 
@@ -153,9 +153,19 @@ def test_deployments_from_a_clean_clone_run_on_a_worker_elsewhere(clone: Path, e
             assert answer_files(out / MODEL) == expected
         runs = unit_runs(cluster)
         locks = read_from_server(cluster, lambda client: client.read_global_concurrency_limits())
+        # An edit not committed in the shared folder: the units would run code no commit names.
+        with (clone / "README.md").open("a", encoding="utf-8") as readme:
+            readme.write("an edit made after the pin\n")
+        edited = subprocess.run(eval_command(cluster, prepared, tmp_path / "edited", fake.url,
+                                             "kobbq-model-run/shared"), env=env, cwd=orchestrator, capture_output=True,
+                                text=True, timeout=600)
     fake.stop()
+    assert edited.returncode == 1 and edited.stderr.splitlines()[-1] == (
+        f"error: {clone}: the units' code is not the commit the evaluation pinned ({head(clone)[:12]}): 1 file(s) "
+        "changed and not committed: README.md; commit the change (or undo it), then run the same command again: it "
+        "pins the code as it is then"), edited.stderr
     assert len(runs) == 2 * 2 * 2 and all(r.state.is_completed() for r in runs)  # 2 deployments x 2 prompts x 2 shards
-    # Every unit ran the commit the command pinned as it started; the unit locks are gone once all is done.
+    # Every unit ran the commit the command pinned as it started; the claim is gone once all is done.
     assert {r.parameters["unit"]["code_commit"] for r in runs} == {head(clone)}
     assert not [lock.name for lock in locks if lock.name.startswith(("kobbq-unit-", "kobbq-eval-"))]
     # Two evaluations (two output folders, two caches): every prompt answered once by each.
@@ -190,7 +200,7 @@ def test_losing_a_worker_and_the_orchestrator_costs_only_requests_in_flight(clon
 
     The worst moment: every unit has requests in flight (held unanswered by the fake server).
     Running the same command again completes the evaluation on the surviving worker: the lost
-    worker's runs are marked Crashed once their heartbeats stop and their units run again.
+    worker's runs are marked Crashed once their leases go unrenewed and their units run again.
     """
     if postgres_binaries() is None:
         pytest.skip("PostgreSQL is not installed (Debian's postgresql package; .ci/run installs it)")
@@ -234,23 +244,55 @@ def test_losing_a_worker_and_the_orchestrator_costs_only_requests_in_flight(clon
     asked_again = sum(n - 1 for n in fake.state.received.values() if n > 1)
     assert asked_again <= in_flight  # re-sent: at most what was in flight when the worker died
     crashed = [r for r in runs if r.state.is_crashed()]
-    assert crashed and all("no heartbeat and no lease" in (r.state.message or "") for r in crashed)
+    assert crashed and all("lease was not renewed" in (r.state.message or "") for r in crashed)
     assert len([r for r in runs if r.state.is_completed()]) == 4  # every unit completed once
 
 
-ORCHESTRATOR_WITHOUT_FLOOR = """
-import sys
-import flows.model_runs as runs
-import flows.orchestration as orchestration
+def test_a_prefect_server_not_there_foreign_or_failing_is_one_line(tmp_path: Path) -> None:
+    """Before: a traceback ending in ``RuntimeError: Failed to reach API``. Unreachable (nothing listens), foreign
+    (an OpenAI-compatible server, whose /health is not Prefect's), failing (a proxy answering 503 while the server
+    restarts): each one line naming the URL, what happened and what to do."""
+    import http.server
+    import threading
 
-# The command refuses --lost-after below three heartbeats; lowered here, and the heartbeats set
-# 60 s apart, so that every live unit goes silent for longer than lost_after: the lease alone
-# must keep each unit to one run.
-orchestration.LOST_AFTER_FLOOR = 31
-runs.HEARTBEAT_SECONDS = 60
-runs.model_runs_flow(prepared=sys.argv[1], endpoint=sys.argv[2], models=[sys.argv[3]], out=sys.argv[4],
-                     deployment="kobbq-model-run/git", shards=2, concurrency=1, lost_after=31)
-"""
+    class Failing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the library's name)
+            self.send_error(503)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    failing = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=failing.serve_forever, daemon=True).start()
+    fake = FakeOpenAIServer().start()
+    requests = tmp_path / "prepared"
+    requests.mkdir()
+    (requests / "requests.jsonl").write_text('{"id": "a-0", "sample_id": "a", "prompt_id": 1, "prompt": "q", '
+                                             '"choices": {"A": "x", "B": "y"}, "answer": "A"}\n', encoding="utf-8")
+    closed = f"http://127.0.0.1:{free_port()}/api"
+    cases = {closed: f"error: cannot reach the Prefect server at {closed} (ConnectError: [Errno 111] Connection "
+                     "refused): start it (prefect server start) or correct PREFECT_API_URL; or unset PREFECT_API_URL "
+                     "to run without a work pool",
+             f"{fake.url}": f"error: {fake.url} does not answer as a Prefect API (its /health: HTTP 401): correct "
+                            "PREFECT_API_URL (the server's address, ending in /api), or unset it to run without a "
+                            "work pool",
+             f"http://127.0.0.1:{failing.server_address[1]}/api":
+                 f"error: the Prefect server at http://127.0.0.1:{failing.server_address[1]}/api answers HTTP 503 "
+                 "(Service Unavailable): it is starting, stopping or failing (its database?): look at its log, then "
+                 "run the same command again"}
+    try:
+        for url, line in cases.items():
+            env = {**os.environ, "PREFECT_API_URL": url, "PREFECT_HOME": str(tmp_path / "home"),
+                   "OPENAI_API_KEY": FAKE_KEY}
+            env.pop("PREFECT_API_AUTH_STRING", None)
+            said = subprocess.run([sys.executable, "-m", "kobbq", "eval", "run", "--prepared", str(requests),
+                                   "--endpoint", fake.url, "--model", MODEL, "--out", str(tmp_path / "out"),
+                                   "--deployment", "kobbq-model-run/git"], env=env, capture_output=True, text=True,
+                                  timeout=120)
+            assert said.returncode == 1 and said.stderr.splitlines() == [line], said.stderr
+    finally:
+        fake.stop()
+        failing.shutdown()
 
 
 def refused_without_auth(cluster: Cluster) -> tuple[int, subprocess.CompletedProcess]:
@@ -269,19 +311,20 @@ def refused_without_auth(cluster: Cluster) -> tuple[int, subprocess.CompletedPro
 
 def test_a_unit_is_never_answered_twice_whatever_lost_after_says(clone: Path, example_release: Path,
                                                                  tmp_path: Path) -> None:
-    """The report's case: ``--lost-after 31`` with heartbeats 30 s apart took a live unit for lost and
-    ran it again beside itself (31 requests paid twice). The command now refuses 31; with the floor
-    lowered anyway (and heartbeats 60 s apart), no live unit is taken for lost, because it holds its
-    unit's lease; and two runs of one unit started at once (what a wrong belief would do) answer
-    every prompt once between them. The server runs with Prefect's authentication, as the guide sets
-    it up: a client without the auth string is refused.
+    """The reports' cases: ``--lost-after 31`` with heartbeats 30 s apart took a live unit for lost and
+    ran it again beside itself (31 requests paid twice); later, on a busy machine (load ~6), four units
+    got eight runs, live runs taken for lost while they started. A run is now lost only when it stops
+    renewing its unit's lease, which it does with every request: with the shortest ``--lost-after``
+    (20 s) each unit gets one run, whatever the load. Two runs of one unit started at once (what a
+    wrong belief would do) answer every prompt once between them. The server runs with Prefect's
+    authentication, as the guide sets it up: a client without the auth string is refused.
     """
     prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(1, 2))
     expected = direct_run(prepared, tmp_path / "direct", MODEL)
     refused = subprocess.run([sys.executable, "-m", "kobbq", "eval", "run", "--prepared", str(prepared),
                               "--endpoint", "http://127.0.0.1:9/v1", "--model", MODEL, "--deployment",
-                              "kobbq-model-run/git", "--lost-after", "31"], capture_output=True, text=True, timeout=120)
-    assert refused.returncode == 2 and "--lost-after: must be at least 90, not 31" in refused.stderr
+                              "kobbq-model-run/git", "--lost-after", "19"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--lost-after: must be at least 20, not 19" in refused.stderr
     fake, log = logged_fake(tmp_path, delay=2.0)  # 36 requests a unit, one at a time: ~75 s a unit
     out = tmp_path / "out"
     with Cluster(tmp_path / "cluster") as cluster:
@@ -290,14 +333,27 @@ def test_a_unit_is_never_answered_twice_whatever_lost_after_says(clone: Path, ex
         status, stranger = refused_without_auth(cluster)
         assert status == 401
         assert stranger.returncode != 0 and "401" in stranger.stdout + stranger.stderr, stranger.stdout + stranger.stderr
+        # The command without the auth string, or with another: one line each (before: a 64-line traceback).
+        for auth, fix in ((None, "set PREFECT_API_AUTH_STRING to the server's auth string"),
+                          ("kobbq:wrong", "PREFECT_API_AUTH_STRING is not the server's auth string")):
+            env = {k: v for k, v in cluster.client_env("stranger").items() if k != "PREFECT_API_AUTH_STRING"}
+            said = subprocess.run(eval_command(cluster, prepared, tmp_path / "refused", fake.url, "kobbq-model-run/git"),
+                                  env={**env, "OPENAI_API_KEY": FAKE_KEY, **({"PREFECT_API_AUTH_STRING": auth}
+                                                                             if auth else {})},
+                                  capture_output=True, text=True, timeout=120)
+            assert said.returncode == 1 and said.stderr.splitlines() == [
+                f"error: the Prefect server at {cluster.api_url} refused this command (HTTP 401 Unauthorized): "
+                f"{fix}" + ("" if auth is None else ": set it to the content of the server's "
+                                                    "PREFECT_SERVER_API_AUTH_STRING")], said.stderr
         deploy(cluster, clone)
         for n in (1, 2):
             cluster.start_worker(f"machine-{n}", limit=2, extra_env=WORKER_ENV)
         orchestrator = tmp_path / "orchestrator"
         orchestrator.mkdir()
-        env = {**cluster.client_env("orchestrator"), "OPENAI_API_KEY": FAKE_KEY, "PYTHONPATH": str(PROJECT_ROOT)}
-        result = subprocess.run([sys.executable, "-c", ORCHESTRATOR_WITHOUT_FLOOR, str(prepared), fake.url, MODEL,
-                                 str(out)], env=env, cwd=orchestrator, capture_output=True, text=True, timeout=900)
+        env = {**cluster.client_env("orchestrator"), "OPENAI_API_KEY": FAKE_KEY}
+        result = subprocess.run(eval_command(cluster, prepared, out, fake.url, "kobbq-model-run/git", "--shards", "2",
+                                             "--concurrency", "1", "--lost-after", "20"),
+                                env=env, cwd=orchestrator, capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         runs = unit_runs(cluster)
         # Two runs of one unit at once, as an orchestrator that took a live run for lost would start them.
@@ -305,7 +361,7 @@ def test_a_unit_is_never_answered_twice_whatever_lost_after_says(clone: Path, ex
         from flows.model_runs import RunUnit
         unit = RunUnit(str(prepared), fake.url, "model-b", 1, str(out / "answer_cache.sqlite"), concurrency=2,
                        code_commit=head(clone))
-        job_variables = {"env": {"KOBBQ_COMMIT": head(clone), "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"}}
+        job_variables = {"env": {"KOBBQ_COMMIT": head(clone)}}
 
         def start_twice(client: object) -> list:
             from prefect.deployments import run_deployment
@@ -328,6 +384,79 @@ def test_a_unit_is_never_answered_twice_whatever_lost_after_says(clone: Path, ex
     counts = count_log(log)
     assert counts.answered_twice == {} and fake.state.repeated() == {}
     assert sum(n for (model, _), n in counts.answered.items() if model == "model-b") == 72  # one run's worth
+
+
+def test_a_paused_unit_pays_nothing_twice_and_cancelling_stops_every_unit(clone: Path, example_release: Path,
+                                                                          tmp_path: Path) -> None:
+    """The report's cases: a unit run stopped (SIGSTOP) for 200 s was taken for lost, a second run answered its
+    prompts, then the first resumed and sent its whole queue again (63 of 72 paid twice); and cancelling the
+    evaluation's run as Prefect's UI does left every unit running and the run "Cancelling" for good.
+
+    Now the paused run, taken for lost once its lease went unrenewed for ``--lost-after`` (20 s), is revoked
+    before the unit runs again, and sends nothing once resumed: what it had in flight when it was paused
+    (one request, ``--concurrency 1``) is all that can be asked twice, as for a lost worker. A cancelled
+    evaluation stops every unit (running or waiting for a worker) within a poll and a request, and its run
+    ends Cancelled.
+    """
+    prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(1,))
+    expected = direct_run(prepared, tmp_path / "direct", MODEL)
+    fake, log = logged_fake(tmp_path, delay=0.5)  # 72 requests, one at a time: ~40 s for the unit
+    out = tmp_path / "out"
+    with Cluster(tmp_path / "cluster") as cluster:
+        cluster.root.mkdir()
+        cluster.start_server()
+        deploy(cluster, clone)
+        worker = cluster.start_worker("machine-1", limit=4, extra_env=WORKER_ENV)
+        orchestrator = tmp_path / "orchestrator"
+        orchestrator.mkdir()
+        env = {**cluster.client_env("orchestrator"), "OPENAI_API_KEY": FAKE_KEY}
+        command = eval_command(cluster, prepared, out, fake.url, "kobbq-model-run/git", "--concurrency", "1",
+                               "--lost-after", "20")
+        first = cluster.start(command, env, orchestrator, tmp_path / "pause.log")
+        wait_for(lambda: sum(fake.state.answered.values()) >= 10, 300, "the unit answering")
+        paused = running_engines(worker.process.pid)
+        assert len(paused) == 1
+        os.kill(paused[0], signal.SIGSTOP)
+        wait_for(lambda: sum(fake.state.answered.values()) >= 40, 300, "a second run of the unit answering")
+        os.kill(paused[0], signal.SIGCONT)  # resumed while the second run answers: it must send nothing more
+        assert first.wait(timeout=300) == 0, (tmp_path / "pause.log").read_text()[-3000:]
+        lost, second = unit_runs(cluster)
+        paused_twice = count_log(log).answered_twice
+
+        # Cancel a running evaluation as the UI does (Cancelling): every unit stops, the run ends Cancelled.
+        fake.stop()
+        (tmp_path / "cancel").mkdir()
+        fake, log = logged_fake(tmp_path / "cancel", delay=0.5)
+        cancelled_out = tmp_path / "cancelled"
+        command_run = cluster.start(eval_command(cluster, prepared, cancelled_out, fake.url, "kobbq-model-run/git",
+                                                 "--shards", "6", "--concurrency", "1"),
+                                    env, orchestrator, tmp_path / "cancel.log")
+        wait_for(lambda: len(running_engines(worker.process.pid)) == 4 and fake.state.in_flight >= 1, 300,
+                 "four units answering, two waiting for the worker")
+        cluster.prefect("flow-run", "cancel", str(orchestrating_runs(cluster)[-1].id))
+        cancelled_at = time.monotonic()
+        assert command_run.wait(timeout=120) == 1
+        stopped_within = time.monotonic() - cancelled_at
+        wait_for(lambda: not running_engines(worker.process.pid), 60, "the unit processes ending")
+        received = sum(fake.state.received.values())
+        time.sleep(5)
+        asked_after = sum(fake.state.received.values()) - received
+        runs = [r for r in unit_runs(cluster) if r.parameters["unit"]["cache"].startswith(str(cancelled_out))]
+        evaluation = orchestrating_runs(cluster)[-1]
+    fake.stop()
+    # Marked Crashed ("its unit's lease was not renewed for 2x s"), then, resumed, it stopped and said why.
+    assert lost.state.is_cancelled() and "revoked (taken for lost: its unit's lease was not renewed" in \
+        lost.state.message, lost.state
+    assert second.state.is_completed()
+    assert answer_files(out / MODEL) == expected
+    assert len(paused_twice) <= 1, paused_twice  # at most its request in flight, never its queue
+    said = (tmp_path / "cancel.log").read_text()
+    stopped = [r for r in runs if r.state.is_cancelled()]  # a unit may have finished before the cancellation
+    assert f"the evaluation was cancelled in Prefect: its {len(stopped)} unfinished unit run(s) were stopped" in said
+    assert stopped_within < 30 and asked_after == 0
+    assert evaluation.state.is_cancelled(), evaluation.state
+    assert len(runs) == 6 and len(stopped) >= 2 and all(r.state.is_completed() for r in runs if r not in stopped)
+    assert count_log(log).answered_twice == {}
 
 
 def test_the_server_tells_the_truth_through_a_signal_a_lost_worker_and_an_outage(

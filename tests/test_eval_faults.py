@@ -186,18 +186,60 @@ def test_a_full_disk_during_eval_prepare_names_the_file_and_keeps_the_previous_o
     assert [p.name for p in kept.iterdir()] == ["prepared"]  # no staging folder left
 
 
-def test_a_full_disk_during_eval_score_is_one_line(previous_release: Path, prepared: Path, tmp_path: Path) -> None:
-    answers = tmp_path / "answers.csv"
-    answers.write_text("sample_id,prediction,prompt_id\n" + "".join(
+def answers_file(prepared: Path, path: Path) -> Path:
+    path.write_text("sample_id,prediction,prompt_id\n" + "".join(
         f"{r['id']},A,{r['prompt_id']}\n" for r in map(json.loads, (prepared / "requests.jsonl").open())),
         encoding="utf-8")
-    code, stderr, _ = on_a_full_disk(tmp_path, 24, "", ["eval", "score", "--release", str(previous_release),
-                                                        "--prepared", str(prepared), str(answers), "--out",
-                                                        "disk/scores"])
+    return path
+
+
+def test_a_full_disk_during_eval_score_is_one_line_and_leaves_the_previous_scores(previous_release: Path,
+                                                                                   prepared: Path,
+                                                                                   tmp_path: Path) -> None:
+    """Before: 7 of the 10 files written, and no results.md."""
+    answers = answers_file(prepared, tmp_path / "answers.csv")
+    previous = tmp_path / "previous"
+    assert run_in_process(["eval", "score", "--release", str(previous_release), "--prepared", str(prepared),
+                           str(answers), "--out", str(previous), "--no-figures"], tmp_path).code == 0
+    size_kb = sum(-(-p.stat().st_size // 4096) * 4 for p in previous.rglob("*") if p.is_file()) + 16
+    code, stderr, kept = on_a_full_disk(tmp_path, size_kb, f'cp -r "{previous}" "{tmp_path}/disk/scores"',
+                                        ["eval", "score", "--release", str(previous_release), "--prepared",
+                                         str(prepared), str(answers), "--out", "disk/scores"])
     assert code == 1
     line = last_line(stderr)
     assert len(stderr.strip().splitlines()) == 1 and line.startswith("error: disk/scores/")
     assert "the disk is full" in line, line
+    assert tree(kept / "scores") == tree(previous)
+    assert [p.name for p in kept.iterdir()] == ["scores"]  # no staging folder left
+
+
+def test_every_command_that_writes_refuses_a_read_only_folder_before_its_work(previous_release: Path,
+                                                                            prepared: Path, tmp_path: Path) -> None:
+    """Before: ``eval score`` scored for 62 s and ``export-lm-eval`` exported for 39 s before finding it. A
+    read-only file system (root writes into a folder without write bits, so no chmod can show it)."""
+    answers = answers_file(prepared, tmp_path / "answers.csv")
+    commands = {"score": ["eval", "score", "--prepared", str(prepared), str(answers), "--out", "disk/out"],
+                "export-lm-eval": ["eval", "export-lm-eval", "--prepared", str(prepared), "--out", "disk/out"],
+                "prepare": ["eval", "prepare", "--release", str(previous_release), "--out", "disk/out"],
+                "run": ["eval", "run", "--prepared", str(prepared), "--replay", str(recording(
+                    prepared, tmp_path / "recorded.jsonl")), "--model", "m", "--out", "disk/out"],
+                "compare": ["eval", "compare", str(tmp_path / "none.tsv"), "--out", "disk/out"]}
+    for name, argv in commands.items():
+        (tmp_path / "rc").unlink(missing_ok=True)
+        shutil.rmtree(tmp_path / "disk", ignore_errors=True)
+        shutil.rmtree(tmp_path / "kept", ignore_errors=True)
+        code, stderr, _ = on_a_full_disk(tmp_path, 64, f'mount -o remount,ro "{tmp_path}/disk"', argv)
+        assert code == 1 and last_line(stderr) == ("error: disk/out: cannot write to this folder (Read-only file "
+                                                   "system); choose another --out, or make it writable"), (name, stderr)
+
+
+def test_export_lm_eval_takes_the_release_from_the_prepared_folder(previous_release: Path, prepared: Path,
+                                                                  tmp_path: Path) -> None:
+    """Before: ``export-lm-eval --prepared P`` alone was refused for want of ``--release``."""
+    done = run_in_process(["eval", "export-lm-eval", "--prepared", str(prepared), "--out", str(tmp_path / "task")],
+                          tmp_path)
+    assert done.code == 0, done
+    assert (tmp_path / "task" / "utils.py").is_file() and not list(tmp_path.glob(".staging-*"))
 
 
 @pytest.mark.parametrize("environment", [{"PYTHONIOENCODING": "ascii"}, {"LANG": "C", "LC_ALL": "C"}])

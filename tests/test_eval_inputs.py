@@ -27,6 +27,7 @@ from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES
 from core.profile import load_profile
 from fuzzing import Outcome, previous_prepared, previous_release, run_in_process
+from tasks.evaluation.client import prompt_sha256
 from tasks.release.hub import check_repo_id
 from tasks.survey.inputs import load_survey_results
 
@@ -220,9 +221,13 @@ def test_a_signal_says_what_the_running_command_leaves(previous_release: Path, p
     monkeypatch.setattr(validate, "findings_for", signal_now)
     monkeypatch.setattr(prompts, "prepare_release", signal_now)  # imported by the command when it runs
     monkeypatch.setattr(_eval_run, "direct_run", signal_now)
+    recorded = json.loads((prepared / "requests.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    (tmp_path / "x.jsonl").write_text(json.dumps({"id": recorded["id"], "prompt_id": recorded["prompt_id"], "raw": "A",
+                                                  "prompt_sha256": prompt_sha256(recorded["prompt"]), "status": "ok"}))
     for argv in (["validate", str(EXAMPLE_TEMPLATES)],
                  ["eval", "prepare", "--release", str(previous_release), "--out", "prepared"],
-                 ["eval", "run", "--prepared", str(prepared), "--replay", "x.jsonl", "--model", "m", "--out", "runs"]):
+                 ["eval", "run", "--prepared", str(prepared), "--replay", "x.jsonl", "--model", "m", "--out", "runs",
+                  "--quiet"]):
         assert run_in_process(argv, tmp_path).code == 1
     assert said == ["interrupted (SIGINT): stopped; validate writes no file; nothing is left running",
                     "interrupted (SIGINT): stopped; prepared is as it was before (a preparation is moved in only once "

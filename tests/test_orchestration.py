@@ -1,13 +1,12 @@
-"""The distributed evaluation's rules that need no Prefect server: the --lost-after floor, a unit's
-identity, what a lost run is, the code pin against a real git repository.
+"""The distributed evaluation's rules that need no Prefect server: a unit's identity, its lease in a real
+answer cache, what a lost run is, the code pin against a real git repository.
 
-The leases themselves, the take-over and the outages run against a real cluster in
+The take-over, the cancellation and the outages run against a real cluster in
 ``tests/test_distributed_eval.py`` (slow).
 """
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 from pathlib import Path
 
@@ -15,36 +14,14 @@ import pytest
 
 from core.errors import UserError
 from flows.model_runs import RunUnit
-from flows.orchestration import (LOST_AFTER_FLOOR, LOST_AFTER_SECONDS, check_code, check_lost_after, evaluation_key,
-                                 lost_state, resolve_ref)
-from kobbq.cli import build_parser
-
-
-def subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
-
-
-def lost_after_option() -> argparse.Action:
-    run = subcommand(subcommand(build_parser("eval"), "eval"), "run")
-    return next(action for action in run._actions if "--lost-after" in action.option_strings)
-
-
-def test_the_command_and_the_flow_share_the_lost_after_floor_and_default() -> None:
-    option = lost_after_option()
-    assert option.default == LOST_AFTER_SECONDS
-    assert option.type(str(LOST_AFTER_FLOOR)) == LOST_AFTER_FLOOR
-    with pytest.raises(Exception, match=f"must be at least {LOST_AFTER_FLOOR}, not {LOST_AFTER_FLOOR - 1}"):
-        option.type(str(LOST_AFTER_FLOOR - 1))
-    check_lost_after(LOST_AFTER_FLOOR)
-    with pytest.raises(UserError, match="must be at least 90 s"):
-        check_lost_after(31)  # the report's value: a live unit was taken for lost between two heartbeats
+from flows.orchestration import check_code, evaluation_key, lost_state, resolve_ref, server_problem
 
 
 def test_a_units_key_is_what_decides_its_answers_not_how_they_are_asked() -> None:
     unit = RunUnit("/p", "http://10.0.0.5:8000/v1", "model-a", 1, "/out/answer_cache.sqlite")
     how = RunUnit("/p", "http://10.0.0.5:8000/v1", "model-a", 1, "/out/answer_cache.sqlite", concurrency=16,
                   key_env="OTHER_KEY", max_retries=0, timeout=5.0, code_commit="a" * 40)
-    assert unit.key == how.key and unit.lock == how.lock == f"kobbq-unit-{unit.key}"
+    assert unit.key == how.key
     others = [RunUnit("/p", "http://10.0.0.5:8000/v1", "model-b", 1, "/out/answer_cache.sqlite"),
               RunUnit("/p", "http://10.0.0.5:8000/v1", "model-a", 2, "/out/answer_cache.sqlite"),
               RunUnit("/p", "http://10.0.0.5:8000/v1", "model-a", 1, "/other/answer_cache.sqlite"),
@@ -61,9 +38,10 @@ def test_the_units_client_gets_the_commands_retries_and_timeout(monkeypatch: pyt
 
 
 def test_a_lost_run_whose_answers_are_all_in_is_completed_not_crashed() -> None:
-    finished, unfinished = lost_state(True, 130), lost_state(False, 130)
+    finished, holding, starting = lost_state(True, True, 130), lost_state(False, True, 130), lost_state(False, False, 610)
     assert finished.is_completed() and "every answer of the unit is in the answer cache" in finished.message
-    assert unfinished.is_crashed() and "no heartbeat and no lease for 130 s" in unfinished.message
+    assert holding.is_crashed() and "lease was not renewed for 130 s" in holding.message
+    assert starting.is_crashed() and "did not start answering within 610 s" in starting.message
 
 
 def git(folder: Path, *args: str) -> str:
@@ -96,5 +74,36 @@ def test_a_unit_refuses_code_other_than_the_pinned_commit(repository: Path) -> N
     head = git(repository, "rev-parse", "HEAD")
     check_code(head, repository)
     check_code(None, repository)  # nothing pinned (code outside git): nothing to compare
-    with pytest.raises(UserError, match="the code changed during the evaluation"):
+    with pytest.raises(UserError) as moved:
         check_code(git(repository, "rev-parse", "v1^{commit}"), repository)
+    assert f"the units' code is not the commit the evaluation pinned ({git(repository, 'rev-parse', 'v1^{commit}')[:12]}): " \
+           f"it is at commit {head[:12]}" in moved.value.render()
+    (repository / "a.py").write_text("one\n")
+    (repository / "untracked.txt").write_text("not code the units import\n")
+    git(repository, "add", "a.py")
+    git(repository, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "three")
+    head = git(repository, "rev-parse", "HEAD")
+    check_code(head, repository)  # an untracked file is not a change of the code
+    (repository / "a.py").write_text("an edit made after the pin\n")
+    with pytest.raises(UserError) as edited:
+        check_code(head, repository)
+    assert edited.value.render().startswith(f"{repository}: the units' code is not the commit the evaluation pinned "
+                                            f"({head[:12]}): 1 file(s) changed and not committed: a.py; commit")
+
+
+def test_a_prefect_server_that_stops_answering_on_the_way_is_one_line() -> None:
+    """The failures Prefect's client raises mid-run (the server killed, restarting behind a proxy), sorted into
+    one line naming the URL; anything else is a bug and keeps its traceback."""
+    import httpx
+
+    url = "http://10.0.0.2:4200/api"
+    request = httpx.Request("GET", f"{url}/admin/version")
+    gone = httpx.ConnectError("[Errno 111] Connection refused", request=request)
+    wrapped = RuntimeError(f"Failed to reach API at {url}/")
+    wrapped.__cause__ = gone
+    assert server_problem(url, gone, False) == server_problem(url, wrapped, False) == (
+        f"cannot reach the Prefect server at {url} (ConnectError: [Errno 111] Connection refused): start it (prefect "
+        "server start) or correct PREFECT_API_URL; or unset PREFECT_API_URL to run without a work pool")
+    failing = httpx.HTTPStatusError("502", request=request, response=httpx.Response(502, request=request))
+    assert server_problem(url, failing, True).startswith(f"the Prefect server at {url} answers HTTP 502 (Bad Gateway)")
+    assert server_problem(url, KeyError("state"), True) is None

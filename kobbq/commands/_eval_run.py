@@ -17,15 +17,17 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 from core import interrupt
-from core.atomic import check_not_a_file
+from core.atomic import check_writable
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
 from core.text_files import read_json
-from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, whole_number
-from tasks.evaluation.limits import REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
+from kobbq.arguments import (NOT_NEGATIVE, POSITIVE, add_prompt_selection, http_url, real_number, release_of,
+                             whole_number)
+from tasks.evaluation.limits import LOST_AFTER_FLOOR, LOST_AFTER_SECONDS, REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
 
 RUNS_DIR = DEFAULT_BUILD_DIR / "evaluation" / "runs"  # answers of eval run and import-lm-eval, <out>/<model>/
 
@@ -75,12 +77,11 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
     pool.add_argument("--endpoint-limit", type=POSITIVE, default=None,
                       help="units answering at once on this endpoint (sets its Prefect concurrency limit)")
     pool.add_argument("--shards", type=POSITIVE, default=1, help="units per (model, prompt) (default: %(default)s)")
-    # Three heartbeats of 30 s at least, four by default: flows.orchestration.LOST_AFTER_FLOOR and
-    # LOST_AFTER_SECONDS (not imported: this parser must not load Prefect; a test keeps them equal).
-    pool.add_argument("--lost-after", type=whole_number(90), default=120,
-                      help="seconds a unit's run may go without a heartbeat while nobody holds its unit's lock, "
-                           "before it is taken for lost and the unit runs again (default: %(default)s; at least 90, "
-                           "three heartbeats; a unit is never answered by two runs at once, whatever this says)")
+    pool.add_argument("--lost-after", type=whole_number(LOST_AFTER_FLOOR), default=LOST_AFTER_SECONDS,
+                      help="seconds a unit's run may go without renewing its unit's lease (it does before each "
+                           "request, and while it waits for answers) before it is taken for lost and the unit runs "
+                           f"again (default: %(default)s; at least {LOST_AFTER_FLOOR}; a lost run sends nothing more, "
+                           "so no prompt is paid twice, whatever this says)")
     run.set_defaults(handler=run_command)
 
     export = eval_subparsers.add_parser(
@@ -89,7 +90,8 @@ def register(eval_subparsers: argparse._SubParsersAction) -> None:
                     "beside them, and utils.py, which reads and scores the answers as kobbq eval score does (it "
                     "imports kobbq-builder: run the harness where it is installed). Run it with: "
                     "lm_eval --include_path DIR --tasks kobbq --model local-chat-completions ...")
-    export.add_argument("--release", type=Path, required=True, help="release folder (kobbq build)")
+    export.add_argument("--release", type=Path, default=None,
+                        help="release folder (kobbq build; default: the one --prepared was made from)")
     export.add_argument("--out", type=Path, required=True, help="task folder to write")
     export.add_argument("--prepared", type=Path, default=None,
                         help="prepared folder (default: prepare the release's test split with its profile's prompts)")
@@ -112,28 +114,35 @@ def run_command(args: argparse.Namespace) -> int:
 
     for model in args.model:
         check_model_name(model)
+    cache_path = args.cache or args.out / "answer_cache.sqlite"
+    check_writable(args.out, create=False)
+    check_writable(cache_path.parent, create=False)
     requests = load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
-    cache_path = args.cache or args.out / "answer_cache.sqlite"
-    check_not_a_file(args.out)
-    interrupt.leaves(f"every answer received is kept in {cache_path}: run the same command again to resume")
+    replay = replay_model(args, endpoint) if args.replay else None
+    covered = replay.check_covers(requests) if replay else None  # before anything is written: none, refused
+    if covered and not args.quiet:
+        print(covered, file=sys.stderr)
+    kept = f"every answer received is kept in {cache_path}"
+    interrupt.leaves(f"{kept}; the unit runs already started keep running on the workers: run the same command "
+                     "again to wait for them and start the rest" if args.deployment
+                     else f"{kept}: run the same command again to resume")
     with run_lock(args.out, cache_path):
         if args.deployment:
             return pool_command(args, endpoint)
-        return direct_run(args, requests, endpoint, cache_path)
+        return direct_run(args, requests, endpoint, cache_path, replay)
 
 
-def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_path: Path) -> int:
+def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_path: Path, replay: object) -> int:
     """Every request from this process (a thread pool), answers cached as they arrive."""
     from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings
-    from tasks.evaluation.client import ReplayModel, model_from_environment
+    from tasks.evaluation.client import model_from_environment
     from tasks.evaluation.runs import run_requests
 
     if len(args.model) > 1:
         raise UserError("one --model per direct run; several models need --deployment")
     settings = GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
-    model = (ReplayModel(settings, args.replay) if args.replay else
-             model_from_environment(settings, args.key_env, args.max_retries, args.timeout))
+    model = replay or model_from_environment(settings, args.key_env, args.max_retries, args.timeout)
     model.check()  # a dead server or a refused key: one line now, not a retried request after another
     with AnswerCache(cache_path) as cache:
         summary = run_requests(requests, model, cache, args.out, args.concurrency, progress=not args.quiet)
@@ -141,14 +150,24 @@ def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_pa
         print(summary.render(args.price_in, args.price_out))
         for path in summary.files:
             print(f"wrote {path}")
-    if summary.failed and isinstance(model, ReplayModel):  # a recording does not change: no "run again"
-        print(f"error: {model.unanswered(summary.failed, summary.requests)}", file=sys.stderr)
+    if summary.failed and args.replay:  # a recording does not change: no "run again"
+        print(f"error: {summary.failed:,} of {summary.requests:,} request(s) have no answer in the recording "
+              f"{args.replay}: get them from a live endpoint (--endpoint)", file=sys.stderr)
         return 1
     if summary.failed:
         print(f"{summary.failed} request(s) failed ({'; '.join(summary.errors[:3])}); run the same command again "
               "to retry them", file=sys.stderr)
         return 1
     return score_answers(args, summary.files[0]) if args.score else 0
+
+
+def replay_model(args: argparse.Namespace, endpoint: str) -> object:
+    """The recording of ``--replay``, read and checked (a bad line: one line naming it)."""
+    from tasks.evaluation.answer_cache import GenerationSettings
+    from tasks.evaluation.client import ReplayModel
+
+    settings = GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
+    return ReplayModel(settings, args.replay)
 
 
 def pool_command(args: argparse.Namespace, endpoint: str) -> int:
@@ -159,15 +178,18 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     units still running are waited for, not started twice).
     """
     # Prefect and its client only with --deployment: eval prepare, score and compare never import it.
-    from prefect.settings import PREFECT_API_URL  # the server the workers use
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL  # the server the workers use
 
     from flows.model_runs import RequestsFailed, model_runs_flow
+    from flows.orchestration import check_server, server_problem
     from tasks.evaluation.client import check_from_here
     from tasks.evaluation.runs import model_slug
 
-    if not PREFECT_API_URL.value():
+    url, auth_set = PREFECT_API_URL.value(), bool(PREFECT_API_AUTH_STRING.value())
+    if not url:
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")
     check_from_here(endpoint, args.model[0], args.key_env, args.replay)
+    check_server(url, auth_set)
     try:
         table = model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,
                                 prompts=args.prompts, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
@@ -178,6 +200,11 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     except RequestsFailed as exc:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1
+    except Exception as exc:
+        problem = server_problem(url, exc, auth_set)  # it stopped answering, or failed, on the way
+        if problem is None or isinstance(exc, UserError):
+            raise
+        raise UserError(problem) from exc  # the server's fault, said in one line (the traceback: --debug)
     if not args.quiet:
         for row in table:
             print(f"{row['model']} prompt {row['prompt']}: {row['requests']} requests, {row['ok']} ok, "
@@ -205,12 +232,15 @@ def score_answers(args: argparse.Namespace, answers: Path) -> int:
 
 def export_command(args: argparse.Namespace) -> int:
     from tasks.evaluation.lm_eval_task import export_task  # the evaluation package: not for --help
+    from tasks.evaluation.prepared_folder import move_in, staged
 
-    if args.prepared is not None:
-        written = export_task(args.release, args.out, args.prepared)
-    else:
-        with prepared_by_cli(args.release) as prepared:
-            written = export_task(args.release, args.out, Path(prepared))
+    check_writable(args.out, create=False)  # a read-only folder: one line now, not after the export
+    release = release_of(args, args.prepared)
+    interrupt.leaves(f"{args.out} is as it was before (the task files are moved in only once all are written)")
+    with staged(args.out) as staging, ExitStack() as temporary:
+        prepared = args.prepared or Path(temporary.enter_context(prepared_by_cli(release)))
+        export_task(release, staging, prepared)
+        written = move_in(staging, args.out, "utils.py")
     for path in written:
         print(f"wrote {path}")
     return 0
@@ -235,6 +265,7 @@ def import_command(args: argparse.Namespace) -> int:
     from tasks.evaluation.runs import check_model_name, model_slug
 
     check_model_name(args.model)
+    check_writable(args.out, create=False)
     for path in answers_from_log_samples(args.samples, args.model, args.out / model_slug(args.model)):
         print(f"wrote {path}")
     return 0

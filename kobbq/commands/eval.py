@@ -11,7 +11,7 @@ import importlib.util
 from pathlib import Path
 
 from core import interrupt
-from core.atomic import check_not_a_file, write_text
+from core.atomic import check_writable, write_text
 from core.paths import DEFAULT_BUILD_DIR
 from kobbq.arguments import NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table, release_of
 
@@ -65,6 +65,7 @@ def run_prepare(args: argparse.Namespace) -> int:
     # The evaluation package (pandas, pyarrow): not for --help.
     from tasks.evaluation.prompts import prepare_release
 
+    check_writable(args.out, create=False)  # a read-only folder: one line now, not after the release is read
     interrupt.leaves(f"{args.out} is as it was before (a preparation is moved in only once complete)")
     prepared = prepare_release(release_of(args), args.out, args.split, args.profile,
                                args.prompts, args.prompt_ids, args.allow_modified)
@@ -98,8 +99,9 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
                         help="count out-of-choice answers as wrong instead of dropping them")
     parser.add_argument("--allow-missing", action="store_true",
                         help="score runs with missing predictions (counted and listed in missing.tsv)")
-    parser.add_argument("--bootstrap", type=NOT_NEGATIVE, default=1000, metavar="N",
-                        help="bootstrap resamples of templates for the intervals (0: none; default: %(default)s)")
+    parser.add_argument("--bootstrap", type=resamples, default=1000, metavar="N",
+                        help="bootstrap resamples of templates for the intervals (0: none; default: %(default)s; at "
+                             f"most {MAX_RESAMPLES:,})")
     parser.add_argument("--seed", type=NOT_NEGATIVE, default=42, help="bootstrap seed (default: %(default)s)")
     parser.add_argument("--no-figures", action="store_true", help="tables only: no PNG/SVG figures, no results.html")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR / "evaluation",
@@ -107,13 +109,25 @@ def _register_score(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_score)
 
 
+MAX_RESAMPLES = 100_000  # ~2 s more than the default on the example; 10^8 ran for minutes without a line
+
+
+def resamples(text: str) -> int:
+    """A number of bootstrap resamples: a whole number from 0 to ``MAX_RESAMPLES``."""
+    value = NOT_NEGATIVE(text)
+    if value > MAX_RESAMPLES:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_RESAMPLES}, not {value} (more resamples only narrow "
+                                         "the bounds' own noise, and each one costs time per group scored)")
+    return value
+
+
 def run_score(args: argparse.Namespace) -> int:
     # The evaluation package (pandas, matplotlib): not for --help.
     from tasks.evaluation.report import ScoreRequest, score
 
-    check_not_a_file(args.out)
-    interrupt.leaves(f"the result files in {args.out} are each either the previous or the new one, never half "
-                     "written")
+    check_writable(args.out, create=False)  # a read-only folder: one line now, not after the scoring
+    interrupt.leaves(f"the result files in {args.out} are the previous ones (the new ones are moved in only once "
+                     "all are written)")
     request = ScoreRequest(release=release_of(args, args.prepared), split=args.split,
                            predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
                            prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
@@ -149,7 +163,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from tasks.evaluation.compare import comparison, comparison_markdown, comparison_tsv, metric_names, read_results
 
     if args.out is not None:
-        check_not_a_file(args.out)
+        check_writable(args.out, create=False)
     table = comparison(read_results(args.results), metric_names(args.metrics))
     text = comparison_markdown(table)
     if args.out is not None:

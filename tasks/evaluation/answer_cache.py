@@ -5,6 +5,8 @@ the API kind (chat or completions), the generation parameters and the prompt tex
 answer is committed as soon as it arrives, so a killed run resumes where it stopped and a
 re-run with another model or prompt sends only what is new. Only answers are stored
 (``ok``, ``empty``, ``malformed``); a request that failed is not, so the next run retries it.
+
+The same file holds the units' leases (``UnitLease``): which run of a unit may send its requests.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,7 +33,9 @@ CREATE TABLE IF NOT EXISTS answers (
     status TEXT NOT NULL,
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL
-)
+);
+CREATE TABLE IF NOT EXISTS leases (unit TEXT PRIMARY KEY, holder TEXT, beats INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS revoked (holder TEXT PRIMARY KEY, why TEXT NOT NULL)
 """
 
 
@@ -83,7 +88,7 @@ class AnswerCache:
             self._db.execute("PRAGMA journal_mode=WAL")
             # A commit survives the process being killed, not a power cut; it costs no fsync per answer.
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
+            self._db.executescript(_SCHEMA)
             self._db.commit()
 
     @contextmanager
@@ -122,6 +127,83 @@ class AnswerCache:
     def __len__(self) -> int:
         with self._storing():
             return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+
+
+class LeaseLost(UserError):
+    """This run's lease on its unit was revoked or taken over: it must not send another request."""
+
+
+class UnitLease:
+    """Which run of a unit may send the unit's requests: one holder at a time, in the answer cache's file.
+
+    The holder renews the lease (``keep``) before each request it sends and at least every ``seconds / 4``
+    while it waits for answers: its own progress, counted in ``beats``, not a timer thread. A holder that
+    did not renew for ``seconds`` (by the waiting run's clock: no two machines' clocks are compared) is
+    taken over by a run waiting for the unit; the orchestrator revokes a run it takes for lost
+    (``revoke``). Either way the old holder's next ``keep`` raises ``LeaseLost``, before it sends
+    anything: a run paused for any time and resumed pays for nothing the next run answered.
+    """
+
+    def __init__(self, cache: AnswerCache, unit: str, holder: str, seconds: float, poll_seconds: float = 1.0) -> None:
+        self.cache, self.unit, self.holder, self.seconds, self.poll_seconds = cache, unit, holder, seconds, poll_seconds
+        self.every = seconds / 4
+
+    def __enter__(self) -> "UnitLease":
+        seen, since = None, time.monotonic()
+        while True:
+            current = self._take(seen if time.monotonic() - since > self.seconds else None)
+            if current is None:
+                return self
+            if current != seen:
+                seen, since = current, time.monotonic()
+            time.sleep(self.poll_seconds)
+
+    def _take(self, stale: tuple | None) -> tuple | None:
+        """Take the lease if it is free, or still ``stale`` (held, not renewed since); else the holder's state."""
+        db = self.cache._db
+        with self.cache._storing(), db:
+            db.execute("BEGIN IMMEDIATE")
+            self._refuse_if_revoked()
+            row = db.execute("SELECT holder, beats FROM leases WHERE unit = ?", (self.unit,)).fetchone()
+            if row is not None and row[0] not in (None, self.holder) and tuple(row) != stale:
+                return tuple(row)
+            db.execute("INSERT INTO leases VALUES (?, ?, 0) ON CONFLICT (unit) DO UPDATE SET holder = excluded.holder, "
+                       "beats = beats + 1", (self.unit, self.holder))
+        return None
+
+    def _refuse_if_revoked(self) -> None:
+        revoked = self.cache._db.execute("SELECT why FROM revoked WHERE holder = ?", (self.holder,)).fetchone()
+        if revoked:
+            raise LeaseLost(f"this run's lease was revoked ({revoked[0]}); it sends nothing more")
+
+    def keep(self) -> None:
+        """Renew the lease; ``LeaseLost`` once it is this run's no more."""
+        db = self.cache._db
+        with self.cache._storing(), db:
+            renewed = db.execute("UPDATE leases SET beats = beats + 1 WHERE unit = ? AND holder = ?",
+                                 (self.unit, self.holder)).rowcount
+        if not renewed:
+            self._refuse_if_revoked()
+            raise LeaseLost(f"this run ({self.holder}) did not renew its unit's lease for {self.seconds:g} s and "
+                            "another run took it over; it sends nothing more")
+
+    def __exit__(self, *exc: object) -> None:
+        with self.cache._storing(), self.cache._db as db:
+            db.execute("UPDATE leases SET holder = NULL WHERE unit = ? AND holder = ?", (self.unit, self.holder))
+
+
+def lease_state(cache: AnswerCache, unit: str) -> tuple[str | None, int]:
+    """The unit's lease holder (None: free) and how often it was renewed: a change is a sign of life."""
+    with cache._storing():
+        row = cache._db.execute("SELECT holder, beats FROM leases WHERE unit = ?", (unit,)).fetchone()
+    return (None, 0) if row is None else (row[0], int(row[1]))
+
+
+def revoke(cache: AnswerCache, unit: str, holder: str, why: str) -> None:
+    """Take the lease from ``holder`` for good: its next ``keep`` (or its first ``UnitLease``) raises ``LeaseLost``."""
+    with cache._storing(), cache._db as db:
+        db.execute("INSERT OR IGNORE INTO revoked VALUES (?, ?)", (holder, why))
+        db.execute("UPDATE leases SET holder = NULL WHERE unit = ? AND holder = ?", (unit, holder))
 
 
 def cache_error(exc: sqlite3.DatabaseError, path: Path) -> UserError:

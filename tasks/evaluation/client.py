@@ -36,7 +36,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -306,7 +306,6 @@ class ReplayModel:
     def __post_init__(self) -> None:
         self._answers: dict[str, tuple[Answer, Location]] = {}
         self._ids: set[tuple[int, str]] = set()  # (prompt_id, id) recorded, for whatever prompt text
-        self.asked = self.matched = self.other_question = 0
         for where, row in json_records(self.recording):
             self._add(where, row)
 
@@ -333,25 +332,30 @@ class ReplayModel:
         self._ids.add(key)
 
     def ask(self, request_id: str, prompt_id: int, prompt: str) -> Answer:
-        self.asked += 1
         recorded = self._answers.get(prompt_sha256(prompt))
         if recorded is not None:
-            self.matched += 1
             return recorded[0]
         if (prompt_id, request_id) in self._ids:
-            self.other_question += 1
             return Answer("", "failed", error=f"{self.recording} answers {request_id} (prompt {prompt_id}) for "
                                               "another question")
         return Answer("", "failed", error=f"{request_id} (prompt {prompt_id}) is not in {self.recording}")
 
-    def unanswered(self, failed: int, requests: int) -> str:
-        """Why ``failed`` of ``requests`` got no answer, and what to do: running again cannot change a recording."""
-        other = (f"; {self.other_question:,} of those ids are in it, recorded for other questions (another release, "
-                 "split or prompt table)" if self.other_question else "")
-        return (f"{failed:,} of {requests:,} request(s) have no answer in the recording {self.recording} (it answers "
-                f"{requests - failed:,}{other}); a replay answers only the questions it was recorded for: replay it "
-                "against the prepared folder it was recorded from, or get the missing answers from a live "
-                "endpoint (--endpoint)")
+    def check_covers(self, requests: Sequence[object]) -> str:
+        """How many ``requests`` the recording answers, said before any is asked; none: refused (a replay of other
+        questions would only write failed rows), with why and what to do (running again cannot change it)."""
+        missing = [r for r in requests if prompt_sha256(r.prompt) not in self._answers]
+        if not missing:
+            return f"the recording {self.recording} answers all {len(requests):,} requests"
+        if len(missing) < len(requests):
+            return (f"the recording {self.recording} answers {len(requests) - len(missing):,} of {len(requests):,} "
+                    f"requests; the other {len(missing):,} will be failed rows")
+        other = sum(1 for r in missing if (r.prompt_id, r.id) in self._ids)
+        other = (f"; {other:,} of their ids are in it, recorded for other questions (another release, split or "
+                 "prompt table)" if other else "")
+        raise UserError(f"the recording {self.recording} answers none of the {len(requests):,} requests of this "
+                        f"prepared folder{other}; nothing was written: a replay answers only the questions it was "
+                        "recorded for: replay it against the prepared folder it was recorded from, or get the "
+                        "answers from a live endpoint (--endpoint)")
 
 
 def model_from_environment(settings: GenerationSettings, key_variable: str = KEY_VARIABLE,

@@ -1,4 +1,5 @@
-"""A prepared folder (``kobbq eval prepare``) is replaced whole or not at all, and never loses a user's file.
+"""An output folder of ``kobbq eval`` (prepare, score, export-lm-eval) is replaced whole or not at all, and never
+loses a user's file.
 
 Everything is written into a staging folder beside the target (``.staging-<name>-<pid>``, on the same
 file system), which a signal or an error removes, so an interrupted or failed preparation leaves the
@@ -90,23 +91,31 @@ def previous_files(out: Path) -> set[str]:
     return {"requests.jsonl", "prompts.tsv", SUMMARY} | upstream
 
 
-def publish_prepared(staging: Path, out: Path) -> None:
-    """Move the staged files into ``out`` (``prepared.json`` last), then remove the previous preparation's files
-    that were not written again; the staging folder is removed."""
+def move_in(staging: Path, out: Path, last: str) -> list[Path]:
+    """Move every staged file into ``out``, ``last`` last (the folder is not complete without it), and remove the
+    staging folder: renames on one file system, so a full disk cannot stop them halfway."""
     written = folder_files(staging)
-    stale = previous_files(out) - set(written)
-    top = out.resolve()
     with interrupt.critical():
-        (out / SUMMARY).unlink(missing_ok=True)  # not a prepared folder until the last move
-        for name in [n for n in written if n != SUMMARY] + [SUMMARY]:
+        (out / last).unlink(missing_ok=True)
+        for name in [n for n in written if n != last] + [last] * (last in written):
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / name, out / name)
+    shutil.rmtree(staging, ignore_errors=True)
+    return [out / name for name in written]
+
+
+def publish_prepared(staging: Path, out: Path) -> None:
+    """Move the staged files into ``out`` (``prepared.json`` last: not a prepared folder until then), then remove
+    the previous preparation's files that were not written again."""
+    stale = previous_files(out) - set(folder_files(staging))
+    top = out.resolve()
+    move_in(staging, out, SUMMARY)
+    with interrupt.critical():
         for name in sorted(stale):
             path = out / name
             if path.is_file() and top in path.resolve().parents:
                 path.unlink()
                 _remove_if_empty(path.parent, out)
-    shutil.rmtree(staging, ignore_errors=True)
 
 
 def _remove_if_empty(folder: Path, top: Path) -> None:

@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from core.atomic import write_bytes
 from core.errors import Location, UserError
-from core.atomic import write_bytes, write_text
 from core.paths import relative_path
 from core.text_files import read_json
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.metric_table import TITLES
 from tasks.evaluation.metrics import BBQ_METRICS, METRICS, UPSTREAM_HEADER, Bootstrap, over_prompts, score_rows
 from tasks.evaluation.predictions import Run, match_submission, read_predictions, runs_frame
+from tasks.evaluation.prepared_folder import move_in, staged
 from tasks.evaluation.prompts import (PREPARED_PROMPTS, ReleaseSamples, read_prompt_table, read_release,
                                       resolve_prompt_table)
 
@@ -232,8 +233,8 @@ def score_warnings(table: pd.DataFrame, runs: list[Run]) -> list[str]:
 
 def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], settings: ScoreSettings,
                   display: dict[str, str], figures: bool = True) -> list[Path]:
-    """Write every table (and the figures and results.html unless ``figures`` is off). Everything is
-    rendered first and written last, each file atomically, so an interruption leaves the previous outputs."""
+    """Write every table (and the figures and results.html unless ``figures`` is off) into a staging folder,
+    then move them in, results.md last: an interruption or a full disk leaves the previous outputs."""
     files: dict[str, str | bytes] = {
         "results.tsv": results_tsv(table), "results_intervals.tsv": intervals_tsv(table), "ooc.tsv": ooc_tsv(runs),
         "missing.tsv": missing_tsv(runs)}
@@ -244,8 +245,11 @@ def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], settings: Sco
                  *(line[2:] for line in [*_settings_lines(settings), *_template_lines(table)])]
         files.update(figures_and_page(table, notes, display))
     files["results.md"] = results_markdown(table, runs, settings, display, out)
-    return [write_text(out / name, data) if isinstance(data, str) else write_bytes(out / name, data)
-            for name, data in files.items()]
+    with staged(out) as staging:
+        for name, data in files.items():  # a full disk is named by the file (as in ``out``), not the folder
+            write_bytes(staging / name, data.encode("utf-8") if isinstance(data, str) else data)
+        moved = {path.name: path for path in move_in(staging, out, "results.md")}
+    return [moved[name] for name in files]
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +31,10 @@ from tqdm import tqdm
 
 from core.errors import Location, UserError
 from core.atomic import write_text, write_with
-from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings
+from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, UnitLease
 from tasks.evaluation.client import Model, prompt_sha256
 from tasks.evaluation.jsonl import text_lines
+from tasks.evaluation.prepared_folder import move_in, staged
 from tasks.release.publish import build_lock
 
 BUSY = ("another `kobbq eval run` (pid {pid}) is answering into this folder; wait for it to finish (two runs at "
@@ -186,8 +188,11 @@ def cached_answers(requests: Sequence[Request], settings: GenerationSettings, ca
 
 
 def answer_requests(requests: Sequence[Request], model: Model, cache: AnswerCache, concurrency: int = 4,
-                    progress: bool = True) -> tuple[list[Answer], RunSummary]:
-    """Every request's answer, in request order: from the cache, else sent (each distinct prompt once)."""
+                    progress: bool = True, lease: UnitLease | None = None) -> tuple[list[Answer], RunSummary]:
+    """Every request's answer, in request order: from the cache, else sent (each distinct prompt once).
+
+    With a ``lease``, it is renewed before each request is sent and while answers are awaited; a lease
+    lost stops the run there (``LeaseLost``), the answers of the requests in flight recorded."""
     settings = model.settings
     answers = cached_answers(requests, settings, cache)
     summary = RunSummary(settings.model, requests=len(requests),
@@ -205,7 +210,7 @@ def answer_requests(requests: Sequence[Request], model: Model, cache: AnswerCach
             summary.errors.append(answer.error)
 
     with tqdm(total=len(to_send), desc=settings.model, unit="req", disable=not progress or not to_send) as bar:
-        _ask_all(to_send, model, concurrency, record, bar.update)
+        _ask_all(to_send, model, concurrency, record, bar.update, lease)
     ordered = [answers[r.prompt] for r in requests]
     summary.statuses.update(a.status for a in ordered)
     summary.failed = summary.statuses["failed"]
@@ -213,39 +218,54 @@ def answer_requests(requests: Sequence[Request], model: Model, cache: AnswerCach
 
 
 def _ask_all(requests: Sequence[Request], model: Model, concurrency: int,
-             record: Callable[[Request, Answer], None], tick: Callable[[], object]) -> None:
-    """Send every request from a thread pool and ``record`` each answer as it arrives (on this thread).
+             record: Callable[[Request, Answer], None], tick: Callable[[], object],
+             lease: UnitLease | None = None) -> None:
+    """Send every request, ``concurrency`` at a time, from a thread pool; ``record`` each answer as it arrives.
 
-    A stop (``RunStopped``, Ctrl-C) cancels what was not sent yet; answers to requests already
-    in flight are still recorded, since they are paid for.
+    This thread alone sends (and touches the cache): before each request it renews the ``lease``, and
+    it renews it at least every ``lease.every`` seconds while it waits. A stop (``RunStopped``,
+    ``LeaseLost``, Ctrl-C) sends nothing more; answers to requests already in flight are still
+    recorded, since they are paid for.
     """
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="kobbq-ask")
-    futures: dict[Future[Answer], Request] = {
-        pool.submit(model.ask, r.id, r.prompt_id, r.prompt): r for r in requests}
-    recorded: set[Future[Answer]] = set()
+    waiting = iter(requests)
+    in_flight: dict[Future[Answer], Request] = {}
     try:
-        for future in as_completed(futures):
-            record(futures[future], future.result())
-            recorded.add(future)
-            tick()
+        while True:
+            for request in itertools.islice(waiting, max(1, concurrency) - len(in_flight)):
+                if lease:
+                    lease.keep()
+                in_flight[pool.submit(model.ask, request.id, request.prompt_id, request.prompt)] = request
+            if not in_flight:
+                return
+            done, _ = wait(in_flight, timeout=lease.every if lease else None, return_when=FIRST_COMPLETED)
+            for future in done:
+                record(in_flight.pop(future), future.result())
+                tick()
+            if lease and not done:
+                lease.keep()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-        for future, request in futures.items():
-            if future not in recorded and not future.cancelled() and future.exception() is None:
+        for future, request in in_flight.items():
+            if not future.cancelled() and future.exception() is None:
                 record(request, future.result())
 
 
 def write_answer_files(requests: Sequence[Request], answers: Sequence[Answer], model: str, folder: Path) -> list[Path]:
-    """``answers.jsonl`` and one upstream ``raw_p<N>.tsv`` per prompt, in request order, atomically."""
+    """``answers.jsonl`` and one upstream ``raw_p<N>.tsv`` per prompt, in request order, written into a staging
+    folder and moved in together (``answers.jsonl`` last): a full disk leaves the previous files."""
     lines = [json.dumps({"id": r.id, "sample_id": r.sample_id, "prompt_id": r.prompt_id,
                          "prompt_sha256": prompt_sha256(r.prompt), "model": model, "raw": a.raw, "status": a.status},
                         ensure_ascii=False)
              for r, a in zip(requests, answers)]
-    written = [write_text(folder / "answers.jsonl", "\n".join(lines) + "\n")]
-    for prompt_id in sorted({r.prompt_id for r in requests}):
-        rows = [(r.id, a.raw) for r, a in zip(requests, answers) if r.prompt_id == prompt_id]
-        written.append(write_with(folder / f"raw_p{prompt_id}.tsv", lambda path, rows=rows: _write_raw_tsv(path, rows)))
-    return written
+    prompts = sorted({r.prompt_id for r in requests})
+    with staged(Path(folder)) as staging:
+        write_text(staging / "answers.jsonl", "\n".join(lines) + "\n")
+        for prompt_id in prompts:
+            rows = [(r.id, a.raw) for r, a in zip(requests, answers) if r.prompt_id == prompt_id]
+            write_with(staging / f"raw_p{prompt_id}.tsv", lambda path, rows=rows: _write_raw_tsv(path, rows))
+        move_in(staging, Path(folder), "answers.jsonl")
+    return [Path(folder) / name for name in ["answers.jsonl", *(f"raw_p{prompt_id}.tsv" for prompt_id in prompts)]]
 
 
 def _write_raw_tsv(path: Path, rows: Sequence[tuple[str, str]]) -> None:
