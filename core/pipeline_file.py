@@ -141,8 +141,9 @@ START_INPUTS = ("labels.bbq", "labels.reference", "translation.cache", "translat
                 "templates.corrections")
 
 
-# Inputs that are one file, never a folder (the others may be either: a BBQ folder, a workbook folder).
-FILE_INPUTS = ("translation.cache", "translation.reference", "labels.consensus", "labels.reference",
+# Inputs that are one file, never a folder (the others may be either: a BBQ folder, a workbook folder, a reference
+# release's folder of templates such as EsBBQ's).
+FILE_INPUTS = ("translation.cache", "labels.consensus",
                "templates.groups", "templates.newly_created", "templates.corrections", "survey.results",
                "survey.reading", "survey.overrides", "survey.questions")
 

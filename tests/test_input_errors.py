@@ -178,6 +178,19 @@ def test_inputs_people_deliver_later_may_be_missing(tmp_path):
     assert missing_start_inputs(load_pipeline(pipeline)) == []  # the consensus has not arrived: a stage waits
 
 
+def test_a_folder_where_one_file_is_read_is_an_error_but_a_reference_may_be_a_folder(tmp_path):
+    """The survey results are one file: a folder there is refused before anything runs. A reference release may be
+    a folder of templates (EsBBQ's is), so a folder there is accepted."""
+    from core.pipeline_file import check_start_inputs, load_pipeline
+
+    (tmp_path / "results").mkdir()
+    pipeline = example_pipeline(tmp_path, ('results = "', f'results = "{tmp_path}/results"\n# "'))
+    with pytest.raises(UserError, match=r"survey.results = .*: a folder, where the pipeline reads one file"):
+        check_start_inputs(load_pipeline(pipeline))
+    reference = example_pipeline(tmp_path, ("[translation]\n", f'[translation]\nreference = "{tmp_path}/results"\n'))
+    check_start_inputs(load_pipeline(reference))
+
+
 # --- signals -------------------------------------------------------------------------------------------
 
 def test_a_signal_after_publication_says_the_release_was_published(tmp_path):

@@ -70,13 +70,14 @@ def test_export_layout_and_documents(exported: tuple[Path, Path]) -> None:
         "kobbq_example_p1.yaml", "kobbq_example_p2.jsonl", "kobbq_example_p2.yaml", "utils.py"]
     assert (task / "kobbq_example_p2.yaml").read_text(encoding="utf-8") == (
         "include: _kobbq_example_common_yaml\ntask: kobbq_example_p2\ndataset_kwargs:\n  data_file: kobbq_example_p2.jsonl\n")
-    docs = read_jsonl(task / "kobbq_example_p1.jsonl")
+    docs = read_jsonl(task / "kobbq_example_p2.jsonl")
     assert len(docs) == 72
-    # order 0 of the first sample is [c0, c2, c1]; 할아버지 is the biased answer, prompt 1 words "unknown" its way
+    # order 0 of the first sample is [c0, c2, c1]; 할아버지 is the biased answer; prompt 2 of the ko profile's prompt
+    # table (the paper's) words "unknown" its own way, where the release says 알 수 없음
     first = docs[0]
     assert (first["id"], first["answer"], first["choices"]) == (
-        "age-001a-006-amb-bsd-0", "B", {"A": "고등학생", "B": "주어진 글로는 알 수 없음", "C": "할아버지"})
-    assert first["row"] == {"answer": "주어진 글로는 알 수 없음", "unknown": "주어진 글로는 알 수 없음",
+        "age-001a-006-amb-bsd-0", "B", {"A": "고등학생", "B": "보기 중 답을 찾을 수 없음", "C": "할아버지"})
+    assert first["row"] == {"answer": "보기 중 답을 찾을 수 없음", "unknown": "보기 중 답을 찾을 수 없음",
                             "biased_answer": "할아버지", "dis": False, "biased_context": False, "template": "age-001",
                             "label": "ST", "category": "age"}
     assert {d["row"]["dis"] for d in docs if "-dis-" in d["id"]} == {True}
@@ -151,7 +152,7 @@ def test_lm_evals_table_is_kobbq_eval_scores_on_the_same_answers(model_type: str
     finally:
         server.stop()
     samples = sorted((tmp_path / "lm_eval").rglob("samples_kobbq_example_p*.jsonl"))
-    table = score(ScoreRequest(release=Path(json.loads((prepared / "prepared.json").read_text())["release"]),
+    table = score(ScoreRequest(release=prepared / json.loads((prepared / "prepared.json").read_text())["release"],
                                predictions=samples, out=tmp_path / "scored", prepared=prepared, model="fake-model",
                                bootstrap=0, figures=False)).table
     overall = table[table["grouping"] == "overall"].set_index("prompt")
