@@ -14,6 +14,7 @@ import atexit
 import importlib
 import os
 import pkgutil
+import select
 import sys
 import threading
 from typing import NoReturn
@@ -77,12 +78,36 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.render()}", file=sys.stderr)
         return 1
     except OSError as exc:  # a folder that cannot be written, a disk that is full: one line, not a traceback
+        if isinstance(exc, BrokenPipeError) and reader_gone(sys.stdout):  # not a child's or a server's pipe
+            quiet_stdout()
+            return CLOSED_PIPE_EXIT
         if args.debug:
             raise
         print(f"error: {describe_os_error(exc)}", file=sys.stderr)
         return 1
     finally:
         interrupt.forget_run()
+
+
+CLOSED_PIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for cat, grep or git whose reader has gone
+
+
+def reader_gone(stream) -> bool:
+    """Whether ``stream`` is a pipe whose reader has closed it (``kobbq diff ... | head -1``): the command
+    then ends quietly, as a shell tool does, instead of reporting a broken pipe as a fault of a folder."""
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a test's capture), no poll (Windows)
+        return False
+
+
+def quiet_stdout() -> None:
+    """Point stdout at the null device, so that what is still buffered does not fail again at exit."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
 
 
 def run() -> NoReturn:
