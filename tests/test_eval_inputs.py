@@ -209,7 +209,7 @@ def test_a_signal_says_what_the_running_command_leaves(previous_release: Path, p
     """Before: SIGINT of `eval run`, `validate` or `eval prepare` said "nothing was published". The line a signal
     would print is taken while each command works (its step replaced by one that reads it)."""
     from core import interrupt
-    from kobbq.commands import _eval_run, validate
+    from kobbq.commands import eval as eval_command, validate
     from tasks.evaluation import prompts
 
     said: list[str] = []
@@ -220,7 +220,7 @@ def test_a_signal_says_what_the_running_command_leaves(previous_release: Path, p
 
     monkeypatch.setattr(validate, "findings_for", signal_now)
     monkeypatch.setattr(prompts, "prepare_release", signal_now)  # imported by the command when it runs
-    monkeypatch.setattr(_eval_run, "direct_run", signal_now)
+    monkeypatch.setattr(eval_command, "direct_run", signal_now)
     recorded = json.loads((prepared / "requests.jsonl").read_text(encoding="utf-8").splitlines()[0])
     (tmp_path / "x.jsonl").write_text(json.dumps({"id": recorded["id"], "prompt_id": recorded["prompt_id"], "raw": "A",
                                                   "prompt_sha256": prompt_sha256(recorded["prompt"]), "status": "ok"}))
