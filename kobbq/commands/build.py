@@ -81,8 +81,13 @@ def run(args: argparse.Namespace) -> int:
         return run_pipeline_file(plans.pipeline_plan(args.pipeline or EXAMPLE_PIPELINE, args.out, args.force),
                                  runner.execute, args)
     profile = profile_of(args)
-    plan = plans.templates_plan(args.templates, args.out, profile, args.name, corrections_file(args, profile),
-                                args.seed, args.test_split or "profile", survey_inputs(args, profile), args.force)
+    corrections = corrections_file(args, profile)
+    survey_files = survey_inputs(args, profile)
+    survey = plans.SurveyInputs(*survey_files, allow_unmatched=args.allow_unmatched) if survey_files else None
+    if survey is not None:
+        survey.check_exist()
+    plan = plans.templates_plan(args.templates, args.out, profile, args.name, corrections, args.seed,
+                                args.test_split or "profile", survey, args.force)
     result = runner.execute(plan, launcher(args))
     state = "up to date" if result is None else "built"
     if result is not None and result.failed:
@@ -91,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def survey_inputs(args: argparse.Namespace, profile):  # -> tasks.survey.inputs.SurveyInputs | None
+def survey_inputs(args: argparse.Namespace, profile) -> tuple[Path | None, ...] | None:
+    """The survey's files of the command, if any (``tasks.survey.inputs.SurveyInputs``'s arguments)."""
     given = [args.reading_results, args.overrides, args.questions]
     if args.survey_results is None:
         if any(given) or args.allow_unmatched:
@@ -99,11 +105,7 @@ def survey_inputs(args: argparse.Namespace, profile):  # -> tasks.survey.inputs.
         return None
     if not profile.survey.enabled:
         raise UserError(f"profile {profile.name} has no survey stage ([survey] enabled = false); drop --survey-results")
-    from tasks.survey.inputs import SurveyInputs
-
-    inputs = SurveyInputs(args.survey_results, *given, allow_unmatched=args.allow_unmatched)
-    inputs.check_exist()
-    return inputs
+    return (args.survey_results, *given)
 
 
 def release_summary(plan) -> str:  # (tasks.pipeline.plan.Plan) -> str

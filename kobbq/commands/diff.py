@@ -31,8 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The audit package and the template loaders (pandas): not for --help.
-    from tasks.audit.diff import diff_releases, diff_template_files, render_diff
-    from tasks.audit.fates import release_profile
+    from tasks.audit import diff, fates
 
     for path in (args.old, args.new):
         if not path.exists():
@@ -41,13 +40,13 @@ def run(args: argparse.Namespace) -> int:
         kinds = ["folder" if path.is_dir() else "file" for path in (args.old, args.new)]
         raise UserError(f"compare two template files or two release folders, not a {kinds[0]} with a {kinds[1]}")
     if (args.old / MANIFEST).exists():
-        old, new = release_profile(args.old, args.profile), release_profile(args.new, args.profile)
+        old, new = fates.release_profile(args.old, args.profile), fates.release_profile(args.new, args.profile)
         if old.name != new.name:
             raise UserError(f"{args.old} was built with profile {old.name!r} and {args.new} with {new.name!r}; "
                             "compare two releases of one profile")
-        diff = diff_releases(args.old, args.new, old)
+        changes = diff.diff_releases(args.old, args.new, old)
     else:
         profile = profile_of(args)
-        diff = diff_template_files(args.old, args.new, profile, corrections_file(args, profile))
-    print(render_diff(diff), end="")
+        changes = diff.diff_template_files(args.old, args.new, profile, corrections_file(args, profile))
+    print(diff.render_diff(changes), end="")
     return 0

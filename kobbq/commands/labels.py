@@ -6,7 +6,9 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
+from core.atomic import write_with
 from core.console import counts_text
+from core.decisions import write_decisions_csv
 from core.errors import UserError
 from core.pipeline_file import LabelsSection, PipelineConfig
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
@@ -22,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Step 1 of the paper: annotators label every BBQ template ST (simply-transferred), "
                     "TM (target-modified) or SR (sample-removed); disagreements are settled in a consensus file.")
     commands = parser.add_subparsers(dest="labels_command", metavar="SUBCOMMAND", required=True)
+    parser.set_defaults(handler=run_step)
 
     def common(sub: argparse.ArgumentParser, categories: bool = True) -> None:
         add_profile(sub)
@@ -42,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--annotator", action="append", required=True, metavar="NAME",
                         help="annotator name (repeat for each annotator); the file is labels_<NAME>.xlsx")
     export.add_argument("--out", type=Path, default=Path("labels"), help="output folder (default: %(default)s)")
-    export.set_defaults(handler=run_export)
+    export.set_defaults(step=run_export)
 
     importer = commands.add_parser("import", help="check annotators' workbooks/CSVs and print their agreement",
                                    description="All files are checked (label, template ID, template set, rationale); "
@@ -51,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     importer.add_argument("files", nargs="+", type=Path, help="filled workbooks (.xlsx) or CSVs (template,label,rationale)")
     importer.add_argument("--draft", type=Path, default=None,
                           help="also write a consensus draft CSV (agreed labels filled in, disagreements blank)")
-    importer.set_defaults(handler=run_import)
+    importer.set_defaults(step=run_import)
 
     consensus = commands.add_parser("consensus", help="apply the consensus file: final labels, decisions (runs the flow)",
                                     description="Refuses any BBQ template without a final label; writes labels.csv, "
@@ -63,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     consensus.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR / "labels",
                            help="output folder (default: %(default)s)")
     add_quiet(consensus)
-    consensus.set_defaults(handler=run_consensus)
+    consensus.set_defaults(step=run_consensus)
 
     reference = commands.add_parser("reference", help="the labels a released template file implies, beside Table 1",
                                     description="ST/TM from the BBQ_category/BBQ_id links, NC from rows without one; "
@@ -72,7 +75,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common(reference, categories=False)
     reference.add_argument("--templates", type=Path, required=True, help="template file in the profile's format (a KoBBQ TSV, e.g. the release; for es/ca the workbook folder)")
     reference.add_argument("--decisions", type=Path, default=None, help="also write the decisions to this CSV")
-    reference.set_defaults(handler=run_reference)
+    reference.set_defaults(step=run_reference)
+
+
+def run_step(args: argparse.Namespace) -> int:
+    """The step named (``kobbq labels STEP``), once the labels package's modules (pandas, openpyxl, statsmodels
+    for Fleiss' kappa) are imported: here, not at the top, because ``kobbq --help`` imports every command module.
+    They become this module's names (``workbook.write_workbook``): one import for every step."""
+    global agreement, annotations, consensus, labels_stage, problems, template_set, validate, workbook
+    from tasks.labels import agreement, annotations, consensus, labels_stage, problems, template_set, workbook
+    from tasks.templates import validate
+
+    return args.step(args)
 
 
 def bbq_of(args: argparse.Namespace) -> Path:
@@ -81,10 +95,9 @@ def bbq_of(args: argparse.Namespace) -> Path:
 
 
 def _items(args: argparse.Namespace, categories: list[str] | None = None, recorded: str | None = None):
-    from tasks.labels.template_set import load_label_items  # the labels package (pandas): not for --help
 
     profile, bbq = profile_of(args, recorded), bbq_of(args)
-    templates, items = load_label_items(bbq, profile, categories if categories is not None else args.categories,
+    templates, items = template_set.load_label_items(bbq, profile, categories if categories is not None else args.categories,
                                         args.not_taken or [])
     if not items:
         raise UserError("no BBQ templates of the chosen categories", bbq)
@@ -92,44 +105,34 @@ def _items(args: argparse.Namespace, categories: list[str] | None = None, record
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from tasks.labels.workbook import write_workbook  # openpyxl: not for --help
-
     profile, _, items = _items(args)
     args.out.mkdir(parents=True, exist_ok=True)
     for annotator in args.annotator:
-        path = write_workbook(items, args.out / f"labels_{annotator}.xlsx", annotator, profile)
+        path = workbook.write_workbook(items, args.out / f"labels_{annotator}.xlsx", annotator, profile)
         print(f"wrote {path} ({len(items)} templates)")
     return 0
 
 
 def run_import(args: argparse.Namespace) -> int:
-    # The labels package (pandas, statsmodels for Fleiss' kappa): not for --help.
-    from tasks.labels.agreement import DRAFT_COLUMNS, agreement, draft_consensus_rows
-    from tasks.labels.annotations import categories_in, check_annotator_files, read_annotator_file
-    from tasks.labels.consensus import write_consensus
-    from tasks.labels.problems import raise_if_errors
-
-    files = [read_annotator_file(path) for path in args.files]
+    files = [annotations.read_annotator_file(path) for path in args.files]
     recorded = next((f.meta["profile"] for f in files if f.meta.get("profile")), None)  # what the workbooks say
-    profile, _, items = _items(args, args.categories or categories_in(files), recorded)
-    annotators, findings = check_annotator_files(files, items, profile.labels.require_rationale, profile.name)
-    raise_if_errors(f"{len(files)} annotator file(s)", findings)
-    report = agreement(annotators, items)
+    profile, _, items = _items(args, args.categories or annotations.categories_in(files), recorded)
+    annotators, findings = annotations.check_annotator_files(files, items, profile.labels.require_rationale, profile.name)
+    problems.raise_if_errors(f"{len(files)} annotator file(s)", findings)
+    report = agreement.agreement(annotators, items)
     print(report.text)
     if args.draft:
-        write_consensus(draft_consensus_rows(annotators, items), DRAFT_COLUMNS, args.draft)
+        consensus.write_consensus(agreement.draft_consensus_rows(annotators, items), agreement.DRAFT_COLUMNS, args.draft)
         print(f"\nwrote the consensus draft {args.draft}: fill in the blank labels and rationales")
     return 0
 
 
 def run_consensus(args: argparse.Namespace) -> int:
-    from tasks.labels.labels_stage import STAGE  # the stage and its libraries: not for --help
-
     profile = profile_of(args)
     labels = LabelsSection(bbq=str(bbq_of(args)), consensus=str(args.consensus),
                            annotations=[str(path) for path in args.annotations], categories=args.categories or [],
                            not_taken=args.not_taken or [])
-    output = run_alone(STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out, args)
+    output = run_alone(labels_stage.STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out, args)
     agreement_file = output.outputs.get("report:labels_agreement.txt")
     if agreement_file is not None:
         print(agreement_file.read_text(encoding="utf-8"))
@@ -141,14 +144,8 @@ def run_consensus(args: argparse.Namespace) -> int:
 
 
 def run_reference(args: argparse.Namespace) -> int:
-    # The template loaders and the labels package (pandas): not for --help.
-    from core.atomic import write_with
-    from core.decisions import write_decisions_csv
-    from tasks.labels.labels_stage import labels_from_links
-    from tasks.templates.validate import load_templates
-
     profile = profile_of(args)
-    result = labels_from_links(load_templates(args.templates, profile).templates, bbq_of(args), profile)
+    result = labels_stage.labels_from_links(validate.load_templates(args.templates, profile).templates, bbq_of(args), profile)
     print(result.text)
     if any(f.code == "unknown-bbq-link" for f in result.findings):
         print(f"\nSome links do not resolve: pass --bbq with the BBQ templates {args.templates.name} was built from.")

@@ -34,18 +34,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The template loader and the particle checks (hgtk): not for --help.
-    from tasks.templates.corrections import load_corrections
-    from tasks.templates.load import load_kobbq_templates
-    from tasks.translation.particles import check_items
+    from tasks.templates import corrections, load
+    from tasks.translation import particles
 
     profile = profile_of(args)
     if not profile.particles.enabled:
         raise UserError(f"profile {profile.name} has no particles that change with the word before them "
                         "([particles] enabled = false): nothing to check")
     corrections_path = corrections_file(args, profile)
-    loaded = load_kobbq_templates(args.templates, load_corrections(corrections_path) if corrections_path else [],
-                                  profile.templates.separators)
-    report = check_items(loaded.templates, [tuple(p) for p in profile.particles.pairs])
+    loaded = load.load_kobbq_templates(args.templates,
+                                       corrections.load_corrections(corrections_path) if corrections_path else [],
+                                       profile.templates.separators)
+    report = particles.check_items(loaded.templates, [tuple(p) for p in profile.particles.pairs])
     for finding in report.findings():
         if finding.severity == "error" or not args.quiet:
             print(finding.render())

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                             "editable column) from the translation cache, without calling DeepL.")
     add_common(export)
     add_quiet(export)
-    export.set_defaults(handler=run_export)
+    export.set_defaults(handler=run)
     imp = actions.add_parser("import", help="read returned workbooks; write KoBBQ-format templates",
                              description="Read the translator's returned workbooks, check every edited cell, and "
                                          "write postedit_templates.tsv, the post-edit report and the decisions; "
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--glossary", type=Path, default=None, help="glossary CSV (default: the profile's)")
     add_profile(imp)
     add_quiet(imp)
-    imp.set_defaults(handler=run_import)
+    imp.set_defaults(handler=run)
     ref = actions.add_parser("reference", help="take a released KoBBQ template file as the post-edit",
                              description="Link every ST/TM row of a released template file to its BBQ template and "
                                          "record the decisions, as if the file were the translator's post-edit.")
@@ -51,38 +51,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ref.add_argument("--out", type=Path, default=POSTEDIT_DIR, help="output folder (default: %(default)s)")
     add_profile(ref)
     add_quiet(ref)
-    ref.set_defaults(handler=run_reference)
+    ref.set_defaults(handler=run)
 
 
-def run_export(args: argparse.Namespace) -> int:
-    return run_stage(args, profile_of(args), replay=True)
-
-
-def run_import(args: argparse.Namespace) -> int:
-    from tasks.translation.postedit_stage import STAGE  # the stage and its libraries: not for --help
-    from tasks.translation.workbook import read_workbook
+def run(args: argparse.Namespace) -> int:
+    """The action named, with its stage (and the stage's libraries: pandas, openpyxl) imported now, not for
+    --help."""
+    from tasks.translation import postedit_stage, pretranslate_stage, workbook
 
     profile = profile_of(args)
-    for path in args.workbooks:  # a refused workbook fails here, before Prefect starts
-        read_workbook(path, profile)
+    if args.postedit_command == "export":
+        return run_stage(args, profile, pretranslate_stage.STAGE, replay=True)
+    if args.postedit_command == "import":
+        for path in args.workbooks:  # a refused workbook fails here, before Prefect starts
+            workbook.read_workbook(path, profile)
+        return run_import(args, profile, postedit_stage.STAGE)
+    return run_reference(args, profile, postedit_stage.STAGE)
+
+
+def run_import(args: argparse.Namespace, profile, stage) -> int:
     translation = TranslationSection(workbooks=[str(p) for p in args.workbooks], glossary=blank(args.glossary))
-    output = run_postedit(args, profile, STAGE, PipelineConfig(profile=profile.argument, translation=translation))
+    output = run_postedit(args, profile, stage, PipelineConfig(profile=profile.argument, translation=translation))
     print(f"{output.counts['rows']} template rows imported")
     for path in output.outputs.values():
         print(f"wrote {path}")
-    print(f"wrote {args.out / f'decisions_{STAGE.name}.csv'}")
+    print(f"wrote {args.out / f'decisions_{stage.name}.csv'}")
     return 0
 
 
-def run_reference(args: argparse.Namespace) -> int:
-    from tasks.translation.postedit_stage import STAGE  # the stage and its libraries: not for --help
-
-    profile = profile_of(args)
+def run_reference(args: argparse.Namespace, profile, stage) -> int:
     corrections = profile.existing_file("corrections")
     config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
                             translation=TranslationSection(reference=str(args.templates)),
                             templates=TemplatesSection(corrections=blank(corrections)))
-    output = run_postedit(args, profile, STAGE, config)
+    output = run_postedit(args, profile, stage, config)
     print(output.text)
     return 0
 

@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                              "questions.csv, reading_questions.csv, groups.csv and "
                                              "decisions_survey.csv into --out.")
     _common(export)
-    export.set_defaults(handler=run_export)
+    export.set_defaults(handler=run)
 
     ingest = commands.add_parser("ingest", help="read survey results and apply the paper's rules",
                                  description="Read the results (released JSON format, or respondent-level "
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument("--overrides", type=Path, default=None, help=OVERRIDES_HELP)
     ingest.add_argument("--allow-unmatched", action="store_true",
                         help="accept results that match no template (when the templates are survivors only)")
-    ingest.set_defaults(handler=run_ingest)
+    ingest.set_defaults(handler=run)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -54,22 +54,27 @@ def _common(parser: argparse.ArgumentParser) -> None:
     add_quiet(parser)
 
 
-def run_export(args: argparse.Namespace) -> int:
-    from tasks.survey.survey_export_stage import STAGE  # the stage and its libraries: not for --help
+def run(args: argparse.Namespace) -> int:
+    """The step named, with its stage (and the stage's libraries: pandas, openpyxl) imported now, not for --help."""
+    from tasks.survey import survey_export_stage, survey_stage
 
-    output = run_one(args, STAGE, TemplatesSection(file=templates_of(args), corrections=blank(args.corrections)))
+    if args.survey_command == "export":
+        return run_export(args, survey_export_stage.STAGE)
+    return run_ingest(args, survey_stage.STAGE)
+
+
+def run_export(args: argparse.Namespace, stage) -> int:
+    output = run_one(args, stage, TemplatesSection(file=templates_of(args), corrections=blank(args.corrections)))
     print(f"{args.out}: {output.counts['questions']} questions ({output.counts['type1']} type 1, "
           f"{output.counts['type2']} type 2), {output.counts['reading_questions']} reading-comprehension questions")
     return 0
 
 
-def run_ingest(args: argparse.Namespace) -> int:
-    from tasks.survey.survey_stage import STAGE  # the stage and its libraries: not for --help
-
+def run_ingest(args: argparse.Namespace, stage) -> int:
     survey = SurveySection(results=str(args.results), reading=blank(args.reading),
                            overrides=blank(args.overrides), questions=blank(args.questions),
                            allow_unmatched=args.allow_unmatched)
-    output = run_one(args, STAGE, TemplatesSection(file=templates_of(args), corrections=blank(args.corrections)),
+    output = run_one(args, stage, TemplatesSection(file=templates_of(args), corrections=blank(args.corrections)),
                      survey)
     c = output.counts
     print(f"{args.out}: kept {c['kept']} of {c['template_ids']} templates ({c['kept_rows']} rows), "

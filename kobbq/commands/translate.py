@@ -46,15 +46,13 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The translation stage and its libraries (pandas, deepl), loaded when the command runs, not for --help.
-    from tasks.translation.cost import dry_run
-    from tasks.translation.glossary import load_glossary, profile_glossary
-    from tasks.translation.pretranslate_stage import CACHE_FILE, check_target_language, translatable_templates
+    from tasks.translation import cost, glossary, pretranslate_stage
 
     profile = profile_of(args)
-    glossary = load_glossary(args.glossary) if args.glossary else profile_glossary(profile)
-    chosen, _ = translatable_templates(args.bbq, args.labels, profile)
-    cache = args.cache or args.out / CACHE_FILE
-    estimate = dry_run(chosen, cache, profile, glossary)
+    terms = glossary.load_glossary(args.glossary) if args.glossary else glossary.profile_glossary(profile)
+    chosen, _ = pretranslate_stage.translatable_templates(args.bbq, args.labels, profile)
+    cache = args.cache or args.out / pretranslate_stage.CACHE_FILE
+    estimate = cost.dry_run(chosen, cache, profile, terms)
     print(estimate.render(dry_run=args.dry_run))
     if args.dry_run:
         return 0
@@ -64,18 +62,16 @@ def run(args: argparse.Namespace) -> int:
                         f"pay for them ({estimate.characters_to_send} characters, about {estimate.estimated_cost:.2f} "
                         f"{estimate.currency})", cache)
     if not args.replay:
-        check_target_language(profile)  # before Prefect starts (5-15 s): a language DeepL lacks is one error
-    return run_stage(args, profile, replay=args.replay)
+        pretranslate_stage.check_target_language(profile)  # before Prefect starts (5-15 s): a language DeepL lacks is one error
+    return run_stage(args, profile, pretranslate_stage.STAGE, replay=args.replay)
 
 
-def run_stage(args: argparse.Namespace, profile, replay: bool) -> int:
-    """The pretranslate stage alone, on the command's files: drafts, workbooks and the machine-translated twin
+def run_stage(args: argparse.Namespace, profile, stage, replay: bool) -> int:
+    """The pretranslate ``stage`` alone, on the command's files: drafts, workbooks and the machine-translated twin
     in ``--out``."""
-    from tasks.translation.pretranslate_stage import STAGE  # the stage and its libraries: not for --help
-
     config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
                             translation=TranslationSection(cache=blank(args.cache), glossary=blank(args.glossary)))
-    output = run_alone(STAGE, config, profile, args.out, args,
+    output = run_alone(stage, config, profile, args.out, args,
                        given={("labels", "labels"): args.labels}, offline=replay)
     c = output.counts
     print(f"{c['rows']} rows, {c['segments']} segments: {c['chars_billed']} characters billed now, "
@@ -84,6 +80,6 @@ def run_stage(args: argparse.Namespace, profile, replay: bool) -> int:
         print(f"wrote {path}")
     if "mt_templates" in output.outputs:
         print(f"wrote {output.outputs['mt_templates']}")
-    print(f"wrote {args.out / f'decisions_{STAGE.log}.csv'}")
+    print(f"wrote {args.out / f'decisions_{stage.log}.csv'}")
     return 0
 

@@ -28,10 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def findings_for(args: argparse.Namespace) -> tuple[list[Finding], str]:
     # The template loaders and checks (pandas): not for --help.
-    from tasks.templates.bbq import load_bbq_templates
-    from tasks.templates.corrections import load_corrections
-    from tasks.templates.validate import load_templates, validate_loaded
-    from tasks.templates.validate_workbook import validate_workbook
+    from tasks.templates import bbq, corrections, validate, validate_workbook
 
     path: Path = args.path
     if not path.exists():
@@ -39,11 +36,12 @@ def findings_for(args: argparse.Namespace) -> tuple[list[Finding], str]:
     profile = profile_of(args)
     workbooks = profile.templates.workbook is not None
     if not workbooks and (path.is_dir() or path.suffix.lower() == ".csv"):
-        templates, findings = load_bbq_templates(path)
+        templates, findings = bbq.load_bbq_templates(path)
         return findings, f"{len(templates)} English BBQ template rows"
     corrections_path = corrections_file(args, profile)
-    loaded = load_templates(path, profile, load_corrections(corrections_path) if corrections_path else [])
-    findings = (validate_workbook if workbooks else validate_loaded)(loaded, profile)
+    loaded = validate.load_templates(path, profile,
+                                    corrections.load_corrections(corrections_path) if corrections_path else [])
+    findings = (validate_workbook.validate_workbook if workbooks else validate.validate_loaded)(loaded, profile)
     applied = f", {len(loaded.corrections)} correction(s) applied" if loaded.corrections else ""
     return findings, f"{len(loaded.templates)} {'workbook ' if workbooks else ''}template rows{applied}"
 

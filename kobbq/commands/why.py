@@ -28,12 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The audit package: not for --help.
-    from tasks.audit.fates import load_audit_log, release_profile
-    from tasks.audit.lineage import explain, render_lineage
+    from tasks.audit import fates, lineage
 
     release = release_of(args)
-    profile = release_profile(release, args.profile)
-    log = load_audit_log(release, profile)
-    print(render_lineage(explain(args.id, log, profile)), end="")
+    profile = fates.release_profile(release, args.profile)
+    log = fates.load_audit_log(release, profile)
+    print(lineage.render_lineage(lineage.explain(args.id, log, profile)), end="")
     return 0
 
