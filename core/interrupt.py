@@ -26,9 +26,11 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import psutil
 
 from core.atomic import write_text
 
@@ -48,69 +50,53 @@ _pending: int | None = None
 
 # --- processes ----------------------------------------------------------------------------------
 
-def _stat_fields(pid: int | str) -> list[str] | None:
-    """``/proc/<pid>/stat`` after the command name (field 3 on: state, parent pid, ...); None if gone."""
+def start_time(pid: int) -> float | None:
+    """When the process started (psutil's create time: a recycled pid has another); None when it is gone or a
+    zombie (ended, waiting to be reaped)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+        process = psutil.Process(pid)
+        return None if process.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) else process.create_time()
+    except psutil.Error:
         return None
 
 
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (``/proc/<pid>/stat`` field 22); None when it is
-    gone or a zombie (ended, waiting to be reaped)."""
-    fields = _stat_fields(pid)
-    return None if fields is None or fields[0] in ("Z", "X") else int(fields[19])
-
-
-def is_running(pid: int, started: int) -> bool:
-    """The very process recorded: same pid and same start time (a recycled pid has another)."""
+def is_running(pid: int, started: float) -> bool:
+    """The very process recorded: same pid and same start time."""
     return start_time(pid) == started
 
 
 def children_of(pid: int) -> list[int]:
-    """Direct children of ``pid`` (Linux ``/proc``)."""
-    found = []
-    for folder in Path("/proc").glob("[0-9]*"):
-        fields = _stat_fields(folder.name)
-        if fields is not None and int(fields[1]) == pid:
-            found.append(int(folder.name))
-    return sorted(found)
+    """Direct children of ``pid``."""
+    try:
+        return sorted(child.pid for child in psutil.Process(pid).children())
+    except psutil.Error:
+        return []
 
 
 def end_processes(pids: list[int], grace: float = GRACE_SECONDS) -> None:
     """SIGTERM, then SIGKILL whatever still runs after ``grace`` seconds (``grace=0``: SIGKILL at once); then
-    wait until they are gone."""
-    started = {pid: start_time(pid) for pid in pids}
-    if grace > 0:
-        for pid in pids:
-            _signal(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _still_running(started):
-            time.sleep(0.05)
-    for pid, started_at in started.items():
-        if started_at is not None and start_time(pid) == started_at:
-            _signal(pid, signal.SIGKILL)
-    deadline = time.monotonic() + GRACE_SECONDS
-    while time.monotonic() < deadline and _still_running(started):
-        time.sleep(0.05)
-
-
-def _still_running(started: dict[int, int | None]) -> bool:
-    """Any of them still running; our own ended children are reaped on the way (no zombies left)."""
-    for pid in started:
+    wait until they are gone (our own children reaped: no zombies left). psutil checks before each signal that
+    a pid still names the process it found, so a recycled pid is never signalled."""
+    processes = []
+    for pid in pids:
         try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass  # not our child (an orphan's): init reaps it
-    return any(s is not None and start_time(p) == s for p, s in started.items())
+            processes.append(psutil.Process(pid))
+        except psutil.Error:
+            pass
+    if grace > 0:
+        processes = _signal_and_wait(processes, psutil.Process.terminate, grace)
+    _signal_and_wait(processes, psutil.Process.kill, GRACE_SECONDS)
 
 
-def _signal(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _signal_and_wait(processes: list[psutil.Process], send: Callable[[psutil.Process], None],
+                     timeout: float) -> list[psutil.Process]:
+    """``send`` to each process, then wait up to ``timeout`` seconds; those still running."""
+    for process in processes:
+        try:
+            send(process)
+        except psutil.Error:
+            pass
+    return psutil.wait_procs(processes, timeout=timeout)[1]
 
 
 # --- what this process must clean up ------------------------------------------------------------
