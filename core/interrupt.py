@@ -216,6 +216,19 @@ def install() -> None:
     signal.signal(signal.SIGTERM, _handle)
 
 
+@contextmanager
+def handling_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM handled here for one command, and the caller's handlers back after it: a process
+    that runs a command in-process (a test runner, which signals itself to stop its workers) keeps its own."""
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    install()
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def take_over(build_folder: Path | None = None) -> None:
     """First thing in a flow: our handlers again (Prefect installs its own SIGTERM handler for a flow run,
     which prints a crash traceback), and this process's children on record in the build folder."""

@@ -58,7 +58,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupt.install()
+    with interrupt.handling_signals():
+        return dispatch(argv)
+
+
+def dispatch(argv: list[str] | None) -> int:
     console.escape_what_cannot_be_shown()  # Korean text on an ASCII stdout: escapes, not a traceback
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
