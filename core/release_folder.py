@@ -42,11 +42,17 @@ from core.profile import Profile
 from core.release_name import check_release_name
 from core.text_files import read_json
 
-# The release's own files, by the name every command uses.
+# The release's own files, by the name every command uses: product code never spells one (tests/test_file_names.py).
 MANIFEST = "manifest.json"
 DECISIONS = "decisions.csv"
+DECISIONS_PARQUET = "decisions.parquet"
 AUDIT = "audit.html"
+CARD = "README.md"  # the dataset card
 TABLE1_CSV = "table1.csv"
+TABLE1_MD = "table1.md"
+CORRECTIONS_APPLIED = "corrections_applied.csv"
+NORMALISATIONS = "normalisations.csv"
+INPUT_WARNINGS = "input_warnings.txt"
 DATA_DOCS = "data_docs"  # Great Expectations' rendered pages: run times in them, so not in the manifest
 
 WRITTEN_BY = "kobbq-builder"  # the manifest's "written_by": the marker of a release this project wrote
