@@ -6,7 +6,7 @@ the survey stage ran) and the templates' BBQ links and labels (for templates no 
 
 - the funnel per stage and category: templates in the log, each dropping rule's count, and
   what reached the release (template IDs, rows, samples), beside the paper's numbers;
-- charts (``tasks.audit.charts``, inline SVG): the funnel, samples per category against the paper, and
+- charts (``tasks.audit.charts``, matplotlib's inline SVG): the funnel, samples per category against the paper, and
   the survey rules' numbers (every type-1 group's votes against 2x / 0.5x the equal share, type-2
   shares against 2/3, "no stereotype" shares against 50%; ``survey_votes.csv``), each above its table;
 - the Table 1 comparison, every difference marked explained or not;
@@ -183,7 +183,6 @@ def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> 
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     environment.filters["thousands"] = lambda value: f"{int(value):,}" if str(value).lstrip("-").isdigit() else value
-    environment.filters["px"] = lambda value: f"{value:.1f}"
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")  # input files' text stays escaped
     environment.filters["markdown"] = lambda text: markupsafe.Markup(markdown.render(text))
     return environment.get_template("audit.html.j2").render(
