@@ -126,7 +126,7 @@ def execute(plan: Plan, launch: Launch = run_plan) -> PipelineResult | None:
         check_writable(plan.ctx.one_off)
         plan.prepare()
         return launch(plan)
-    check_replaceable(plan.ctx.folder.path)  # a folder this project did not write is never replaced
+    check_replaceable(plan.ctx.folder.path, plan.ctx.profile.name)  # a user's folder, another release: kept
     if plan.current:
         tidy(plan.ctx.folder)  # a killed build's leftovers go, even now
         return None
