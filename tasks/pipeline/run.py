@@ -72,7 +72,7 @@ def run_stage(ctx: Context, check: StageCheck) -> StageRun:
         output = stage.run(ctx)
     except Waiting as waiting:
         state = record(ctx, StageState(stage.name, WAITING, check.fingerprint, str(waiting)))
-        console.step(f"{stage.name}: WAITING: {waiting}")
+        console.step(f"{stage.name}: WAITING for {waiting.what}")  # what for, and what to do: said once, at the end
         return StageRun(check, state, waiting=waiting)
     except UserError as error:
         state = record(ctx, StageState(stage.name, FAILED, check.fingerprint, error.render()))
