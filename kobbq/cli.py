@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import select
 import sys
@@ -129,6 +130,7 @@ def run() -> NoReturn:
     console streams and tears the modules down. A hand-made fast exit skipped the pools' wake-up, and a command
     whose process held an idle pool never ended."""
     sys.exit(main())
+
 
 if __name__ == "__main__":
     run()
