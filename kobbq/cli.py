@@ -10,13 +10,11 @@ paragraph and exit 1; no traceback.
 from __future__ import annotations
 
 import argparse
-import atexit
 import importlib
 import os
 import pkgutil
 import select
 import sys
-import threading
 from typing import NoReturn
 
 from core import console, interrupt
@@ -59,7 +57,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupt.install()
+    with interrupt.handling_signals():
+        return dispatch(argv)
+
+
+def dispatch(argv: list[str] | None) -> int:
     console.escape_what_cannot_be_shown()  # Korean text on an ASCII stdout: escapes, not a traceback
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
@@ -122,23 +124,12 @@ def quiet_stdout() -> None:
 
 
 def run() -> NoReturn:
-    """The command line's entry point (``kobbq``, ``python -m kobbq``): ``main``, then the process ends without
-    the interpreter's teardown of every module and object, which a build holding a release paid for 0.6-0.9 s
-    after its work was done. Everything an exit owes is still done, in the interpreter's order: other threads
-    are waited for, the exit handlers run (Prefect's workers send their last logs and events to its API, a spare
-    child is ended), and the console streams are flushed. Every file the command writes is closed by then.
-    An exception leaving ``main`` (``--debug``) exits the usual way, with its traceback."""
-    code = main()
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a reader that has gone (``| head``), a stream already closed
-            pass
-    os._exit(code)
+    """The command line's entry point (``kobbq``, ``python -m kobbq``): ``main``, then the interpreter's own exit.
+    It joins the other threads after telling idle thread pools to stop (``threading._shutdown``), runs the exit
+    handlers (Prefect's workers send their last logs and events to its API, a spare child is ended), flushes the
+    console streams and tears the modules down. A hand-made fast exit skipped the pools' wake-up, and a command
+    whose process held an idle pool never ended."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":
