@@ -11,13 +11,12 @@ and ``group_check.render_group_check(outcome)`` render ``funnel.md`` and ``surve
 Modules, in the order the data flows:
 
 - before the survey: ``stereotypes`` (unique questions + survey type), ``groups`` (group lists),
-  ``questionnaires`` (jinja2 rendering, xlsx/CSV vendor export), ``export`` and ``export_stage``;
-- reading the results: ``results`` (what a result is, the vote checks), ``aggregated_results`` (the
-  released JSON), ``respondents`` (respondent rows counted into votes, the quota),
-  ``reading_comprehension``, ``overrides`` (curated decisions), ``inputs`` (all of them, one way);
+  ``questionnaires`` (jinja2 rendering, xlsx/CSV vendor export), ``survey_export_stage`` (the stage);
+- reading the results: ``results`` (what a result is, the vote checks), ``respondents`` (respondent rows
+  counted into votes, the quota), ``reading_comprehension``, ``overrides`` (curated decisions, and the index
+  that claims them by subject), ``inputs`` (the released JSON and all the others, one way);
 - running the rules: ``rules`` (the paper's rules as pure functions), ``evaluate_stereotypes`` (each
-  question), ``evaluate_templates`` (each template), ``override_index`` (overrides by subject),
-  ``apply`` (composes them), ``outcome`` (what they produced);
-- reporting: ``funnel``, ``group_check``; ``stage`` (the pipeline stage), ``ingest`` (what
-  ``kobbq survey ingest`` writes).
+  question), ``evaluate_templates`` (each template), ``apply`` (composes them), ``outcome`` (what they produced);
+- reporting: ``funnel``, ``group_check``, ``votes``; ``survey_stage`` (the stage, and what it and
+  ``kobbq survey ingest`` write).
 """

@@ -15,7 +15,7 @@ from tasks.survey.evaluate_templates import evaluate_template, rows_by_template
 from tasks.survey.groups import profile_group_lists
 from tasks.survey.inputs import SurveyData
 from tasks.survey.outcome import SurveyOutcome, TemplateEvaluation
-from tasks.survey.override_index import OverrideIndex
+from tasks.survey.overrides import OverrideIndex
 from tasks.survey.stereotypes import collect_stereotypes
 from tasks.templates.load import TemplateRow
 

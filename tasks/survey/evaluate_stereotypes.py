@@ -16,8 +16,7 @@ from core.errors import UserError
 from core.profile import Profile
 from tasks.survey.groups import GroupList
 from tasks.survey.outcome import STAGE, StereotypeEvaluation
-from tasks.survey.override_index import OverrideIndex
-from tasks.survey.overrides import Override
+from tasks.survey.overrides import Override, OverrideIndex
 from tasks.survey.results import SurveyResult, SurveyResults
 from tasks.survey.rule_table import Question, question_rules
 from tasks.survey.rules import RULE_TYPE, RULE_UNMATCHED_RESULT, RuleResult
