@@ -15,8 +15,8 @@ Modules, in the order the data flows:
 - reading the results: ``results`` (what a result is, the vote checks), ``respondents`` (respondent rows
   counted into votes, the quota), ``reading_comprehension``, ``overrides`` (curated decisions, and the index
   that claims them by subject), ``inputs`` (the released JSON and all the others, one way);
-- running the rules: ``rules`` (the paper's rules as pure functions), ``evaluate_stereotypes`` (each
-  question), ``evaluate_templates`` (each template), ``apply`` (composes them), ``outcome`` (what they produced);
+- running the rules: ``rules`` (the paper's rules as pure functions), ``apply`` (each question, then each
+  template), ``outcome`` (what they produced);
 - reporting: ``funnel``, ``group_check``, ``votes``; ``survey_stage`` (the stage, and what it and
   ``kobbq survey ingest`` write).
 """
