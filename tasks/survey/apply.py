@@ -19,10 +19,9 @@ from core.decisions import Decision, stereotype_subject, template_subject
 from core.errors import UserError
 from core.profile import Profile
 from tasks.survey.groups import GroupList, group_key, profile_group_lists
-from tasks.survey.inputs import SurveyData
+from tasks.survey.inputs import ReadingResults, SurveyData
 from tasks.survey.outcome import STAGE, StereotypeEvaluation, SurveyOutcome, TemplateEvaluation
 from tasks.survey.overrides import Override, OverrideIndex
-from tasks.survey.reading_comprehension import ReadingResults
 from tasks.survey.results import SurveyResult, SurveyResults
 from tasks.survey.rule_table import Question, question_rules
 from tasks.survey.rules import (RULE_READING, RULE_STEREOTYPE_SURVEY, RULE_TYPE, RULE_TYPE1_GROUPS,

@@ -28,8 +28,7 @@ from core.stage_contract import Context, Stage, StageOutput
 from core.tables import csv_for_people
 from core.workbooks import reproducible_bytes, set_text
 from tasks.survey.groups import GroupList, norm, profile_group_lists, profile_survey_dir
-from tasks.survey.reading_comprehension import READING_QUESTION_COLUMNS
-from tasks.survey.respondents import QUESTION_COLUMNS
+from tasks.survey.inputs import QUESTION_COLUMNS, READING_QUESTION_COLUMNS
 from tasks.survey.results import OPTION_SEPARATOR
 from tasks.survey.stereotypes import Stereotype, collect_stereotypes
 from tasks.templates.kobbq_format import expand_templates
