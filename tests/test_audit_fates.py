@@ -16,8 +16,7 @@ from tasks.audit.fates import build_audit_log
 from tasks.audit.report import funnel_rows
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import rule_effects
-from tasks.survey.inputs import SurveyData, SurveyInputs
-from tasks.survey.reading_comprehension import ReadingResults
+from tasks.survey.inputs import ReadingResults, SurveyData, SurveyInputs
 from tasks.survey.rules import RULE_READING
 from tasks.templates.load import load_kobbq_templates
 

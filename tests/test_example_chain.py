@@ -17,7 +17,7 @@ from core.profile import load_profile
 from core.paths import EXAMPLE_DIR, EXAMPLE_TEMPLATES
 from tasks.templates.bbq import load_bbq_templates
 from tasks.labels.consensus import load_consensus, templates_to_adapt
-from tasks.templates.newly_created import import_newly_created
+from tasks.templates.templates_stage import import_newly_created
 from tasks.templates.load import load_kobbq_templates
 from tasks.translation.deepl_client import ReplayTranslator
 from tasks.translation.glossary import profile_glossary

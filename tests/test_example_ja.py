@@ -25,7 +25,6 @@ from core.profile import load_profile
 from tasks.labels.agreement import agreement
 from tasks.labels.annotations import import_annotations
 from tasks.labels.consensus import load_consensus, templates_to_adapt
-from tasks.templates.newly_created import import_newly_created
 from tasks.labels.template_set import load_label_items
 from core.stage_contract import Context, Waiting
 from tasks.pipeline.plan import STAGE_LIST, context, each_stage
@@ -34,7 +33,7 @@ from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import survey_stage
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import load_kobbq_templates
-from tasks.templates.templates_stage import check_versions, merge_groups
+from tasks.templates.templates_stage import check_versions, import_newly_created, merge_groups
 from tasks.templates.validate import load_templates
 from tasks.translation.deepl_client import ReplayTranslator
 from tasks.translation.glossary import profile_glossary

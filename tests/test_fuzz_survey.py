@@ -14,7 +14,7 @@ from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.profile import load_profile
 from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_json, malformed_table,
                      previous_release, run_subprocess, workspace, write)
-from tasks.survey.ingest import released_format
+from tasks.survey.survey_stage import released_format
 from tasks.survey.inputs import SurveyInputs
 
 __all__ = ["previous_release"]

@@ -291,7 +291,7 @@ def test_an_unregistered_hook_is_a_finding_naming_the_profile(small_folder: Path
 def test_labels_from_the_workbooks_bbq_links(esbbq: Path, shared_data: Path):
     """EsBBQ's labels t/m/n read as ST/TM/NC; a template's proper-name versions link to BBQ's proper-name
     template (Gender 1: BBQ Gender_identity 1 and 26), both counted as linked."""
-    from tasks.labels.reference import reference_labels
+    from tasks.labels.labels_stage import reference_labels
     from tasks.templates.bbq import load_bbq_templates
     from tasks.templates.validate import load_templates
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tasks.templates.bbq import load_bbq_templates
-from tasks.labels.reference import UNLINKED, reference_labels
+from tasks.labels.labels_stage import UNLINKED, reference_labels
 from tasks.templates.load import load_kobbq_templates
 
 # The paper's Table 1 (Jin et al. 2024), typed in from the paper, not from the profile.

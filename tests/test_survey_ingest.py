@@ -11,11 +11,10 @@ import pytest
 from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
 from tasks.survey.apply import apply_survey_rules
-from tasks.survey.inputs import SurveyData, load_survey_results
-from tasks.survey.reading_comprehension import load_reading_results
+from tasks.survey.inputs import SurveyData, load_reading_results, load_survey_results
 from tasks.survey.stereotypes import collect_stereotypes
 from tasks.survey.groups import profile_group_lists
-from tasks.survey.questionnaires import build_questions, build_reading, group_rows, load_wording, write_export
+from tasks.survey.survey_export_stage import build_questions, build_reading, group_rows, load_wording, write_export
 from tasks.templates.load import load_kobbq_templates
 
 EXAMPLE = SURVEY_DIR / "ko" / "example"

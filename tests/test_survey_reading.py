@@ -9,9 +9,9 @@ import pytest
 
 from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES
-from tasks.survey.reading_comprehension import load_reading_results
+from tasks.survey.inputs import load_reading_results
 from core.tables import csv_for_people
-from tasks.survey.questionnaires import READING_EXPORT_COLUMNS, build_reading, load_wording
+from tasks.survey.survey_export_stage import READING_EXPORT_COLUMNS, build_reading, load_wording
 from tasks.templates.load import load_kobbq_templates
 
 

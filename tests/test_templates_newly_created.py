@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.paths import EXAMPLE_TEMPLATES
-from tasks.templates.newly_created import import_newly_created
+from tasks.templates.templates_stage import import_newly_created
 from core.findings import FindingsError
 from tasks.templates.load import load_kobbq_templates, read_tsv
 

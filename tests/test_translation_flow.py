@@ -14,7 +14,7 @@ from tasks.templates.bbq import load_bbq_templates
 from core.decisions import read_decisions
 from tasks.templates.load import load_kobbq_templates
 from tasks.translation.glossary import profile_glossary
-from tasks.translation.reference import link_reference
+from tasks.translation.postedit_stage import link_reference
 
 EXAMPLE = EXAMPLE_DIR / "translation"
 

@@ -5,7 +5,7 @@ e.g. ``Race_ethnicity``; the KoBBQ TSV's ``BBQ_category`` uses the same names) i
 ST (simply-transferred), TM (target-modified) or SR (sample-removed) by several annotators;
 their disagreements are settled in a consensus file, and the final label of each template
 is a Decision that later stages obey. Newly-created (NC) templates join in the KoBBQ format
-(``tasks.templates.newly_created``).
+(``tasks.templates.templates_stage``).
 
 Modules:
 - ``template_set``: the unit of labelling (``LabelItem``), the template-set fingerprint,

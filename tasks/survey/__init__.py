@@ -11,13 +11,12 @@ and ``group_check.render_group_check(outcome)`` render ``funnel.md`` and ``surve
 Modules, in the order the data flows:
 
 - before the survey: ``stereotypes`` (unique questions + survey type), ``groups`` (group lists),
-  ``questionnaires`` (jinja2 rendering, xlsx/CSV vendor export), ``export`` and ``export_stage``;
-- reading the results: ``results`` (what a result is, the vote checks), ``aggregated_results`` (the
-  released JSON), ``respondents`` (respondent rows counted into votes, the quota),
-  ``reading_comprehension``, ``overrides`` (curated decisions), ``inputs`` (all of them, one way);
-- running the rules: ``rules`` (the paper's rules as pure functions), ``evaluate_stereotypes`` (each
-  question), ``evaluate_templates`` (each template), ``override_index`` (overrides by subject),
-  ``apply`` (composes them), ``outcome`` (what they produced);
-- reporting: ``funnel``, ``group_check``; ``stage`` (the pipeline stage), ``ingest`` (what
-  ``kobbq survey ingest`` writes).
+  ``survey_export_stage`` (the stage: questionnaires rendered with jinja2, the xlsx/CSV vendor export);
+- reading the results: ``results`` (what a result is, the vote checks), ``overrides`` (curated decisions, and
+  the index that claims them by subject), ``inputs`` (every input read one way: the released JSON, respondent
+  rows counted into votes and the quota, reading comprehension);
+- running the rules: ``rules`` (the paper's rules as pure functions), ``apply`` (each question, then each
+  template), ``outcome`` (what they produced);
+- reporting: ``funnel``, ``group_check``, ``votes``; ``survey_stage`` (the stage, and what it and
+  ``kobbq survey ingest`` write).
 """

@@ -1,23 +1,298 @@
 """Run the survey rules on candidate templates: ``apply_survey_rules``, the one entry point.
 
-Steps: every question (unique stereotype) judged by its rules (``tasks.survey.evaluate_stereotypes``),
-the results no question asks about recorded, then every template's fate
-(``tasks.survey.evaluate_templates``); curated overrides are handed to the subjects they name, and one
-nobody claimed is an error. Results no candidate template asks about are bad input unless allowed.
+Steps: every question (unique stereotype) matched with its result and judged by the paper's rules, in the rule
+table's order (``tasks.survey.rule_table``): a survey result must exist; the "no stereotype" rule; the type-1
+target / non-target rule or the type-2 two-thirds rule. Every rule is evaluated and recorded even after an earlier
+one dropped the stereotype, so the funnel can show each rule's own effect. The results no question asks about are
+recorded (``unmatched_results``), and are bad input unless allowed. Then every template's fate: a template (all
+its versions) inherits its stereotypes' outcome (``stereotype-survey``), is compared with its type-1 questions'
+candidate groups (a report, not a filter), and then meets the reading-comprehension rule. Curated overrides
+replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``); they are handed to the
+subjects they name, and one nobody claimed is an error.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from core.decisions import Decision, stereotype_subject, template_subject
 from core.errors import UserError
 from core.profile import Profile
-from tasks.survey.evaluate_stereotypes import evaluate_stereotypes, unmatched_decision, unmatched_results
-from tasks.survey.evaluate_templates import evaluate_template, rows_by_template
-from tasks.survey.groups import profile_group_lists
-from tasks.survey.inputs import SurveyData
-from tasks.survey.outcome import SurveyOutcome, TemplateEvaluation
-from tasks.survey.override_index import OverrideIndex
-from tasks.survey.stereotypes import collect_stereotypes
+from tasks.survey.groups import GroupList, group_key, profile_group_lists
+from tasks.survey.inputs import ReadingResults, SurveyData
+from tasks.survey.outcome import STAGE, StereotypeEvaluation, SurveyOutcome, TemplateEvaluation
+from tasks.survey.overrides import Override, OverrideIndex
+from tasks.survey.results import SurveyResult, SurveyResults
+from tasks.survey.rule_table import Question, question_rules
+from tasks.survey.rules import (RULE_READING, RULE_STEREOTYPE_SURVEY, RULE_TYPE, RULE_TYPE1_GROUPS,
+                                RULE_UNMATCHED_RESULT, RuleResult, reading_rule)
+from tasks.survey.stereotypes import Stereotype, collect_stereotypes
 from tasks.templates.load import TemplateRow
+
+
+def _match(stereotype: Stereotype, index: dict[tuple, SurveyResult],
+           by_text: dict[tuple[str, str], list[SurveyResult]]) -> tuple[SurveyResult | None, tuple[SurveyResult, ...]]:
+    result = index.get(stereotype.key)
+    if result is not None:
+        return result, ()
+    return None, tuple(by_text.get((stereotype.category, stereotype.text), []))
+
+
+def _evaluate(stereotype: Stereotype, result: SurveyResult | None, near: tuple[SurveyResult, ...],
+              lists: dict[str, GroupList], profile: Profile, overrides: dict[str, Override]) -> StereotypeEvaluation:
+    """Every rule of the question's type, in the table's order (``tasks.survey.rule_table``); a rule that needs a
+    result does not run without one. A per-target rule runs once per intended target its templates name."""
+    question = Question(stereotype, result, near, lists, profile)
+    rules: dict[str, RuleResult] = {}
+    by_target: dict[str, dict[str, RuleResult]] = {}
+    for rule in question_rules(stereotype.survey_type):
+        if rule.judge is None or (rule.needs_result and result is None):
+            continue
+        if rule.per_target:
+            by_target[rule.name] = {target: rule.judge(replace(question, target=target))
+                                    for target in dict.fromkeys(stereotype.targets.values())}
+            rules[rule.name] = next(iter(by_target[rule.name].values()))
+        else:
+            rules[rule.name] = rule.judge(question)
+    return StereotypeEvaluation(stereotype, result, near, rules, by_target, overrides)
+
+
+def rule_decision(subject_type: str, subject: str, rule: RuleResult, source: str, override: Override | None,
+                  extra: dict | None = None) -> Decision:
+    """A rule's result as a decision; a curated override replaces its outcome and keeps the rule's in the reason."""
+    numbers = {**rule.numbers, **(extra or {})}
+    if override is None:
+        return Decision(STAGE, subject_type, subject, rule.rule, rule.outcome, rule.reason, numbers, False, source)
+    reason = (f"override ({override.where}): {override.reason}; the rule said {rule.outcome}: {rule.reason}")
+    numbers["rule_outcome"] = rule.outcome
+    return Decision(STAGE, subject_type, subject, rule.rule, override.outcome, reason, numbers, True, source)
+
+
+def passes(rule: RuleResult, override: Override | None) -> bool:
+    """The outcome that counts: a curated override replaces the rule's own keep / drop."""
+    if override is not None:
+        return override.outcome == "keep"
+    return rule.keep
+
+
+def _results_by_text(results: SurveyResults) -> dict[tuple[str, str], list[SurveyResult]]:
+    """Results by (category, stereotype text), to explain a missing result by one asked as another question."""
+    by_text: dict[tuple[str, str], list[SurveyResult]] = {}
+    for entry in results.entries:
+        by_text.setdefault((entry.category, entry.stereotype), []).append(entry)
+    return by_text
+
+
+def _require_group_list(stereotype: Stereotype, lists: dict[str, GroupList], profile: Profile) -> None:
+    """A type-1 question offers the category's whole group list and the rule counts its options: without
+    a list in the profile the question cannot be judged, which is a profile error, not a drop."""
+    if stereotype.survey_type == 1 and stereotype.category not in lists:
+        raise UserError(f"type-1 stereotype '{stereotype.text}' in {stereotype.category}, but the profile has no "
+                        f"group list for {stereotype.category}", f"survey/{profile.name}/groups.csv")
+
+
+def _rule_rows(evaluation: StereotypeEvaluation, name: str, rule: RuleResult) -> tuple[RuleResult, ...]:
+    """The results one rule contributes to the log: a per-target rule (the two-thirds rule: templates of one
+    question can target either group) records one row per target."""
+    if name in evaluation.by_target:
+        return tuple(evaluation.by_target[name].values())
+    return (rule,)
+
+
+def _stereotype_decisions(evaluation: StereotypeEvaluation) -> list[Decision]:
+    """The decision rows of one question: its type and why, every rule that ran (even after an earlier
+    rule dropped it, so the funnel shows each rule's own effect), and every override of a rule that
+    could not run (e.g. a keep where no result exists), so that override is visible too."""
+    stereotype = evaluation.stereotype
+    subject = stereotype_subject(stereotype.category, stereotype.text)
+    source = str(evaluation.result.where) if evaluation.result is not None else ""
+    extra = {"question_id": stereotype.question_id, "survey_type": stereotype.survey_type,
+             "groups": list(stereotype.groups)}
+    decisions = [Decision(STAGE, "stereotype", subject, RULE_TYPE, f"type {stereotype.survey_type}",
+                          stereotype.type_reason, extra, False, "")]
+    for name, rule in evaluation.rules.items():
+        override = evaluation.overrides.get(name)
+        decisions.extend(rule_decision("stereotype", subject, row, source, override, extra=extra)
+                         for row in _rule_rows(evaluation, name, rule))
+    for name, override in evaluation.overrides.items():
+        if name not in evaluation.rules:
+            missing = RuleResult(name, False, "the rule could not run: no survey result", {})
+            decisions.append(rule_decision("stereotype", subject, missing, source, override, extra=extra))
+    return decisions
+
+
+def evaluate_stereotypes(stereotypes: list[Stereotype], results: SurveyResults, lists: dict[str, GroupList],
+                          profile: Profile, overrides: OverrideIndex
+                          ) -> tuple[list[StereotypeEvaluation], list[Decision]]:
+    """Every question matched with its survey result and judged by its rules, with its decisions."""
+    index = results.index()
+    by_text = _results_by_text(results)
+    evaluations: list[StereotypeEvaluation] = []
+    decisions: list[Decision] = []
+    for stereotype in stereotypes:
+        _require_group_list(stereotype, lists, profile)
+        result, near = _match(stereotype, index, by_text)
+        evaluation = _evaluate(stereotype, result, near, lists, profile, overrides.for_stereotype(stereotype))
+        evaluations.append(evaluation)
+        decisions.extend(_stereotype_decisions(evaluation))
+    return evaluations, decisions
+
+
+def unmatched_results(results: SurveyResults, evaluations: list[StereotypeEvaluation]) -> tuple[SurveyResult, ...]:
+    """Results no candidate template asks about (recorded always; rejected or allowed by the caller)."""
+    matched = {e.result.key for e in evaluations if e.result is not None}
+    return tuple(e for e in results.entries if e.key not in matched)
+
+
+def unmatched_decision(entry: SurveyResult) -> Decision:
+    return Decision(
+        STAGE, "stereotype", stereotype_subject(entry.category, entry.stereotype), RULE_UNMATCHED_RESULT,
+        "unmatched", f"survey result ({entry.as_stats()}) matches no template's question",
+        {"survey_type": entry.survey_type, "votes": entry.votes, "no_stereotype": entry.no_stereotype},
+        False, str(entry.where))
+
+
+def _split(label: str) -> set[str]:
+    return set(group_key(label))
+
+
+def _group_differences(rows: list[TemplateRow], evaluation: StereotypeEvaluation) -> list[str]:
+    """A type-1 template's groups beside the rule's candidates (the release adds curated choices)."""
+    differences = []
+    targets, non_targets = set(evaluation.targets), set(evaluation.non_targets)
+    for row in rows:
+        if not row.target_group.strip():
+            continue
+        used_targets = _split(row.target_group)
+        used_non = set().union(*(_split(row.columns.get(c, "")) for c in ("N1_info", "N2_info"))) - used_targets
+        extra_t = sorted(used_targets - targets)
+        extra_n = sorted(used_non - non_targets)
+        if extra_t:
+            differences.append(f"version {row.version}: target(s) {', '.join(extra_t)} not among the rule's targets")
+        if extra_n:
+            differences.append(f"version {row.version}: non-target(s) {', '.join(extra_n)} not among the rule's non-targets")
+    return list(dict.fromkeys(differences))
+
+
+def rows_by_template(templates: list[TemplateRow]) -> dict[tuple[str, int], list[TemplateRow]]:
+    """A template's versions (rows) share one fate: group them by (category, ID), in input order."""
+    rows_of: dict[tuple[str, int], list[TemplateRow]] = {}
+    for template in templates:
+        rows_of.setdefault(template.template_key, []).append(template)
+    return rows_of
+
+
+def _links(key: tuple[str, int], evaluations: list[StereotypeEvaluation]) -> tuple[tuple[int, str | None], ...]:
+    """The questions that surveyed a template: (index into ``evaluations``, the type-2 target its rows name)."""
+    return tuple((i, evaluation.stereotype.targets.get(key)) for i, evaluation in enumerate(evaluations)
+                 if key in evaluation.stereotype.templates)
+
+
+def _failure_detail(evaluation: StereotypeEvaluation, failure: str) -> str:
+    """Why ``failure`` dropped the stereotype: the override's reason if one decided it, else the rule's
+    own reason; a rule that never ran failed because the question has no survey result."""
+    if failure in evaluation.overrides:
+        return evaluation.overrides[failure].reason
+    if failure in evaluation.rules:
+        return evaluation.rules[failure].reason
+    return "no survey result"
+
+
+def _stereotype_survey_rule(links: tuple[tuple[int, str | None], ...],
+                            evaluations: list[StereotypeEvaluation]) -> RuleResult:
+    """A template's fate from its stereotypes: it passes only if every question it was surveyed by passes
+    every rule (type 2: for the target its rows name). Otherwise the first failing question's first failing
+    rule is named with its reason. Every template has a question: ``collect_stereotypes`` raises for one
+    that cannot have one."""
+    for i, target in links:
+        evaluation = evaluations[i]
+        failure = evaluation.first_failure(target)
+        if failure is not None:
+            return RuleResult(RULE_STEREOTYPE_SURVEY, False,
+                              f"its stereotype '{evaluation.stereotype.label}' was dropped by {failure}: "
+                              f"{_failure_detail(evaluation, failure)}",
+                              {"stereotype_rule": failure, "question_id": evaluation.stereotype.question_id})
+    labels = "; ".join(f"'{evaluations[i].stereotype.label}'" for i, _ in links)
+    return RuleResult(RULE_STEREOTYPE_SURVEY, True, f"its stereotype {labels} passed every survey rule",
+                      {"question_ids": [evaluations[i].stereotype.question_id for i, _ in links]})
+
+
+def _survey_failure(survey_rule: RuleResult, survey_keep: bool) -> str | None:
+    """The rule the funnel counts as the template's first survey failure: the stereotype rule that dropped
+    it, or ``stereotype-survey`` itself when an override dropped a template whose stereotypes passed."""
+    if survey_keep:
+        return None
+    return str(survey_rule.numbers.get("stereotype_rule", RULE_STEREOTYPE_SURVEY))
+
+
+def _has_type1_candidates(evaluation: StereotypeEvaluation) -> bool:
+    """Only a type-1 question with a result has rule candidates to compare a template's groups with."""
+    return evaluation.stereotype.survey_type == 1 and evaluation.result is not None
+
+
+def _type1_groups_decision(subject: str, source: str, differences: list[str], override: Override | None) -> Decision:
+    """Whether a type-1 template's target / non-target groups are among the rule's candidates. A report,
+    not a filter: the release adds curated groups, so a difference is shown ('differs'), or accepted by a
+    curated override ('accept') that keeps the rule's check in its reason."""
+    check = ("; ".join(differences) if differences else
+             "the template's target and non-target groups are among the rule's candidates")
+    if override is not None:
+        return Decision(STAGE, "template", subject, RULE_TYPE1_GROUPS, "accept",
+                        f"override ({override.where}): {override.reason}; the rule's check: {check}",
+                        {"differences": differences}, True, source)
+    outcome = "differs" if differences else "agree"
+    return Decision(STAGE, "template", subject, RULE_TYPE1_GROUPS, outcome, check, {"differences": differences},
+                    False, source)
+
+
+def _reading_result(key: tuple[str, int], reading: ReadingResults, profile: Profile) -> RuleResult:
+    """The reading-comprehension rule on one template; a template without a reading result is dropped,
+    never kept silently."""
+    if key not in reading.rates:
+        return RuleResult(RULE_READING, False, "no reading-comprehension result for this template", {})
+    correct, total = reading.rates[key]
+    return reading_rule(correct, total, profile.survey)
+
+
+def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | None, override: Override | None,
+                  profile: Profile) -> tuple[RuleResult | None, bool, Decision]:
+    """The reading rule's part in a template's fate: (its result, whether it lets the template through,
+    its decision). Without reading results the rule is recorded as not applied and lets every template
+    through, so a build without them still says so in its log."""
+    if reading is None:
+        if override is not None:  # it would silently do nothing: a curated decision must never be ignored
+            raise UserError(f"override for the reading-comprehension rule of {subject}, but no reading-comprehension "
+                            "results were given", override.where)
+        return None, True, Decision(STAGE, "template", subject, RULE_READING, "not-applied",
+                                    "no reading-comprehension results were given", {}, False, "")
+    result = _reading_result(key, reading, profile)
+    decision = rule_decision("template", subject, result, reading.source, override)
+    return result, passes(result, override), decision
+
+
+def evaluate_template(key: tuple[str, int], rows: list[TemplateRow], evaluations: list[StereotypeEvaluation],
+                       own: dict[str, Override], reading: ReadingResults | None,
+                       profile: Profile) -> tuple[TemplateEvaluation, list[Decision]]:
+    """One template (all its versions): its stereotypes' survey outcome, the type-1 groups report, then
+    the reading rule. It is kept when both the survey and the reading rule let it through (after overrides)."""
+    links = _links(key, evaluations)
+    subject = template_subject(*key)
+    source = f"{rows[0].source}, row {rows[0].row}"
+    survey_rule = _stereotype_survey_rule(links, evaluations)
+    survey_keep = passes(survey_rule, own.get(RULE_STEREOTYPE_SURVEY))
+    decisions = [rule_decision("template", subject, survey_rule, source, own.get(RULE_STEREOTYPE_SURVEY))]
+
+    type1 = [evaluations[i] for i, _ in links if _has_type1_candidates(evaluations[i])]
+    differences = [d for evaluation in type1 for d in _group_differences(rows, evaluation)]
+    if type1:
+        decisions.append(_type1_groups_decision(subject, source, differences, own.get(RULE_TYPE1_GROUPS)))
+
+    reading_result, reading_keep, reading_decision = _reading_step(key, subject, reading, own.get(RULE_READING),
+                                                                   profile)
+    decisions.append(reading_decision)
+    evaluation = TemplateEvaluation(key, rows[0].label, links, survey_keep, _survey_failure(survey_rule, survey_keep),
+                                    reading_result, survey_keep and reading_keep, own)
+    return evaluation, decisions
 
 
 def apply_survey_rules(templates: list[TemplateRow], data: SurveyData, profile: Profile,

@@ -13,22 +13,267 @@ checked), read one way for every entry point (the pipeline's survey stage, ``kob
   ``result-without-template`` decision each, counted in ``funnel.md``) and refused unless allowed
   (``--allow-unmatched``, or ``allow_unmatched = true`` in a pipeline file's ``[survey]``, as the
   real-data pipeline does: a released template file holds only the survivors).
+
+Respondent-level results (``load_respondent_results``): one row per respondent x question with the columns
+``question_id, respondent_id, gender, age_band, answer``; ``answer`` holds the chosen option labels separated
+by ``;`` (one for type 2), the "no stereotype" label written in the questionnaire, or ``no_stereo``. The question
+definitions come from the exported questionnaire (``questions.csv`` written by ``kobbq survey export``). Rows are
+checked against the quota (respondents per question, balanced by gender and age band) and counted into the same
+``SurveyResult`` entries as the released JSON.
+
+Reading-comprehension results (``load_reading_results``): the share of respondents who read each template's
+context right. Aggregated ``category, template_id, correct, total``, or ``question_id, respondent_id, answer``
+scored against the reading questionnaire (``reading_questions.csv``: ``question_id, category, template_id,
+correct_answer, options``); an answer must be one of its question's options, and a key must be among them.
+
+Each table is a CSV or the first sheet of an xlsx; bad input raises ``UserError`` naming the file, (sheet,) row
+and column.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from core.errors import UserError
+from core.errors import Location, UserError
 from core.profile import Profile
-from core.text_files import check_input_file
-from tasks.survey.aggregated_results import load_survey_json
-from tasks.survey.groups import profile_survey_dir
+from core.tables import at_column, read_table
+from core.text_files import check_input_file, read_json
+from tasks.survey.groups import norm, profile_group_lists, profile_survey_dir
 from tasks.survey.overrides import Override, load_overrides
-from tasks.survey.reading_comprehension import ReadingResults, load_reading_results
-from tasks.survey.respondents import load_respondent_results
-from tasks.survey.results import SurveyResults
+from tasks.survey.results import (NO_STEREO, OPTION_SEPARATOR, QuotaShortfall, SurveyResult, SurveyResults, check_votes,
+                                  merge_duplicates, new_question_id)
+
+RESPONDENT_COLUMNS = ["question_id", "respondent_id", "gender", "age_band", "answer"]
+QUESTION_COLUMNS = ["question_id", "category", "stereotype", "survey_type", "options", "no_stereotype_option"]
+
+
+@dataclass(frozen=True)
+class Question:
+    question_id: str
+    category: str
+    stereotype: str
+    survey_type: int
+    options: tuple[str, ...]  # groups in the order shown (type 2: the seeded order)
+    no_stereotype_label: str
+
+
+def load_questions(path: Path) -> dict[str, Question]:
+    """The questionnaire as exported (``questions.csv``): what each question asked and offered."""
+    rows, where = read_table(path, QUESTION_COLUMNS)
+    questions: dict[str, Question] = {}
+    for row, at in zip(rows, where):
+        qid = new_question_id(row, at, questions)
+        if row["survey_type"] not in ("1", "2"):
+            raise UserError(f"survey_type must be 1 or 2, got {row['survey_type']!r}", at_column(at, "survey_type"))
+        options = tuple(norm(o) for o in row["options"].split(OPTION_SEPARATOR) if o.strip())
+        questions[qid] = Question(qid, row["category"], norm(row["stereotype"]), int(row["survey_type"]), options,
+                                  norm(row["no_stereotype_option"]))
+    return questions
+
+
+@dataclass
+class _Answers:
+    """Respondent rows grouped by question: each respondent's choices and (gender, age band)."""
+
+    choices: dict[str, dict[str, tuple[str, ...]]]
+    people: dict[str, dict[str, tuple[str, str]]]
+    first_row: dict[str, Location]
+
+
+def _choices(row: dict[str, str], question: Question, at: Location) -> tuple[str, ...]:
+    """One respondent's answer to one question, as option labels (``no_stereo`` for "no stereotype")."""
+    chosen = tuple(norm(a) for a in row["answer"].split(OPTION_SEPARATOR) if a.strip())
+    chosen = tuple(NO_STEREO if c == question.no_stereotype_label else c for c in chosen)
+    if not chosen:
+        raise UserError("empty answer", at_column(at, "answer"))
+    unknown = [c for c in chosen if c != NO_STEREO and c not in question.options]
+    if unknown:
+        raise UserError(f"answer {', '.join(map(repr, unknown))} is not an option of question "
+                        f"{question.question_id}", at_column(at, "answer"))
+    if NO_STEREO in chosen and len(chosen) > 1:
+        raise UserError("'no stereotype' cannot be chosen together with a group", at_column(at, "answer"))
+    if question.survey_type == 2 and len(chosen) > 1:
+        raise UserError("a type-2 question takes one answer", at_column(at, "answer"))
+    if len(set(chosen)) != len(chosen):
+        raise UserError("the same option is chosen twice", at_column(at, "answer"))
+    return chosen
+
+
+def _read_answers(path: Path, questions: dict[str, Question], questions_path: Path, profile: Profile) -> _Answers:
+    """Every respondent row checked (known question, respondent, gender, age band, answer; once per question)."""
+    rows, where = read_table(path, RESPONDENT_COLUMNS)
+    genders, bands = profile.survey.quota_genders, profile.survey.quota_age_bands
+    answers = _Answers({}, {}, {})
+    for row, at in zip(rows, where):
+        qid, person = row["question_id"], row["respondent_id"]
+        question = questions.get(qid)
+        if question is None:
+            raise UserError(f"unknown question ID {qid!r} (not in {questions_path.name})", at_column(at, "question_id"))
+        if not person:
+            raise UserError("empty respondent_id", at_column(at, "respondent_id"))
+        if genders and row["gender"] not in genders:
+            raise UserError(f"gender {row['gender']!r} is not one of {', '.join(genders)}", at_column(at, "gender"))
+        if bands and row["age_band"] not in bands:
+            raise UserError(f"age band {row['age_band']!r} is not one of {', '.join(bands)}",
+                            at_column(at, "age_band"))
+        if person in answers.choices.setdefault(qid, {}):
+            raise UserError(f"respondent {person!r} answered question {qid!r} twice", at_column(at, "respondent_id"))
+        answers.choices[qid][person] = _choices(row, question, at)
+        answers.people.setdefault(qid, {})[person] = (row["gender"], row["age_band"])
+        answers.first_row.setdefault(qid, at)
+    return answers
+
+
+def _quota(question_id: str, people: dict[str, tuple[str, str]], profile: Profile) -> list[QuotaShortfall]:
+    """Shortfalls against the quota: N respondents, split evenly over genders x age bands."""
+    settings = profile.survey
+    expected = settings.respondents_per_question
+    short = []
+    if len(people) < expected:
+        short.append(QuotaShortfall(question_id, "respondents", expected, len(people)))
+    genders, bands = settings.quota_genders, settings.quota_age_bands
+    if genders and bands:
+        cells = Counter(people.values())
+        per_cell = expected // (len(genders) * len(bands))
+        for gender in genders:
+            for band in bands:
+                if cells[(gender, band)] < per_cell:
+                    short.append(QuotaShortfall(question_id, f"cell:{gender}/{band}", per_cell, cells[(gender, band)]))
+    return short
+
+
+def load_respondent_results(path: Path, questions_path: Path, profile: Profile) -> SurveyResults:
+    """The respondent rows counted per question into votes (in the questionnaire's option order), each
+    question's votes checked like a released result's, and the quota shortfalls listed."""
+    questions = load_questions(questions_path)
+    lists = profile_group_lists(profile)
+    answers = _read_answers(path, questions, questions_path, profile)
+    entries, shortfalls = [], []
+    for qid in sorted(answers.choices):
+        question = questions[qid]
+        votes = Counter(c for chosen in answers.choices[qid].values() for c in chosen)
+        respondents = len(answers.choices[qid])
+        group_votes = {g: votes.get(g, 0) for g in question.options}
+        at = answers.first_row[qid]
+        check_votes(question.category, question.stereotype, group_votes, votes.get(NO_STEREO, 0),
+                    question.survey_type, respondents, lists, at)
+        entries.append(SurveyResult(question.category, question.stereotype, group_votes, votes.get(NO_STEREO, 0),
+                                    respondents, question.survey_type, at, qid))
+        shortfalls.extend(_quota(qid, answers.people[qid], profile))
+    missing = sorted(set(questions) - set(answers.choices))
+    notes = tuple(f"question {qid} has no answers" for qid in missing)
+    merged, merge_notes = merge_duplicates(entries)
+    return SurveyResults(str(path), tuple(merged), notes + tuple(merge_notes), tuple(shortfalls))
+
+
+READING_AGGREGATED_COLUMNS = ["category", "template_id", "correct", "total"]
+READING_RESPONDENT_COLUMNS = ["question_id", "respondent_id", "answer"]
+READING_QUESTION_COLUMNS = ["question_id", "category", "template_id", "correct_answer", "options"]
+
+
+@dataclass(frozen=True)
+class ReadingResults:
+    source: str
+    rates: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)  # (category, ID) -> (correct, total)
+
+
+@dataclass(frozen=True)
+class ReadingQuestion:
+    question_id: str
+    template: tuple[str, int]  # (category, template ID)
+    correct_answer: str
+    options: tuple[str, ...]
+
+
+def _template_id(row: dict[str, str], at: Location) -> int:
+    try:
+        return int(row["template_id"])
+    except ValueError:
+        raise UserError(f"template_id {row['template_id']!r} is not a whole number",
+                        at_column(at, "template_id")) from None
+
+
+def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
+    """The reading questionnaire (``reading_questions.csv`` as exported): its answer key and options.
+
+    A question whose key is not among its options could never be answered correctly, so it is
+    rejected rather than scored.
+    """
+    rows, where = read_table(path, READING_QUESTION_COLUMNS)
+    questions: dict[str, ReadingQuestion] = {}
+    for row, at in zip(rows, where):
+        qid = new_question_id(row, at, questions)
+        template = (row["category"], _template_id(row, at))
+        options = tuple(norm(o) for o in row["options"].split(OPTION_SEPARATOR) if o.strip())
+        if not options:
+            raise UserError("no options", at_column(at, "options"))
+        key = norm(row["correct_answer"])
+        if key not in options:
+            raise UserError(f"the answer key {row['correct_answer']!r} is not among the question's options "
+                            f"({'; '.join(options)})", at_column(at, "correct_answer"))
+        questions[qid] = ReadingQuestion(qid, template, key, options)
+    return questions
+
+
+def load_reading_results(path: Path, questions: Path | None = None) -> ReadingResults:
+    """Aggregated ``category, template_id, correct, total`` or respondent answers scored against
+    the reading questionnaire's ``correct_answer`` (default: ``reading_questions.csv`` beside it)."""
+    path = Path(path)
+    rows, where = read_table(path, [])
+    header = set(rows[0]) if rows else set()
+    if set(READING_AGGREGATED_COLUMNS) <= header:
+        return ReadingResults(str(path), _aggregated_rates(rows, where))
+    if not set(READING_RESPONDENT_COLUMNS) <= header:
+        raise UserError("expected the columns category, template_id, correct, total (aggregated) or "
+                        "question_id, respondent_id, answer (one row per respondent x question)", path)
+    return ReadingResults(str(path), _scored_rates(rows, where, questions or path.parent / "reading_questions.csv"))
+
+
+def _aggregated_rates(rows: list[dict[str, str]], where: list[Location]) -> dict[tuple[str, int], tuple[int, int]]:
+    rates: dict[tuple[str, int], tuple[int, int]] = {}
+    for row, at in zip(rows, where):
+        template_id = _template_id(row, at)
+        numbers = []
+        for column in ("correct", "total"):
+            try:
+                numbers.append(int(row[column]))
+            except ValueError:
+                raise UserError(f"{column} {row[column]!r} is not a whole number", at_column(at, column)) from None
+        correct, total = numbers
+        if total <= 0 or not 0 <= correct <= total:
+            raise UserError(f"correct / total = {correct} / {total} is impossible", at_column(at, "correct"))
+        key = (row["category"], template_id)
+        if key in rates:
+            raise UserError(f"template {row['category']}|{template_id} listed twice", at_column(at, "template_id"))
+        rates[key] = (correct, total)
+    return rates
+
+
+def _scored_rates(rows: list[dict[str, str]], where: list[Location],
+                  key_path: Path) -> dict[tuple[str, int], tuple[int, int]]:
+    """Respondent answers scored against the answer key, counted per template."""
+    answer_key = load_reading_questions(key_path)
+    tallies: dict[tuple[str, int], list[int]] = {}
+    seen: set[tuple[str, str]] = set()
+    for row, at in zip(rows, where):
+        question = answer_key.get(row["question_id"])
+        if question is None:
+            raise UserError(f"unknown reading question ID {row['question_id']!r} (not in {key_path.name})",
+                            at_column(at, "question_id"))
+        if (row["question_id"], row["respondent_id"]) in seen:
+            raise UserError(f"respondent {row['respondent_id']!r} answered {row['question_id']!r} twice",
+                            at_column(at, "respondent_id"))
+        seen.add((row["question_id"], row["respondent_id"]))
+        answer = norm(row["answer"])
+        if answer not in question.options:
+            raise UserError(f"answer {row['answer']!r} is not an option of reading question {question.question_id} "
+                            f"({'; '.join(question.options)})", at_column(at, "answer"))
+        tally = tallies.setdefault(question.template, [0, 0])
+        tally[0] += answer == question.correct_answer
+        tally[1] += 1
+    return {k: (c, t) for k, (c, t) in tallies.items()}
 
 
 @dataclass(frozen=True)
@@ -91,3 +336,50 @@ def load_survey_results(path: Path, profile: Profile, questions: Path | None = N
         raise UserError("holds no survey results (a header alone, or an empty list): every stereotype would be "
                         "dropped for want of votes; give the file with the respondents' answers", path)
     return results
+
+
+def load_survey_json(path: Path, profile: Profile) -> SurveyResults:
+    """The released aggregated results (``KoBBQ_survey_result.json``): a list of ``{"category", "stereotype",
+    "survey_stats": {group: votes, ..., "no_stereo": votes}}``. Two groups mean a type-2 question (votes sum to the
+    respondent count); more mean type 1 (several groups may be chosen; ``no_stereo`` counts "no stereotype")."""
+    data = read_json(path, "survey results file")
+    if not isinstance(data, list):
+        raise UserError("expected a JSON list of {category, stereotype, survey_stats} entries", path)
+    lists = profile_group_lists(profile)
+    respondents = profile.survey.respondents_per_question
+    entries = []
+    for number, item in enumerate(data, start=1):
+        category, stereotype, stats = _entry(item, profile, Location(str(path), number))
+        votes = {norm(g): v for g, v in stats.items() if g != NO_STEREO}
+        if len(votes) < 2:
+            raise UserError("a question needs at least two groups", Location(str(path), number, "survey_stats"))
+        kind = 2 if len(votes) == 2 else 1
+        check_votes(category, stereotype, votes, stats[NO_STEREO], kind, respondents, lists,
+                    Location(str(path), number, "survey_stats"))
+        entries.append(SurveyResult(category, stereotype, votes, stats[NO_STEREO], respondents, kind,
+                                    Location(str(path), number)))
+    merged, notes = merge_duplicates(entries)
+    return SurveyResults(str(path), tuple(merged), tuple(notes))
+
+
+def _entry(item: object, profile: Profile, where: Location) -> tuple[str, str, dict[str, int]]:
+    """One entry's category, normalised stereotype and vote counts, each checked."""
+    def at(column: str) -> Location:
+        return Location(where.file, where.row, column)
+
+    if not isinstance(item, dict):
+        raise UserError("entry is not an object", where)
+    for key in ("category", "stereotype", "survey_stats"):
+        if key not in item:
+            raise UserError(f"entry has no {key!r}", at(key))
+    category, stereotype, stats = item["category"], norm(str(item["stereotype"])), item["survey_stats"]
+    if profile.category(category) is None:
+        raise UserError(f"unknown category {category!r}", at("category"))
+    if not stereotype:
+        raise UserError("empty stereotype", at("stereotype"))
+    if not isinstance(stats, dict) or NO_STEREO not in stats:
+        raise UserError(f"survey_stats must be an object with a {NO_STEREO!r} count", at("survey_stats"))
+    for group, value in stats.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise UserError(f"votes must be a whole number >= 0, got {value!r}", at(f"survey_stats.{group}"))
+    return category, stereotype, stats

@@ -12,7 +12,7 @@ from core.decisions import Decision
 from core.findings import Finding
 from core.profile import Profile
 from tasks.survey.overrides import Override
-from tasks.survey.reading_comprehension import ReadingResults
+from tasks.survey.inputs import ReadingResults
 from tasks.survey.results import SurveyResult, SurveyResults
 from tasks.survey.rule_table import question_rules
 from tasks.survey.rules import RULE_RESULT_PRESENT, RULE_TYPE1, RuleResult

@@ -1,8 +1,8 @@
 """Survey results: what one surveyed question's result is, and the checks every result passes.
 
-Results arrive in two formats, read by their own modules into the same ``SurveyResult`` entries:
-the released aggregated JSON (``tasks.survey.aggregated_results``) and respondent-level exports
-(``tasks.survey.respondents``: one row per respondent x question, counted into votes and checked
+Results arrive in two formats, read by ``tasks.survey.inputs`` into the same ``SurveyResult`` entries:
+the released aggregated JSON (``load_survey_json``) and respondent-level exports
+(``load_respondent_results``: one row per respondent x question, counted into votes and checked
 against the quota). ``tasks.survey.inputs.load_survey_results`` chooses by the file. Bad input raises
 ``UserError`` naming the file, (sheet,) row and column; nothing is written.
 """

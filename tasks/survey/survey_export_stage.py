@@ -1,18 +1,227 @@
 """The survey-export stage: the questionnaires to send to the survey company, for the templates stage's
 ``templates``. Output: ``questionnaire`` (and ``questions.csv`` beside it, which the survey stage
-reads respondent-level results with)."""
+reads respondent-level results with).
+
+One question per unique stereotype, rendered from the profile's jinja2 files, exported as an xlsx workbook and
+the same tables as CSV. Wording lives in the profile's survey folder (``core/profiles/<profile>/survey/``:
+``type1.j2``, ``type2.j2``, ``reading.j2``, ``options.toml``), not in code. Type 1 lists the category's full
+group list plus "no stereotype"; type 2 shows the two groups in a seeded random order (seeded per question, so a
+question's order does not change when other questions are added) plus "no stereotype". The
+reading-comprehension questionnaire asks each template's counter-biased disambiguated sample of its first fill,
+with the release's choices as options (see ``build_reading``).
+"""
 
 from __future__ import annotations
 
+import ast
+import random
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import jinja2
+
+from core.atomic import write_bytes
+from core.decisions import Decision, write_decisions_parquet
+from core.errors import UserError
+from core.profile import Profile, load_survey_options
 from core.stage_contract import Context, Stage, StageOutput
+from core.tables import csv_for_people
+from core.workbooks import reproducible_bytes, set_text
+from tasks.survey.groups import GroupList, norm, profile_group_lists, profile_survey_dir
+from tasks.survey.inputs import QUESTION_COLUMNS, READING_QUESTION_COLUMNS
+from tasks.survey.results import OPTION_SEPARATOR
+from tasks.survey.stereotypes import Stereotype, collect_stereotypes
+from tasks.templates.kobbq_format import expand_templates
+from tasks.templates.load import TemplateRow
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
-from core.decisions import write_decisions_parquet
-from tasks.survey.export import export_questionnaires
-from tasks.survey.stereotypes import collect_stereotypes
 
 NAME = "survey-export"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    questions: int
+    type1: int
+    type2: int
+    reading_questions: int
+    outputs: dict[str, Path]
+    decisions: list[Decision] = field(default_factory=list)
+
+
+def type_decision(stereotype: Stereotype) -> Decision:
+    """Why a stereotype is asked as a type-1 or a type-2 question."""
+    return Decision(NAME, "stereotype", f"stereotype:{stereotype.category}:{stereotype.text}", "survey-type",
+                    f"type {stereotype.survey_type}", stereotype.type_reason,
+                    {"question_id": stereotype.question_id, "groups": list(stereotype.groups)}, False, "")
+
+
+def export_questionnaires(templates: list[TemplateRow], profile: Profile, out: Path) -> ExportResult:
+    stereotypes, _ = collect_stereotypes(templates, profile)  # raises on a template error
+    lists = profile_group_lists(profile)
+    wording = load_wording(profile)
+    questions = build_questions(stereotypes, lists, profile, wording)
+    reading = build_reading(templates, profile, wording)
+    outputs = write_export(out, questions, reading, group_rows(lists, profile))
+    decisions = [type_decision(s) for s in stereotypes]
+    return ExportResult(len(questions), sum(q.survey_type == 1 for q in questions),
+                        sum(q.survey_type == 2 for q in questions), len(reading), outputs, decisions)
+
+
+QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
+READING_EXPORT_COLUMNS = READING_QUESTION_COLUMNS + ["version", "text"]
+DIS_CNT_OFFSET = 3  # position of the counter-biased disambiguated sample among a fill's four
+GROUP_EXPORT_COLUMNS = ["category", "group", "world_region", "counted"]
+
+
+@dataclass(frozen=True)
+class Wording:
+    type1: jinja2.Template
+    type2: jinja2.Template
+    reading: jinja2.Template
+    no_stereotype: str
+
+
+def load_wording(profile: Profile) -> Wording:
+    folder = profile_survey_dir(profile)
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
+                                     keep_trailing_newline=False, autoescape=False)
+    try:
+        templates = [environment.get_template(f"{name}.j2") for name in ("type1", "type2", "reading")]
+    except jinja2.TemplateNotFound as exc:
+        raise UserError(f"questionnaire template {exc.name} is missing", folder) from None
+    options = folder / "options.toml"
+    if not options.exists():
+        raise UserError("options.toml (the 'no stereotype' option label) is missing", folder)
+    return Wording(*templates, load_survey_options(options).no_stereotype)
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    question_id: str
+    category: str
+    stereotype: str
+    survey_type: int
+    options: tuple[str, ...]
+    no_stereotype_option: str
+    text: str
+    templates: tuple[str, ...]
+
+    def as_row(self) -> dict[str, str]:
+        return {"question_id": self.question_id, "category": self.category, "stereotype": self.stereotype,
+                "survey_type": str(self.survey_type), "options": OPTION_SEPARATOR.join(self.options),
+                "no_stereotype_option": self.no_stereotype_option, "text": self.text,
+                "templates": " ".join(f"{c}|{i}" for c, i in self.templates)}
+
+
+def type2_order(stereotype: Stereotype, seed: int) -> tuple[str, ...]:
+    """The two groups in a random order seeded by the profile seed and the question ID."""
+    groups = list(stereotype.groups)
+    random.Random(f"{seed}:{stereotype.question_id}").shuffle(groups)
+    return tuple(groups)
+
+
+def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], profile: Profile,
+                    wording: Wording) -> list[QuestionRow]:
+    rows, seen = [], {}
+    for stereotype in stereotypes:
+        if stereotype.survey_type == 1:
+            if stereotype.category not in lists:
+                raise UserError(f"type-1 stereotype '{stereotype.text}' needs a group list for {stereotype.category}",
+                                profile_survey_dir(profile) / "groups.csv")
+            options = lists[stereotype.category].groups
+            text = wording.type1.render(stereotype=stereotype.text, groups=options)
+        else:
+            options = type2_order(stereotype, profile.survey.seed)
+            text = wording.type2.render(stereotype=stereotype.text, groups=options)
+        qid = stereotype.question_id
+        if qid in seen:
+            raise UserError(f"two questions share the ID {qid}: '{seen[qid]}' and '{stereotype.label}'")
+        seen[qid] = stereotype.label
+        rows.append(QuestionRow(qid, stereotype.category, stereotype.text, stereotype.survey_type, options,
+                                wording.no_stereotype, text.strip(), stereotype.templates))
+    return sorted(rows, key=lambda r: (r.category, r.survey_type, r.stereotype, r.question_id))
+
+
+def build_reading(templates: list[TemplateRow], profile: Profile, wording: Wording) -> list[dict[str, str]]:
+    """One reading question per template ID: the release's counter-biased disambiguated sample of
+    the template's first counter-biased version, first fill (fill 001).
+
+    Context, question, options and key are taken from that sample as the expansion engine makes
+    it, so respondents see exactly the release's text and choices: options = the sample's
+    ``choices`` (the biased question's answer, the counter-biased question's answer, the unknown
+    expression), key = its ``answer`` (the filled counter-biased answer).
+    """
+    chosen: dict[tuple[str, int], TemplateRow] = {}
+    for template in templates:
+        if template.version in profile.templates.counter_biased_versions:
+            current = chosen.get(template.template_key)
+            if current is None or template.version < current.version:
+                chosen[template.template_key] = template
+    keys = sorted(chosen)
+    rows_to_expand = [chosen[key] for key in keys]
+    columns = expand_templates(rows_to_expand, profile)
+    rows = []
+    for key, template, start in zip(keys, rows_to_expand, columns.row_starts):
+        sample = start + DIS_CNT_OFFSET  # fill 001's four samples: amb-bsd, amb-cnt, dis-bsd, dis-cnt
+        options = [norm(o) for o in ast.literal_eval(columns.columns["choices"][sample])]
+        for option, column in zip(options, ("biased_answer", "counter_biased_answer")):
+            if OPTION_SEPARATOR in option:
+                raise UserError(f"reading-comprehension option {option!r} contains the option separator "
+                                f"{OPTION_SEPARATOR!r}", template.where(column))
+        rows.append({"question_id": f"{key[0]}-rc-{key[1]:03d}", "category": key[0], "template_id": str(key[1]),
+                     "correct_answer": norm(columns.columns["answer"][sample]), "version": template.version,
+                     "text": wording.reading.render(context=columns.columns["context"][sample],
+                                                    question=columns.columns["question"][sample]).strip(),
+                     "options": OPTION_SEPARATOR.join(options)})
+    return rows
+
+
+def group_rows(lists: dict[str, GroupList], profile: Profile) -> list[dict[str, str]]:
+    rows = []
+    for category in profile.category_names:
+        if category in lists:
+            group_list = lists[category]
+            for group in group_list.groups:
+                region = group_list.world_region.get(group, "")
+                rows.append({"category": category, "group": group, "world_region": region,
+                             "counted": "no" if region else "yes"})
+    return rows
+
+
+def xlsx_bytes(sheets: list[tuple[str, list[str], list[dict[str, str]]]]) -> bytes:
+    """Every cell is text (a stereotype starting with '=' must not become a formula)."""
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    workbook.remove(workbook.active)
+    for title, columns, rows in sheets:
+        sheet = workbook.create_sheet(title)
+        for c, name in enumerate(columns, start=1):
+            sheet.cell(row=1, column=c, value=name)
+        for r, row in enumerate(rows, start=2):
+            for c, name in enumerate(columns, start=1):
+                set_text(sheet.cell(row=r, column=c), row.get(name, ""))
+        sheet.freeze_panes = "A2"
+    return reproducible_bytes(workbook)
+
+
+def write_export(out: Path, questions: list[QuestionRow], reading: list[dict[str, str]],
+                 groups: list[dict[str, str]]) -> dict[str, Path]:
+    """Write questions.csv, reading_questions.csv, groups.csv and questionnaire.xlsx (each atomically)."""
+    out.mkdir(parents=True, exist_ok=True)
+    question_rows = [q.as_row() for q in questions]
+    files = {
+        "questions": (out / "questions.csv", csv_for_people(QUESTION_EXPORT_COLUMNS, question_rows)),
+        "reading": (out / "reading_questions.csv", csv_for_people(READING_EXPORT_COLUMNS, reading)),
+        "groups": (out / "groups.csv", csv_for_people(GROUP_EXPORT_COLUMNS, groups)),
+        "workbook": (out / "questionnaire.xlsx", xlsx_bytes([
+            ("questions", QUESTION_EXPORT_COLUMNS, question_rows),
+            ("reading", READING_EXPORT_COLUMNS, reading),
+            ("groups", GROUP_EXPORT_COLUMNS, groups)])),
+    }
+    for path, data in files.values():
+        write_bytes(path, data)
+    return {name: path for name, (path, _) in files.items()}
 
 
 def inputs(ctx: Context) -> dict[str, Path | None]:

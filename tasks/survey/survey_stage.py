@@ -6,25 +6,27 @@ every pipeline's survey stage (``run`` below; ``kobbq build --templates --survey
 (``tasks.survey.apply.apply_survey_rules``) and renders what the release needs: the decisions (which
 templates survive is read back from them by ``survivors``; the release never runs the rules again),
 ``funnel.md``, ``survey_agreement.md`` (the group check) and ``survey_votes.csv`` (every group's votes,
-for the audit report's charts).
+for the audit report's charts); with the results in the released aggregated format and the quota shortfalls.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.atomic import write_text
+from core.atomic import write_bytes, write_text
 from core.decisions import OUTCOME_DROP, Decision, template_subject, write_decisions_parquet
 from core.profile import Profile
 from core.stage_contract import Context, Stage, StageOutput, Waiting, require
+from core.tables import write_csv_rows
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
 from tasks.survey.group_check import render_group_check
-from tasks.survey.ingest import write_results
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.outcome import SurveyOutcome
+from tasks.survey.results import NO_STEREO, SurveyResults
 from tasks.survey.rule_table import TEMPLATE, rules_of
 from tasks.survey.votes import VOTES, render_votes
 from tasks.templates.load import TemplateRow
@@ -33,6 +35,9 @@ NAME = "survey"
 LOG = "survey"  # a one-off run's decisions: decisions_survey.csv (and .parquet)
 FUNNEL = "funnel.md"
 GROUP_CHECK = "survey_agreement.md"  # the group check's file keeps its first name
+QUOTA_COLUMNS = ["question_id", "what", "expected", "actual"]
+RESULTS = "survey_results.json"
+QUOTA = "quota_shortfalls.csv"
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,22 @@ def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[T
 def write_reports(stage: SurveyStage, folder: Path) -> dict[str, Path]:
     """The stage's reports as files, by the role that copies them into the release."""
     return {f"report:{name}": write_text(folder / name, text) for name, text in stage.reports.items()}
+
+
+def released_format(results: SurveyResults) -> bytes:
+    """Aggregated results in the released JSON format (respondent-level input aggregated to it)."""
+    entries = [{"category": e.category, "stereotype": e.stereotype,
+                "survey_stats": {**e.votes, NO_STEREO: e.no_stereotype}} for e in results.entries]
+    entries.sort(key=lambda e: (e["category"], e["stereotype"], sorted(e["survey_stats"])))
+    return (json.dumps(entries, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def write_results(results: SurveyResults, folder: Path) -> dict[str, Path]:
+    """``survey_results.json`` (respondent-level input counted into the released format) and
+    ``quota_shortfalls.csv``, by the role the stage records them under; each written atomically."""
+    quota = [[q.question_id, q.what, str(q.expected), str(q.actual)] for q in results.quota]
+    return {"results": write_bytes(folder / RESULTS, released_format(results)),
+            "quota": write_csv_rows(folder / QUOTA, QUOTA_COLUMNS, quota)}
 
 
 # --- the stage in a pipeline -------------------------------------------------------------------

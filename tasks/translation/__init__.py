@@ -3,10 +3,10 @@
 Modules: ``placeholders`` (protect/restore/verify ``{{NAME1}}``), ``glossary`` (cultural
 substitutions, the profile folder's ``glossary.csv``), ``cache`` (SQLite; never pay twice;
 resume), ``deepl_client`` (``Translator``: live DeepL or replay of a recorded cache),
-``pretranslate``, ``cost`` (dry run), ``workbook`` (xlsx export/read), ``postedit`` (import,
-edit rates), ``twin_templates`` (the machine-translated twin's templates), ``template_workbooks``
-(the post-edit as a workbook culture's ``<Category>.xlsx`` templates, validated before publication),
-``particles`` (Korean particles with hgtk), ``reference`` (the released template file as the post-edit, linked to BBQ). Drafts use the
+``pretranslate``, ``pretranslate_stage``, ``cost`` (dry run), ``workbook`` (xlsx export/read), ``postedit``
+(import, edit rates, and the post-edit as a workbook culture's ``<Category>.xlsx`` templates, validated before
+publication), ``postedit_stage`` (and the released template file as the post-edit, linked to BBQ),
+``twin_templates`` (the machine-translated twin's templates), ``particles`` (Korean particles with hgtk). Drafts use the
 target format's slots (``placeholders.SlotStyle``: KoBBQ's ``[N1]``, or BBQ's own ``{{NAME1}}`` for a
 workbook format); DeepL's target languages are checked before anything is sent (no Catalan).
 
