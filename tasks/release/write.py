@@ -276,13 +276,3 @@ class SampleFiles:
             handle.close()
         if self.parquet is not None and kind is None:
             self.parquet.close()
-
-
-def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str, formats: tuple[str, ...] = FORMATS) -> list[str]:
-    """One sample set, held whole, in the given formats; returns the file names written."""
-    with SampleFiles(folder, tsv_name, formats) as files:
-        files.append(frame)
-    return files.names
-
-
-# --- atomic publication ---------------------------------------------------------------------
