@@ -29,12 +29,13 @@ from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 
 
 
-def all_samples_name(release_name: str) -> str:
-    return f"{release_name}_all_samples.tsv"
+def all_samples_name(release_name: str, suffix: str = ".tsv") -> str:
+    """The all-samples file's name (``KoBBQ_all_samples.tsv``; ``suffix``: its JSONL or Parquet twin's)."""
+    return f"{release_name}_all_samples{suffix}"
 
 
-def test_samples_name(release_name: str) -> str:
-    return f"{release_name}_test_samples.tsv"
+def test_samples_name(release_name: str, suffix: str = ".tsv") -> str:
+    return f"{release_name}_test_samples{suffix}"
 
 
 def lm_eval_task_name(release_name: str) -> str:
