@@ -174,7 +174,8 @@ def test_a_release_larger_than_a_row_group_is_written_in_row_groups_that_read_ba
                                                                                         monkeypatch):
     import pyarrow.parquet as pq
 
-    from tasks.release.write import samples_frame, write_samples
+    from tasks.release.write import samples_frame
+    from test_release_streaming import write_samples
 
     loaded, _ = load_checked(EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, ko_profile)
     frame = samples_frame(expand_release(loaded.templates, ko_profile, 42).expansion)

@@ -17,10 +17,16 @@ from tasks.audit.report import write_release_folder
 from tasks.release.checks import SampleSet, validate_release
 from tasks.templates.kobbq_format import fill_count, row_chunks
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import samples_frame, write_samples
+from tasks.release.write import FORMATS, SampleFiles, samples_frame
 from tasks.templates.validate import load_checked
 
 UNKNOWN = "알 수 없음"
+
+
+def write_samples(frame, folder: Path, tsv_name: str, formats: tuple[str, ...] = FORMATS) -> None:
+    """One sample set written whole, as the reference a chunked build's files are compared with."""
+    with SampleFiles(folder, tsv_name, formats) as files:
+        files.append(frame)
 SAMPLE_FILES = [f"KoBBQ_{part}_samples.{kind}" for part in ("all", "test") for kind in ("tsv", "jsonl", "parquet")]
 
 

@@ -18,15 +18,17 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-
-import matplotlib
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from typing import TYPE_CHECKING
 
 from core.decisions import Decision
 from core.profile import Profile
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
+
+# matplotlib (seconds to import on a loaded machine) is imported where a chart is drawn: never by an up-to-date
+# build, which imports the release stage only to check it (tests/test_audit_charts.py).
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 SETTINGS = {"svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif",
             "axes.spines.top": False, "axes.spines.right": False}
@@ -48,6 +50,8 @@ class Chart:
 
 def figure(rows: int, row_inches: float) -> tuple[Figure, Axes]:
     """A figure with one axes, tall enough for ``rows`` rows of labels (no pyplot: no global state)."""
+    from matplotlib.figure import Figure
+
     drawing = Figure(figsize=(10, 1.4 + rows * row_inches), layout="constrained")
     return drawing, drawing.add_subplot()
 
@@ -56,7 +60,9 @@ def svg_of(drawing: Figure, key: str) -> str:
     """The figure as an ``<svg>`` element, the same bytes for the same figure: no date, and the ids it generates
     salted with the chart's ``key`` (its clip paths' ids differ from another chart's on the page)."""
     buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": key}):
+    from matplotlib import rc_context
+
+    with rc_context({"svg.hashsalt": key}):
         drawing.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     text = buffer.getvalue()
     return text[text.index("<svg"):]  # inline in HTML: without the XML declaration and doctype
@@ -102,7 +108,7 @@ def funnel_chart(funnel: list, rules: list[str]) -> Figure:
     rows_axis(axes, [row.display for row in funnel], "Templates per category: kept, and dropped by each rule",
               "template IDs", "category")
     axes.set_xlim(0, max([1, *(row.templates for row in funnel)]) * 1.2)  # room for the numbers
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.locator_params(axis="x", integer=True)
     legend(axes)
     return drawing
 
@@ -121,7 +127,7 @@ def samples_chart(funnel: list) -> Figure:
                       fontweight="bold" if differs else None)
     rows_axis(axes, [row.display for row in funnel], "Samples per category against the paper", "samples", "category")
     axes.set_xlim(0, max([1, *(max(row.samples, row.paper_samples or 0) for row in funnel)]) * 1.25)
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.locator_params(axis="x", integer=True)
     legend(axes)
     return drawing
 
@@ -245,7 +251,9 @@ def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figur
 def audit_charts(funnel: list, rules: list[str], votes: list[QuestionVotes], decisions: list[Decision],
                  profile: Profile) -> dict[str, Chart | None]:
     """The report's charts by name; a survey chart is None when the release had no survey."""
-    with matplotlib.rc_context(SETTINGS), warnings.catch_warnings():
+    from matplotlib import rc_context
+
+    with rc_context(SETTINGS), warnings.catch_warnings():
         warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning)
         drawn = {"funnel": funnel_chart(funnel, rules), "samples": samples_chart(funnel),
                  "type1": type1_chart(votes, decisions, profile), "type2": share_chart(decisions, profile, RULE_TYPE2),

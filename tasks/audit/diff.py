@@ -220,7 +220,7 @@ def _release_records(folder: Path, manifest: dict[str, object], profile: Profile
     """Samples by ID (a generated release: by its de-duplication key), and the template each belongs to."""
     import pandas as pd
 
-    name = all_samples_name(str(manifest.get("release", ""))).removesuffix(".tsv") + ".parquet"
+    name = all_samples_name(str(manifest.get("release", "")), ".parquet")
     path = folder / name
     if not path.exists():
         raise UserError(f"no {name} in this release folder", folder)

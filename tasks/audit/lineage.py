@@ -27,6 +27,7 @@ from tasks.audit.fates import (RELEASED_RULE, SAMPLE_ID, AuditLog, Fate, decisio
                                template_of)
 from core.decisions import Decision, numbers_text, template_subject
 from core.text import normalise_text
+from tasks.release.write import all_samples_name
 
 STAGE_TITLES = {
     "labels": "labels (label and rationale)",
@@ -190,7 +191,7 @@ def _sample_lineage(sample_id: str, match: re.Match[str], log: AuditLog, profile
 def _instance_lineage(text: str, match: re.Match[str], log: AuditLog, profile: Profile) -> Lineage:
     """One instance of a generated release: its row in the samples file, then its template row's lineage."""
     category = _categories(log, profile).get(match["category"].lower())
-    path = log.release_dir / f"{log.manifest.get('release', profile.release.name)}_all_samples.parquet"
+    path = log.release_dir / all_samples_name(str(log.manifest.get("release", profile.release.name)), ".parquet")
     if category is None or not path.exists():
         raise unknown(text, log, profile, "instance")
     frame = pd.read_parquet(path, filters=[("category", "==", category),

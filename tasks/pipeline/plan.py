@@ -206,10 +206,6 @@ class Plan:
         return cls(ctx, stages, list(each_stage(ctx, stages, force=force)), force)
 
     @property
-    def fingerprint(self) -> str:
-        return stage_fingerprint(self.parts)
-
-    @property
     def current(self) -> bool:
         return is_current(self.checks)
 

@@ -201,8 +201,7 @@ def start_release_checks(folder: Path, profile: Profile, release: ExpandedReleas
     expected = {prefixes.get(category, category.lower()): count
                 for category, count in samples_by_category(release).items()}
     name = name or profile.release.name
-    return ValidationChild(folder, all_samples_name(name).replace(".tsv", ".parquet"),
-                           test_samples_name(name).replace(".tsv", ".parquet"),
+    return ValidationChild(folder, all_samples_name(name, ".parquet"), test_samples_name(name, ".parquet"),
                            profile.release.unknown_expression, expected)
 
 
@@ -342,14 +341,13 @@ def generated_sample_files(folder: Path, name: str, profile: Profile, release: E
     fmt = profile.templates.workbook
     assert fmt is not None
     frame = pd.DataFrame(release.expansion.columns, columns=fmt.output_columns, dtype=object, copy=False)
-    stem = all_samples_name(name).removesuffix(".tsv")
-    frame.to_parquet(folder / f"{stem}.parquet", index=False, compression="zstd")
-    child = ValidationChild(folder, f"{stem}.parquet", "", profile.release.unknown_expression,
+    frame.to_parquet(folder / all_samples_name(name, ".parquet"), index=False, compression="zstd")
+    child = ValidationChild(folder, all_samples_name(name, ".parquet"), "", profile.release.unknown_expression,
                             samples_by_category(release), generated=True) if validate else None
     with running_checks(child, progress) as checks:
         interrupt.checkpoint("writing")
         records = frame.to_dict("records")
-        write_records_jsonl(records, folder / f"{stem}.jsonl")
+        write_records_jsonl(records, folder / all_samples_name(name, ".jsonl"))
         (folder / category_folder(profile.language)).mkdir()
         write_category_csvs(records, folder / category_folder(profile.language), fmt.output_of(fmt.category_column),
                             profile.category_names, fmt.output_columns, fmt.list_columns)

@@ -63,11 +63,9 @@ def split_sources(profile: Profile, name: str | None = None) -> dict[str, str]:
     """Split -> the release's Parquet file it is cut from (``name``: the files' prefix, when not the release's: a
     twin's)."""
     name = name or profile.release.name
-    parquet = {kind: file.replace(".tsv", ".parquet")
-               for kind, file in (("all", all_samples_name(name)), ("test", test_samples_name(name)))}
     if profile.release.layout == "per-category-csv":
-        return {TEST_SPLIT: parquet["all"]}
-    return {ALL_SAMPLES_SPLIT: parquet["all"], TEST_SPLIT: parquet["test"]}
+        return {TEST_SPLIT: all_samples_name(name, ".parquet")}
+    return {ALL_SAMPLES_SPLIT: all_samples_name(name, ".parquet"), TEST_SPLIT: test_samples_name(name, ".parquet")}
 
 
 def data_file(category: str, split: str) -> str:

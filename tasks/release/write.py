@@ -29,12 +29,13 @@ from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 
 
 
-def all_samples_name(release_name: str) -> str:
-    return f"{release_name}_all_samples.tsv"
+def all_samples_name(release_name: str, suffix: str = ".tsv") -> str:
+    """The all-samples file's name (``KoBBQ_all_samples.tsv``; ``suffix``: its JSONL or Parquet twin's)."""
+    return f"{release_name}_all_samples{suffix}"
 
 
-def test_samples_name(release_name: str) -> str:
-    return f"{release_name}_test_samples.tsv"
+def test_samples_name(release_name: str, suffix: str = ".tsv") -> str:
+    return f"{release_name}_test_samples{suffix}"
 
 
 def lm_eval_task_name(release_name: str) -> str:
@@ -276,13 +277,3 @@ class SampleFiles:
             handle.close()
         if self.parquet is not None and kind is None:
             self.parquet.close()
-
-
-def write_samples(frame: pd.DataFrame, folder: Path, tsv_name: str, formats: tuple[str, ...] = FORMATS) -> list[str]:
-    """One sample set, held whole, in the given formats; returns the file names written."""
-    with SampleFiles(folder, tsv_name, formats) as files:
-        files.append(frame)
-    return files.names
-
-
-# --- atomic publication ---------------------------------------------------------------------
