@@ -77,10 +77,12 @@ def test_a_spare_whose_parent_goes_away_exits_by_itself(no_spares):
 
 
 LEAN_CHILD = """
+import importlib.util
 import json
 import sys
 from tasks.release import checks
-sys.meta_path.insert(0, checks._LeanImports())
+checks.lean_imports()
+print(importlib.util.find_spec("sqlalchemy"))  # the optional-dependency probe libraries use: None, not raised
 import pyarrow.parquet as pq
 frame = checks.staged_frame(pq.read_table(sys.argv[1]))
 report = checks.validate_release(checks.SampleSet.of_frame(frame), checks.SampleSet.of_frame(frame.iloc[:0]),
@@ -92,8 +94,9 @@ print(*[type(sys.modules.get(name)).__name__ for name in ("altair", "scipy.stats
 
 @pytest.mark.subprocess
 def test_the_child_runs_the_suite_without_charts_statistics_or_sql(tmp_path_factory, ko_profile):
-    """The child's lean import (``checks._LeanImports``): the suite gives the result it gives with every library,
-    and altair and scipy.stats were never loaded (deferred), SQLAlchemy never imported (hidden)."""
+    """The child's lean import (``checks.lean_imports``): the suite gives the result it gives with every library,
+    altair and scipy.stats were never loaded (deferred), SQLAlchemy never imported (hidden), and a library's probe
+    for it finds nothing, as when it is not installed."""
     import json
     import subprocess
     import sys
@@ -112,7 +115,8 @@ def test_the_child_runs_the_suite_without_charts_statistics_or_sql(tmp_path_fact
     done = subprocess.run([sys.executable, "-c", LEAN_CHILD, str(parquet), unknown], capture_output=True, text=True,
                           timeout=300, cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stderr
-    report, modules = done.stdout.splitlines()
+    probe, report, modules = done.stdout.splitlines()
+    assert probe == "None"
     assert json.loads(report) == expected.as_json() and not expected.success  # a failure's rows and examples too
     assert modules == "_LazyModule _LazyModule NoneType"
 
@@ -131,3 +135,22 @@ def test_a_child_that_cannot_report_says_why_in_the_build(tmp_path, no_spares):
     assert str(tmp_path / "KoBBQ_all_samples.parquet") in str(raised.value)
     assert child.process.returncode is not None and child.process.pid not in interrupt._children
     child.stop()  # what the build's with-block does then: nothing left to end
+
+
+SHADOW = "open('shadow-ran', 'w').close()\n"
+
+
+@pytest.mark.slow
+def test_the_working_folder_cannot_shadow_the_childs_module(tmp_path, monkeypatch, no_spares):
+    """A command run in a folder holding its own ``tasks`` package starts the project's checks, not that one's."""
+    for package in ("tasks", "tasks/release"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(SHADOW, encoding="utf-8")
+    (tmp_path / "tasks" / "release" / "checks.py").write_text(SHADOW, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    process = checks.start_child()
+    assert process.stdin is not None
+    process.stdin.close()  # no job: the project's child exits 0 once its library is imported
+    assert process.wait(timeout=120) == 0, process.stderr_text()
+    interrupt.unregister_child(process.pid)
+    assert not (tmp_path / "shadow-ran").exists()

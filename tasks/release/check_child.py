@@ -24,13 +24,14 @@ WAIT_FOR_JOB = "--wait-for-job"  # the child's one argument: its job comes on st
 
 
 class CheckChild(subprocess.Popen):
-    """A checks' child: its job goes to its stdin, its report line comes on its stdout, and its stderr goes to a
+    """A checks' child, started with ``-P`` so that the working folder is not on its ``sys.path`` (a folder
+    holding its own ``tasks`` package, or an Invoke ``tasks.py``, would shadow the project's): its job goes to its stdin, its report line comes on its stdout, and its stderr goes to a
     temporary file, not a pipe, so that it never waits for the build to read it (the build reads the report
     line while the child goes on writing its Data Docs)."""
 
     def __init__(self) -> None:
         self._errors = tempfile.TemporaryFile()
-        super().__init__([sys.executable, "-m", "tasks.release.checks", WAIT_FOR_JOB], stdin=subprocess.PIPE,
+        super().__init__([sys.executable, "-P", "-m", "tasks.release.checks", WAIT_FOR_JOB], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=self._errors, text=True)
 
     def stderr_text(self) -> str:
