@@ -189,8 +189,8 @@ def test_a_stopped_child_is_given_up_after_the_bound_with_lines_while_waiting(tm
     os.kill(child.process.pid, signal.SIGSTOP)
     said: list[str] = []
     started = time.monotonic()
-    with pytest.raises(UserError, match="said nothing for 3 s .* was ended; nothing was published; build again, or "
-                                        "give it longer with KOBBQ_CHECKS_STALL=SECONDS"):
+    with pytest.raises(UserError, match="made no progress for 3 s .* was ended; nothing was published; build again, "
+                                        "or give it longer with KOBBQ_CHECKS_STALL=SECONDS"):
         child.process.wait_for("reported", said.append)
     assert 3 <= time.monotonic() - started < 30
     assert len(said) == 2 and all("still waiting" in line for line in said)

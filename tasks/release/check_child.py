@@ -8,8 +8,8 @@ before anything is written), then reads its job (``ValidationChild``) from one l
 after each part of its work and ``reported`` once ``validation.json`` is written. This module imports nothing
 heavy, so that the child starts before the build's own imports.
 
-A child that dies, is stopped, or says nothing for ``stall_seconds`` (``KOBBQ_CHECKS_STALL``, default 30 s; a
-line while the build waits) is one error line naming what happened and what to do, raised inside the staging
+A child that dies, or makes no progress (no line, no processor time: stopped, stuck) for ``stall_seconds``
+(``KOBBQ_CHECKS_STALL``, default 30 s; a line every 10 s while the build waits) is one error line naming what happened and what to do, raised inside the staging
 of the release, so nothing is published. A spare no build takes ends with the command (``_end_spares``, at exit;
 a signal ends it as any registered child), or by itself when its stdin closes (its parent was killed).
 """
@@ -27,6 +27,8 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+
+import psutil
 
 from core import console, interrupt
 from core.errors import UserError, os_errno
@@ -78,22 +80,24 @@ class CheckChild(subprocess.Popen):
         return self._errors.read().decode("utf-8", "replace")
 
     def wait_for(self, wanted: str, progress: Callable[[str], None] = console.step) -> None:
-        """Read the child's lines until ``wanted``; one that ends first, or says nothing for ``stall_seconds``, is
-        an error naming what happened (the child is ended)."""
-        bound, silent = stall_seconds(), 0.0
-        pause = min(WAITING_LINE, bound / 3)
+        """Read the child's lines until ``wanted``. A child that ends first is an error naming why; one that
+        neither says a line nor uses the processor for ``stall_seconds`` (stopped, or stuck waiting) is ended and
+        an error. Its processor time is its progress between lines, so a slow import on a busy machine goes on."""
+        bound, silent, waited = stall_seconds(), 0.0, 0.0
+        pause, used = min(WAITING_LINE, bound / 3), self.cpu_seconds()
         while wanted not in self.said:
             try:
                 line = self.lines.get(timeout=min(pause, bound - silent))
             except queue.Empty:
-                silent += min(pause, bound - silent)
+                step, used_before, used = min(pause, bound - silent), used, self.cpu_seconds()
+                silent, waited = (0.0 if used > used_before else silent + step), waited + step
                 if silent >= bound:
                     self.end()
-                    raise UserError(f"the release checks' child (pid {self.pid}) said nothing for {bound:.0f} s "
-                                    "(stopped, or the machine is overloaded) and was ended; nothing was published; "
-                                    f"build again, or give it longer with {STALL_VARIABLE}=SECONDS") from None
-                progress(f"release checks: still waiting for their child (pid {self.pid}), {silent:.0f} s without "
-                         f"a word; it is given up at {bound:.0f} s")
+                    raise UserError(f"the release checks' child (pid {self.pid}) made no progress for {bound:.0f} s "
+                                    "(stopped, or stuck) and was ended; nothing was published; build again, or give "
+                                    f"it longer with {STALL_VARIABLE}=SECONDS") from None
+                progress(f"release checks: still waiting for their child (pid {self.pid}) after {waited:.0f} s"
+                         + (f", {silent:.0f} s without progress; it is given up at {bound:.0f} s" if silent else ""))
                 continue
             if line is None:
                 self.wait()
@@ -101,6 +105,14 @@ class CheckChild(subprocess.Popen):
                 raise self.failure()
             silent = 0.0
             self.said.add(line.split(" ", 1)[0])
+
+    def cpu_seconds(self) -> float:
+        """The processor time the child has used (psutil); 0 once it is gone."""
+        try:
+            times = psutil.Process(self.pid).cpu_times()
+        except psutil.Error:
+            return 0.0
+        return times.user + times.system
 
     def failure(self) -> Exception:
         """Why the child ended before it reported, as the build says it."""
@@ -165,10 +177,13 @@ class ValidationChild:
         return read_results(self.folder)
 
     def finish(self) -> None:
-        """Wait for the child, which has reported, to end."""
+        """Wait for the child, which has reported, to end (one that does not is ended: its work is written)."""
         self.process.wait_for(REPORTED)
-        self.process.wait(timeout=stall_seconds())
-        interrupt.unregister_child(self.process.pid)
+        try:
+            self.process.wait(timeout=stall_seconds())
+        except subprocess.TimeoutExpired:
+            pass
+        self.process.end()
 
     def stop(self) -> None:
         """End the child if it still runs (the build failed or stopped while it validated)."""
