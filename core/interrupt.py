@@ -44,6 +44,7 @@ _staging: set[Path] = set()
 _published: list[Path] = []  # releases this process has published: a later signal must not deny them
 _records: set[Path] = set()  # run records this process writes
 _left_as: str | None = None  # what a signal leaves, in the running command's words (None: a build's)
+_left_running = False  # what it leaves keeps running elsewhere (units on workers): not "nothing is left running"
 _critical = 0
 _pending: int | None = None
 
@@ -124,18 +125,20 @@ def mark_published(release: Path) -> None:
     _published.append(Path(release))
 
 
-def leaves(outcome: str) -> None:
+def leaves(outcome: str, running: bool = False) -> None:
     """What a signal would leave, said by the command running (``kobbq eval run``: the answers are kept);
-    a build says what was published."""
-    global _left_as
-    _left_as = outcome
+    a build says what was published. ``running``: the outcome says that work keeps running elsewhere (an
+    evaluation's units on their workers), so the line must not end in "nothing is left running"."""
+    global _left_as, _left_running
+    _left_as, _left_running = outcome, running
 
 
 def stop_message(signal_name: str, published: list[Path]) -> str:
     """The line a signal prints: what was published before it came (or what the command says it leaves), and
     that nothing is left running."""
     if _left_as is not None and not published:
-        return f"interrupted ({signal_name}): stopped; {_left_as}; nothing is left running"
+        return f"interrupted ({signal_name}): stopped; {_left_as}" + ("" if _left_running else
+                                                                       "; nothing is left running")
     if published:
         done = ", ".join(str(p) for p in published)
         return (f"interrupted ({signal_name}): stopped after {done} was published (complete and validated); "
@@ -163,8 +166,8 @@ def _write_records() -> None:
 
 def forget_run() -> None:
     """A command's end: this process's records, and what it published (or said it leaves), are no longer needed."""
-    global _left_as
-    _left_as = None
+    global _left_as, _left_running
+    _left_as, _left_running = None, False
     for path in list(_records):
         path.unlink(missing_ok=True)
     _records.clear()
