@@ -142,17 +142,38 @@ def test_the_card_counts_each_rule_from_the_decision_log(tmp_path):
                                                                          "100K<n<1M"]
 
 
-def test_publish_dry_run_lists_every_file_without_a_token(example, capsys, monkeypatch):
+def manifest_files(folder: Path) -> list[str]:
+    """The release's files as its manifest lists them (read here, not through the code under test)."""
+    return sorted(["manifest.json", *json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["outputs"]])
+
+
+@pytest.fixture
+def with_user_files(example, tmp_path) -> Path:
+    """The example release with what a user keeps in it: notes and a git repository."""
+    import shutil
+
+    copy = tmp_path / "KoBBQ-example"
+    shutil.copytree(example, copy)
+    (copy / "my_notes.md").write_text("my notes, not for the Hub\n", encoding="utf-8")
+    (copy / ".git").mkdir()
+    (copy / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    return copy
+
+
+def test_publish_dry_run_lists_the_manifests_files_and_the_kept_ones(with_user_files, capsys, monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    assert main(["publish", "--release", str(example), "--to-hub", "someone/kobbq-example", "--dry-run"]) == 0
+    assert main(["publish", "--release", str(with_user_files), "--to-hub", "someone/kobbq-example", "--dry-run"]) == 0
     out = capsys.readouterr().out
     listed = re.findall(r"^  (\S+)  \(", out, flags=re.MULTILINE)
-    assert listed == sorted(p.relative_to(example).as_posix() for p in example.rglob("*") if p.is_file())
-    assert "README.md" in listed and "data/SES/test.parquet" in listed
+    assert listed == manifest_files(with_user_files)
+    assert "README.md" in listed and "data/SES/test.parquet" in listed and "my_notes.md" not in listed
+    assert re.search(r"^kept in the folder, not uploaded .*: \.git, my_notes\.md$", out, flags=re.MULTILINE)
 
 
-def test_publish_uploads_the_folder_through_huggingface_hub(example, tmp_path, monkeypatch, capsys):
+def test_publish_uploads_the_release_through_huggingface_hub(with_user_files, monkeypatch, capsys):
     import huggingface_hub.constants
+
+    example = with_user_files
 
     hub = FakeHubServer().start()
     try:
@@ -165,7 +186,7 @@ def test_publish_uploads_the_folder_through_huggingface_hub(example, tmp_path, m
         assert main(["publish", "--release", str(example), "--to-hub", "someone/kobbq-example", "--private"]) == 0
         assert "published: " in capsys.readouterr().out
         uploaded = hub.state.repos["datasets/someone/kobbq-example"]
-        assert uploaded == {p.relative_to(example).as_posix(): p.read_bytes() for p in example.rglob("*") if p.is_file()}
+        assert uploaded == {name: (example / name).read_bytes() for name in manifest_files(example)}  # no user file
         assert hub.state.private["datasets/someone/kobbq-example"] is True
         assert any(r.startswith("POST /api/validate-yaml") for r in hub.state.requests)  # the card was checked
     finally:

@@ -16,7 +16,7 @@ from core.paths import EXAMPLE_DIR, EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROFILE
 from core.pipeline_file import load_pipeline, check_states, read_state
 from core.text_files import line_and_column, read_bytes, read_json, read_text
 from kobbq.cli import main
-from tasks.release.checks import os_error_from, os_error_line
+from tasks.release.check_child import os_error_from, os_error_line
 from test_release import build_into
 
 
@@ -134,7 +134,7 @@ def test_a_full_disk_while_a_pipeline_copies_its_recorded_cache_names_the_copy_b
 
 
 def test_a_full_disk_in_the_validation_child_reaches_the_command_as_the_same_error():
-    sent = OSError(errno.ENOSPC, "No space left on device", "staging/data_docs/index.html")
+    sent = OSError(errno.ENOSPC, "No space left on device", "staging/validation.json")
     again = os_error_from("GX warnings\n" + os_error_line(sent) + "\n")
     assert (again.errno, again.strerror, again.filename) == (sent.errno, sent.strerror, sent.filename)
     assert "the disk is full" in describe_os_error(again)

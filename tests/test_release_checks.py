@@ -11,7 +11,8 @@ from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
 from tasks.release.assemble import expand_release, samples_by_category
 from tasks.templates.validate import load_checked
 from tasks.release.write import samples_frame
-from tasks.release.checks import ReleaseValidationError, SampleSet, validate_release
+from tasks.release.check_report import ReleaseValidationError
+from tasks.release.checks import SampleSet, validate_release
 from test_release import BESIDE, build_into
 
 UNKNOWN = "알 수 없음"
@@ -91,7 +92,9 @@ def test_validation_result_is_written_with_the_release(tmp_path, ko_profile):
     build_into(tmp_path / "KoBBQ", EXAMPLE_TEMPLATES, ko_profile, validate=True)
     result = json.loads((tmp_path / "KoBBQ" / "validation.json").read_text(encoding="utf-8"))
     assert result["success"] is True and result["failed"] == 0
-    assert (tmp_path / "KoBBQ" / "data_docs" / "index.html").exists()
+    assert "| all | sample_id is unique | `expect_column_values_to_be_unique` sample_id | pass |" in (
+        tmp_path / "KoBBQ" / "validation.md").read_text(encoding="utf-8")
+    assert not (tmp_path / "KoBBQ" / "data_docs").exists()  # Great Expectations' pages need CDNs: not written
 
 
 def test_staged_choices_read_back_as_the_tsv_literals(tmp_path):
@@ -99,7 +102,7 @@ def test_staged_choices_read_back_as_the_tsv_literals(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tasks.release.checks import staged_frame
+    from tasks.release.check_rules import staged_frame
 
     choices = [["ab", "c", UNKNOWN], ["a", "bc", UNKNOWN], ["ab", "c", UNKNOWN], ["it's", "b", UNKNOWN], None]
     pq.write_table(pa.table({"sample_id": ["s1", "s2", "s3", "s4", "s5"], "choices": choices}),

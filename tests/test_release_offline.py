@@ -1,4 +1,4 @@
-"""Offline means offline: every page of a built release (audit report, Data Docs) opens with nothing fetched."""
+"""Offline means offline: every page of a built release opens with nothing fetched."""
 
 from __future__ import annotations
 
@@ -7,5 +7,5 @@ from offline import remote_loads_in_folder
 
 def test_every_page_of_the_example_release_loads_nothing_remote(example_release):
     pages = sorted(p.relative_to(example_release).as_posix() for p in example_release.rglob("*.html"))
-    assert "audit.html" in pages and "data_docs/index.html" in pages and len(pages) > 5
+    assert "audit.html" in pages
     assert remote_loads_in_folder(example_release) == {}

@@ -4,11 +4,14 @@ the job to the waiting child, and a child no build takes is never left running."
 from __future__ import annotations
 
 import os
+import signal
+import time
 
 import pytest
 
 import tasks.release.check_child as checks
 from core import interrupt
+from core.errors import UserError
 from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
 from tasks.release.assemble import expand_release, start_release_checks
 from tasks.release.write import all_samples_name
@@ -77,10 +80,12 @@ def test_a_spare_whose_parent_goes_away_exits_by_itself(no_spares):
 
 
 LEAN_CHILD = """
+import importlib.util
 import json
 import sys
 from tasks.release import checks
-sys.meta_path.insert(0, checks._LeanImports())
+checks.lean_imports()
+print(importlib.util.find_spec("sqlalchemy"))  # the optional-dependency probe libraries use: None, not raised
 import pyarrow.parquet as pq
 frame = checks.staged_frame(pq.read_table(sys.argv[1]))
 report = checks.validate_release(checks.SampleSet.of_frame(frame), checks.SampleSet.of_frame(frame.iloc[:0]),
@@ -92,8 +97,9 @@ print(*[type(sys.modules.get(name)).__name__ for name in ("altair", "scipy.stats
 
 @pytest.mark.subprocess
 def test_the_child_runs_the_suite_without_charts_statistics_or_sql(tmp_path_factory, ko_profile):
-    """The child's lean import (``checks._LeanImports``): the suite gives the result it gives with every library,
-    and altair and scipy.stats were never loaded (deferred), SQLAlchemy never imported (hidden)."""
+    """The child's lean import (``checks.lean_imports``): the suite gives the result it gives with every library,
+    altair and scipy.stats were never loaded (deferred), SQLAlchemy never imported (hidden), and a library's probe
+    for it finds nothing, as when it is not installed."""
     import json
     import subprocess
     import sys
@@ -112,7 +118,8 @@ def test_the_child_runs_the_suite_without_charts_statistics_or_sql(tmp_path_fact
     done = subprocess.run([sys.executable, "-c", LEAN_CHILD, str(parquet), unknown], capture_output=True, text=True,
                           timeout=300, cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stderr
-    report, modules = done.stdout.splitlines()
+    probe, report, modules = done.stdout.splitlines()
+    assert probe == "None"
     assert json.loads(report) == expected.as_json() and not expected.success  # a failure's rows and examples too
     assert modules == "_LazyModule _LazyModule NoneType"
 
@@ -121,7 +128,7 @@ def test_the_child_runs_the_suite_without_charts_statistics_or_sql(tmp_path_fact
 def test_a_child_that_cannot_report_says_why_in_the_build(tmp_path, no_spares):
     """A child that ends without its report (here: its Parquet file is not there) is the build's error, raised
     when the build waits for the report, with the file the child could not read; it is not waited for again."""
-    from tasks.release.checks import ValidationChild
+    from tasks.release.check_child import ValidationChild
 
     checks.warm_up()
     child = ValidationChild(tmp_path, "KoBBQ_all_samples.parquet", "KoBBQ_test_samples.parquet", "unknown",
@@ -131,3 +138,81 @@ def test_a_child_that_cannot_report_says_why_in_the_build(tmp_path, no_spares):
     assert str(tmp_path / "KoBBQ_all_samples.parquet") in str(raised.value)
     assert child.process.returncode is not None and child.process.pid not in interrupt._children
     child.stop()  # what the build's with-block does then: nothing left to end
+
+
+SHADOW = "open('shadow-ran', 'w').close()\n"
+
+
+@pytest.mark.slow
+def test_the_working_folder_cannot_shadow_the_childs_module(tmp_path, monkeypatch, no_spares):
+    """A command run in a folder holding its own ``tasks`` package starts the project's checks, not that one's."""
+    for package in ("tasks", "tasks/release"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(SHADOW, encoding="utf-8")
+    (tmp_path / "tasks" / "release" / "checks.py").write_text(SHADOW, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    process = checks.start_child()
+    assert process.stdin is not None
+    process.stdin.close()  # no job: the project's child exits 0 once its library is imported
+    assert process.wait(timeout=120) == 0, process.stderr_text()
+    interrupt.unregister_child(process.pid)
+    assert not (tmp_path / "shadow-ran").exists()
+
+
+def started_job(folder):
+    """A child given the example's release checks (started, not waited for)."""
+    from tasks.release.check_child import ValidationChild
+
+    return ValidationChild(folder, all_samples_name("KoBBQ").replace(".tsv", ".parquet"),
+                           "KoBBQ_test_samples.parquet", "알 수 없음", {"age": 4})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sent", [signal.SIGKILL, signal.SIGTERM])
+def test_a_child_ended_by_a_signal_is_one_line_naming_it(tmp_path_factory, ko_profile, no_spares, sent):
+    folder = built_example(tmp_path_factory, ko_profile)
+    child = started_job(folder)
+    os.kill(child.process.pid, sent)
+    with pytest.raises(UserError) as raised:
+        child.result()
+    message = str(raised.value)
+    assert f"ended by {sent.name} before it reported; nothing was published" in message and "\n" not in message
+    assert child.process.pid not in interrupt._children
+
+
+@pytest.mark.slow
+def test_a_stopped_child_is_given_up_after_the_bound_with_lines_while_waiting(tmp_path_factory, ko_profile, no_spares,
+                                                                            monkeypatch):
+    folder = built_example(tmp_path_factory, ko_profile)
+    monkeypatch.setenv("KOBBQ_CHECKS_STALL", "3")
+    child = started_job(folder)
+    os.kill(child.process.pid, signal.SIGSTOP)
+    said: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(UserError, match="made no progress for 3 s .* was ended; nothing was published; build again, "
+                                        "or give it longer with KOBBQ_CHECKS_STALL=SECONDS"):
+        child.process.wait_for("reported", said.append)
+    assert 3 <= time.monotonic() - started < 30
+    assert len(said) == 2 and all("still waiting" in line for line in said)
+    assert child.process.poll() is not None and child.process.pid not in interrupt._children
+
+
+BROKEN = "raise ImportError('a broken install')\n"
+
+
+@pytest.mark.slow
+def test_a_library_that_cannot_be_imported_stops_the_build_before_its_flow_run(tmp_path):
+    """The build checks the child's import before Prefect starts: one line, nothing written, no flow run."""
+    import subprocess
+    import sys
+
+    (tmp_path / "lib" / "great_expectations").mkdir(parents=True)
+    (tmp_path / "lib" / "great_expectations" / "__init__.py").write_text(BROKEN, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "lib"), "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    done = subprocess.run([sys.executable, "-m", "kobbq", "build", "--out", str(tmp_path / "out")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert errors == ["error: Great Expectations cannot be imported (ImportError: a broken install); nothing was "
+                      "built; reinstall the project (pip install -e .) and build again"]
+    assert not (tmp_path / "out" / "KoBBQ-example").exists()

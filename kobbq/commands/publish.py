@@ -11,8 +11,9 @@ from kobbq.arguments import release_of
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "publish", help="upload a release folder to the Hugging Face Hub (its README.md is the dataset card)",
-        description="Upload every file of a release folder to a Hugging Face Hub dataset repository (created if "
-                    "it does not exist), in one commit, with huggingface_hub. The folder's README.md is the "
+        description="Upload the files of a release folder that its manifest lists to a Hugging Face Hub dataset "
+                    "repository (created if it does not exist), in one commit; files you keep in the folder "
+                    "(notes, a .git) are listed as kept and never uploaded, with huggingface_hub. The folder's README.md is the "
                     "dataset card: one config per category plus 'all', so datasets.load_dataset(REPO, CONFIG) "
                     "reads it as it reads the folder. Only an intact release (every file as its manifest "
                     "records it) is uploaded. The token is HF_TOKEN or `hf auth login`'s; HF_ENDPOINT chooses "

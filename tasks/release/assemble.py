@@ -36,7 +36,7 @@ from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
 from core.errors import UserError
-from core.release_folder import (CORRECTIONS_APPLIED, DATA_DOCS, DECISIONS, DECISIONS_PARQUET, INPUT_WARNINGS,
+from core.release_folder import (CORRECTIONS_APPLIED, DECISIONS, DECISIONS_PARQUET, INPUT_WARNINGS,
                                  NORMALISATIONS, TABLE1_CSV, TABLE1_MD, WRITTEN_BY)
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
@@ -46,8 +46,8 @@ from tasks.release.inputs import BuildInputs
 from tasks.release.arrow_memory import release_arrow_memory
 from tasks.release.write import SampleFiles, all_samples_name, samples_frame, test_samples_name
 from tasks.release import twin as twin_release
-from tasks.release.check_child import warm_up
-from tasks.release.checks import ReleaseValidationError, ValidationChild, ValidationReport
+from tasks.release.check_child import ValidationChild, warm_up
+from tasks.release.check_report import ReleaseValidationError, ValidationReport
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
 from tasks.templates.load import LoadedTemplates, TemplateRow
@@ -235,7 +235,7 @@ class Checks:
 @contextmanager
 def running_checks(child: ValidationChild | None, progress: Progress) -> Iterator[Checks]:
     """The checks running beside the caller's writes, which never outlive the ``with``: when it ends, the child
-    has finished (its Data Docs written); when it fails (a failed write, an error, a signal), the child is ended."""
+    has ended; when it fails (a failed write, an error, a signal), the child is ended."""
     try:
         yield Checks(child, progress)
         if child:
@@ -383,8 +383,7 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
     """Write every release file but the audit report and the manifest into ``folder``; what ``then`` makes of
     what was written (``tasks.audit.report.write_release_folder`` writes both there), by default the files.
 
-    ``then`` runs while the checks' child writes its Data Docs, after its report: the release is complete when
-    this returns. ``validate=False`` skips the Great Expectations suite (and its ~4 s import); only tests of
+    ``then`` runs after the checks' report: the release is complete when this returns. ``validate=False`` skips the Great Expectations suite (and its ~4 s import); only tests of
     other parts use it. ``progress`` receives a line when the sample files are written and when the checks are
     done.
     """
@@ -508,14 +507,13 @@ def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[
 
 def release_outputs(folder: Path, profile: Profile, twins: list[str] | None = None) -> dict[str, str]:
     """sha256 of every file of the release (per-category CSVs as ``data_xx/<Category>.full.csv``, the dataset
-    layout's Parquet as ``data/<Category>/<split>.parquet``, a published twin's files as ``mtBBQ/...``; never the
-    run times of Data Docs)."""
+    layout's Parquet as ``data/<Category>/<split>.parquet``, a published twin's files as ``mtBBQ/...``)."""
     outputs = {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
     subfolders = [category_folder(profile.language), DATA_DIR, *(twins or [])]
     for sub in (folder / name for name in subfolders):
         if sub.is_dir():
             outputs.update({p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(sub.rglob("*"))
-                            if p.is_file() and DATA_DOCS not in p.relative_to(sub).parts})
+                            if p.is_file()})
     return outputs
 
 

@@ -1,42 +1,193 @@
-"""The release checks' child processes, started ahead of their job.
+"""The release checks' child processes, started ahead of their job, and what the build makes of what they say.
 
 Importing Great Expectations takes about 4 s, the longest single thing a build waits for. A build therefore
-starts the checks' child first (``warm_up``, from ``kobbq build`` before its own imports; a deployment run's
-release stage starts it when it writes the release): the child imports the library while the build reads its
-inputs, starts its flow run and stages the Parquet files, then reads its job
-(``tasks.release.checks.ValidationChild``) from one line of stdin. This module imports nothing heavy, so that
-the child starts before the build's own imports.
+starts the checks' child first (``warm_up``, when the release stage is to run; a deployment run's release stage
+starts it when it writes the release): the child imports the library while the build reads its inputs, says
+``ready`` (``ready`` checks that before the flow run starts: a library that cannot be imported stops the build
+before anything is written), then reads its job (``ValidationChild``) from one line of stdin, says ``progress``
+after each part of its work and ``reported`` once ``validation.json`` is written. This module imports nothing
+heavy, so that the child starts before the build's own imports.
 
-A spare no build takes ends with the command (``_end_spares``, at exit; a signal ends it as any registered
-child), or by itself when its stdin closes (its parent was killed).
+A child that dies, or makes no progress (no line, no processor time: stopped, stuck) for ``stall_seconds``
+(``KOBBQ_CHECKS_STALL``, default 30 s; a line every 10 s while the build waits) is one error line naming what happened and what to do, raised inside the staging
+of the release, so nothing is published. A spare no build takes ends with the command (``_end_spares``, at exit;
+a signal ends it as any registered child), or by itself when its stdin closes (its parent was killed).
 """
 
 from __future__ import annotations
 
 import atexit
+import json
+import os
+import queue
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
 
-from core import interrupt
+import psutil
+
+from core import console, interrupt
+from core.errors import UserError, os_errno
+from tasks.release.check_report import ValidationReport, read_results
 
 WAIT_FOR_JOB = "--wait-for-job"  # the child's one argument: its job comes on stdin
+READY, PROGRESS, REPORTED = "ready", "progress", "reported"  # what the child says on its stdout, in this order
+OS_ERROR_EXIT = 3  # the child met an OSError (a full disk): its last stderr line is ``os_error_line``'s
+IMPORT_FAILED = 4  # the child could not import Great Expectations: its stderr says why
+STALL_VARIABLE, STALL_DEFAULT = "KOBBQ_CHECKS_STALL", 30.0
+WAITING_LINE = 10.0  # at most, seconds between the lines that say the build is still waiting
+
+
+def stall_seconds() -> float:
+    """How long the build waits for the child's next line before it gives up on it."""
+    text = os.environ.get(STALL_VARIABLE, "")
+    try:
+        value = float(text) if text else STALL_DEFAULT
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise UserError(f"{STALL_VARIABLE}={text!r} is not a number of seconds above 0 (default {STALL_DEFAULT:.0f})")
+    return value
 
 
 class CheckChild(subprocess.Popen):
-    """A checks' child: its job goes to its stdin, its report line comes on its stdout, and its stderr goes to a
-    temporary file, not a pipe, so that it never waits for the build to read it (the build reads the report
-    line while the child goes on writing its Data Docs)."""
+    """A checks' child, started with ``-P`` so that the working folder is not on its ``sys.path`` (a folder
+    holding its own ``tasks`` package, or an Invoke ``tasks.py``, would shadow the project's). Its job goes to its
+    stdin; its lines are read by a thread into a queue, so that the build can wait for one with a bound; its
+    stderr goes to a temporary file, which it never waits for the build to read."""
 
     def __init__(self) -> None:
         self._errors = tempfile.TemporaryFile()
-        super().__init__([sys.executable, "-m", "tasks.release.checks", WAIT_FOR_JOB], stdin=subprocess.PIPE,
+        super().__init__([sys.executable, "-P", "-m", "tasks.release.checks", WAIT_FOR_JOB], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=self._errors, text=True)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.said: set[str] = set()  # what the build has read of it
+        threading.Thread(target=self._read, name=f"checks-child-{self.pid}", daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.stdout is not None
+        for line in self.stdout:
+            self.lines.put(line.strip())
+        self.lines.put(None)  # the child closed its stdout: it has ended
 
     def stderr_text(self) -> str:
         """What the child wrote to its stderr (read once it has ended)."""
         self._errors.seek(0)
         return self._errors.read().decode("utf-8", "replace")
+
+    def wait_for(self, wanted: str, progress: Callable[[str], None] = console.step) -> None:
+        """Read the child's lines until ``wanted``. A child that ends first is an error naming why; one that
+        neither says a line nor uses the processor for ``stall_seconds`` (stopped, or stuck waiting) is ended and
+        an error. Its processor time is its progress between lines, so a slow import on a busy machine goes on."""
+        bound, silent, waited = stall_seconds(), 0.0, 0.0
+        pause, used = min(WAITING_LINE, bound / 3), self.cpu_seconds()
+        while wanted not in self.said:
+            try:
+                line = self.lines.get(timeout=min(pause, bound - silent))
+            except queue.Empty:
+                step, used_before, used = min(pause, bound - silent), used, self.cpu_seconds()
+                silent, waited = (0.0 if used > used_before else silent + step), waited + step
+                if silent >= bound:
+                    self.end()
+                    raise UserError(f"the release checks' child (pid {self.pid}) made no progress for {bound:.0f} s "
+                                    "(stopped, or stuck) and was ended; nothing was published; build again, or give "
+                                    f"it longer with {STALL_VARIABLE}=SECONDS") from None
+                progress(f"release checks: still waiting for their child (pid {self.pid}) after {waited:.0f} s"
+                         + (f", {silent:.0f} s without progress; it is given up at {bound:.0f} s" if silent else ""))
+                continue
+            if line is None:
+                self.wait()
+                self.end()
+                raise self.failure()
+            silent = 0.0
+            self.said.add(line.split(" ", 1)[0])
+
+    def cpu_seconds(self) -> float:
+        """The processor time the child has used (psutil); 0 once it is gone."""
+        try:
+            times = psutil.Process(self.pid).cpu_times()
+        except psutil.Error:
+            return 0.0
+        return times.user + times.system
+
+    def failure(self) -> Exception:
+        """Why the child ended before it reported, as the build says it."""
+        code, errors = self.returncode, self.stderr_text().strip()
+        last = errors.splitlines()[-1] if errors else ""
+        if code == OS_ERROR_EXIT:  # e.g. a full disk: the command says so in one line
+            return os_error_from(errors)
+        if code == IMPORT_FAILED:
+            return UserError(f"Great Expectations cannot be imported ({last}); nothing was built; reinstall the "
+                             "project (pip install -e .) and build again")
+        if code is not None and code < 0:
+            return UserError(f"the release checks' child (pid {self.pid}) was ended by {signal.Signals(-code).name} "
+                             "before it reported; nothing was published; build again (SIGKILL without anyone "
+                             "sending it is the system's out-of-memory killer: free memory first)")
+        return UserError(f"the release checks' child (pid {self.pid}) ended with exit code {code} before it "
+                         f"reported ({last or 'nothing on its stderr'}); nothing was published; build again")
+
+    def end(self) -> None:
+        """End the child if it still runs, and forget it."""
+        if self.poll() is None:
+            interrupt.end_processes([self.pid])
+            self.wait()
+        interrupt.unregister_child(self.pid)
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError as one JSON line, for the parent to raise again (``os_error_from``)."""
+    return json.dumps({"errno": os_errno(exc), "strerror": exc.strerror or str(exc),
+                       "filename": None if exc.filename is None else str(exc.filename)})
+
+
+def os_error_from(stderr: str) -> OSError:
+    """The child's OSError again, from the last line of its stderr."""
+    lines = stderr.strip().splitlines() or ["{}"]
+    try:
+        record = json.loads(lines[-1])
+    except ValueError:
+        record = {}
+    if not isinstance(record, dict):
+        record = {}
+    return OSError(record.get("errno"), record.get("strerror") or "release validation failed: " + stderr[-500:],
+                   record.get("filename"))
+
+
+class ValidationChild:
+    """The suite running in a child process on staged Parquet files, while the build writes the rest: a spare
+    child when one is waiting (``warm_up``), else a new one."""
+
+    def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
+                 expected_by_prefix: dict[str, int], generated: bool = False) -> None:
+        self.folder = folder
+        job = [str(folder), all_parquet, test_parquet, "--unknown", unknown,
+               "--expected", json.dumps(expected_by_prefix, sort_keys=True), *(["--generated"] if generated else [])]
+        self.process = take_child()
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(job) + "\n")  # one line
+        self.process.stdin.close()
+
+    def result(self) -> ValidationReport:
+        """Wait for the child's report: what it wrote to validation.json."""
+        self.process.wait_for(REPORTED)
+        return read_results(self.folder)
+
+    def finish(self) -> None:
+        """Wait for the child, which has reported, to end (one that does not is ended: its work is written)."""
+        self.process.wait_for(REPORTED)
+        try:
+            self.process.wait(timeout=stall_seconds())
+        except subprocess.TimeoutExpired:
+            pass
+        self.process.end()
+
+    def stop(self) -> None:
+        """End the child if it still runs (the build failed or stopped while it validated)."""
+        self.process.end()
 
 
 _spares: list[CheckChild] = []
@@ -54,6 +205,13 @@ def warm_up(count: int = 1) -> None:
     _spares[:] = [spare for spare in _spares if spare.poll() is None]
     while len(_spares) < count:
         _spares.append(start_child())
+
+
+def ready() -> None:
+    """Wait until the waiting children have imported their library: a failed import is one error line before
+    the build's flow run starts."""
+    for spare in _spares:
+        spare.wait_for(READY)
 
 
 def take_child() -> CheckChild:

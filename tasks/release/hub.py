@@ -1,6 +1,7 @@
 """Publishing a release folder to the Hugging Face Hub as a dataset repository, with ``huggingface_hub``.
 
-The folder is uploaded as it is: its ``README.md`` is the dataset card (``tasks.release.dataset_card``),
+The files the build wrote are uploaded, as its manifest lists them, and nothing else: what a user keeps in the
+folder (notes, a ``.git``) is listed as kept and never uploaded. Its ``README.md`` is the dataset card (``tasks.release.dataset_card``),
 so the Hub shows its configs and ``datasets.load_dataset(REPO, CONFIG)`` reads it like the folder.
 Only a complete, intact release is uploaded: its card is there and every file still has the sha256 its
 manifest records (a folder edited by hand, or a build that did not finish, is refused before any
@@ -11,16 +12,16 @@ network call). The token is huggingface_hub's own (``HF_TOKEN``, or ``hf auth lo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2  # huggingface_hub 2.x's HTTP client: its transport errors (refused, DNS, timeout) are not OSError
-from huggingface_hub import HfApi, get_token
+from huggingface_hub import CommitOperationAdd, HfApi, get_token
 from huggingface_hub.errors import HfHubHTTPError, HFValidationError, OfflineModeIsEnabled
 from huggingface_hub.utils import validate_repo_id
 
 from core.errors import UserError
-from core.release_folder import CARD, MANIFEST, changed_files, read_manifest
+from core.release_folder import CARD, MANIFEST, changed_files, listed_files, read_manifest, user_entries
 
 REPO_TYPE = "dataset"
 
@@ -29,7 +30,8 @@ REPO_TYPE = "dataset"
 class Upload:
     folder: Path
     repo_id: str
-    files: list[tuple[str, int]]  # path in the repository, bytes
+    files: list[tuple[str, int]]  # path in the repository, bytes: the release's files as its manifest lists them
+    kept: list[str] = field(default_factory=list)  # what a user added in the folder: never uploaded
 
     @property
     def size(self) -> int:
@@ -39,11 +41,13 @@ class Upload:
         lines = [f"would upload {len(self.files)} files ({self.size / 1e6:.1f} MB) from {self.folder} to the "
                  f"dataset repository {self.repo_id}:"]
         lines += [f"  {path}  ({size:,} bytes)" for path, size in self.files]
+        if self.kept:
+            lines.append(f"kept in the folder, not uploaded (the build did not write them): {', '.join(self.kept)}")
         return "\n".join(lines)
 
 
 def plan_upload(folder: Path, repo_id: str) -> Upload:
-    """What ``publish`` would upload: every file of an intact release folder (hidden files left out)."""
+    """What ``publish`` would upload: the files of an intact release folder that its manifest lists."""
     folder = Path(folder)
     check_repo_id(repo_id)
     manifest = read_manifest(folder)
@@ -57,9 +61,8 @@ def plan_upload(folder: Path, repo_id: str) -> Upload:
     if changed:
         raise UserError(f"{len(changed)} file(s) differ from what the build wrote ({', '.join(changed[:5])}); "
                         "rebuild the release before publishing it", folder)
-    files = sorted((p.relative_to(folder).as_posix(), p.stat().st_size) for p in folder.rglob("*")
-                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
-    return Upload(folder, repo_id, files)
+    files = [(name, (folder / name).stat().st_size) for name in sorted(listed_files(manifest))]
+    return Upload(folder, repo_id, files, user_entries(folder, manifest))
 
 
 def check_repo_id(repo_id: str) -> str:
@@ -89,9 +92,9 @@ def publish(upload: Upload, private: bool = False, message: str | None = None,
              f"dataset repository {upload.repo_id} ...")
     try:
         api.create_repo(upload.repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
-        commit = api.upload_folder(repo_id=upload.repo_id, repo_type=REPO_TYPE, folder_path=upload.folder,
-                                   commit_message=message or f"Release {upload.folder.name} (kobbq-builder)",
-                                   ignore_patterns=[".*", "**/.*"])
+        commit = api.create_commit(repo_id=upload.repo_id, repo_type=REPO_TYPE,
+                                   operations=[CommitOperationAdd(path, upload.folder / path) for path, _ in upload.files],
+                                   commit_message=message or f"Release {upload.folder.name} (kobbq-builder)")
     except HFValidationError as exc:  # a name check_repo_id let through and the client refused
         raise UserError(f"huggingface_hub refused the upload to {upload.repo_id!r}: {exc}; nothing was uploaded") from None
     except OfflineModeIsEnabled:
