@@ -67,6 +67,12 @@ SCRIPTS = (
     Script("Thai", "th", _letters(0x0E01, 0x0E2E), _letters(0x0E01, 0x0E2E) + "\u0e31\u0e33" + _letters(0x0E34, 0x0E39),
            "", "", " "),
     Script("Ethiopic", "am", _letters(0x1200, 0x1247), _letters(0x1200, 0x1247), "\u1362", "\u1367", "\u1363"),
+    # Right to left, with vowel points (combining marks).
+    Script("Hebrew", "he", _letters(0x05D0, 0x05EA), _letters(0x05D0, 0x05EA) + _letters(0x05B0, 0x05B9), ".", "?",
+           ","),
+    # Khmer: no spaces between words in writing, its own full stop (KHAN).
+    Script("Khmer", "km", _letters(0x1780, 0x17A2), _letters(0x1780, 0x17A2) + _letters(0x17B6, 0x17C5), "\u17d4",
+           "?", " "),
 )
 
 
@@ -80,7 +86,12 @@ class Culture:
     labels: bool  # the profile declares its own choice labels
     odd_space: str  # "" or the odd space character the translator (and the team) typed where a space goes
     marks_exchanges: bool  # the translator marks the versions exchanged (Follows_version), as the workbook asks
+    own_list_comma: bool  # slot lists are written with the script's own comma ("፣"), where it has one
     seed: int  # which syllable each character of the Japanese becomes, which letters are the choice labels
+
+    @property
+    def list_comma(self) -> str:
+        return self.script.comma if self.own_list_comma and self.script.comma.strip() else ","
 
     @property
     def full_stop(self) -> str:
@@ -93,7 +104,7 @@ class Culture:
 
 def cultures() -> st.SearchStrategy[Culture]:
     return st.builds(Culture, st.sampled_from(SCRIPTS), st.booleans(), st.booleans(), st.booleans(),
-                     st.sampled_from(("", *ODD_SPACES)), st.booleans(), st.integers(0, 2**32))
+                     st.sampled_from(("", *ODD_SPACES)), st.booleans(), st.booleans(), st.integers(0, 2**32))
 
 
 class Writer:
@@ -129,7 +140,7 @@ class Writer:
     def punctuation(self, char: str, listed: bool) -> str:
         kind = PUNCTUATION[char]
         if listed and kind == "comma":
-            return ","
+            return self.culture.list_comma
         if kind in ("comma", "full_stop", "question"):
             script = self.culture.script
             mark = {"comma": script.comma, "full_stop": self.culture.full_stop, "question": self.culture.question}
@@ -181,7 +192,8 @@ def profile_toml(culture: Culture, words: dict[str, str]) -> str:
     data["writing"] = {"scripts": [script.name], "spaces_between_words": culture.spaces}
     data["release"].update(name="SyBBQ", unknown_expression=words["unknown"],
                            unknown_expressions=[words["unknown"], words["unknown_2"]])
-    data["templates"].update(context_separator=" " if culture.spaces else "", list_separators=[","],
+    data["templates"].update(context_separator=" " if culture.spaces else "",
+                             list_separators=list(dict.fromkeys([culture.list_comma, ","])),
                              list_separator_space=" " if culture.spaces else "")
     data["survey"].update(quota_genders=[words["marker"], words["marker_2"]],
                           quota_age_bands=[words["context"], words["question"]])

@@ -100,7 +100,9 @@ def oracle_answers(requests: list[dict], profile: dict) -> list[dict]:
              "copula": prefix + space + "{T}", "marker-text": marker + " {T}", "sentence": "{T}" +
              evaluation["sentence_ends"][-1], "unknown-phrasing": "{U}"}
     if evaluation.get("choice_labels"):
-        forms |= {"label": "{N}", "marker-label": marker + " {N}"}
+        forms |= {"label": "{N}", "marker-label": marker + " {N}", "presented": "{N}) {T}"}
+    else:
+        forms |= {"presented": "{L}) {T}"}
     labels = dict(zip("ABC", evaluation.get("choice_labels", [])))
     answers = []
     for request in requests:
