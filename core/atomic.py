@@ -16,7 +16,8 @@ def replacing(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; when the block succeeds it replaces ``path``, else it is removed.
 
     An error of the operating system (a full disk) that names the temporary file, or no file (pandas' and
-    pyarrow's writers name none), is raised naming ``path``: the temporary file is gone by then."""
+    pyarrow's writers name none), is raised naming ``path``: the temporary file is gone by then (a copy's error
+    keeps its source as the first file named, ``path`` as the second)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -24,6 +25,9 @@ def replacing(path: Path) -> Iterator[Path]:
         yield temporary
         os.replace(temporary, path)
     except OSError as exc:
+        if str(exc.filename2) == str(temporary):  # a copy into it (its source named first)
+            exc.filename2 = str(path)
+            raise
         if exc.filename is not None and str(exc.filename) != str(temporary):
             raise
         raise OSError(os_errno(exc), exc.strerror or str(exc), str(path)) from exc

@@ -55,3 +55,39 @@ def escape_what_cannot_be_shown() -> None:
             stream.reconfigure(errors="backslashreplace")
         except (LookupError, ValueError, OSError):
             pass
+
+
+PROGRESS_EVERY = 10.0  # seconds between the plain progress lines written where no terminal reads
+
+
+class LineProgress:
+    """The progress of ``total`` steps as a plain line every ``every`` seconds and one at the end, for a stream
+    that is not a terminal (a log file, CI): a bar there writes each of its hundreds of carriage-return updates
+    into one long line."""
+
+    def __init__(self, total: int, what: str, unit: str, stream=None, every: float = PROGRESS_EVERY,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.what, self.unit, self.every, self.clock = total, what, unit, every, clock
+        self.stream = stream or sys.stderr
+        self.done = self.said = 0
+        self.started = self.last = clock()
+
+    def update(self, steps: int = 1) -> None:
+        self.done += steps
+        if self.clock() - self.last >= self.every:
+            self.say()
+
+    def say(self) -> None:
+        self.last, self.said = self.clock(), self.done
+        print(f"{self.what}: {self.done:,} of {self.total:,} {self.unit} ({self.done / self.total:.0%}, "
+              f"{self.last - self.started:.0f} s)", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.done != self.said:
+            self.say()
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -78,7 +78,10 @@ def describe_os_error(exc: OSError) -> str:
     """One line for an error of the operating system (a full disk, a folder where a file was expected): the
     file it names and what to do about it."""
     code = os_errno(exc)
-    where = f"{printable(str(exc.filename))}: " if exc.filename else ""
+    # A copy or a rename that fills the disk names its source first (shutil.copyfile, os.replace): the file being
+    # written is the second one.
+    named = exc.filename2 if code in (errno.ENOSPC, errno.EDQUOT) and exc.filename2 else exc.filename
+    where = f"{printable(str(named))}: " if named else ""
     what = exc.strerror or str(exc)
     hint = OS_ERROR_HINTS.get(code, "check that the folder exists, has free space and may be written")  # type: ignore[arg-type]
     return f"{where}{what}; {hint} (or run again with --debug for the traceback)"

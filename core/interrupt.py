@@ -26,9 +26,11 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import psutil
 
 from core.atomic import write_text
 
@@ -42,75 +44,60 @@ _staging: set[Path] = set()
 _published: list[Path] = []  # releases this process has published: a later signal must not deny them
 _records: set[Path] = set()  # run records this process writes
 _left_as: str | None = None  # what a signal leaves, in the running command's words (None: a build's)
+_left_running = False  # what it leaves keeps running elsewhere (units on workers): not "nothing is left running"
 _critical = 0
 _pending: int | None = None
 
 
 # --- processes ----------------------------------------------------------------------------------
 
-def _stat_fields(pid: int | str) -> list[str] | None:
-    """``/proc/<pid>/stat`` after the command name (field 3 on: state, parent pid, ...); None if gone."""
+def start_time(pid: int) -> float | None:
+    """When the process started (psutil's create time: a recycled pid has another); None when it is gone or a
+    zombie (ended, waiting to be reaped)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+        process = psutil.Process(pid)
+        return None if process.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) else process.create_time()
+    except psutil.Error:
         return None
 
 
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (``/proc/<pid>/stat`` field 22); None when it is
-    gone or a zombie (ended, waiting to be reaped)."""
-    fields = _stat_fields(pid)
-    return None if fields is None or fields[0] in ("Z", "X") else int(fields[19])
-
-
-def is_running(pid: int, started: int) -> bool:
-    """The very process recorded: same pid and same start time (a recycled pid has another)."""
+def is_running(pid: int, started: float) -> bool:
+    """The very process recorded: same pid and same start time."""
     return start_time(pid) == started
 
 
 def children_of(pid: int) -> list[int]:
-    """Direct children of ``pid`` (Linux ``/proc``)."""
-    found = []
-    for folder in Path("/proc").glob("[0-9]*"):
-        fields = _stat_fields(folder.name)
-        if fields is not None and int(fields[1]) == pid:
-            found.append(int(folder.name))
-    return sorted(found)
+    """Direct children of ``pid``."""
+    try:
+        return sorted(child.pid for child in psutil.Process(pid).children())
+    except psutil.Error:
+        return []
 
 
 def end_processes(pids: list[int], grace: float = GRACE_SECONDS) -> None:
     """SIGTERM, then SIGKILL whatever still runs after ``grace`` seconds (``grace=0``: SIGKILL at once); then
-    wait until they are gone."""
-    started = {pid: start_time(pid) for pid in pids}
-    if grace > 0:
-        for pid in pids:
-            _signal(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _still_running(started):
-            time.sleep(0.05)
-    for pid, started_at in started.items():
-        if started_at is not None and start_time(pid) == started_at:
-            _signal(pid, signal.SIGKILL)
-    deadline = time.monotonic() + GRACE_SECONDS
-    while time.monotonic() < deadline and _still_running(started):
-        time.sleep(0.05)
-
-
-def _still_running(started: dict[int, int | None]) -> bool:
-    """Any of them still running; our own ended children are reaped on the way (no zombies left)."""
-    for pid in started:
+    wait until they are gone (our own children reaped: no zombies left). psutil checks before each signal that
+    a pid still names the process it found, so a recycled pid is never signalled."""
+    processes = []
+    for pid in pids:
         try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass  # not our child (an orphan's): init reaps it
-    return any(s is not None and start_time(p) == s for p, s in started.items())
+            processes.append(psutil.Process(pid))
+        except psutil.Error:
+            pass
+    if grace > 0:
+        processes = _signal_and_wait(processes, psutil.Process.terminate, grace)
+    _signal_and_wait(processes, psutil.Process.kill, GRACE_SECONDS)
 
 
-def _signal(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _signal_and_wait(processes: list[psutil.Process], send: Callable[[psutil.Process], None],
+                     timeout: float) -> list[psutil.Process]:
+    """``send`` to each process, then wait up to ``timeout`` seconds; those still running."""
+    for process in processes:
+        try:
+            send(process)
+        except psutil.Error:
+            pass
+    return psutil.wait_procs(processes, timeout=timeout)[1]
 
 
 # --- what this process must clean up ------------------------------------------------------------
@@ -138,18 +125,20 @@ def mark_published(release: Path) -> None:
     _published.append(Path(release))
 
 
-def leaves(outcome: str) -> None:
+def leaves(outcome: str, running: bool = False) -> None:
     """What a signal would leave, said by the command running (``kobbq eval run``: the answers are kept);
-    a build says what was published."""
-    global _left_as
-    _left_as = outcome
+    a build says what was published. ``running``: the outcome says that work keeps running elsewhere (an
+    evaluation's units on their workers), so the line must not end in "nothing is left running"."""
+    global _left_as, _left_running
+    _left_as, _left_running = outcome, running
 
 
 def stop_message(signal_name: str, published: list[Path]) -> str:
     """The line a signal prints: what was published before it came (or what the command says it leaves), and
     that nothing is left running."""
     if _left_as is not None and not published:
-        return f"interrupted ({signal_name}): stopped; {_left_as}; nothing is left running"
+        return f"interrupted ({signal_name}): stopped; {_left_as}" + ("" if _left_running else
+                                                                       "; nothing is left running")
     if published:
         done = ", ".join(str(p) for p in published)
         return (f"interrupted ({signal_name}): stopped after {done} was published (complete and validated); "
@@ -177,8 +166,8 @@ def _write_records() -> None:
 
 def forget_run() -> None:
     """A command's end: this process's records, and what it published (or said it leaves), are no longer needed."""
-    global _left_as
-    _left_as = None
+    global _left_as, _left_running
+    _left_as, _left_running = None, False
     for path in list(_records):
         path.unlink(missing_ok=True)
     _records.clear()
@@ -228,6 +217,19 @@ def install() -> None:
     """Handle SIGINT and SIGTERM here (again after a library replaced the handlers)."""
     signal.signal(signal.SIGINT, _handle)
     signal.signal(signal.SIGTERM, _handle)
+
+
+@contextmanager
+def handling_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM handled here for one command, and the caller's handlers back after it: a process
+    that runs a command in-process (a test runner, which signals itself to stop its workers) keeps its own."""
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    install()
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def take_over(build_folder: Path | None = None) -> None:

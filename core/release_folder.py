@@ -18,9 +18,10 @@ make's and rsync's quick checks, this misses a change that leaves all three as t
 change time back, but a clock set back, a file system that keeps no change time or a disk edited beneath the
 file system can; ``kobbq status --verify`` hashes every file. ``publish`` and the evaluation never trust it.
 
-A build replaces ``<out>/<name>`` only when that folder is a release this project wrote (``check_replaceable``):
-a folder a user keeps there (a clone, their own files) is refused before anything is written, so a
-mistyped ``--out`` or ``--name`` can never delete it; files a user adds inside a release (``user_entries``) are
+A build replaces ``<out>/<name>`` only when that folder is a release this project wrote, of that name and profile
+(``check_replaceable``): a folder a user keeps there (a clone, their own files) or another release (the example's
+and the real KoBBQ's) is refused before anything is written, so a mistyped ``--out`` or ``--name`` can never delete
+it; files a user adds inside a release (``user_entries``) are
 carried over to the new release. Releases built before the marker existed are recognised by the manifest keys
 every build of this project has written (``LEGACY_KEYS``). No pandas here: a command checks this before anything
 heavy is imported.
@@ -42,11 +43,17 @@ from core.profile import Profile
 from core.release_name import check_release_name
 from core.text_files import read_json
 
-# The release's own files, by the name every command uses.
+# The release's own files, by the name every command uses: product code never spells one (tests/test_file_names.py).
 MANIFEST = "manifest.json"
 DECISIONS = "decisions.csv"
+DECISIONS_PARQUET = "decisions.parquet"
 AUDIT = "audit.html"
+CARD = "README.md"  # the dataset card
 TABLE1_CSV = "table1.csv"
+TABLE1_MD = "table1.md"
+CORRECTIONS_APPLIED = "corrections_applied.csv"
+NORMALISATIONS = "normalisations.csv"
+INPUT_WARNINGS = "input_warnings.txt"
 DATA_DOCS = "data_docs"  # Great Expectations' rendered pages: run times in them, so not in the manifest
 
 WRITTEN_BY = "kobbq-builder"  # the manifest's "written_by": the marker of a release this project wrote
@@ -104,9 +111,9 @@ def is_own_release(manifest: dict[str, object]) -> bool:
     return manifest.get("written_by") == WRITTEN_BY or LEGACY_KEYS <= manifest.keys()
 
 
-def check_replaceable(target: Path) -> None:
-    """``target`` may be (re)written by a build: absent, an empty folder, or a release this project wrote.
-    Anything else is refused in one line, before any work starts."""
+def check_replaceable(target: Path, profile: str | None = None) -> None:
+    """``target`` may be (re)written by a build: absent, an empty folder, or a release this project wrote of the
+    same name and (when given) ``profile``. Anything else is refused in one line, before any work starts."""
     target = Path(target)
     if not target.exists() and not target.is_symlink():
         return
@@ -129,9 +136,11 @@ def check_replaceable(target: Path) -> None:
     if not is_own_release(manifest):
         raise UserError(f"its {MANIFEST} was not written by kobbq-builder, and a build would replace the folder; "
                         "move it away, or choose another --out or --name", target)
-    if manifest.get("release", target.name) != target.name:  # a release is written in the folder of its name
-        raise UserError(f"holds the release {manifest['release']!r}, not {target.name!r}, and a build would replace "
-                        "it; move it away, or choose another --out or --name", target)
+    held = (str(manifest.get("release", target.name)), str(manifest.get("profile", profile)))
+    if held != (target.name, held[1] if profile is None else profile):  # another release is never replaced in silence
+        raise UserError(f"holds the release {held[0]!r} of profile {held[1]!r}, and this build writes {target.name!r} "
+                        f"of profile {profile or held[1]!r}: give --out another folder, or delete this one to "
+                        "replace it", target)
 
 
 def listed_files(manifest: dict[str, object]) -> set[str]:

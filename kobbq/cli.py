@@ -10,12 +10,11 @@ paragraph and exit 1; no traceback.
 from __future__ import annotations
 
 import argparse
-import atexit
 import importlib
 import os
 import pkgutil
+import select
 import sys
-import threading
 from typing import NoReturn
 
 from core import console, interrupt
@@ -58,10 +57,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupt.install()
+    with interrupt.handling_signals():
+        return dispatch(argv)
+
+
+def dispatch(argv: list[str] | None) -> int:
     console.escape_what_cannot_be_shown()  # Korean text on an ASCII stdout: escapes, not a traceback
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
+    if "_ARGCOMPLETE" in os.environ:  # the shell's completion hook runs the bare command: every parser is here
+        complete(parser)
     args = parser.parse_args(argv)
     args.words = argv  # the command as typed (a Prefect flow run is named after it)
     if getattr(args, "handler", None) is None:
@@ -77,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.render()}", file=sys.stderr)
         return 1
     except OSError as exc:  # a folder that cannot be written, a disk that is full: one line, not a traceback
+        if isinstance(exc, BrokenPipeError) and reader_gone(sys.stdout):  # not a child's or a server's pipe
+            quiet_stdout()
+            return CLOSED_PIPE_EXIT
         if args.debug:
             raise
         print(f"error: {describe_os_error(exc)}", file=sys.stderr)
@@ -85,24 +93,43 @@ def main(argv: list[str] | None = None) -> int:
         interrupt.forget_run()
 
 
+def complete(parser: argparse.ArgumentParser) -> NoReturn:
+    """Answer the shell's completion hook (``eval "$(register-python-argcomplete kobbq)"``, see the commands
+    page) with argcomplete, then exit. Imported only then: 15 ms that no other run of the command pays."""
+    import argcomplete
+
+    argcomplete.autocomplete(parser, exit_method=sys.exit)
+    sys.exit(1)  # argcomplete returned: the hook's variables are incomplete
+
+
+CLOSED_PIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for cat, grep or git whose reader has gone
+
+
+def reader_gone(stream) -> bool:
+    """Whether ``stream`` is a pipe whose reader has closed it (``kobbq diff ... | head -1``): the command
+    then ends quietly, as a shell tool does, instead of reporting a broken pipe as a fault of a folder."""
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a test's capture), no poll (Windows)
+        return False
+
+
+def quiet_stdout() -> None:
+    """Point stdout at the null device, so that what is still buffered does not fail again at exit."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+
+
 def run() -> NoReturn:
-    """The command line's entry point (``kobbq``, ``python -m kobbq``): ``main``, then the process ends without
-    the interpreter's teardown of every module and object, which a build holding a release paid for 0.6-0.9 s
-    after its work was done. Everything an exit owes is still done, in the interpreter's order: other threads
-    are waited for, the exit handlers run (Prefect's workers send their last logs and events to its API, a spare
-    child is ended), and the console streams are flushed. Every file the command writes is closed by then.
-    An exception leaving ``main`` (``--debug``) exits the usual way, with its traceback."""
-    code = main()
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a reader that has gone (``| head``), a stream already closed
-            pass
-    os._exit(code)
+    """The command line's entry point (``kobbq``, ``python -m kobbq``): ``main``, then the interpreter's own exit.
+    It joins the other threads after telling idle thread pools to stop (``threading._shutdown``), runs the exit
+    handlers (Prefect's workers send their last logs and events to its API, a spare child is ended), flushes the
+    console streams and tears the modules down. A hand-made fast exit skipped the pools' wake-up, and a command
+    whose process held an idle pool never ended."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 PREFECT = Path(sys.executable).with_name("prefect")
 QUIET = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_UI_ENABLED": "false",
          "PREFECT_SERVER_LOGGING_LEVEL": "WARNING", "PREFECT_LOGGING_LEVEL": "WARNING"}
@@ -44,21 +46,11 @@ def free_port() -> int:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every process started by ``pid``, however deep (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            text = Path(stat).read_text()
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(stat.split("/")[2]))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+    """Every process started by ``pid``, however deep."""
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def kill_tree(pid: int) -> None:

@@ -10,6 +10,8 @@ resamples"), ``--seed -5`` ended in a numpy traceback, ``eval run --max-retries 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 
 import pytest
 
@@ -86,3 +88,20 @@ def test_any_argument_error_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
         main(["eval", "score", "p.csv", "--split", "bogus"])
     assert capsys.readouterr().err == ("error: kobbq eval score: argument --split: invalid choice: 'bogus' (choose "
                                        "from 'test', 'all') (see kobbq eval score --help)\n")
+
+
+@pytest.mark.parametrize("words", [["why", "bbq:Age:1", "--release", "no-such-folder"], ["eval", "score", "--split", "x"]])
+def test_a_command_run_in_process_gives_back_the_callers_signal_handlers(words):
+    """A test runner's worker signals itself SIGINT to stop: a handler left by a command run in it printed an
+    "interrupted (SIGINT)" line at the end of every parallel test run."""
+    def callers(signum: int, frame: object) -> None:
+        pass
+
+    before = {signum: signal.signal(signum, callers) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(SystemExit) if "score" in words else contextlib.nullcontext():
+            main(words)
+        assert signal.getsignal(signal.SIGINT) is callers and signal.getsignal(signal.SIGTERM) is callers
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)

@@ -186,10 +186,10 @@ def test_a_second_concurrent_build_is_refused_before_prefect_starts(tmp_path):
         first.wait(timeout=60)
 
 
-def test_the_command_exits_without_teardown_but_with_its_exit_handlers_and_code(tmp_path):
-    """``kobbq`` ends its process without the interpreter's teardown (``cli.run``): what an exit owes is still
-    done. An exit handler the command's libraries registered runs (Prefect's workers drain that way), a thread
-    still working is waited for, the error paragraph reaches stderr, and the exit code is the command's."""
+def test_the_command_exits_with_its_exit_handlers_threads_and_code(tmp_path):
+    """``kobbq`` ends the way the interpreter does (``cli.run``): an exit handler the command's libraries
+    registered runs (Prefect's workers drain that way), a thread still working is waited for first, the error
+    paragraph reaches stderr, and the exit code is the command's."""
     marker = tmp_path / "handler-ran"
     script = (
         "import atexit, sys, threading, time\n"
@@ -206,3 +206,19 @@ def test_the_command_exits_without_teardown_but_with_its_exit_handlers_and_code(
     assert_user_error(result, "no-release")
     assert "not reached" not in result.stdout
     assert marker.read_text(encoding="utf-8") == "thread,handler"
+
+
+IDLE_POOL = """from concurrent.futures import ThreadPoolExecutor
+POOL = ThreadPoolExecutor(max_workers=1)  # left open, as a library may leave one (asyncio's default executor)
+POOL.submit(int).result()
+"""
+
+
+def test_a_command_ends_while_its_process_holds_an_idle_thread_pool(tmp_path):
+    """An idle pool's workers stop when the interpreter says it is exiting (``threading._shutdown``); an exit
+    that joined the threads by hand and skipped that waited for them for ever."""
+    (tmp_path / "sitecustomize.py").write_text(IDLE_POOL, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PROJECT_ROOT)])}
+    result = subprocess.run([sys.executable, "-m", "kobbq", "why", "x-001", "--release", str(tmp_path / "none")],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert_user_error(result, "none")

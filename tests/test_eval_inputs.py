@@ -237,6 +237,27 @@ def test_a_signal_says_what_the_running_command_leaves(previous_release: Path, p
     assert interrupt.stop_message("SIGINT", []).endswith("nothing was published and nothing is left running")
 
 
+def test_a_signal_to_a_shared_out_evaluation_says_its_units_keep_running_and_nothing_else(
+        prepared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: "the unit runs already started keep running on the workers ...; nothing is left running"."""
+    from core import interrupt
+    from kobbq.commands import _eval_run
+
+    said: list[str] = []
+
+    def signal_now(*_args, **_kwargs):
+        said.append(interrupt.stop_message("SIGTERM", []))
+        raise UserError("stopped by the test")
+
+    monkeypatch.setattr(_eval_run, "pool_command", signal_now)
+    argv = ["eval", "run", "--prepared", str(prepared), "--endpoint", "http://127.0.0.1:9/v1", "--model", "m",
+            "--deployment", "kobbq-model-run/shared", "--out", "runs", "--quiet"]
+    assert run_in_process(argv, tmp_path).code == 1
+    assert said == ["interrupted (SIGTERM): stopped; every answer received is kept in runs/answer_cache.sqlite; the "
+                    "unit runs already started keep running on the workers: run the same command again to wait for "
+                    "them and start the rest"]
+
+
 def test_publish_names_a_lost_card_as_a_changed_file_and_checks_the_name_before_the_token(
         previous_release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: a release that lost README.md "was built by an older version"; with a token, an invalid name was an

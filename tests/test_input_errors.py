@@ -112,6 +112,27 @@ def test_an_os_error_is_described_by_what_it_is():
     assert folder.startswith("data: Is a directory") and "free space" not in folder
 
 
+def test_a_full_disk_while_a_pipeline_copies_its_recorded_cache_names_the_copy_being_written(tmp_path, monkeypatch):
+    """Before: the recorded cache in the checkout was named (a copy's error names its source first). The disk
+    fills in the kernel's copy (os.sendfile), under shutil's own handling of it."""
+    import os
+
+    from tasks.pipeline.plan import pipeline_plan
+    from tasks.translation.pretranslate_stage import CACHE_FILE, translation_cache
+
+    ctx = pipeline_plan(example_pipeline(tmp_path), tmp_path / "out").ctx
+
+    def full(*args: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "sendfile", full)
+    with pytest.raises(OSError) as error:
+        translation_cache(ctx)
+    said = describe_os_error(error.value)
+    assert said.startswith(f"{ctx.folder.work / CACHE_FILE}: No space left on device; the disk is full"), said
+    assert not [path.name for path in ctx.folder.work.iterdir() if "translation_cache" in path.name]  # no half copy
+
+
 def test_a_full_disk_in_the_validation_child_reaches_the_command_as_the_same_error():
     sent = OSError(errno.ENOSPC, "No space left on device", "staging/data_docs/index.html")
     again = os_error_from("GX warnings\n" + os_error_line(sent) + "\n")
@@ -236,6 +257,7 @@ def _latin1_row(path: Path) -> bytes:
 
 @pytest.mark.parametrize("key, damage, said", [
     ("cache", None, "translation.cache = "),  # a folder where the cache file goes
+    ("cache", _binary, "not a readable translation cache"),  # named as given, not as the work folder's copy
     ("groups", _binary, "not UTF-8 text"),
     ("corrections", _latin1_row, "not UTF-8 text (byte 0xe9)"),
 ])

@@ -49,8 +49,23 @@ def test_a_build_never_replaces_a_release_of_another_name(release, tmp_path, cap
     before = tree(out / "KoBBQ-example")
     assert main(["build", "--out", str(out)]) == 1  # the example's pipeline, stopped before Prefect starts
     err = one_error_line(capsys)
-    assert "holds the release 'KoBBQ', not 'KoBBQ-example'" in err and "move it away" in err
+    assert ("holds the release 'KoBBQ' of profile 'ko', and this build writes 'KoBBQ-example' of profile 'ko': "
+            "give --out another folder, or delete this one to replace it") in err
     assert tree(out / "KoBBQ-example") == before
+
+
+def test_a_build_never_replaces_a_release_of_another_profile(release, tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(release, out / "KoBBQ")
+    manifest = json.loads((out / "KoBBQ" / "manifest.json").read_text(encoding="utf-8"))
+    (out / "KoBBQ" / "manifest.json").write_text(json.dumps({**manifest, "profile": "ja"}), encoding="utf-8")
+    before = tree(out / "KoBBQ")
+    assert main([*BUILD_EXAMPLE, "--out", str(out)]) == 1
+    err = one_error_line(capsys)
+    assert f"{out / 'KoBBQ'}: holds the release 'KoBBQ' of profile 'ja', and this build writes 'KoBBQ' of profile " \
+           "'ko': give --out another folder, or delete this one to replace it" in err
+    assert tree(out / "KoBBQ") == before
+    check_replaceable(out / "KoBBQ", "ja")  # its own profile's build may replace it
 
 
 def test_a_release_built_before_the_marker_is_recognised_by_its_keys(release):

@@ -51,6 +51,26 @@ def test_a_stage_that_waits_stops_the_run_saying_for_what(tmp_path):
     assert load_state(tmp_path, folder, "postedit") == WAITING
 
 
+def test_a_waiting_message_is_said_once_in_three_lines(tmp_path, capsys):
+    """Before: DeepL's waiting text in full on the stage's progress line, then again in the command's paragraph."""
+    from kobbq.cli import build_parser
+    from kobbq.commands.build import run_pipeline_file
+
+    folder = copy_example(tmp_path)
+    pipeline = folder / EXAMPLE_PIPELINE.name
+    pipeline.write_text("".join(line for line in pipeline.read_text(encoding="utf-8").splitlines(keepends=True)
+                                if not line.startswith("cache = ")), encoding="utf-8")  # no recorded DeepL drafts
+    plan = example_plan(tmp_path, pipeline, stages=2)
+    args = build_parser().parse_args(["build", "--pipeline", str(pipeline), "--out", str(tmp_path / "out")])
+    plan.prepare()
+    assert run_pipeline_file(plan, lambda plan, _launch: execute(plan), args) == 0
+    said = capsys.readouterr()
+    assert said.err.splitlines()[-1].endswith("] pretranslate: WAITING for DeepL")
+    printed = said.out.splitlines()
+    assert len(printed) == 3 and printed[0].startswith("waiting at stage pretranslate: DeepL drafts: 50 of 50 segment")
+    assert (said.err + said.out).count("DEEPL_AUTH_KEY is not set") == 1
+
+
 def test_a_stage_whose_input_is_bad_fails_with_its_one_line(tmp_path):
     folder = copy_example(tmp_path)
     consensus = folder / "labels" / "consensus.csv"

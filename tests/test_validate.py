@@ -13,6 +13,7 @@ from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
 from tasks.templates.bbq import load_bbq_templates, template_ids
 from tasks.templates.corrections import Correction, load_corrections
 from tasks.templates.load import load_kobbq_templates, read_tsv
+from tasks.templates.stage_templates import warnings_said
 from tasks.templates.validate_kobbq import validate_loaded
 
 
@@ -79,6 +80,21 @@ def test_item_that_does_not_start_with_its_filler_is_a_warning(tmp_path, ko_prof
     found = findings(path, ko_profile)
     assert ("item-not-filler", 2, "Counter-biased_question_answer") in codes(found, "warning")
     assert not codes(found)
+
+
+def test_a_row_that_expands_to_a_huge_number_of_samples_is_a_warning_with_its_product(tmp_path, ko_profile):
+    """Before: a row of 1.6 million samples (1.3 GB) built without a word about its size."""
+    places = ", ".join(f"장소{n}" for n in range(7000))
+
+    def edit(rows):
+        rows[0]["Lexical_diversity"] = f"W1: [{places}]"
+        rows[0]["Ambiguous_context"] = rows[0]["Ambiguous_context"].replace("[W1: 주민센터, 은행]", f"[W1: {places}]")
+    found = findings(rewrite(tmp_path, edit), ko_profile)
+    assert [(f.severity, f.where.row, f.message) for f in found if f.code == "row-size"] == [
+        ("warning", 2, "this row expands to 112,000 samples (2 N1 x 2 N2 x 7,000 W1, x 4), more than 100,000: check "
+                       "its slot lists")]
+    assert not codes(found)
+    assert warnings_said(found) == "1 warning(s): row-size 1"  # what a build's line says of them
 
 
 def test_missing_column_is_fatal_with_the_file_named(tmp_path):

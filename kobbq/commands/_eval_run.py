@@ -124,9 +124,11 @@ def run_command(args: argparse.Namespace) -> int:
     if covered and not args.quiet:
         print(covered, file=sys.stderr)
     kept = f"every answer received is kept in {cache_path}"
-    interrupt.leaves(f"{kept}; the unit runs already started keep running on the workers: run the same command "
-                     "again to wait for them and start the rest" if args.deployment
-                     else f"{kept}: run the same command again to resume")
+    if args.deployment:
+        interrupt.leaves(f"{kept}; the unit runs already started keep running on the workers: run the same command "
+                         "again to wait for them and start the rest", running=True)
+    else:
+        interrupt.leaves(f"{kept}: run the same command again to resume")
     with run_lock(args.out, cache_path):
         if args.deployment:
             return pool_command(args, endpoint)

@@ -112,6 +112,15 @@ def release_summary(plan) -> str:  # (tasks.pipeline.plan.Plan) -> str
     return state.message if state else ""
 
 
+def waiting_text(result, status: str) -> str:  # (tasks.pipeline.run.PipelineResult, the status command) -> str
+    """What a waiting pipeline waits for and what to do, in three lines: for what, what to send out or set, and
+    that the same command resumes (the stage's progress line said only the stage and what it waits for)."""
+    waiting = result.waiting
+    said = f"{waiting.waits_for}.\n{waiting.send_out}" if waiting and waiting.send_out else result.message
+    return (f"waiting at stage {result.stage}: {said}\nRe-run the same command once it has arrived; finished stages "
+            f"are not redone (`{status}` shows every stage).")
+
+
 def run_pipeline_file(plan, execute, args: argparse.Namespace) -> int:  # (Plan, tasks.pipeline.run.execute, ...)
     path = args.pipeline or EXAMPLE_PIPELINE
     result = execute(plan, launcher(args))
@@ -123,9 +132,7 @@ def run_pipeline_file(plan, execute, args: argparse.Namespace) -> int:  # (Plan,
         raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
     if not result.finished:
         out = "" if args.out == DEFAULT_BUILD_DIR else f" --out {args.out}"
-        print(f"waiting at stage {result.stage}: {result.message}\n"
-              f"Re-run the same command once it has arrived; finished stages are not redone "
-              f"(`kobbq status --pipeline {path}{out}` shows every stage).")
+        print(waiting_text(result, f"kobbq status --pipeline {path}{out}"))
         return 0
     print(f"{result.release_dir}: {result.message}")
     return 0

@@ -22,8 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="The paper's evaluation protocol: every prompt of the prompt table the release's profile "
                     "names, 3 choice orders per sample, out-of-choice answers counted and dropped, accuracy and "
                     "diff-bias in ambiguous and disambiguated contexts.")
-    eval_subparsers = parser.add_subparsers(dest="eval_command", metavar="STEP")
-    parser.set_defaults(handler=lambda args: parser.print_help() or 1)
+    eval_subparsers = parser.add_subparsers(dest="eval_command", metavar="STEP", required=True)
     _register_prepare(eval_subparsers)
     _register_score(eval_subparsers)
     _register_compare(eval_subparsers)

@@ -21,8 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "labels", help="categorization labelling: annotator workbooks, agreement, consensus, reference",
         description="Step 1 of the paper: annotators label every BBQ template ST (simply-transferred), "
                     "TM (target-modified) or SR (sample-removed); disagreements are settled in a consensus file.")
-    parser.set_defaults(handler=lambda args: (parser.print_help(), 1)[1])
-    commands = parser.add_subparsers(dest="labels_command", metavar="SUBCOMMAND")
+    commands = parser.add_subparsers(dest="labels_command", metavar="SUBCOMMAND", required=True)
 
     def common(sub: argparse.ArgumentParser, categories: bool = True) -> None:
         add_profile(sub)

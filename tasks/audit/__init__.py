@@ -13,11 +13,7 @@ Every view here reads a release folder back; nothing re-runs a rule.
       write_release_folder(folder, inputs, loaded, findings, release, decisions, ...) -> manifest
 
   writes the release's files (``tasks.release.assemble.write_release_files``), then ``audit.html``
-  (``write_audit_report(release_dir, profile) -> Path``), then records its hash in the manifest. The
-  report reads only files of the release folder (``decisions.csv``, ``table1.csv``, ``manifest.json``,
-  ``funnel.md`` if present, and the 4-samples-a-row evaluation split for BBQ links; never the full
-  sample set), takes ~0.1 s on the full release, and writes ``audit.html`` there atomically
-  (temp file + ``os.replace``).
+  from what the build holds in memory (``render_audit_html``), then the manifest with its hash.
 - ``tasks.audit.diff``: ``diff_template_files(old, new, profile, corrections)`` and
   ``diff_releases(old_dir, new_dir)`` behind ``kobbq diff OLD NEW``.
 """

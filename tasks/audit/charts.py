@@ -1,172 +1,129 @@
-"""The audit report's charts, as inline SVG drawn from the numbers its tables show.
+"""The audit report's charts: matplotlib figures, inline in ``audit.html`` as SVG.
 
-Hand-written SVG (``templates/charts.html.j2`` draws a ``Chart``) rather than matplotlib: every chart
-here is horizontal bars or dots on one axis, about a page of code; the report stays one offline file
-whose bytes depend only on the release (matplotlib's SVG carries a random hash salt, a date and glyph
-outlines that would have to be pinned), every mark carries its numbers in a ``<title>`` the browser
-shows on hover, and text stays text (Korean included), found by the browser's own search.
+The same library as the evaluation's figures (``tasks.evaluation.report``), with the settings that make its SVG the
+same bytes run after run: a fixed ``svg.hashsalt`` (the chart's id) for the ids it generates and no date in the
+metadata. Text stays
+text (``svg.fonttype = none``), so the browser draws Korean labels with its own fonts and finds them with its search;
+matplotlib measures the labels with its own font, which has no Hangul, and its warning about that is silenced.
 
-Each function turns rows of the report (the funnel) or decisions of the log (the survey rules' numbers)
-into a ``Chart``: rows top to bottom, marks placed in pixels, ticks, threshold lines and a legend.
+Each function turns rows of the report (the funnel) or decisions of the log (the survey rules' numbers) into a
+``Chart``: the funnel per category, samples against the paper, and each survey rule's numbers against its cut-off.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
 from fractions import Fraction
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from core.decisions import Decision
 from core.profile import Profile
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
 
-LABEL_WIDTH = 250  # row labels, left of the plot
-PLOT_WIDTH = 600
-NOTE_WIDTH = 170  # numbers beside the bars, right of the plot
-TOP = 44  # title and threshold labels
-BOTTOM = 50  # ticks and the axis label
-LABEL_CHARS = 34  # longer row labels are cut (the full text is in the row's <title>)
-DROP_COLOURS = 6  # drop rules cycle through this many colours (css drop0 ... drop5)
+SETTINGS = {"svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif",
+            "axes.spines.top": False, "axes.spines.right": False}
+LABEL_CHARS = 34  # longer row labels are cut
 RATIO_RANGE = (Fraction(1, 16), Fraction(16))  # the type-1 chart's axis: votes / equal share, log scale
-
-
-@dataclass(frozen=True)
-class Mark:
-    kind: str  # "rect", "dot", "vline" (across the plot, labelled on top), "hline" (x to x + width) or "text"
-    x: float
-    y: float = 0.0
-    width: float = 0.0
-    height: float = 0.0
-    css: str = ""
-    tip: str = ""  # shown on hover (<title>)
-    text: str = ""
+KEPT, ABSENT, OURS, PAPER = "#4c9a6a", "#c8c8c8", "#3b6ea5", "#b9c9dd"
+DROPS = ("#d9534f", "#f0ad4e", "#8e6bbf", "#5bc0de", "#a0522d", "#e377c2")  # drop rules cycle through these
+ROLES = {"target": "#d9534f", "non-target": "#3b6ea5", "neither": "#999999"}
+OUTCOMES = {"kept": "#3b6ea5", "dropped": "#d9534f"}
+DIFFERS = "#aa1122"
 
 
 @dataclass(frozen=True)
 class Chart:
     key: str  # the element id
-    title: str
-    x_label: str
-    y_label: str
-    rows: list[tuple[str, str, str]]  # per row, top to bottom: label, hover text, css
-    row_height: int
-    marks: list[Mark]
-    ticks: list[tuple[float, str]]  # x in pixels, label
-    legend: list[tuple[str, str]] = field(default_factory=list)  # css, label
-    note: str = ""  # how to read it, one sentence under the chart
-
-    @property
-    def width(self) -> int:
-        return LABEL_WIDTH + PLOT_WIDTH + NOTE_WIDTH
-
-    @property
-    def height(self) -> int:
-        return TOP + len(self.rows) * self.row_height + BOTTOM
-
-    @property
-    def plot_left(self) -> int:
-        return LABEL_WIDTH
-
-    @property
-    def plot_width(self) -> int:
-        return PLOT_WIDTH
-
-    @property
-    def plot_bottom(self) -> int:
-        return TOP + len(self.rows) * self.row_height
-
-    def row_top(self, index: int) -> int:
-        return TOP + index * self.row_height
+    svg: str  # the figure as inline SVG
+    note: str  # how to read it, one sentence under the chart
 
 
-def linear(high: float) -> Callable[[float], float]:
-    """0 .. high onto the plot's width."""
-    return lambda value: LABEL_WIDTH + PLOT_WIDTH * (value / high if high else 0.0)
+def figure(rows: int, row_inches: float) -> tuple[Figure, Axes]:
+    """A figure with one axes, tall enough for ``rows`` rows of labels (no pyplot: no global state)."""
+    drawing = Figure(figsize=(10, 1.4 + rows * row_inches), layout="constrained")
+    return drawing, drawing.add_subplot()
 
 
-def log_ratio(low: Fraction, high: Fraction) -> Callable[[float], float]:
-    """low .. high on a log scale onto the plot's width (values outside are drawn at the edge)."""
-    span = math.log2(high / low)
-    return lambda value: LABEL_WIDTH + PLOT_WIDTH * (math.log2(min(max(value, low), high) / low) / span)
+def svg_of(drawing: Figure, key: str) -> str:
+    """The figure as an ``<svg>`` element, the same bytes for the same figure: no date, and the ids it generates
+    salted with the chart's ``key`` (its clip paths' ids differ from another chart's on the page)."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": key}):
+        drawing.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]  # inline in HTML: without the XML declaration and doctype
 
 
 def short(text: str) -> str:
     return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
 
 
-def count_axis(maximum: int) -> tuple[int, list[int]]:
-    """An axis for counts up to ``maximum``: its end and ticks, at most six, a step of 1, 2 or 5 times a
-    power of ten (whole numbers only)."""
-    wanted = max(maximum, 1) / 5
-    power = 10 ** max(int(math.floor(math.log10(wanted))), 0) if wanted >= 1 else 1
-    step = next(s * power for s in (1, 2, 5, 10) if s * power >= wanted)
-    high = max(math.ceil(maximum / step), 1) * step
-    return high, list(range(0, high + 1, step))
+def rows_axis(axes: Axes, labels: list[str], title: str, x_label: str, y_label: str) -> None:
+    """One row per label, top to bottom; the title and axis labels."""
+    axes.set_yticks(range(len(labels)), labels)
+    axes.set_ylim(len(labels) - 0.5, -0.5)
+    axes.set_title(title, pad=16)  # room for the cut-offs' labels above the plot
+    axes.set(xlabel=x_label, ylabel=y_label)
 
 
-def count_ticks(ticks: list[int], scale: Callable[[float], float]) -> list[tuple[float, str]]:
-    return [(scale(value), f"{value:,}") for value in ticks]
+def legend(axes: Axes, handles: list | None = None) -> None:
+    """The legend right of the plot, clear of its marks."""
+    axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
 
 
 # --- the funnel -----------------------------------------------------------------------------------
 
-def funnel_chart(funnel: list, rules: list[str]) -> Chart:
+def funnel_segments(row, rules: list[str]) -> list[tuple[str, int]]:
+    """A category's templates in the log, left to right: in the release, dropped by each rule, neither."""
+    absent = row.templates - row.released - sum(row.drops.values())
+    return [("in the release", row.released), *((f"dropped by {rule}", row.drops.get(rule, 0)) for rule in rules),
+            ("not in the release, no drop decision", absent)]
+
+
+def funnel_chart(funnel: list, rules: list[str]) -> Figure:
     """Per category, the templates in the log as one bar: in the release, dropped by each rule, neither."""
-    row_height = 26
-    high, ticks = count_axis(max((row.templates for row in funnel), default=0))
-    scale = linear(high)
-    colour = {rule: f"drop{i % DROP_COLOURS}" for i, rule in enumerate(rules)}
-    marks, rows = [], []
+    drawing, axes = figure(len(funnel), 0.32)
+    colours = [KEPT, *(DROPS[i % len(DROPS)] for i in range(len(rules))), ABSENT]
     for index, row in enumerate(funnel):
-        top = TOP + index * row_height + 4
-        absent = row.templates - row.released - sum(row.drops.values())
-        parts = [("kept", row.released, "in the release")]
-        parts += [(colour[rule], row.drops.get(rule, 0), f"dropped by {rule}") for rule in rules]
-        parts += [("absent", absent, "not in the release, no drop decision")]
         start = 0
-        for css, count, what in parts:
-            if count > 0:
-                marks.append(Mark("rect", scale(start), top, scale(start + count) - scale(start), row_height - 8,
-                                  css, f"{row.display}: {count} of {row.templates} templates {what}"))
+        for (what, count), colour in zip(funnel_segments(row, rules), colours):
+            axes.barh(index, count, left=start, height=0.7, color=colour, label=what if index == 0 else None)
             start += count
-        marks.append(Mark("text", scale(start) + 6, top + row_height / 2, css="note",
-                          text=f"{row.released} of {row.templates} kept"))
-        rows.append((row.display, f"{row.display}: {row.templates} templates in the log, {row.released} released", ""))
-    legend = [("kept", "in the release")] + [(colour[r], f"dropped by {r}") for r in rules]
-    if any(r.templates - r.released - sum(r.drops.values()) for r in funnel):
-        legend.append(("absent", "not in the release, no drop decision"))
-    return Chart("chart-funnel", "Templates per category: kept, and dropped by each rule", "template IDs",
-                 "category", rows, row_height, marks, count_ticks(ticks, scale), legend,
-                 "Each bar is a category's templates in the decision log, split by what became of them.")
+        axes.annotate(f"{row.released} of {row.templates} kept", (start, index), xytext=(4, 0),
+                      textcoords="offset points", va="center")
+    rows_axis(axes, [row.display for row in funnel], "Templates per category: kept, and dropped by each rule",
+              "template IDs", "category")
+    axes.set_xlim(0, max([1, *(row.templates for row in funnel)]) * 1.2)  # room for the numbers
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    legend(axes)
+    return drawing
 
 
-def samples_chart(funnel: list) -> Chart:
+def samples_chart(funnel: list) -> Figure:
     """Samples per category, this release's beside the paper's."""
-    row_height = 30
-    high, ticks = count_axis(max([row.samples for row in funnel] + [row.paper_samples or 0 for row in funnel],
-                                 default=0))
-    scale = linear(high)
-    marks, rows = [], []
+    drawing, axes = figure(len(funnel), 0.38)
     for index, row in enumerate(funnel):
-        top = TOP + index * row_height + 3
-        half = (row_height - 6) / 2
-        if row.samples:  # a bar of no width would be a mark no one can point at; the number is beside
-            marks.append(Mark("rect", scale(0), top, scale(row.samples) - scale(0), half - 1, "ours",
-                              f"{row.display}: {row.samples:,} samples in this release"))
+        axes.barh(index - 0.18, row.samples, height=0.34, color=OURS, label="this release" if index == 0 else None)
+        axes.barh(index + 0.18, row.paper_samples or 0, height=0.34, color=PAPER,
+                  label="the paper" if index == 0 else None)
         paper = "-" if row.paper_samples is None else f"{row.paper_samples:,}"
-        if row.paper_samples:
-            marks.append(Mark("rect", scale(0), top + half, scale(row.paper_samples) - scale(0), half - 1, "paper",
-                              f"{row.display}: {row.paper_samples:,} samples in the paper"))
         differs = row.paper_samples is not None and row.paper_samples != row.samples
-        marks.append(Mark("text", scale(max(row.samples, row.paper_samples or 0)) + 6, top + row_height / 2 - 3,
-                          css="note differs" if differs else "note", text=f"{row.samples:,} / paper {paper}"))
-        rows.append((row.display, f"{row.display}: {row.samples:,} samples; paper {paper}", ""))
-    return Chart("chart-samples", "Samples per category against the paper", "samples", "category", rows, row_height,
-                 marks, count_ticks(ticks, scale), [("ours", "this release"), ("paper", "the paper")],
-                 "Numbers beside each pair: this release / the paper (highlighted where they differ).")
+        axes.annotate(f"{row.samples:,} / paper {paper}", (max(row.samples, row.paper_samples or 0), index),
+                      xytext=(4, 0), textcoords="offset points", va="center", color=DIFFERS if differs else None,
+                      fontweight="bold" if differs else None)
+    rows_axis(axes, [row.display for row in funnel], "Samples per category against the paper", "samples", "category")
+    axes.set_xlim(0, max([1, *(max(row.samples, row.paper_samples or 0) for row in funnel)]) * 1.25)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    legend(axes)
+    return drawing
 
 
 # --- the survey rules ------------------------------------------------------------------------------
@@ -200,7 +157,18 @@ def _category(subject: str) -> str:
     return subject.split(":", 2)[1]
 
 
-def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profile: Profile) -> Chart | None:
+def _ratio(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else str(value)
+
+
+def type1_role(votes: int, decision: Decision) -> str:
+    """A group's role by the rule's cut-offs: target, non-target or neither."""
+    if votes >= Fraction(str(decision.numbers["target_cut"])):
+        return "target"
+    return "non-target" if votes <= Fraction(str(decision.numbers["non_target_cut"])) else "neither"
+
+
+def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profile: Profile) -> Figure | None:
     """Every type-1 question, one row: each group's votes as a multiple of the equal share, against the
     target (2x) and non-target (0.5x) cut-offs of the rule (log scale: 2x and 0.5x sit symmetrically)."""
     rule = _by_question(decisions, RULE_TYPE1)
@@ -208,47 +176,41 @@ def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profi
     judged = sorted((q for q in questions if q.question_id in rule), key=lambda q: order.get(q.category, len(order)))
     if not judged:
         return None
-    row_height = 18
-    scale = log_ratio(*RATIO_RANGE)
-    display = {c.name: c.display for c in profile.categories}
-    marks, rows = [], []
+    drawing, axes = figure(len(judged), 0.22)
+    low, high = RATIO_RANGE
     for index, question in enumerate(judged):
         decision = rule[question.question_id]
         equal = Fraction(str(decision.numbers["equal_share"]))
-        target_cut = Fraction(str(decision.numbers["target_cut"]))
-        non_target_cut = Fraction(str(decision.numbers["non_target_cut"]))
-        centre = TOP + index * row_height + row_height / 2
-        marks.append(Mark("hline", scale(RATIO_RANGE[0]), centre, scale(RATIO_RANGE[1]) - scale(RATIO_RANGE[0]),
-                          css="guide"))
-        for group, votes in question.votes.items():
-            role = "target" if votes >= target_cut else "non-target" if votes <= non_target_cut else "neither"
-            ratio = Fraction(votes) / equal
-            marks.append(Mark("dot", scale(ratio), centre, css=role.replace("-", ""),
-                              tip=f"{group}: {votes} votes, {float(ratio):.2f}x the equal share of {float(equal):.2f} "
-                                  f"votes: {role}"))
-        outcome = "dropped" if decision.outcome == "drop" else "kept"
-        rows.append((f"{'✗ ' if outcome == 'dropped' else ''}{short(question.stereotype)}",
-                     f"{display.get(question.category, question.category)}: {question.stereotype} ({outcome}"
-                     f"{', override' if decision.override else ''}): {decision.reason}",
-                     "dropped" if outcome == "dropped" else ""))
+        for group, votes in question.votes.items():  # a group with no vote sits at the left edge
+            axes.scatter(float(min(max(Fraction(votes) / equal, low), high)), index, s=16, zorder=3,
+                         color=ROLES[type1_role(votes, decision)])
     survey = profile.survey
-    thresholds = [Mark("vline", scale(survey.non_target_ratio), css="threshold",
-                       text=f"{_ratio(survey.non_target_ratio)}x: non-target"),
-                  Mark("vline", scale(survey.target_ratio), css="threshold", text=f"{_ratio(survey.target_ratio)}x: target")]
-    ticks = [(scale(Fraction(2) ** k), _ratio(Fraction(2) ** k)) for k in range(-4, 5)]
-    return Chart("chart-type1", "Type-1 questions: every group's votes against the target and non-target cut-offs",
-                 "votes / equal share (log scale)", "type-1 question", rows, row_height, thresholds + marks, ticks,
-                 [("target", f"target (>= {_ratio(survey.target_ratio)}x)"),
-                  ("nontarget", f"non-target (<= {_ratio(survey.non_target_ratio)}x)"), ("neither", "neither")],
-                 "One row per question (✗: dropped by the rule, which needs a target and a non-target); "
-                 "groups with no vote sit at the left edge.")
+    for ratio, what in ((survey.non_target_ratio, "non-target"), (survey.target_ratio, "target")):
+        axes.axvline(float(ratio), color="#222222", linestyle="--", linewidth=0.8)
+        axes.annotate(f"{_ratio(ratio)}x: {what}", (float(ratio), 1), xycoords=("data", "axes fraction"),
+                      ha="center", va="bottom")
+    labels = [f"{'✗ ' if rule[q.question_id].outcome == 'drop' else ''}{short(q.stereotype)}" for q in judged]
+    rows_axis(axes, labels, "Type-1 questions: every group's votes against the target and non-target cut-offs",
+              "votes / equal share (log scale)", "type-1 question")
+    for label, question in zip(axes.get_yticklabels(), judged):
+        if rule[question.question_id].outcome == "drop":
+            label.set_color(DIFFERS)
+    axes.set_xscale("log", base=2)
+    axes.set_xlim(float(low), float(high))
+    ticks = [Fraction(2) ** k for k in range(-4, 5)]
+    axes.set_xticks([float(t) for t in ticks], [_ratio(t) for t in ticks])
+    legend(axes, [axes.scatter([], [], s=16, color=colour, label=label) for label, colour in (
+        (f"target (>= {_ratio(survey.target_ratio)}x)", ROLES["target"]),
+        (f"non-target (<= {_ratio(survey.non_target_ratio)}x)", ROLES["non-target"]), ("neither", ROLES["neither"]))])
+    return drawing
 
 
-def _ratio(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else str(value)
+def share_of(decision: Decision, two_thirds: bool) -> Fraction:
+    """The share a rule judges: the intended target's share of the votes for a group, or the "no stereotype" one."""
+    return Fraction(str(decision.numbers["target_share" if two_thirds else "share"]))
 
 
-def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Chart | None:
+def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figure | None:
     """One row per category, one dot per question: the share a rule judges, against its cut-off.
     ``RULE_TYPE2``: the intended target's share of the votes for a group (kept above 2/3);
     ``RULE_NO_STEREOTYPE``: the share of respondents answering "no stereotype" (dropped above 1/2)."""
@@ -260,45 +222,43 @@ def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Chart
     order = [c.name for c in profile.categories if any(_category(d.subject) == c.name for d in found)]
     order += sorted({_category(d.subject) for d in found} - set(order))
     display = {c.name: c.display for c in profile.categories}
-    row_height = 26
-    scale = linear(1.0)
-    marks = [Mark("vline", scale(float(cut)), css="threshold",
-                  text=f"{_ratio(cut)}: {'kept above' if two_thirds else 'dropped above'}")]
-    rows = []
+    drawing, axes = figure(len(order), 0.32)
     for index, category in enumerate(order):
-        centre = TOP + index * row_height + row_height / 2
-        in_row = [d for d in found if _category(d.subject) == category]
-        for position, decision in enumerate(in_row):
-            numbers = decision.numbers
-            share = Fraction(str(numbers["target_share"] if two_thirds else numbers["share"]))
-            text = decision.subject.split(":", 2)[2]
-            what = (f"{numbers['target']} got {numbers['target_votes']} of "
-                    f"{int(numbers['target_votes']) + int(numbers['other_votes'])} votes for a group"
-                    if two_thirds else f"{numbers['no_stereotype']} of {numbers['respondents']} chose 'no stereotype'")
+        for position, decision in enumerate(d for d in found if _category(d.subject) == category):
             outcome = "dropped" if decision.outcome == "drop" else "kept"
-            marks.append(Mark("dot", scale(float(share)), centre + (position % 3 - 1) * 5,
-                              css="dropdot" if outcome == "dropped" else "keepdot",
-                              tip=f"{text}: {what} ({float(share):.1%}): {outcome}"
-                                  f"{' (override)' if decision.override else ''}"))
-        dropped = sum(d.outcome == "drop" for d in in_row)
-        rows.append((display.get(category, category), f"{display.get(category, category)}: {len(in_row)} judged, "
-                     f"{dropped} dropped", ""))
-    ticks = [(scale(i / 4), f"{i * 25}%") for i in range(5)]
-    if two_thirds:
-        return Chart("chart-type2", f"Type-2 questions: the intended target's share of the votes against {_ratio(cut)}",
-                     "target's share of the votes for a group", "category", rows, row_height, marks, ticks,
-                     [("keepdot", "kept"), ("dropdot", "dropped")],
-                     "One dot per question and intended target; a question is kept when its dot is right of the line.")
-    return Chart("chart-nostereotype", f"Every surveyed stereotype: the 'no stereotype' share against {float(cut):.0%}",
-                 "share of respondents answering 'no stereotype'", "category", rows, row_height, marks, ticks,
-                 [("keepdot", "kept"), ("dropdot", "dropped")],
-                 "One dot per question; a question is dropped when its dot is right of the line.")
+            axes.scatter(float(share_of(decision, two_thirds)), index + (position % 3 - 1) * 0.15, s=16, zorder=3,
+                         color=OUTCOMES[outcome])
+    axes.axvline(float(cut), color="#222222", linestyle="--", linewidth=0.8)
+    axes.annotate(f"{_ratio(cut)}: {'kept above' if two_thirds else 'dropped above'}", (float(cut), 1),
+                  xycoords=("data", "axes fraction"), ha="center", va="bottom")
+    title = (f"Type-2 questions: the intended target's share of the votes against {_ratio(cut)}" if two_thirds
+             else f"Every surveyed stereotype: the 'no stereotype' share against {float(cut):.0%}")
+    rows_axis(axes, [display.get(c, c) for c in order], title,
+              "target's share of the votes for a group" if two_thirds
+              else "share of respondents answering 'no stereotype'", "category")
+    axes.set_xlim(0, 1)
+    axes.set_xticks([i / 4 for i in range(5)], [f"{i * 25}%" for i in range(5)])
+    legend(axes, [axes.scatter([], [], s=16, color=colour, label=outcome) for outcome, colour in OUTCOMES.items()])
+    return drawing
 
 
 def audit_charts(funnel: list, rules: list[str], votes: list[QuestionVotes], decisions: list[Decision],
                  profile: Profile) -> dict[str, Chart | None]:
     """The report's charts by name; a survey chart is None when the release had no survey."""
-    return {"funnel": funnel_chart(funnel, rules), "samples": samples_chart(funnel),
-            "type1": type1_chart(votes, decisions, profile),
-            "type2": share_chart(decisions, profile, RULE_TYPE2),
-            "no_stereotype": share_chart(decisions, profile, RULE_NO_STEREOTYPE)}
+    with matplotlib.rc_context(SETTINGS), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning)
+        drawn = {"funnel": funnel_chart(funnel, rules), "samples": samples_chart(funnel),
+                 "type1": type1_chart(votes, decisions, profile), "type2": share_chart(decisions, profile, RULE_TYPE2),
+                 "no_stereotype": share_chart(decisions, profile, RULE_NO_STEREOTYPE)}
+        return {name: drawing and Chart(KEYS[name], svg_of(drawing, KEYS[name]), NOTES[name]) for name, drawing in drawn.items()}
+
+
+KEYS = {"funnel": "chart-funnel", "samples": "chart-samples", "type1": "chart-type1", "type2": "chart-type2",
+        "no_stereotype": "chart-nostereotype"}
+NOTES = {
+    "funnel": "Each bar is a category's templates in the decision log, split by what became of them.",
+    "samples": "Numbers beside each pair: this release / the paper (highlighted where they differ).",
+    "type1": "One row per question (✗: dropped by the rule, which needs a target and a non-target); groups with "
+             "no vote sit at the left edge.",
+    "type2": "One dot per question and intended target; a question is kept when its dot is right of the line.",
+    "no_stereotype": "One dot per question; a question is dropped when its dot is right of the line."}

@@ -2,12 +2,11 @@
 
 It is a view of what the release holds, made by the build from what it wrote (``write_release_folder``), never
 read back: the decision log, the manifest's counts, the Table 1 comparison, the survey funnel and votes (when
-the survey stage ran) and the templates' BBQ links and labels (for templates no translation decision names).
-``write_audit_report`` makes it again from a published folder's files. It shows:
+the survey stage ran) and the templates' BBQ links and labels (for templates no translation decision names). It shows:
 
 - the funnel per stage and category: templates in the log, each dropping rule's count, and
   what reached the release (template IDs, rows, samples), beside the paper's numbers;
-- charts (``tasks.audit.charts``, inline SVG): the funnel, samples per category against the paper, and
+- charts (``tasks.audit.charts``, matplotlib's inline SVG): the funnel, samples per category against the paper, and
   the survey rules' numbers (every type-1 group's votes against 2x / 0.5x the equal share, type-2
   shares against 2/3, "no stereotype" shares against 50%; ``survey_votes.csv``), each above its table;
 - the Table 1 comparison, every difference marked explained or not;
@@ -20,8 +19,6 @@ Text from input files (stereotypes, reasons) is escaped by jinja2's autoescaping
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +30,9 @@ from markdown_it import MarkdownIt
 
 from core.atomic import write_text
 from core.profile import Profile
+from core.release_folder import AUDIT
 from tasks.audit.charts import audit_charts, parse_votes
-from tasks.audit.fates import (AuditLog, Fate, build_audit_log, load_audit_log, stage_rank, stereotype_text,
+from tasks.audit.fates import (AuditLog, Fate, build_audit_log, stage_rank, stereotype_text,
                                template_links, with_link)
 from tasks.audit.lineage import display_id
 from core.decisions import Decision, numbers_text
@@ -49,8 +47,6 @@ from tasks.templates.load import LoadedTemplates
 from tasks.survey.rule_table import STEREOTYPE, rules_of
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
-REPORT_NAME = "audit.html"
-TABLE1_CSV = "table1.csv"
 SR_RULE = "sample-removed"  # labelling: the BBQ template was excluded (SR)
 
 
@@ -187,7 +183,6 @@ def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> 
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     environment.filters["thousands"] = lambda value: f"{int(value):,}" if str(value).lstrip("-").isdigit() else value
-    environment.filters["px"] = lambda value: f"{value:.1f}"
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")  # input files' text stays escaped
     environment.filters["markdown"] = lambda text: markupsafe.Markup(markdown.render(text))
     return environment.get_template("audit.html.j2").render(
@@ -201,21 +196,6 @@ def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> 
         displays={c.name: c.display for c in profile.categories}, funnel_markdown=inputs.funnel_markdown,
         sections=sections, decision_count=len(log.decisions),
         overrides=sum(1 for d in log.decisions if d.override))
-
-
-def write_audit_report(release_dir: Path, profile: Profile) -> Path:
-    """Write ``audit.html`` of a published release folder again, from its files (the build writes it from what it
-    holds, ``write_release_folder``): its decision log, manifest, ``table1.csv``, ``funnel.md`` and votes."""
-    release_dir = Path(release_dir)
-    log = load_audit_log(release_dir, profile)
-
-    def text(name: str) -> str | None:
-        path = release_dir / name
-        return path.read_text(encoding="utf-8") if path.exists() else None
-
-    table1 = list(csv.DictReader(io.StringIO(text(TABLE1_CSV) or "")))
-    html = render_audit_html(log, profile, ReportInputs(table1, text(FUNNEL), text(VOTES) or ""))
-    return write_text(release_dir / REPORT_NAME, html)
 
 
 @dataclass(frozen=True)
@@ -242,7 +222,7 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
             log.fates = {subject: with_link(fate, links.get(subject)) for subject, fate in log.fates.items()}
         table1 = csv_rows(files.table)
         report = ReportInputs(table1, files.reports.get(FUNNEL), files.reports.get(VOTES, ""))
-        write_text(folder / REPORT_NAME, render_audit_html(log, inputs.profile, report))
+        write_text(folder / AUDIT, render_audit_html(log, inputs.profile, report))
         manifest = write_manifest(folder, inputs.profile, files.facts)
         tables = release_tables(log, inputs.profile, table1, files.validation)
         return WrittenRelease(manifest, tables, release_summary(manifest, tables))

@@ -20,6 +20,7 @@ import hashlib
 import itertools
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from core.console import LineProgress
 from core.errors import Location, UserError
 from core.atomic import write_text, write_with
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, UnitLease
@@ -209,12 +211,19 @@ def answer_requests(requests: Sequence[Request], model: Model, cache: AnswerCach
         elif answer.error not in summary.errors:
             summary.errors.append(answer.error)
 
-    with tqdm(total=len(to_send), desc=settings.model, unit="req", disable=not progress or not to_send) as bar:
+    with progress_of(len(to_send), settings.model, progress) as bar:
         _ask_all(to_send, model, concurrency, record, bar.update, lease)
     ordered = [answers[r.prompt] for r in requests]
     summary.statuses.update(a.status for a in ordered)
     summary.failed = summary.statuses["failed"]
     return ordered, summary
+
+
+def progress_of(total: int, model: str, shown: bool) -> tqdm | LineProgress:
+    """A bar on a terminal; elsewhere (a log file, CI) a plain line every few seconds."""
+    if shown and total and not sys.stderr.isatty():
+        return LineProgress(total, model, "requests answered")
+    return tqdm(total=total, desc=model, unit="req", disable=not shown or not total)
 
 
 def _ask_all(requests: Sequence[Request], model: Model, concurrency: int,

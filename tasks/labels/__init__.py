@@ -14,7 +14,7 @@ Modules:
   ST/TM/SR drop-down and a rationale cell; the fingerprint in a very hidden ``meta`` sheet.
 - ``annotations``: ``import_annotations(paths, items, require_rationale) -> list[AnnotatorLabels]``
   (xlsx or CSV ``template,label,rationale``); all files or none (``FindingsError``).
-- ``agreement``: ``agreement(annotators, items) -> AgreementReport`` (Fleiss' kappa via statsmodels,
+- ``agreement``: ``agreement(annotators, items) -> AgreementReport`` (Fleiss' kappa, a small exact function,
   raw agreement, overall and per category; ``.text``; ``.disagreements`` with rationales).
 - ``consensus``: ``load_consensus(path, bbq_templates, require_rationale=True, annotations=None)
   -> Consensus`` (``.labels[subject].label``, ``.label_of(subject)``, ``.decisions``: one

@@ -1,4 +1,4 @@
-"""Inter-annotator agreement: Fleiss' kappa (statsmodels) and raw agreement, overall and per category.
+"""Inter-annotator agreement: Fleiss' kappa and raw agreement, overall and per category.
 
 Fleiss' kappa corrects the observed agreement for the agreement expected by chance from
 the label shares; raw agreement (the share of templates on which every annotator gave the
@@ -14,8 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-
-import numpy as np
+from fractions import Fraction
 
 from core.errors import UserError
 from tasks.labels.annotations import Annotation, AnnotatorLabels
@@ -56,29 +55,39 @@ class AgreementReport:
         return format_agreement(self)
 
 
-def kappa_of(matrix: list[list[int]]) -> float | None:
-    """Fleiss' kappa of a (templates x annotators) matrix of label codes, None when undefined."""
-    # statsmodels (and scipy under it) take seconds to import: only when a kappa is computed, not for every
-    # command that loads the stages (kobbq status).
-    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+def fleiss_kappa(counts: list[list[int]]) -> float | None:
+    """Fleiss' kappa of per-subject category counts (each row: how many raters chose each category).
 
-    table, _ = aggregate_raters(np.asarray(matrix), n_cat=len(ANNOTATOR_LABELS))
-    shares = table.sum(axis=0) / table.sum()
-    if np.isclose((shares ** 2).sum(), 1.0):  # one label throughout: chance agreement is 1, kappa is 0/0
+    Fleiss (1971): mean observed pairwise agreement P against chance agreement P_e from the category
+    shares, kappa = (P - P_e) / (1 - P_e). Every row must have the same number of raters (at least two).
+    Computed in exact fractions, so a kappa that is exactly 1/4 prints as 0.250 whatever the rounding.
+    None where it is undefined: one category used throughout makes P_e = 1 (kappa 0/0), and no rows.
+    """
+    if not counts:
         return None
-    return float(fleiss_kappa(table, method="fleiss"))
+    raters = sum(counts[0])
+    if raters < 2 or any(sum(row) != raters for row in counts):
+        raise ValueError(f"Fleiss' kappa needs the same number (at least 2) of raters per subject: {counts}")
+    observed = sum(Fraction(sum(c * (c - 1) for c in row), raters * (raters - 1)) for row in counts) / len(counts)
+    totals = [sum(column) for column in zip(*counts)]
+    chance = sum(Fraction(total, raters * len(counts)) ** 2 for total in totals)
+    return None if chance == 1 else float((observed - chance) / (1 - chance))
+
+
+def label_counts(matrix: list[list[str]]) -> list[list[int]]:
+    """Per-subject counts of each annotator label, in ``ANNOTATOR_LABELS`` order, from a (subjects x raters) matrix."""
+    return [[labels.count(label) for label in ANNOTATOR_LABELS] for labels in matrix]
 
 
 def agreement(annotators: list[AnnotatorLabels], items: list[LabelItem]) -> AgreementReport:
     if len(annotators) < 2:
         raise UserError(f"agreement needs at least two annotators' files, got {len(annotators)}")
-    codes = {label: i for i, label in enumerate(ANNOTATOR_LABELS)}
 
     def row_for(scope: str, scoped: list[LabelItem]) -> AgreementRow:
-        matrix = [[codes[a.labels[item.subject].label] for a in annotators] for item in scoped]
+        matrix = [[a.labels[item.subject].label for a in annotators] for item in scoped]
         unanimous = sum(1 for labels in matrix if len(set(labels)) == 1)
-        counts = Counter(ANNOTATOR_LABELS[code] for labels in matrix for code in labels)
-        return AgreementRow(scope, len(scoped), len(annotators), unanimous, kappa_of(matrix) if matrix else None,
+        counts = Counter(label for labels in matrix for label in labels)
+        return AgreementRow(scope, len(scoped), len(annotators), unanimous, fleiss_kappa(label_counts(matrix)),
                             {label: counts[label] for label in ANNOTATOR_LABELS})
 
     rows = [row_for(OVERALL, items)]

@@ -122,7 +122,7 @@ def run(ctx: Context) -> StageOutput:
     earlier = [decision for stage in earlier_stages(ctx) for decision in ctx.decisions(stage)]
     texts = {name: path.read_text(encoding="utf-8") for name, path in reports(ctx).items()}
     target = ctx.folder.path
-    with staged_release(target) as staging:
+    with staged_release(target, ctx.profile.name) as staging:
         written = write_release_folder(staging, build_inputs(ctx), loaded, findings, release, earlier,
                                        reports=texts, parallel=twins(ctx), progress=console.step)
         kept_files = publish(staging, target, written.manifest)

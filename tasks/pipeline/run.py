@@ -72,7 +72,7 @@ def run_stage(ctx: Context, check: StageCheck) -> StageRun:
         output = stage.run(ctx)
     except Waiting as waiting:
         state = record(ctx, StageState(stage.name, WAITING, check.fingerprint, str(waiting)))
-        console.step(f"{stage.name}: WAITING: {waiting}")
+        console.step(f"{stage.name}: WAITING for {waiting.what}")  # what for, and what to do: said once, at the end
         return StageRun(check, state, waiting=waiting)
     except UserError as error:
         state = record(ctx, StageState(stage.name, FAILED, check.fingerprint, error.render()))
@@ -126,7 +126,7 @@ def execute(plan: Plan, launch: Launch = run_plan) -> PipelineResult | None:
         check_writable(plan.ctx.one_off)
         plan.prepare()
         return launch(plan)
-    check_replaceable(plan.ctx.folder.path)  # a folder this project did not write is never replaced
+    check_replaceable(plan.ctx.folder.path, plan.ctx.profile.name)  # a user's folder, another release: kept
     if plan.current:
         tidy(plan.ctx.folder)  # a killed build's leftovers go, even now
         return None

@@ -36,7 +36,8 @@ from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
 from core.errors import UserError
-from core.release_folder import DATA_DOCS, DECISIONS, TABLE1_CSV, WRITTEN_BY
+from core.release_folder import (CORRECTIONS_APPLIED, DATA_DOCS, DECISIONS, DECISIONS_PARQUET, INPUT_WARNINGS,
+                                 NORMALISATIONS, TABLE1_CSV, TABLE1_MD, WRITTEN_BY)
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import write_dataset_card
@@ -183,12 +184,12 @@ def _write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None
 
 def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Finding]) -> None:
     """What the build changed or noticed in its input: corrections, normalisations, warnings."""
-    _write_rows(folder / "corrections_applied.csv", ["file", "row", "row_key", "column", "old_value", "new_value",
-                                                     "reason"],
+    _write_rows(folder / CORRECTIONS_APPLIED, ["file", "row", "row_key", "column", "old_value", "new_value",
+                                              "reason"],
                 [[c.file, c.row, c.row_key, c.column, c.old_value, c.new_value, c.reason] for c in loaded.corrections])
-    _write_rows(folder / "normalisations.csv", ["file", "row", "row_key", "column", "what"],
+    _write_rows(folder / NORMALISATIONS, ["file", "row", "row_key", "column", "what"],
                 [[loaded.path.name, n.row, n.row_key, n.column, n.what] for n in loaded.normalisations])
-    (folder / "input_warnings.txt").write_text(
+    (folder / INPUT_WARNINGS).write_text(
         "".join(f.render().replace(str(loaded.path), loaded.path.name) + "\n" for f in findings), encoding="utf-8")
 
 
@@ -417,14 +418,14 @@ def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTempl
     so they are written while the checks run. Returns Table 1, the decisions and the reports as written."""
     name = inputs.profile.release.name
     table = build_table1(release.templates, samples_by_category(release), inputs.profile)
-    (folder / "table1.md").write_text(render_markdown(table, name, test_split_line(release)), encoding="utf-8")
+    (folder / TABLE1_MD).write_text(render_markdown(table, name, test_split_line(release)), encoding="utf-8")
     (folder / TABLE1_CSV).write_text(render_csv(table), encoding="utf-8")
     write_input_reports(folder, loaded, findings)
     portable = Portable(inputs)
     all_decisions = sort_decisions(portable.decision(d).logged()
                                    for d in (*correction_decisions(loaded), *decisions, *expansion_decisions(release)))
     write_decisions_csv(all_decisions, folder / DECISIONS)
-    write_decisions_parquet(all_decisions, folder / "decisions.parquet")
+    write_decisions_parquet(all_decisions, folder / DECISIONS_PARQUET)
     texts = {report_name: portable.text(text) for report_name, text in sorted(reports.items())}
     for report_name, text in texts.items():
         (folder / report_name).write_text(text, encoding="utf-8")

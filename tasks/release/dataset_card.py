@@ -23,12 +23,12 @@ import pyarrow.parquet as pq
 from core.decisions import Decision
 from core.pipeline_file import STAGES
 from core.profile import Profile
+from core.release_folder import CARD
 from tasks.release.checks import ValidationReport
 from tasks.release.hf_layout import DATA_DIR, TEST_SPLIT, Config, category_order, data_file, split_sources
 from tasks.release.twin import evaluate_commands
 from tasks.release.write import lm_eval_task_name
 
-CARD_NAME = "README.md"
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 # The Hub's size categories, by number of samples (upper bounds, exclusive).
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
@@ -167,7 +167,7 @@ def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], fa
     (``tasks.release.assemble.release_facts``). Called once the sample files, Table 1, the decision log, the
     reports and the layout are staged; ``validation``: the suite's result (None when the build skipped it)."""
     columns = pq.ParquetFile(folder / configs[1].files[TEST_SPLIT]).schema_arrow.names  # a category's, as loaded
-    files = sorted(p.name for p in folder.iterdir() if p.is_file()) + [CARD_NAME]
+    files = sorted(p.name for p in folder.iterdir() if p.is_file()) + [CARD]
     card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files), twins,
                        twin_configs(folder, profile, twins or {}))
-    (folder / CARD_NAME).write_text(card, encoding="utf-8")
+    (folder / CARD).write_text(card, encoding="utf-8")

@@ -20,8 +20,7 @@ from huggingface_hub.errors import HfHubHTTPError, HFValidationError, OfflineMod
 from huggingface_hub.utils import validate_repo_id
 
 from core.errors import UserError
-from core.release_folder import changed_files, read_manifest
-from tasks.release.dataset_card import CARD_NAME
+from core.release_folder import CARD, MANIFEST, changed_files, read_manifest
 
 REPO_TYPE = "dataset"
 
@@ -49,10 +48,10 @@ def plan_upload(folder: Path, repo_id: str) -> Upload:
     check_repo_id(repo_id)
     manifest = read_manifest(folder)
     if manifest is None:
-        raise UserError("not a release folder (no manifest.json); build it first", folder)
+        raise UserError(f"not a release folder (no {MANIFEST}); build it first", folder)
     outputs = manifest.get("outputs")
-    if not (folder / CARD_NAME).exists() and not (isinstance(outputs, dict) and CARD_NAME in outputs):
-        raise UserError(f"this release has no dataset card ({CARD_NAME}): it was built by an older version; "
+    if not (folder / CARD).exists() and not (isinstance(outputs, dict) and CARD in outputs):
+        raise UserError(f"this release has no dataset card ({CARD}): it was built by an older version; "
                         "rebuild it (kobbq build --force)", folder)  # a card its manifest lists is a lost file
     changed = changed_files(folder, manifest)
     if changed:

@@ -47,7 +47,7 @@ def recover(target: Path) -> None:
 
 
 @contextmanager
-def staged_release(target: Path) -> Iterator[Path]:
+def staged_release(target: Path, profile: str | None = None) -> Iterator[Path]:
     """Yield an empty staging folder; on error (or a signal) it is removed and ``target`` is left as it was.
 
     The caller writes everything into the staging folder and then calls ``publish``.
@@ -56,7 +56,7 @@ def staged_release(target: Path) -> Iterator[Path]:
     target.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(target):
         recover(target)
-        check_replaceable(target)  # also when the flow runs without the command (a deployment)
+        check_replaceable(target, profile)  # also when the flow runs without the command (a deployment)
         staging = staging_folder(target)
         with removed_on_error(staging, lambda exc: release_os_error(exc, staging, target)):
             yield staging

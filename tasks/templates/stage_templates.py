@@ -6,6 +6,7 @@ Every stage that reads a template file declares ``TEMPLATE_SETTINGS``, the profi
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from core import console
@@ -34,15 +35,22 @@ def corrections(ctx: Context) -> list[Correction]:
                     else [])
 
 
+def warnings_said(findings: list[Finding]) -> str:
+    """How many warnings, of which kinds (a build lists none of them; ``kobbq validate`` does)."""
+    kinds = Counter(f.code for f in findings if f.severity == "warning")
+    if not kinds:
+        return "0 warning(s)"
+    return f"{sum(kinds.values())} warning(s): {', '.join(f'{code} {n}' for code, n in sorted(kinds.items()))}"
+
+
 def checked_templates(ctx: Context, path: Path) -> tuple[LoadedTemplates, list[Finding]]:
     """``loaded_templates(ctx, path)``, checked once: an error stops the stage, every error listed; the findings."""
     templates = loaded_templates(ctx, path)
 
     def check() -> list[Finding]:
         findings = check_loaded(templates, path, ctx.profile)
-        warnings = sum(1 for f in findings if f.severity == "warning")
         console.step(f"loaded {len(templates.templates)} template rows from {path.name} "
-                     f"({len(templates.corrections)} correction(s) applied, {warnings} warning(s))")
+                     f"({len(templates.corrections)} correction(s) applied, {warnings_said(findings)})")
         return findings
 
     return templates, ctx.once(("checked", id(templates)), check)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from core.errors import Location
 from core.findings import Finding
 from core.profile import Profile
+from tasks.templates.kobbq_format import fill_count
 from tasks.templates.load import TEXT_COLUMNS, LoadedTemplates, TemplateRow
 from tasks.templates.scripts import profile_script_findings, script_findings, slot_text
 from tasks.templates.slots import PERSON_SLOTS, bracket_problems, list_findings
@@ -32,7 +33,27 @@ def validate_loaded(loaded: LoadedTemplates, profile: Profile) -> list[Finding]:
         findings.extend(check_row(template, profile))
     findings.extend(check_keys_and_pairs(loaded.templates, profile))
     findings.extend(version_findings(loaded.templates, profile))
+    findings.extend(size_findings(loaded.templates))
     return sorted(findings, key=lambda f: (f.where.row or 0, f.where.column or "", f.code))
+
+
+# KoBBQ's largest row expands to 3,344 samples (its 570 rows to 76,568): a row thirty times that is most likely a
+# slot list pasted wrong, and its release takes minutes and gigabytes (a row of 1.6 million samples: 1.3 GB).
+LARGE_ROW_SAMPLES = 100_000
+
+
+def size_findings(templates: list[TemplateRow], limit: int = LARGE_ROW_SAMPLES) -> list[Finding]:
+    """A warning for each row that expands to more than ``limit`` samples (every combination of its slots' items,
+    four samples each), with the product that makes it."""
+    findings = []
+    for template in templates:
+        samples = 4 * fill_count(template)
+        if samples > limit:
+            sizes = " x ".join(f"{len(items):,} {name}" for name, items in template.slots.items())
+            findings.append(Finding("warning", template.where("Lexical_diversity"), "row-size",
+                                    f"this row expands to {samples:,} samples ({sizes}, x 4), more than "
+                                    f"{limit:,}: check its slot lists"))
+    return findings
 
 
 def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:

@@ -71,6 +71,24 @@ class CachedTranslation:
     billed_characters: int
 
 
+def unreadable(path: Path, exc: sqlite3.DatabaseError) -> UserError:
+    """A damaged cache file: it may hold paid translations, so it is kept as it is."""
+    return UserError(f"not a readable translation cache ({exc}); it may hold paid DeepL translations, so it is "
+                     "left as it is: restore it from a copy, or move it away to start an empty one", path)
+
+
+def check_readable(path: Path) -> None:
+    """``path`` opens as a translation cache, read only: a damaged file is found before anything runs, named as
+    the user gave it (not as the copy a pipeline would make of it)."""
+    db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        db.execute("SELECT name FROM sqlite_master").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise unreadable(path, exc) from None
+    finally:
+        db.close()
+
+
 class TranslationCache:
     """A small SQLite store; use as a context manager so the connection is closed."""
 
@@ -81,11 +99,9 @@ class TranslationCache:
         try:
             self._db.executescript(_SCHEMA)
             self._db.commit()
-        except sqlite3.DatabaseError as exc:  # a damaged file: it may hold paid translations, so it is kept
+        except sqlite3.DatabaseError as exc:
             self._db.close()
-            raise UserError(f"not a readable translation cache ({exc}); it may hold paid DeepL translations, so it "
-                            "is left as it is: restore it from a copy, or move it away to start an empty one",
-                            self.path) from None
+            raise unreadable(self.path, exc) from None
 
     def __enter__(self) -> "TranslationCache":
         return self

@@ -17,11 +17,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.atomic import write_with
 from core.errors import UserError
 from core.profile import Profile
 from core.stage_contract import Context, Stage, StageOutput, Waiting, require
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
+from tasks.translation.cache import check_readable
 from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
                                             set_network_retries, translator_from_environment)
 from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary, glossary_path, load_glossary
@@ -116,9 +118,21 @@ def translation_cache(ctx: Context) -> Path:
     if not cache.exists() and earlier.exists():
         earlier.replace(cache)
     if not cache.exists() and given is not None and given.exists():
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(given, cache)
+        write_with(cache, lambda copy: shutil.copyfile(given, copy))  # a full disk leaves no half a cache
     return cache
+
+
+def prepare(ctx: Context) -> None:
+    """Before the flow run: the cache the stage will read first opens (its own copy once made, else the recorded
+    cache the pipeline names, which a garbage file would otherwise reach only as the copy, after Prefect's
+    start-up)."""
+    if ctx.pipeline.reference_mode:
+        return
+    given = ctx.file(ctx.pipeline.config.translation.cache)
+    own = (given or ctx.one_off / CACHE_FILE) if ctx.one_off is not None else ctx.folder.work / CACHE_FILE
+    first = own if own.exists() else given
+    if first is not None and first.exists():
+        check_readable(first)
 
 
 def run(ctx: Context) -> StageOutput:
@@ -160,4 +174,4 @@ def run(ctx: Context) -> StageOutput:
 
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "translation", "culture"), after=("labels",),
-              log="translation")
+              log="translation", prepare=prepare)
