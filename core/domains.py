@@ -11,6 +11,7 @@ import json
 import math
 import re
 import typing
+import unicodedata
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -130,9 +131,24 @@ def references_outside(model: BaseModel, root: BaseModel, at: tuple[str | int, .
 Model = typing.TypeVar("Model", bound=BaseModel)
 
 
-def load_model(model: type[Model], path: Path, what: str) -> Model:
-    """A TOML file read into ``model``."""
-    return validated(model, read_toml(path, what), path)
+def nfc_values(data: object, keep: frozenset[str] = frozenset()) -> object:
+    """``data`` read from a settings file with every string in NFC, the form of every text a release holds (a
+    culture's name typed with U+0958 DEVANAGARI LETTER QA is written U+0915 U+093C in its card, as its samples write
+    it); the tables named in ``keep`` (file names, which a file system compares byte for byte) as they are."""
+    if isinstance(data, str):
+        return unicodedata.normalize("NFC", data)
+    if isinstance(data, list):
+        return [nfc_values(item, keep) for item in data]
+    if isinstance(data, dict):
+        return {key: value if key in keep else nfc_values(value, keep) for key, value in data.items()}
+    return data
+
+
+def load_model(model: type[Model], path: Path, what: str, nfc_except: frozenset[str] | None = None) -> Model:
+    """A TOML file read into ``model``; with ``nfc_except``, every string in NFC but the tables it names (a culture's
+    words, which the release writes: ``nfc_values``)."""
+    data = read_toml(path, what)
+    return validated(model, data if nfc_except is None else nfc_values(data, nfc_except), path)
 
 
 def validated(model: type[Model], data: dict[str, object], path: Path) -> Model:

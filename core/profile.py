@@ -556,7 +556,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     survey options of its survey folder when it has them: every value checked against its domain now, before any
     stage runs."""
     path = profile_file(name_or_path)
-    profile = load_model(Profile, path, "profile file")
+    profile = load_model(Profile, path, "profile file", nfc_except=frozenset({"files"}))  # file names as written
     profile._path = path
     options = profile.file("survey") / "options.toml"
     if options.is_file():
@@ -571,4 +571,4 @@ class SurveyOptions(Strict):
 
 
 def load_survey_options(path: Path) -> SurveyOptions:
-    return load_model(SurveyOptions, path, "survey options file")
+    return load_model(SurveyOptions, path, "survey options file", nfc_except=frozenset())

@@ -14,6 +14,7 @@ nothing Japanese is left. DeepL's drafts are the example's recorded ones (its ca
 from __future__ import annotations
 
 import csv
+import random
 import re
 import shutil
 import tomllib
@@ -59,12 +60,19 @@ def _letters(first: int, last: int, skip: str = "") -> str:
 
 SCRIPTS = (
     Script("Georgian", "ka", _letters(0x10D0, 0x10F0), _letters(0x10D0, 0x10F0), ".", "?", ","),
-    Script("Devanagari", "hi", _letters(0x0915, 0x0939), _letters(0x0915, 0x0939) + _letters(0x093E, 0x094C),
-           "\u0964", "?", ","),
+    # Devanagari: the letters with a nukta (U+0958-U+095F) as Hindi keyboards type them, which NFC decomposes.
+    Script("Devanagari", "hi", _letters(0x0915, 0x0939) + _letters(0x0958, 0x095F),
+           _letters(0x0915, 0x0939) + _letters(0x0958, 0x095F) + _letters(0x093E, 0x094C), "\u0964", "?", ","),
     # Thai: SARA AM (U+0E33) is one of its vowels, and NFKC writes it as two characters.
     Script("Thai", "th", _letters(0x0E01, 0x0E2E), _letters(0x0E01, 0x0E2E) + "\u0e31\u0e33" + _letters(0x0E34, 0x0E39),
            "", "", " "),
     Script("Ethiopic", "am", _letters(0x1200, 0x1247), _letters(0x1200, 0x1247), "\u1362", "\u1367", "\u1363"),
+    # Right to left, with vowel points (combining marks).
+    Script("Hebrew", "he", _letters(0x05D0, 0x05EA), _letters(0x05D0, 0x05EA) + _letters(0x05B0, 0x05B9), ".", "?",
+           ","),
+    # Khmer: no spaces between words in writing, its own full stop (KHAN).
+    Script("Khmer", "km", _letters(0x1780, 0x17A2), _letters(0x1780, 0x17A2) + _letters(0x17B6, 0x17C5), "\u17d4",
+           "?", " "),
 )
 
 
@@ -78,7 +86,12 @@ class Culture:
     labels: bool  # the profile declares its own choice labels
     odd_space: str  # "" or the odd space character the translator (and the team) typed where a space goes
     marks_exchanges: bool  # the translator marks the versions exchanged (Follows_version), as the workbook asks
-    order: tuple[int, ...]  # which syllable each character of the Japanese becomes
+    own_list_comma: bool  # slot lists are written with the script's own comma ("፣"), where it has one
+    seed: int  # which syllable each character of the Japanese becomes, which letters are the choice labels
+
+    @property
+    def list_comma(self) -> str:
+        return self.script.comma if self.own_list_comma and self.script.comma.strip() else ","
 
     @property
     def full_stop(self) -> str:
@@ -91,7 +104,7 @@ class Culture:
 
 def cultures() -> st.SearchStrategy[Culture]:
     return st.builds(Culture, st.sampled_from(SCRIPTS), st.booleans(), st.booleans(), st.booleans(),
-                     st.sampled_from(("", *ODD_SPACES)), st.booleans(), st.permutations(range(64)).map(tuple))
+                     st.sampled_from(("", *ODD_SPACES)), st.booleans(), st.booleans(), st.integers(0, 2**32))
 
 
 class Writer:
@@ -101,10 +114,8 @@ class Writer:
     def __init__(self, culture: Culture, characters: list[str]) -> None:
         script = culture.script
         syllables = [c + s for c in script.consonants for s in script.seconds]
-        # Injective: a different syllable for each character (the drawn order picks among the first ones).
-        start = [syllables[i] for i in culture.order if i < len(syllables)]
-        rest = [s for s in syllables if s not in set(start)]
-        self.syllable = dict(zip(sorted(characters), start + rest))
+        random.Random(culture.seed).shuffle(syllables)
+        self.syllable = dict(zip(sorted(characters), syllables))  # injective: a syllable of its own for each
         self.culture = culture
 
     def write(self, text: str, in_list: bool = False) -> str:
@@ -129,7 +140,7 @@ class Writer:
     def punctuation(self, char: str, listed: bool) -> str:
         kind = PUNCTUATION[char]
         if listed and kind == "comma":
-            return ","
+            return self.culture.list_comma
         if kind in ("comma", "full_stop", "question"):
             script = self.culture.script
             mark = {"comma": script.comma, "full_stop": self.culture.full_stop, "question": self.culture.question}
@@ -169,7 +180,7 @@ def writer_for(culture: Culture) -> Writer:
 
 def choice_labels(culture: Culture) -> list[str]:
     """Three letters of the script, each alone: the culture's A, B, C (ก, ข, ค)."""
-    return [culture.script.consonants[i] for i in (0, 1, 2)] if culture.labels else []
+    return random.Random(culture.seed).sample(culture.script.consonants, 3) if culture.labels else []
 
 
 def profile_toml(culture: Culture, words: dict[str, str]) -> str:
@@ -181,7 +192,8 @@ def profile_toml(culture: Culture, words: dict[str, str]) -> str:
     data["writing"] = {"scripts": [script.name], "spaces_between_words": culture.spaces}
     data["release"].update(name="SyBBQ", unknown_expression=words["unknown"],
                            unknown_expressions=[words["unknown"], words["unknown_2"]])
-    data["templates"].update(context_separator=" " if culture.spaces else "", list_separators=[","],
+    data["templates"].update(context_separator=" " if culture.spaces else "",
+                             list_separators=list(dict.fromkeys([culture.list_comma, ","])),
                              list_separator_space=" " if culture.spaces else "")
     data["survey"].update(quota_genders=[words["marker"], words["marker_2"]],
                           quota_age_bands=[words["context"], words["question"]])

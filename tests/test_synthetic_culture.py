@@ -100,7 +100,9 @@ def oracle_answers(requests: list[dict], profile: dict) -> list[dict]:
              "copula": prefix + space + "{T}", "marker-text": marker + " {T}", "sentence": "{T}" +
              evaluation["sentence_ends"][-1], "unknown-phrasing": "{U}"}
     if evaluation.get("choice_labels"):
-        forms |= {"label": "{N}", "marker-label": marker + " {N}"}
+        forms |= {"label": "{N}", "marker-label": marker + " {N}", "presented": "{N}) {T}"}
+    else:
+        forms |= {"presented": "{L}) {T}"}
     labels = dict(zip("ABC", evaluation.get("choice_labels", [])))
     answers = []
     for request in requests:
@@ -179,6 +181,7 @@ def check_invariants(culture: Culture, built: Built, release: Path, results: pd.
     texts = {path.name: path.read_text(encoding="utf-8") for path in release.rglob("*")
              if path.suffix in (".tsv", ".jsonl", ".json", ".md", ".csv", ".txt")}
     assert {name: odd_characters(text) for name, text in texts.items() if odd_characters(text)} == {}
+    assert [name for name, text in texts.items() if not unicodedata.is_normalized("NFC", text)] == []
     others = other_cultures_words()
     assert {name: OTHER_SCRIPTS.findall(text)[:3] for name, text in texts.items() if OTHER_SCRIPTS.search(text)} == {}
     assert {name: sorted(w for w in others if w in text) for name, text in texts.items()

@@ -17,12 +17,16 @@ from hypothesis import given, settings, strategies as st
 from openpyxl import load_workbook
 
 from core.errors import Location
-from core.paths import EXAMPLE_DIR, EXAMPLE_TEMPLATES
+from core.findings import FindingsError
+from core.paths import EXAMPLE_DIR, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.profile import WritingProfile, load_profile
 from core.text import check_text, normalise_text
 from kobbq.cli import main
+from tasks.labels.consensus import load_consensus
+from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import load_kobbq_templates, read_tsv
 from tasks.templates.slots import list_findings, split_items
+from tasks.templates.templates_stage import read_groups
 from tasks.templates.validate_kobbq import validate_loaded
 from tasks.translation.glossary import EMPTY_GLOSSARY
 from tasks.translation.postedit import import_postedit, render_report
@@ -190,3 +194,56 @@ def test_an_allowed_character_that_nfc_rewrites_is_refused() -> None:
 
     with pytest.raises(ValueError, match=r"U\+2000 \(NFC writes U\+2002\)"):
         WritingProfile(scripts=["Latin"], allowed_characters=["U+2000"])
+
+
+# --- the groups file and the profile's own words ----------------------------------------------------------
+
+QA, KA_NUKTA = "\u0958", "\u0915\u093c"  # DEVANAGARI LETTER QA as a Hindi keyboard types it, and its NFC
+
+
+def groups_file(tmp_path: Path, target: str) -> Path:
+    """The Japanese example's groups file, Age 1's target group as ``target``."""
+    text = (PROJECT_ROOT / "templates_raw" / "example_ja" / "groups.csv").read_text(encoding="utf-8")
+    path = tmp_path / "groups.csv"
+    path.write_text(text.replace("Age,1,a,若者,高齢者,高齢者", f"Age,1,a,若者,高齢者,{target}", 1), encoding="utf-8")
+    return path
+
+
+def test_a_groups_cell_is_nfc_with_plain_spaces_as_the_post_edit_is(tmp_path, capsys):
+    """A group typed with U+0958 and a NO-BREAK SPACE used to reach the merged template file as typed, which the
+    templates stage then refused at its own cells (a file nobody edits): it is merged in NFC with a plain space, and
+    the odd space is a warning at the groups file's cell."""
+    rows = dict(read_groups(groups_file(tmp_path, f"{QA}ह\u00a0{QA}"), ""))
+    assert rows[2]["Target_group"] == f"{KA_NUKTA}ह {KA_NUKTA}"
+    assert f"{tmp_path / 'groups.csv'}, row 2, column Target_group: contains U+00A0 NO-BREAK SPACE" in \
+        capsys.readouterr().err
+
+
+def test_a_format_character_in_a_groups_cell_is_refused_there(tmp_path):
+    with pytest.raises(FindingsError) as error:
+        read_groups(groups_file(tmp_path, "高齢\u200b者"), "")
+    assert "row 2, column Target_group: contains U+200B ZERO WIDTH SPACE" in error.value.render()
+
+
+def test_a_profiles_words_are_read_in_nfc_and_its_file_names_as_written(tmp_path):
+    """The culture's name and unknown option typed with U+0958 reach the card and every sample: read in NFC, the
+    form of every other text of the release."""
+    ja = (PROJECT_ROOT / "core" / "profiles" / "ja" / "ja.toml").read_text(encoding="utf-8")
+    (tmp_path / "xx").mkdir()
+    (tmp_path / "xx" / "xx.toml").write_text(
+        ja.replace('name = "ja"', 'name = "xx"', 1).replace('name = "Japan"', f'name = "{QA}"', 1)
+        .replace('unknown_expression = "判断できない"', f'unknown_expression = "{QA}ह"', 1)
+        .replace("[card]", f'[files]\nglossary = "{QA}.csv"\n\n[card]', 1), encoding="utf-8")
+    profile = load_profile(str(tmp_path / "xx" / "xx.toml"))
+    assert (profile.culture.name, profile.release.unknown_expression) == (KA_NUKTA, f"{KA_NUKTA}ह")
+    assert profile.files.glossary == f"{QA}.csv"
+
+
+def test_a_consensus_rationale_is_released_in_nfc(tmp_path):
+    """A rationale typed with U+0958 is the reason of its label decision (decisions.csv of the release) in NFC."""
+    example = PROJECT_ROOT / "templates_raw" / "example_ja"
+    text = (example / "labels" / "consensus.csv").read_text(encoding="utf-8")
+    (tmp_path / "consensus.csv").write_text(text.replace("全員一致でST（3人中3人）", f"{QA}\u00a0ST", 1), encoding="utf-8")
+    consensus = load_consensus(tmp_path / "consensus.csv", load_bbq_templates(example / "bbq")[0], True)
+    [reason] = [d.reason for d in consensus.decisions if d.subject == "bbq:Age:1" and d.rule == "consensus-label"]
+    assert reason.endswith(f": {KA_NUKTA} ST.")

@@ -14,6 +14,7 @@ Entry points: ``load_consensus(path, bbq_templates, require_rationale=..., annot
 from __future__ import annotations
 
 import csv
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,9 +85,9 @@ def load_consensus(path: Path, bbq_templates: list[BBQTemplate], require_rationa
         def problem(column: str, message: str) -> None:
             findings.append(Finding("error", Location(str(path), number, column), "consensus", message))
 
-        for column in ("label", "rationale"):  # a control character or another space becomes a plain one
+        for column in ("label", "rationale"):  # in NFC, a control character or another space a plain one
             findings += check_text(row.get(column, ""), Location(str(path), number, column), allowed)
-            row[column] = plain_spaces(row.get(column, ""), allowed)[1]
+            row[column] = plain_spaces(unicodedata.normalize("NFC", row.get(column, "")), allowed)[1]
         subject, label, rationale = row.get("template", ""), row["label"].upper(), row["rationale"]
         if not subject and not label:
             continue

@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from core import console
 from core.console import counts_text
 from core.decisions import Decision, template_subject
 from core.errors import Location, UserError
@@ -29,7 +30,7 @@ from core.findings import Finding, raise_if_errors
 from core.profile import Profile
 from core.stage_contract import Context, Stage, StageOutput, require
 from core.tables import read_csv_table, write_tsv_rows
-from core.text import allowed_characters
+from core.text import allowed_characters, check_text, normalise_text
 from tasks.templates.corrections import Correction
 from tasks.templates.load import LoadedTemplates, NC, TemplateRow, load_kobbq_templates, read_tsv
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates, corrections, loaded_templates
@@ -116,11 +117,22 @@ def inputs(ctx: Context) -> dict[str, Path | None]:
 
 def group_table(ctx: Context, path: Path) -> list[tuple[int, dict[str, str]]]:
     """The groups file's rows with their lines, read once in this process."""
-    return ctx.once(("groups", path), lambda: read_groups(path))
+    return ctx.once(("groups", path), lambda: read_groups(path, allowed_characters(ctx.profile)))
 
 
-def read_groups(path: Path) -> list[tuple[int, dict[str, str]]]:
-    return read_csv_table(path, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file")
+def read_groups(path: Path, allowed: str = "") -> list[tuple[int, dict[str, str]]]:
+    """The groups file's rows with their lines, each group cell through the text check and normalisation of every
+    cell that enters a release (``core.text``, the profile's ``allowed`` characters), at its own row and column: a
+    format character is an error, an odd space a warning, and the text is NFC with plain spaces as the post-edit's
+    is (else the merged template file, which nobody edits, is refused at its own cells)."""
+    rows = read_csv_table(path, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file")
+    findings = [finding for line, row in rows for column in GROUP_COLUMNS
+                for finding in check_text(row.get(column, ""), Location(str(path), line, column), allowed)]
+    raise_if_errors(f"groups file {path.name}", findings, "nothing was merged")
+    for finding in findings:
+        console.step(finding.render())
+    return [(line, {**row, **{column: normalise_text(row.get(column, ""), allowed)[0] for column in GROUP_COLUMNS}})
+            for line, row in rows]
 
 
 def prepare(ctx: Context) -> None:
