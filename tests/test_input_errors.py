@@ -245,6 +245,23 @@ def test_a_damaged_translation_cache_is_one_error_and_is_kept(tmp_path):
     assert error.value.where == cache and cache.read_bytes() == b"not a database, but paid for" * 200
 
 
+def test_a_translation_cache_that_cannot_grow_is_one_error_and_keeps_what_it_stored(tmp_path):
+    """Before: SQLite's "database or disk is full" as a traceback from the stage. SQLite's own limit on the
+    database's pages gives the error a full disk gives (SQLITE_FULL)."""
+    from tasks.translation.cache import CachedTranslation, RequestSettings, TranslationCache
+
+    path, settings = tmp_path / "translation_cache.sqlite", RequestSettings("EN", "KO")
+    with TranslationCache(path) as cache:
+        cache.put_many({"paid": CachedTranslation("지불함", 4)}, settings)
+        pages = cache._db.execute("PRAGMA page_count").fetchone()[0]
+        cache._db.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(UserError, match=r"the translation cache cannot grow: the disk is full \(database or disk "
+                                            r"is full\); every translation stored before is kept") as error:
+            cache.put_many({f"text {n}": CachedTranslation("번역" * 500, 1000) for n in range(50)}, settings)
+        assert error.value.where == path
+        assert cache.get_many(["paid", "text 1"], settings) == {"paid": CachedTranslation("지불함", 4)}
+
+
 # --- inputs a pipeline names: bad ones are one line before Prefect starts -------------------------------------
 
 def _binary(path: Path) -> bytes:

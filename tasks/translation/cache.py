@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +73,11 @@ class CachedTranslation:
 
 
 def unreadable(path: Path, exc: sqlite3.DatabaseError) -> UserError:
-    """A damaged cache file: it may hold paid translations, so it is kept as it is."""
+    """A damaged cache file: it may hold paid translations, so it is kept as it is. A full disk is said as such."""
+    if isinstance(exc, sqlite3.OperationalError) and "full" in str(exc):
+        return UserError(f"the translation cache cannot grow: the disk is full ({exc}); every translation stored "
+                         "before is kept in it: free space on that disk and run the same command again: it sends "
+                         "only what is not stored", path)
     return UserError(f"not a readable translation cache ({exc}); it may hold paid DeepL translations, so it is "
                      "left as it is: restore it from a copy, or move it away to start an empty one", path)
 
@@ -122,9 +127,18 @@ class TranslationCache:
                 found[sent] = CachedTranslation(row[0], int(row[1]))
         return found
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction; SQLite's error (a full disk) as one line naming the cache."""
+        try:
+            with self._db:
+                yield
+        except sqlite3.DatabaseError as exc:
+            raise unreadable(self.path, exc) from None
+
     def put_many(self, results: dict[str, CachedTranslation], settings: RequestSettings) -> None:
         """Store one answered batch in one transaction: it is kept even if the next batch fails."""
-        with self._db:
+        with self._writing():
             self._db.executemany(
                 "INSERT OR REPLACE INTO translations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(cache_key(sent, settings), sent, settings.source_lang.upper(), settings.target_lang.upper(),
@@ -154,7 +168,7 @@ class TranslationCache:
         return mode, f"the cache holds {counts[mode]} translation(s) of this pair made with glossary mode {mode!r}"
 
     def record_mode(self, source_lang: str, target_lang: str, glossary: str, mode: str, reason: str) -> None:
-        with self._db:
+        with self._writing():
             self._db.execute("INSERT OR REPLACE INTO glossary_modes VALUES (?, ?, ?, ?, ?)",
                              (source_lang.upper(), target_lang.upper(), glossary, mode, reason))
 
