@@ -91,6 +91,7 @@ def dispatch(argv: list[str] | None) -> int:
         return 1
     finally:
         interrupt.forget_run()
+        console.set_quiet(False)  # a command run in-process (a test's) leaves the next one its progress lines
 
 
 def complete(parser: argparse.ArgumentParser) -> NoReturn:

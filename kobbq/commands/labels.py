@@ -79,8 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_step(args: argparse.Namespace) -> int:
-    """The step named (``kobbq labels STEP``), once the labels package's modules (pandas, openpyxl, statsmodels
-    for Fleiss' kappa) are imported: here, not at the top, because ``kobbq --help`` imports every command module.
+    """The step named (``kobbq labels STEP``), once the labels package's modules (pandas, openpyxl)
+    are imported: here, not at the top, because ``kobbq --help`` imports every command module.
     They become this module's names (``workbook.write_workbook``): one import for every step."""
     global agreement, annotations, consensus, labels_stage, problems, template_set, validate, workbook
     from tasks.labels import agreement, annotations, consensus, labels_stage, problems, template_set, workbook
