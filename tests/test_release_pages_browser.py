@@ -46,9 +46,10 @@ def test_every_page_of_the_release_opens_without_a_console_error(tmp_path, relea
     assert remote_loads_in_folder(release) == {}  # nothing fetched (a blocked image is no console error)
 
 
-def test_every_validation_result_is_one_link_from_the_card(release):
+def test_every_validation_result_is_one_link_from_the_card_and_the_audit_page(release):
     card = (release / "README.md").read_text(encoding="utf-8")
     assert "[validation.md](validation.md)" in card
+    assert '<a href="validation.md">' in (release / "audit.html").read_text(encoding="utf-8")
     page = (release / "validation.md").read_text(encoding="utf-8")
     results = json.loads((release / "validation.json").read_text(encoding="utf-8"))["results"]
     rows = [line for line in page.splitlines() if line.startswith(("| all |", "| test |"))]

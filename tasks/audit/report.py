@@ -215,7 +215,7 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     the release package, because the report is a view of the finished release."""
 
     def audit_and_manifest(files: ReleaseFiles) -> WrittenRelease:
-        """Written while the checks' child writes its Data Docs (the manifest does not hash them)."""
+        """Written while the checks' child validates the samples."""
         log = build_audit_log(folder, files.decisions, files.facts)
         if release.generated is None:  # a generated release has no test split, the fates' other source of links
             links = template_links(release.templates)
