@@ -6,6 +6,7 @@ that writes outside its own folder, fails here: its fingerprint would miss a cha
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -54,6 +55,12 @@ def inside(path: Path, folders: list[Path]) -> bool:
     return any(path == folder or path.is_relative_to(folder) for folder in folders)
 
 
+def replaced(path: Path) -> Path:
+    """The file a temporary of ``core.atomic.replacing`` (``.<name>.<pid>.tmp`` beside it) becomes."""
+    match = re.fullmatch(r"\.(.+)\.\d+\.tmp", path.name)
+    return path.with_name(match[1]) if match else path
+
+
 @pytest.mark.subprocess  # the release's checks run in their child process
 def test_every_stage_reads_only_what_it_declares(tmp_path):
     pipeline = load_pipeline(EXAMPLE_PIPELINE)
@@ -86,7 +93,7 @@ def test_every_stage_reads_only_what_it_declares(tmp_path):
                     or inside(path, [Path(sys.prefix).resolve()]):  # the libraries' own files
                 continue
             if any(flag in mode for flag in "wax+"):
-                if not inside(path, own):
+                if not inside(replaced(path), own):
                     undeclared.append(f"{stage.name} writes {path}")
             elif not inside(path, readable):
                 undeclared.append(f"{stage.name} reads {path}")
