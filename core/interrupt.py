@@ -25,12 +25,14 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import psutil
+from pydantic import BaseModel, StrictInt, ValidationError
 
 from core.atomic import write_text
 
@@ -80,24 +82,14 @@ def end_processes(pids: list[int], grace: float = GRACE_SECONDS) -> None:
     a pid still names the process it found, so a recycled pid is never signalled."""
     processes = []
     for pid in pids:
-        try:
+        with suppress(psutil.Error):
             processes.append(psutil.Process(pid))
-        except psutil.Error:
-            pass
-    if grace > 0:
-        processes = _signal_and_wait(processes, psutil.Process.terminate, grace)
-    _signal_and_wait(processes, psutil.Process.kill, GRACE_SECONDS)
-
-
-def _signal_and_wait(processes: list[psutil.Process], send: Callable[[psutil.Process], None],
-                     timeout: float) -> list[psutil.Process]:
-    """``send`` to each process, then wait up to ``timeout`` seconds; those still running."""
-    for process in processes:
-        try:
-            send(process)
-        except psutil.Error:
-            pass
-    return psutil.wait_procs(processes, timeout=timeout)[1]
+    steps = [(psutil.Process.terminate, grace)] if grace > 0 else []
+    for send, timeout in [*steps, (psutil.Process.kill, GRACE_SECONDS)]:
+        for process in processes:
+            with suppress(psutil.Error):
+                send(process)
+        processes = psutil.wait_procs(processes, timeout=timeout)[1]
 
 
 # --- what this process must clean up ------------------------------------------------------------
@@ -182,33 +174,34 @@ def reap_orphans(build_folder: Path) -> list[str]:
         if record is None:  # not a run record (truncated, edited, valid JSON of another shape): nothing to end
             path.unlink(missing_ok=True)
             continue
-        owner, children = record
-        if owner["pid"] == os.getpid() or is_running(owner["pid"], owner["start"]):
+        owner = record.owner
+        if owner.pid == os.getpid() or is_running(owner.pid, owner.start):
             continue  # its owner is alive: not an orphan
-        alive = [c for c in children if c["start"] is not None and is_running(c["pid"], c["start"])]
-        end_processes([c["pid"] for c in alive])
-        ended += [f"{c['what']} (pid {c['pid']})" for c in alive]
+        alive = [c for c in record.children if c.start is not None and is_running(c.pid, c.start)]
+        end_processes([c.pid for c in alive])
+        ended += [f"{c.what} (pid {c.pid})" for c in alive]
         path.unlink(missing_ok=True)
     return ended
 
 
-def _read_record(path: Path) -> tuple[dict, list[dict]] | None:
-    """A run record's owner and children, each with an integer ``pid`` and its ``start``; None when the file is
-    not a run record this module wrote."""
+class RunProcess(BaseModel):
+    pid: StrictInt
+    start: float | None = None
+    what: str = "child process"
+
+
+class RunRecord(BaseModel):
+    """A run record as ``_write_records`` writes it: any other file (truncated, edited) is no record to act on."""
+
+    owner: RunProcess
+    children: list[RunProcess] = []
+
+
+def _read_record(path: Path) -> RunRecord | None:
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return RunRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
         return None
-    if not isinstance(record, dict) or not _is_process(record.get("owner")) \
-            or not isinstance(record.get("children", []), list):
-        return None
-    children = [c for c in record.get("children", []) if _is_process(c)]
-    return record["owner"], [{"what": "child process", **c} for c in children]
-
-
-def _is_process(entry: object) -> bool:
-    return isinstance(entry, dict) and type(entry.get("pid")) is int and (
-        entry.get("start") is None or isinstance(entry.get("start"), (int, float)))
 
 
 # --- signals ------------------------------------------------------------------------------------
@@ -220,16 +213,21 @@ def install() -> None:
 
 
 @contextmanager
-def handling_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM handled here for one command, and the caller's handlers back after it: a process
-    that runs a command in-process (a test runner, which signals itself to stop its workers) keeps its own."""
+def handling_signals(handler: Callable[[int, object], None] | None = None) -> Iterator[None]:
+    """SIGINT and SIGTERM handled by ``handler`` (default: here) for one block, and the caller's handlers back after
+    it: a process that runs a command in-process (a test runner, which signals itself to stop its workers) keeps its
+    own. Signals reach the main thread only: elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    install()
+    for signum in previous:
+        signal.signal(signum, handler or _handle)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 def take_over(build_folder: Path | None = None) -> None:

@@ -21,7 +21,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-
 from typing import Literal
 
 from pydantic import TypeAdapter, ValidationError
@@ -103,10 +102,7 @@ class Pipeline:
         return (self.path.parent / value).resolve() if value else None
 
     def files(self, patterns: list[str]) -> list[Path]:
-        found = set()
-        for pattern in patterns:
-            found.update(Path(p).resolve() for p in glob.glob(str(self.path.parent / pattern)))
-        return sorted(found)
+        return sorted({Path(p).resolve() for pattern in patterns for p in glob.glob(str(self.path.parent / pattern))})
 
     @property
     def profile(self) -> str:
@@ -236,7 +232,6 @@ def write_state(folder: Path, state: StageState) -> None:
     state.finished_at = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     path = folder / f"{state.stage}.json"
     write_text(path, json.dumps(asdict(state), ensure_ascii=False, indent=2, sort_keys=True) + "\n")
-
 
 
 def describe(state: StageState | None, fingerprint: str, parts: dict[str, str], problem: str | None = None

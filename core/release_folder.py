@@ -1,30 +1,23 @@
-"""A release folder as this project writes it: where it lives, its files' names, its manifest (one reader, one
-writer), the marker that says the project wrote it, and whether its files are still the ones the manifest records.
-
-``ReleaseFolder`` is the one place for a release's paths: ``<out>/<name>`` is the release, ``<out>/<name>.work``
-the stages' work and ``<out>/<name>.pipeline`` their recorded states (one folder per pipeline in each); the name
-is the one given (``--name``, a pipeline's ``name``) or the profile's release name. ``read_manifest`` is the one
-reader of a manifest (read once per process unless the file changes) and ``write_manifest`` the one writer;
-``release_problem`` is the one "is the release as it was built" check (``kobbq status``, the release stage);
-``changed_files`` its hashing of every file, which ``publish`` and the evaluation call themselves.
+"""A release folder as this project writes it: its paths (``ReleaseFolder``: ``<out>/<name>``, and beside it the
+stages' work, ``<name>.work``, and recorded states, ``<name>.pipeline``), its files' names, its manifest (one reader,
+``read_manifest``, once per process unless the file changes; one writer, ``write_manifest``), the marker that says
+this project wrote it, and whether its files are still the ones the manifest records (``release_problem``, for
+``kobbq status`` and the release stage; ``changed_files``, which ``publish`` and the evaluation call themselves).
 
 Hashing every file of a release on every ``kobbq status`` (95 MB for KoBBQ) is most of the bytes it reads, so
-the files as last verified are recorded beside the release (``verified_path``: ``<out>/.<name>.verified.json``;
-never inside it, which holds exactly what its manifest lists and what a user adds): each file's size,
-modification and change times and sha256, for one manifest (by its sha256). The build records its files when it
-publishes them (it has just hashed them for the manifest); ``release_problem`` rewrites the record after a check.
-With ``trust_record`` (``kobbq status``) a file whose size and times are as recorded is not read again. Like
-make's and rsync's quick checks, this misses a change that leaves all three as they were: no program can set a
-change time back, but a clock set back, a file system that keeps no change time or a disk edited beneath the
-file system can; ``kobbq status --verify`` hashes every file. ``publish`` and the evaluation never trust it.
+the files as last verified are recorded beside the release (``<out>/.<name>.verified.json``; never inside it, which
+holds exactly what its manifest lists and what a user adds): each file's size, modification and change times and
+sha256, for one manifest. The build records its files when it publishes them; ``release_problem`` rewrites the
+record after a check. With ``trust_record`` (``kobbq status``) a file whose size and times are as recorded is not
+read again. Like make's and rsync's quick checks, this misses a change that leaves all three as they were (a clock
+set back, a file system without change times); ``kobbq status --verify`` hashes every file, and ``publish`` and the
+evaluation never trust the record.
 
 A build replaces ``<out>/<name>`` only when that folder is a release this project wrote, of that name and profile
-(``check_replaceable``): a folder a user keeps there (a clone, their own files) or another release (the example's
-and the real KoBBQ's) is refused before anything is written, so a mistyped ``--out`` or ``--name`` can never delete
-it; files a user adds inside a release (``user_entries``) are
-carried over to the new release. Releases built before the marker existed are recognised by the manifest keys
-every build of this project has written (``LEGACY_KEYS``). No pandas here: a command checks this before anything
-heavy is imported.
+(``check_replaceable``): a user's folder or another release is refused before anything is written, so a mistyped
+``--out`` or ``--name`` can never delete it; files a user adds inside a release (``user_entries``) are carried over
+to the new release. Releases built before the marker are recognised by the keys every build wrote (``LEGACY_KEYS``).
+No pandas here: a command checks this before anything heavy is imported.
 """
 
 from __future__ import annotations
@@ -33,6 +26,7 @@ import hashlib
 import json
 import os
 import stat
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,7 +155,9 @@ Entry = list[object]  # a verified file: [size, mtime_ns, ctime_ns, sha256]
 def _check_files(folder: Path, manifest: dict[str, object], trusted: dict[str, Entry]
                  ) -> tuple[list[str], dict[str, Entry]]:
     """The files that are missing or differ, and the entry of each that is as the manifest records it. A file
-    whose entry in ``trusted`` still matches its size, times and manifest digest is not read."""
+    whose entry in ``trusted`` still matches its size, times and manifest digest is not read. Its size and times
+    are taken before it is read: a change while it is hashed leaves other times than the ones recorded, so the
+    next check reads it again."""
     outputs = manifest.get("outputs", {})
     if not isinstance(outputs, dict):
         return [MANIFEST], {}
@@ -169,22 +165,13 @@ def _check_files(folder: Path, manifest: dict[str, object], trusted: dict[str, E
     for name, digest in sorted(outputs.items()):
         if name == MANIFEST:
             continue
-        entry = _verified_entry(folder / name, str(digest), trusted.get(name))
-        if entry is None:
-            changed.append(name)
-        else:
+        stamp = _stamp(folder / name)
+        entry: Entry = [*stamp, str(digest)] if stamp else []
+        if stamp and (entry == trusted.get(name) or sha256_file(folder / name) == digest):
             verified[name] = entry
+        else:
+            changed.append(name)
     return changed, verified
-
-
-def _verified_entry(path: Path, digest: str, trusted: Entry | None) -> Entry | None:
-    """The file's entry when it holds ``digest``, else None. Its size and times are taken before it is read: a
-    change while it is hashed leaves other times than the ones recorded, so the next check reads it again."""
-    stamp = _stamp(path)
-    if stamp is None:
-        return None
-    entry: Entry = [*stamp, digest]
-    return entry if entry == trusted or sha256_file(path) == digest else None
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:
@@ -220,10 +207,8 @@ def write_verified(target: Path, manifest: dict[str, object], verified: dict[str
     """Record ``verified`` (entries of files found as ``manifest`` records them) beside the release. Only a
     shortcut: a folder that cannot be written (a read-only copy) goes without it."""
     record = {"manifest_sha256": manifest_sha256(manifest), "files": verified}
-    try:
+    with suppress(OSError):
         write_text(verified_path(target), json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-    except OSError:
-        pass
 
 
 def record_published(target: Path, manifest: dict[str, object]) -> None:

@@ -38,8 +38,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -184,8 +184,7 @@ def take_over(link: ServerLink, evaluation: str, flow_run_id: UUID) -> str | Non
     return link.call("reading earlier runs of this evaluation", close)
 
 
-@contextmanager
-def marked_on_signal(flow_run_id: UUID, budget_seconds: float = 5.0) -> Iterator[None]:
+def marked_on_signal(flow_run_id: UUID, budget_seconds: float = 5.0) -> AbstractContextManager[None]:
     """On SIGINT/SIGTERM: mark this orchestrating run Crashed, then stop the command.
 
     The units keep running on the workers (the same command, run again, attaches to them).
@@ -195,13 +194,10 @@ def marked_on_signal(flow_run_id: UUID, budget_seconds: float = 5.0) -> Iterator
     """
 
     def report(signum: int) -> None:
-        try:
-            with get_client(sync_client=True) as client:
-                client.set_flow_run_state(flow_run_id, Crashed(
-                    message=f"its command was stopped ({signal.Signals(signum).name}); the units keep running on the "
-                            "workers; run the same command again to resume"), force=True)
-        except Exception:  # noqa: BLE001 (best effort: the next command takes over in any case)
-            pass
+        with suppress(Exception), get_client(sync_client=True) as client:  # best effort: the next command takes over
+            client.set_flow_run_state(flow_run_id, Crashed(
+                message=f"its command was stopped ({signal.Signals(signum).name}); the units keep running on the "
+                        "workers; run the same command again to resume"), force=True)
 
     def handler(signum: int, _frame: object) -> None:
         reporter = threading.Thread(target=report, args=(signum,), daemon=True)
@@ -209,17 +205,7 @@ def marked_on_signal(flow_run_id: UUID, budget_seconds: float = 5.0) -> Iterator
         reporter.join(budget_seconds)
         interrupt.stop(signum)  # its line says what keeps running (interrupt.leaves, set by the command)
 
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signals reach the main thread only
-        return
-    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    for signum in previous:
-        signal.signal(signum, handler)
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
+    return interrupt.handling_signals(handler)
 
 
 # --- unit runs ---------------------------------------------------------------------------------------
@@ -347,10 +333,7 @@ def resolve_ref(repository: str, ref: str) -> str:
         raise UserError(f"cannot read {repository} from here (git ls-remote: "
                         f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}); "
                         "the command resolves kobbq_ref to one commit before any unit starts")
-    found = {}  # ref name -> commit
-    for line in result.stdout.splitlines():
-        commit, _, name = line.partition("\t")
-        found[name] = commit
+    found = {name: commit for commit, _, name in (line.partition("\t") for line in result.stdout.splitlines())}
     for name in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
         if name in found:
             return found[name]

@@ -1,12 +1,10 @@
 """The runner in Prefect: one flow run per command, one task run per stage, around the plain runner
 (``tasks.pipeline.run``), and Prefect's record of them true to what happened.
 
-A command's flow run is named after the release and the command (``KoBBQ build --pipeline ...``); its parameters
-are the command's arguments; its logs carry the progress lines. A stage's task run publishes the stage's artifacts
-(``flows.artifacts``) and ends as the stage did: Failed with the stage's error, a state named after what it waits
-for ("Waiting for survey results"), "Unchanged" for a stage that was current, else Completed; the flow run ends
-in its last stage's state. A deployment run (``prefect.yaml``'s ``kobbq-build``) passes files instead (``build``)
-and makes the same plan from them.
+A flow run is named ``<release> <command>`` and takes the command's arguments as parameters; its logs carry the
+progress lines. A stage's task run publishes its artifacts (``flows.artifacts``) and ends as the stage did: Failed
+with its error, "Waiting for ..." (what it waits for), "Unchanged" or Completed; the flow run ends as its last stage.
+A deployment run (``prefect.yaml``'s ``kobbq-build``) passes files instead (``build``) and makes the same plan.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
@@ -75,8 +74,7 @@ def in_flow(plan: Plan) -> tuple[PipelineResult, State]:
 
 
 def run_command(plan: Plan, command: str, arguments: dict[str, object]) -> PipelineResult:
-    """A command's plan (made and prepared by the command) in one flow run: named ``<release> <command>``, its
-    parameters the command's arguments."""
+    """A command's plan (made and prepared by the command) in one flow run."""
     results: list[PipelineResult] = []
 
     def kobbq_build(command: str, arguments: dict[str, object]) -> State:
@@ -114,7 +112,5 @@ def deepl_key_from_block(plan: Plan) -> None:
         return
     from prefect.blocks.system import Secret
 
-    try:
+    with suppress(Exception):  # no such block: the stage says what it waits for
         os.environ[KEY_VARIABLE] = str(Secret.load(plan.ctx.profile.translation.secret_block).get())
-    except Exception:  # no such block: the stage says what it waits for
-        pass

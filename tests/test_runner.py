@@ -54,7 +54,7 @@ def test_a_stage_that_waits_stops_the_run_saying_for_what(tmp_path):
 def test_a_waiting_message_is_said_once_in_three_lines(tmp_path, capsys):
     """Before: DeepL's waiting text in full on the stage's progress line, then again in the command's paragraph."""
     from kobbq.cli import build_parser
-    from kobbq.commands.build import run_pipeline_file
+    from kobbq.commands.build import report
 
     folder = copy_example(tmp_path)
     pipeline = folder / EXAMPLE_PIPELINE.name
@@ -63,7 +63,7 @@ def test_a_waiting_message_is_said_once_in_three_lines(tmp_path, capsys):
     plan = example_plan(tmp_path, pipeline, stages=2)
     args = build_parser().parse_args(["build", "--pipeline", str(pipeline), "--out", str(tmp_path / "out")])
     plan.prepare()
-    assert run_pipeline_file(plan, lambda plan, _launch: execute(plan), args) == 0
+    assert report(plan, execute(plan), args) == 0
     said = capsys.readouterr()
     assert said.err.splitlines()[-1].endswith("] pretranslate: WAITING for DeepL")
     printed = said.out.splitlines()

@@ -78,22 +78,17 @@ def run(args: argparse.Namespace) -> int:
     from tasks.pipeline import plan as plans, run as runner
 
     if args.templates is None:
-        return run_pipeline_file(plans.pipeline_plan(args.pipeline or EXAMPLE_PIPELINE, args.out, args.force),
-                                 runner.execute, args)
-    profile = profile_of(args)
-    corrections = corrections_file(args, profile)
-    survey_files = survey_inputs(args, profile)
-    survey = plans.SurveyInputs(*survey_files, allow_unmatched=args.allow_unmatched) if survey_files else None
-    if survey is not None:
-        survey.check_exist()
-    plan = plans.templates_plan(args.templates, args.out, profile, args.name, corrections, args.seed,
-                                args.test_split or "profile", survey, args.force)
-    result = runner.execute(plan, launcher(args))
-    state = "up to date" if result is None else "built"
-    if result is not None and result.failed:
-        raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
-    print(f"{plan.ctx.folder.path}: {state}, {release_summary(plan)}")
-    return 0
+        plan = plans.pipeline_plan(args.pipeline or EXAMPLE_PIPELINE, args.out, args.force)
+    else:
+        profile = profile_of(args)
+        corrections = corrections_file(args, profile)
+        survey_files = survey_inputs(args, profile)
+        survey = plans.SurveyInputs(*survey_files, allow_unmatched=args.allow_unmatched) if survey_files else None
+        if survey is not None:
+            survey.check_exist()
+        plan = plans.templates_plan(args.templates, args.out, profile, args.name, corrections, args.seed,
+                                    args.test_split or "profile", survey, args.force)
+    return report(plan, runner.execute(plan, launcher(args)), args)
 
 
 def survey_inputs(args: argparse.Namespace, profile) -> tuple[Path | None, ...] | None:
@@ -108,33 +103,25 @@ def survey_inputs(args: argparse.Namespace, profile) -> tuple[Path | None, ...] 
     return (args.survey_results, *given)
 
 
-def release_summary(plan) -> str:  # (tasks.pipeline.plan.Plan) -> str
-    """The release's counts as its stage recorded them (read from its state, not from the release)."""
-    state = plan.ctx.state(plan.stages[-1].name)
-    return state.message if state else ""
-
-
-def waiting_text(result, status: str) -> str:  # (tasks.pipeline.run.PipelineResult, the status command) -> str
-    """What a waiting pipeline waits for and what to do, in three lines: for what, what to send out or set, and
-    that the same command resumes (the stage's progress line said only the stage and what it waits for)."""
-    waiting = result.waiting
-    said = f"{waiting.waits_for}.\n{waiting.send_out}" if waiting and waiting.send_out else result.message
-    return (f"waiting at stage {result.stage}: {said}\nRe-run the same command once it has arrived; finished stages "
-            f"are not redone (`{status}` shows every stage).")
-
-
-def run_pipeline_file(plan, execute, args: argparse.Namespace) -> int:  # (Plan, tasks.pipeline.run.execute, ...)
-    path = args.pipeline or EXAMPLE_PIPELINE
-    result = execute(plan, launcher(args))
-    if result is None:
+def report(plan, result, args: argparse.Namespace) -> int:  # (Plan, PipelineResult | None, ...)
+    """What the build came to. A pipeline that waits says for what and what to do in three lines: for what, what to
+    send out or set, and that the same command resumes (the stage's progress line said only what it waits for)."""
+    if result is not None and result.failed:
+        raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
+    if args.templates is not None:
+        state = plan.ctx.state(plan.stages[-1].name)  # the release's counts as its stage recorded them
+        summary = state.message if state else ""
+        print(f"{plan.ctx.folder.path}: {'up to date' if result is None else 'built'}, {summary}")
+    elif result is None:
         print(f"{plan.ctx.folder.path}: up to date (every stage's inputs unchanged, its outputs intact); "
               "nothing rebuilt")
-        return 0
-    if result.failed:
-        raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
-    if not result.finished:
+    elif not result.finished:
+        waiting = result.waiting
+        said = f"{waiting.waits_for}.\n{waiting.send_out}" if waiting and waiting.send_out else result.message
         out = "" if args.out == DEFAULT_BUILD_DIR else f" --out {args.out}"
-        print(waiting_text(result, f"kobbq status --pipeline {path}{out}"))
-        return 0
-    print(f"{result.release_dir}: {result.message}")
+        print(f"waiting at stage {result.stage}: {said}\nRe-run the same command once it has arrived; finished "
+              f"stages are not redone (`kobbq status --pipeline {args.pipeline or EXAMPLE_PIPELINE}{out}` shows "
+              "every stage).")
+    else:
+        print(f"{result.release_dir}: {result.message}")
     return 0

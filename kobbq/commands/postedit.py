@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace, profile, stage) -> int:
     translation = TranslationSection(workbooks=[str(p) for p in args.workbooks], glossary=blank(args.glossary))
-    output = run_postedit(args, profile, stage, PipelineConfig(profile=profile.argument, translation=translation))
+    output = run_alone(stage, PipelineConfig(profile=profile.argument, translation=translation), profile, args.out, args)
     print(f"{output.counts['rows']} template rows imported")
     for path in output.outputs.values():
         print(f"wrote {path}")
@@ -84,10 +84,7 @@ def run_reference(args: argparse.Namespace, profile, stage) -> int:
     config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
                             translation=TranslationSection(reference=str(args.templates)),
                             templates=TemplatesSection(corrections=blank(corrections)))
-    output = run_postedit(args, profile, stage, config)
+    output = run_alone(stage, config, profile, args.out, args)
     print(output.text)
     return 0
 
-
-def run_postedit(args: argparse.Namespace, profile, stage, config: PipelineConfig):
-    return run_alone(stage, config, profile, args.out, args)

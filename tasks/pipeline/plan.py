@@ -153,38 +153,15 @@ def each_stage(ctx: Context, stages: list[Stage], upstream: dict[str, str] | Non
         yield StageCheck(stage, parts, state, problem)
 
 
-def prepare(ctx: Context, checks: list[StageCheck]) -> None:
-    """Before any flow run: every stage about to run reads and checks the inputs it already has (its
-    ``prepare``); a bad input is a UserError here, before Prefect starts."""
-    ctx.pending = {check.stage.name for check in checks if not check.current}
-    for check in checks:
-        if check.current or check.stage.prepare is None:
-            continue
-        try:
-            check.stage.prepare(ctx)
-        except UserError as error:  # recorded as the stage's failure (in a pipeline that has run before: a first
-            if ctx.one_off is None and ctx.states.exists():  # run with bad input writes nothing at all)
-                write_state(ctx.states, StageState(check.stage.name, FAILED, check.fingerprint, error.render()))
-            raise
-
-
-def is_current(checks: list[StageCheck]) -> bool:
-    """Every stage done with unchanged inputs and intact outputs (the release folder as its manifest records it):
-    nothing to do, and no need to start Prefect to find that out."""
-    return all(check.current for check in checks)
-
-
-def relative_to_build(ctx: Context, path: Path) -> str:
-    """How a state records an output: relative to the build folder when it is in it (a copied build folder
-    reads its own work files), else as an absolute path (an input the pipeline names)."""
-    resolved, out = Path(path).resolve(), ctx.folder.out.resolve()
-    return resolved.relative_to(out).as_posix() if resolved.is_relative_to(out) else str(resolved)
-
-
 def done_state(ctx: Context, check: StageCheck, counts: dict[str, object], outputs: dict[str, Path],
                summary: str) -> StageState:
-    """The state a finished stage records: its fingerprint, counts, and each output with its hash."""
-    recorded = {role: relative_to_build(ctx, path) for role, path in outputs.items()}
+    """The state a finished stage records: its fingerprint, counts, and each output with its hash. An output is
+    recorded relative to the build folder when it is in it (a copied build folder reads its own work files), else
+    by its absolute path (an input the pipeline names)."""
+    out = ctx.folder.out.resolve()
+    resolved = {role: Path(path).resolve() for role, path in outputs.items()}
+    recorded = {role: path.relative_to(out).as_posix() if path.is_relative_to(out) else str(path)
+                for role, path in resolved.items()}
     hashes = {role: content_hash(Path(path)) for role, path in outputs.items()}
     return StageState(check.stage.name, DONE, check.fingerprint, summary, counts, recorded, hashes=hashes,
                       parts=check.parts)
@@ -207,10 +184,24 @@ class Plan:
 
     @property
     def current(self) -> bool:
-        return is_current(self.checks)
+        """Every stage done with unchanged inputs and intact outputs (the release folder as its manifest records
+        it): nothing to do, and no need to start Prefect to find that out."""
+        return all(check.current for check in self.checks)
 
     def prepare(self) -> None:
-        prepare(self.ctx, self.checks)
+        """Before any flow run: every stage about to run reads and checks the inputs it already has (its
+        ``prepare``); a bad input is a UserError here, before Prefect starts."""
+        ctx = self.ctx
+        ctx.pending = {check.stage.name for check in self.checks if not check.current}
+        for check in self.checks:
+            if check.current or check.stage.prepare is None:
+                continue
+            try:
+                check.stage.prepare(ctx)
+            except UserError as error:  # recorded as the stage's failure (in a pipeline that has run before: a
+                if ctx.one_off is None and ctx.states.exists():  # first run with bad input writes nothing at all)
+                    write_state(ctx.states, StageState(check.stage.name, FAILED, check.fingerprint, error.render()))
+                raise
 
 
 def templates_plan(templates: Path, out: Path, profile: Profile, name: str | None = None,
