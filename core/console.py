@@ -6,7 +6,7 @@ import codecs
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 _START = time.perf_counter()
 _quiet = False
@@ -49,12 +49,9 @@ def escape_what_cannot_be_shown() -> None:
         encoding = getattr(stream, "encoding", None)
         if not encoding or getattr(stream, "errors", "strict") != "strict" or not hasattr(stream, "reconfigure"):
             continue
-        try:
-            if codecs.lookup(encoding).name.startswith("utf"):
-                continue
-            stream.reconfigure(errors="backslashreplace")
-        except (LookupError, ValueError, OSError):
-            pass
+        with suppress(LookupError, ValueError, OSError):
+            if not codecs.lookup(encoding).name.startswith("utf"):
+                stream.reconfigure(errors="backslashreplace")
 
 
 PROGRESS_EVERY = 10.0  # seconds between the plain progress lines written where no terminal reads

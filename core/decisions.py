@@ -107,11 +107,5 @@ def write_decisions_parquet(decisions: Iterable[Decision], path: Path) -> None:
 
 def read_decisions(path: Path) -> list[Decision]:
     """Read a log written by ``write_decisions_csv``."""
-    return [
-        Decision(
-            stage=row["stage"], subject_type=row["subject_type"], subject=row["subject"], rule=row["rule"],
-            outcome=row["outcome"], reason=row["reason"], numbers=json.loads(row["numbers"] or "{}"),
-            override=row["override"] == "true", source=row["source"],
-        )
-        for _, row in read_records(path)[1]
-    ]
+    return [Decision(**{**row, "numbers": json.loads(row["numbers"] or "{}"), "override": row["override"] == "true"})
+            for _, row in read_records(path)[1]]

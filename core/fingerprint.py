@@ -48,12 +48,9 @@ def sha256_file(path: Path, keep: bool = False) -> str:
         if _identity(path) == key:  # not written while it was read
             _kept[key] = data
         return digest
-    hashed = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            hashed.update(block)
-    _digests[key] = hashed.hexdigest()
-    return _digests[key]
+        _digests[key] = digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    return digest
 
 
 def take_kept(path: Path) -> bytes | None:

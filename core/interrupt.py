@@ -1,26 +1,21 @@
 """Ctrl-C and SIGTERM stop a command at once, and a killed one is cleaned up by the next.
 
-What a build leaves running or half-written is registered here while it exists: its child
-processes (the release validation, Prefect's temporary API server) and its staging folder. On
-SIGINT or SIGTERM the handler ends the children, removes the staging folder, prints one line and
-exits (130 or 143) within a few seconds; nothing more is published (the line names a release that was
-published before the signal came). During ``critical()`` (the two
-renames of a publication) a signal waits until the block is done, so a release is never half
-replaced.
+What a build leaves running or half-written is registered here while it exists: its child processes (the release
+validation, Prefect's temporary API server) and its staging folder. On SIGINT or SIGTERM the handler ends the
+children, removes the staging folder, prints one line (naming a release published before the signal came) and exits
+(130 or 143) within a few seconds. During ``critical()`` (the two renames of a publication) a signal waits until the
+block is done, so a release is never half replaced.
 
-A SIGKILLed process cannot clean up: so every command records its children (pid and start time)
-in ``<build folder>/.kobbq-run-<pid>.json``, and the next command that touches the same build
-folder ends the children of records whose owner is gone (``reap_orphans``): by recorded pid *and*
-start time, never by name, so a recycled pid is never hit.
+A SIGKILLed process cannot clean up: so every command records its children (pid and start time) in ``<build
+folder>/.kobbq-run-<pid>.json``, and the next command in the same build folder ends the children of records whose
+owner is gone (``reap_orphans``): by pid *and* start time, never by name, so a recycled pid is never hit.
 
-``checkpoint(phase)`` marks the phases of a build for the fault-injection tests: with
-``KOBBQ_PAUSE_AT=<phase>`` the process writes ``KOBBQ_PAUSE_FILE`` and waits there, so a test can
-send a signal at exactly that phase. Without the variable it does nothing.
+``checkpoint(phase)`` marks the phases of a build for the fault-injection tests: with ``KOBBQ_PAUSE_AT=<phase>`` the
+process writes ``KOBBQ_PAUSE_FILE`` and waits there, so a test can send a signal at exactly that phase.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -147,13 +142,12 @@ def record_run(build_folder: Path) -> None:
 
 
 def _write_records() -> None:
-    me = {"pid": os.getpid(), "start": start_time(os.getpid())}
-    children = [{"pid": pid, "start": start_time(pid), "what": what} for pid, what in sorted(_children.items())]
+    record = RunRecord(owner=RunProcess(pid=os.getpid(), start=start_time(os.getpid())),
+                       children=[RunProcess(pid=pid, start=start_time(pid), what=what)
+                                 for pid, what in sorted(_children.items())]).model_dump_json()
     for path in _records:
-        try:
-            write_text(path, json.dumps({"owner": me, "children": children}))
-        except OSError:
-            pass  # the folder went away; nothing to record
+        with suppress(OSError):  # the folder went away; nothing to record
+            write_text(path, record)
 
 
 def forget_run() -> None:

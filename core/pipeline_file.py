@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -144,16 +145,15 @@ FILE_INPUTS = ("translation.cache", "labels.consensus",
                "survey.reading", "survey.overrides", "survey.questions")
 
 
-def _input(pipeline: Pipeline, key: str) -> tuple[str, Path | None]:
-    section, option = key.split(".")
-    value = getattr(getattr(pipeline.config, section), option)
-    return value, pipeline.file(value)
+def _named(pipeline: Pipeline, keys: tuple[str, ...], wrong: Callable[[Path], bool]) -> list[str]:
+    """``key = 'value' (path)`` of each input of ``keys`` that the file names and whose path is ``wrong``."""
+    values = [(key, getattr(getattr(pipeline.config, key.split(".")[0]), key.split(".")[1])) for key in keys]
+    return [f"{key} = {value!r} ({path})" for key, value in values if (path := pipeline.file(value)) and wrong(path)]
 
 
 def missing_start_inputs(pipeline: Pipeline) -> list[str]:
     """The start inputs the file names that do not exist: a mistyped path, not something people will deliver."""
-    return [f"{key} = {value!r} ({path})" for key in START_INPUTS for value, path in [_input(pipeline, key)]
-            if path is not None and not path.exists()]
+    return _named(pipeline, START_INPUTS, lambda path: not path.exists())
 
 
 def check_start_inputs(pipeline: Pipeline) -> None:
@@ -163,8 +163,7 @@ def check_start_inputs(pipeline: Pipeline) -> None:
     if missing:
         raise UserError(f"{'; '.join(missing)}: does not exist (paths are relative to the pipeline file); "
                         "correct the path", pipeline.path)
-    folders = [f"{key} = {value!r} ({path})" for key in FILE_INPUTS for value, path in [_input(pipeline, key)]
-               if path is not None and path.is_dir()]
+    folders = _named(pipeline, FILE_INPUTS, Path.is_dir)
     if folders:
         raise UserError(f"{'; '.join(folders)}: a folder, where the pipeline reads one file; name the file",
                         pipeline.path)

@@ -2,16 +2,10 @@
 
 Keys are ``<release>-<folder>-<stage>-<what>`` in lower case (``kobbq-1a2b3c4d-survey-summary``; ``<folder>``: 8
 hex digits of the release folder's path), so the UI's Artifacts page keeps one history per release, stage and
-table, run after run, and two releases of one name (the embedded example's and the real data's) never mix:
-
-- every stage: ``-summary`` (markdown: done / waiting / failed / unchanged, its summary and counts; a stage
-  that waits says what it waits for and what to send out; the release its own summary and funnel), ``-rules``
-  (table: each keep/drop rule's subjects kept and dropped, from its decisions), the tables the stage computed
-  (``StageOutput.tables``: the labels' ``-agreement``, the survey's ``-funnel``, the release's ``-funnel``,
-  ``-table1`` and ``-validation``) and its links (``StageOutput.links``: the release's ``-folder`` and
-  ``-audit``).
-
-Everything here is what the stage returned; nothing is read back or computed twice.
+table, and two releases of one name (the embedded example's and the real data's) never mix. Each stage has a
+``-summary`` (markdown: its status, summary and counts, what it waits for and what to send out), ``-rules`` (each
+keep/drop rule's subjects kept and dropped), the tables it computed (``StageOutput.tables``) and its links
+(``StageOutput.links``). Everything here is what the stage returned; nothing is read back or computed twice.
 """
 
 from __future__ import annotations
@@ -22,7 +16,6 @@ from pathlib import Path
 
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
-from core.decisions import Decision
 from core.pipeline_file import DONE
 from core.stage_contract import Context
 from tasks.audit.report import markdown_table
@@ -34,11 +27,6 @@ def artifact_key(ctx: Context, stage: str, what: str) -> str:
     """Prefect keys hold lower-case letters, digits and dashes only."""
     folder = hashlib.sha256(str(ctx.folder.path.resolve()).encode()).hexdigest()[:8]
     return re.sub(r"[^a-z0-9]+", "-", f"{ctx.name}-{folder}-{stage}-{what}".lower()).strip("-")
-
-
-def _rule_rows(decisions: list[Decision]) -> list[dict[str, object]]:
-    return [{"stage": r.stage, "rule": r.rule, "judged": r.subjects, "kept": r.kept, "dropped": r.dropped,
-             "overrides": r.overrides} for r in rule_counts(decisions)]
 
 
 def publish_stage(ctx: Context, run: StageRun) -> None:
@@ -59,7 +47,8 @@ def publish_stage(ctx: Context, run: StageRun) -> None:
                              description=f"{release} ({ctx.folder.path}), stage {stage}: {status}")
     if output is None:
         return
-    rules = _rule_rows(output.decisions)
+    rules = [{"stage": r.stage, "rule": r.rule, "judged": r.subjects, "kept": r.kept, "dropped": r.dropped,
+              "overrides": r.overrides} for r in rule_counts(output.decisions)]
     if rules:
         create_table_artifact(key=artifact_key(ctx, stage, "rules"), table=rules,
                               description=f"{release}, stage {stage}: subjects each rule kept and dropped")

@@ -1,30 +1,26 @@
 """What ``kobbq eval run --deployment`` keeps true on the Prefect server while units run on a work pool.
 
-An evaluation is orchestrated by one command (the flow ``kobbq-model-runs``, in its own
-process) and answered by unit runs on the pool's workers. Four things make what the server
-shows, and what the endpoint is asked, true whatever crashes or pauses:
+An evaluation is orchestrated by one command (the flow ``kobbq-model-runs``, in its own process) and answered by
+unit runs on the pool's workers. What the server shows, and what the endpoint is asked, stays true whatever crashes
+or pauses:
 
-- **Unit leases.** The run answering a unit holds the unit's lease, kept in the answer cache's
-  file (``tasks.evaluation.answer_cache.UnitLease``): it renews it before each request it sends
-  and while it waits for answers, so a run that answers is alive by its own progress, whatever
-  the load. A second run of the unit waits for the lease. A run is **lost** (``UnitWatch``) when
-  it did not renew its lease for ``lost_after`` seconds of this machine's clock (only the lease's
-  renewal count is compared, never another machine's clock), or did not take it within
-  ``start_seconds`` of starting (its worker died before it could). A lost run's lease is revoked
-  before the unit runs again: if it was only paused, it stops before its next request.
-- **One command per evaluation.** The command holds the file locks of its output folder and answer
-  cache (``tasks.evaluation.runs.run_lock``) while it orchestrates: a second one is refused at once,
-  and the operating system frees them when the first dies, however it dies.
-- **Outages.** A Prefect server that does not answer (``ServerLink``) is waited for, up to
-  ``OUTAGE_SECONDS``; the units keep answering meanwhile (their leases are not on the server).
-- **Stops.** The command's own run is marked Crashed on SIGINT/SIGTERM (``marked_on_signal``); the
-  units keep running, and the same command run again attaches to them. One killed outright is
-  found by the next command of the same evaluation, which marks it Crashed and says that it took
-  over (``take_over``). Cancelling the evaluation's run in Prefect (its UI) stops every unit: each
-  watch revokes its unit's lease and marks its run Cancelled, then the command ends the run Cancelled.
+- **Unit leases.** The run answering a unit holds the unit's lease, kept in the answer cache's file
+  (``tasks.evaluation.answer_cache.UnitLease``) and renewed before each request and while it waits, so a run is
+  alive by its own progress, whatever the load; a second run of the unit waits for it. A run is **lost**
+  (``UnitWatch``) when it did not renew its lease for ``lost_after`` seconds of this machine's clock (only the
+  renewal count is compared, never another machine's clock), or did not take it within ``start_seconds`` (its
+  worker died first). A lost run's lease is revoked before the unit runs again: a run only paused stops there.
+- **One command per evaluation.** The command holds the file locks of its output folder and answer cache
+  (``tasks.evaluation.runs.run_lock``): a second one is refused, and the system frees them however the first dies.
+- **Outages.** A silent Prefect server (``ServerLink``) is waited for up to ``OUTAGE_SECONDS``; the units keep
+  answering meanwhile (their leases are not on the server).
+- **Stops.** SIGINT/SIGTERM marks the command's run Crashed (``marked_on_signal``); the units keep running and the
+  same command attaches to them again. One killed outright is marked Crashed by the next command of the same
+  evaluation, which says it took over (``take_over``). Cancelling the evaluation's run in Prefect's UI stops every
+  unit: each watch revokes its unit's lease and marks its run Cancelled, then the command ends Cancelled.
 
-The endpoint's concurrency limit is held with Prefect's leases, which must survive a restart of the
-server, or a restart leaves its slots taken:
+The endpoint's concurrency limit is held with Prefect's leases, which must survive a restart of the server, or a
+restart leaves its slots taken:
 ``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``
 (docs/several-machines.md).
 """
@@ -72,7 +68,6 @@ class ServerGone(UserError):
 
 def server_unreachable(exc: BaseException) -> bool:
     """A failure that says nothing of the request, only that the server (or its database) is not there now."""
-
     if isinstance(exc, httpx.TransportError):
         return True
     return isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code >= 500
@@ -86,7 +81,6 @@ class ServerLink:
 
     def call(self, what: str, request: Callable[..., T]) -> T:
         """``request(client)`` with a sync Prefect client, retried while the server is unreachable."""
-
         down_since = None
         while True:
             try:

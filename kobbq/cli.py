@@ -125,11 +125,9 @@ def quiet_stdout() -> None:
 
 
 def run() -> NoReturn:
-    """The command line's entry point (``kobbq``, ``python -m kobbq``): ``main``, then the interpreter's own exit.
-    It joins the other threads after telling idle thread pools to stop (``threading._shutdown``), runs the exit
-    handlers (Prefect's workers send their last logs and events to its API, a spare child is ended), flushes the
-    console streams and tears the modules down. A hand-made fast exit skipped the pools' wake-up, and a command
-    whose process held an idle pool never ended."""
+    """The command line's entry point (``kobbq``, ``python -m kobbq``): ``main``, then the interpreter's own exit,
+    which wakes idle thread pools (``threading._shutdown``) and runs the exit handlers (Prefect's workers send their
+    last logs to its API). A hand-made fast exit skipped the pools' wake-up, and such a process never ended."""
     sys.exit(main())
 
 

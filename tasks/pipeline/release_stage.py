@@ -12,6 +12,7 @@ records it, and built from this stage's inputs (not replaced since by another bu
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 
 from core import console, interrupt
@@ -25,7 +26,6 @@ from tasks.release.inputs import BuildInputs
 from tasks.release.publish import publish, staged_release
 from core.stage_contract import Context, Stage, StageOutput, Waiting
 from tasks.survey.survey_stage import pipeline_inputs, survey_decisions, survivors
-from tasks.templates.load import TemplateRow
 from tasks.templates.stage_templates import checked_templates
 
 NAME = "release"
@@ -72,11 +72,6 @@ def reports(ctx: Context) -> dict[str, Path]:
     return found
 
 
-def kept(ctx: Context, rows: list[TemplateRow]) -> list[TemplateRow]:
-    """The templates the survey keeps (all of them without survey results)."""
-    return survivors(rows, survey_decisions(ctx)) if ctx.pipeline.config.survey.results else rows
-
-
 def expansion(ctx: Context) -> ExpandedRelease:
     """The release's sample sets, planned once: a template file that cannot produce the profile's listed test
     split stops here, before anything is written."""
@@ -84,7 +79,8 @@ def expansion(ctx: Context) -> ExpandedRelease:
 
     def plan() -> ExpandedRelease:
         split = build_inputs(ctx).test_split
-        surviving = kept(ctx, loaded.templates)
+        rows = loaded.templates  # those the survey keeps (all of them without survey results)
+        surviving = survivors(rows, survey_decisions(ctx)) if ctx.pipeline.config.survey.results else rows
         if not surviving:
             raise UserError(f"the survey kept none of the {len(loaded.templates)} template rows of "
                             f"{template_file(ctx).name}: nothing to release (its decisions and funnel.md say why each "
@@ -102,10 +98,8 @@ def prepare(ctx: Context) -> None:
     run is about to write the template file (or the questions the survey reads), or the survey waits."""
     if ctx.pending & {"templates", "survey-export"}:
         return
-    try:
+    with suppress(Waiting):  # the survey's results are not there yet: the run says so at the survey stage
         expansion(ctx)
-    except Waiting:
-        pass  # the survey's results are not there yet: the run says so at the survey stage
 
 
 def template_file(ctx: Context) -> Path:
