@@ -37,7 +37,6 @@ OPT_OUT = "KOBBQ_PREFECT_SERVER"  # "temporary": a temporary server per command,
 RECORD = "kobbq-server.json"
 PID_FILE = "server.pid"  # Prefect's record of its background server (``prefect server stop`` reads it)
 START_TIMEOUT = 90.0
-TEMPORARY = ("Prefect: a temporary server for this command (5-20 s), as {opt_out}=temporary asks")
 
 
 def prefect_home() -> Path:
@@ -86,13 +85,12 @@ def auth_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-def lost_api(error: BaseException) -> bool:
+def lost_api(error: BaseException | None) -> bool:
     """An error that says the Prefect API could not be reached (anywhere in its chain)."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if "Failed to reach API" in str(seen) or type(seen).__module__.startswith(("httpx", "httpcore")):
+    while error is not None:
+        if "Failed to reach API" in str(error) or type(error).__module__.startswith(("httpx", "httpcore")):
             return True
-        seen = seen.__cause__ or seen.__context__
+        error = error.__cause__ or error.__context__
     return False
 
 
@@ -104,15 +102,12 @@ def connect() -> Iterator[None]:
 
     url = api_setting("url")
     if not url and os.environ.get(OPT_OUT) == "temporary":
-        console.step(TEMPORARY.format(opt_out=OPT_OUT))
+        console.step(f"Prefect: a temporary server for this command (5-20 s), as {OPT_OUT}=temporary asks")
         yield
         return
-    if url:
-        found = problem(url)
-        if found:
-            raise UserError(found)
-    else:
-        url = background_server()
+    if url and (found := problem(url)):
+        raise UserError(found)
+    url = url or background_server()
     try:  # a server gone during the build is said within seconds, not after minutes of retries
         with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_CLIENT_MAX_RETRIES: 1}):
             yield

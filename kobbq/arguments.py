@@ -1,14 +1,10 @@
-"""Arguments that argparse refuses when they are impossible (``--bootstrap -1``, ``--timeout 0``, an
-endpoint without ``http://``).
+"""Arguments that argparse refuses when they are impossible (``--bootstrap -1``, ``--timeout 0``, an endpoint
+without ``http://``): told at once, in one line naming the option, before anything is read, started or sent, not
+later as a traceback from numpy or the HTTP client.
 
-A bad value is told at once, in one line naming the option (``kobbq.cli``'s parser), before
-anything is read, started or sent; without these types it was accepted and reported
-(``-1 bootstrap resamples``), or surfaced later as a traceback from numpy or the HTTP client.
-
-Options several commands share are declared here once, so that one concept has one name
-everywhere (``--prompt-table FILE``, ``--prompt ID``); a renamed option keeps its old spelling as
-a hidden alias (``add_hidden_alias``). ``--profile`` and the corrections file are declared here too, and
-the profile a command was given is loaded once (``profile_of``).
+Options several commands share are declared here once, so that one concept has one name everywhere
+(``--prompt-table FILE``, ``--prompt ID``, ``--profile``, the corrections file); a renamed option keeps its old
+spelling as a hidden alias (``add_hidden_alias``), and the profile a command was given is loaded once.
 """
 
 from __future__ import annotations
@@ -118,8 +114,7 @@ def add_hidden_alias(parser: argparse.ArgumentParser | argparse._ArgumentGroup, 
 
 
 def add_prompt_table(parser: argparse.ArgumentParser) -> None:
-    """``--prompt-table FILE`` (``eval prepare``, ``eval score``; ``args.prompts``); before issue 25 it was
-    ``--prompts``."""
+    """``--prompt-table FILE`` (``eval prepare``, ``eval score``; ``args.prompts``), formerly ``--prompts``."""
     table = parser.add_argument("--prompt-table", dest="prompts", type=Path, default=None, metavar="FILE",
                                 help="prompt table TSV (default: the one the release's profile names, "
                                      "[files] evaluation_prompts)")
@@ -127,9 +122,8 @@ def add_prompt_table(parser: argparse.ArgumentParser) -> None:
 
 
 def add_prompt_selection(parser: argparse.ArgumentParser, old: str, dest: str, **old_changes) -> None:
-    """``--prompt ID``, repeatable or comma-separated (``eval prepare``, ``eval run``), into ``args.<dest>``
-    (the name the command's code had before); ``old`` is the spelling the command had before issue 25
-    (``--prompt-ids 1 2`` in prepare, ``--prompts 1,2`` in run)."""
+    """``--prompt ID``, repeatable or comma-separated (``eval prepare``, ``eval run``), into ``args.<dest>``;
+    ``old``: the command's former spelling (``--prompt-ids 1 2`` in prepare, ``--prompts 1,2`` in run)."""
     chosen = parser.add_argument("--prompt", dest=dest, type=prompt_ids, action=PromptIds, default=None,
                                  metavar="ID[,ID...]",
                                  help="only these prompts of the table (repeat it, or 1,2,3; default: all of them)")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from core import interrupt
 from core.errors import UserError
-from core.findings import Finding
+from core.findings import Finding, errors, warnings
 from kobbq.arguments import add_corrections, add_profile, corrections_file, profile_of
 
 
@@ -49,9 +49,7 @@ def findings_for(args: argparse.Namespace) -> tuple[list[Finding], str]:
 def run(args: argparse.Namespace) -> int:
     interrupt.leaves("validate writes no file")
     findings, what = findings_for(args)
-    errors = [f for f in findings if f.severity == "error"]
-    warnings = [f for f in findings if f.severity == "warning"]
-    for finding in errors if args.errors_only else findings:
+    for finding in errors(findings) if args.errors_only else findings:
         print(finding.render())
-    print(f"{args.path}: {what}; {len(errors)} error(s), {len(warnings)} warning(s)")
-    return 1 if errors else 0
+    print(f"{args.path}: {what}; {len(errors(findings))} error(s), {len(warnings(findings))} warning(s)")
+    return 1 if errors(findings) else 0
