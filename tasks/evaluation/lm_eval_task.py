@@ -28,7 +28,7 @@ from core.errors import UserError
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
 from tasks.evaluation.jsonl import json_records
-from tasks.evaluation.metric_table import family
+from tasks.evaluation.metric_table import HIGHER, family
 from tasks.evaluation.predictions import expected_rows
 from tasks.evaluation.prepared_folder import read_summary
 from tasks.evaluation.prompts import PREPARED_PROMPTS, read_prompt_table, read_release, select_prompts
@@ -71,7 +71,7 @@ def export_task(release: Path, out: Path, prepared: Path) -> list[Path]:
 
 def _common_yaml(release_name: str) -> str:
     metrics = "".join(f"  - metric: {m.name}\n    aggregation: !function utils.{m.name}\n"
-                      f"    higher_is_better: {'true' if m.higher_is_better else 'false'}\n" for m in METRICS)
+                      f"    higher_is_better: {'true' if m.better == HIGHER else 'false'}\n" for m in METRICS)
     return (f"# {release_name}: the prepared prompts of a release, answered by generation, read and scored as\n"
             "# kobbq eval score does (utils.py imports the installed kobbq-builder).\n"
             "# Written by kobbq eval export-lm-eval.\n"

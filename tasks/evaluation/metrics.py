@@ -43,7 +43,6 @@ COUNTS = ["rows", "ooc", "amb", "amb_correct", "amb_biased", "amb_counter", "dis
 BOOTSTRAP_CHUNK_CELLS = 1 << 20
 BOOTSTRAP_CHUNK_REPLICATES = 1 << 15
 GROUPINGS = ("overall", "label", "category")  # the upstream row order: overall, each label, each category
-MODES = ("test", "all")
 
 
 def sample_attributes(sample_ids: pd.Series, answers: pd.Series, biased_answers: pd.Series, profile: Profile,
@@ -137,8 +136,6 @@ def template_counts(rows: pd.DataFrame, table: pd.DataFrame, by: Sequence[str] =
 
 def group_metrics(counts: pd.DataFrame, mode: str, by: Sequence[str] = ()) -> pd.DataFrame:
     """One row per (run, grouping, group) in upstream order: the metrics, BBQ scores, row and template counts."""
-    if mode not in MODES:
-        raise UserError(f"mode must be one of {MODES}, not {mode!r}")
     levels = [*by, "grouping", "group"]
     pooled = counts.groupby(level=levels, sort=False).sum()
     templates = counts.groupby(level=levels, sort=False).size()
