@@ -233,14 +233,14 @@ def describe_runs(runs: list) -> str:
 
 @task(name="write-model-answers", cache_policy=NO_CACHE)
 def write_model_answers(prepared: Path, settings: GenerationSettings, prompts: list[int], cache_path: Path,
-                        out: Path) -> tuple[list[Path], list[dict]]:
-    """The model's answer files (request order) and its rows of the runs table, from the answer cache."""
+                        out: Path) -> list[dict]:
+    """Write the model's answer files (request order) from the answer cache; its rows of the runs table."""
     requests = load_requests(prepared, prompts)
     with AnswerCache(cache_path) as cache:
         found = cached_answers(requests, settings, cache)
     answers = [found.get(r.prompt, Answer("", "failed")) for r in requests]
-    files = write_answer_files(requests, answers, settings.model, out / model_slug(settings.model))
-    return files, runs_table(settings.model, [r.prompt_id for r in requests], answers)
+    write_answer_files(requests, answers, settings.model, out / model_slug(settings.model))
+    return runs_table(settings.model, [r.prompt_id for r in requests], answers)
 
 
 def runs_table(model: str, prompt_ids: list[int], answers: list[Answer]) -> list[dict]:
@@ -308,8 +308,7 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
     table: list[dict] = []
     for model in models:
         settings = GenerationSettings(endpoint, model, chat=chat, max_tokens=max_tokens)
-        _, rows = write_model_answers(prepared, settings, prompts, cache_path, out)
-        table += rows
+        table += write_model_answers(prepared, settings, prompts, cache_path, out)
     link.call("publishing the runs table", lambda _client: create_table_artifact(
         key="kobbq-model-runs", table=table,
         description=f"{len(units)} (model x prompt) runs on {endpoint}; {len(unfinished)} unfinished"))

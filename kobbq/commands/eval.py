@@ -25,7 +25,6 @@ from core import interrupt
 from core.atomic import check_writable, write_text
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
-from core.text_files import read_json
 from kobbq.arguments import (NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table, http_url,
                              real_number, release_of, whole_number)
 from tasks.evaluation.limits import LOST_AFTER_FLOOR, LOST_AFTER_SECONDS, REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
@@ -278,7 +277,8 @@ def run_command(args: argparse.Namespace) -> int:
     check_writable(cache_path.parent, create=False)
     requests = runs.load_requests(args.prepared, args.prompts)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
-    replay = replay_model(args, endpoint) if args.replay else None
+    settings = answer_cache.GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
+    replay = client.ReplayModel(settings, args.replay) if args.replay else None  # a bad line: one line naming it
     covered = replay.check_covers(requests) if replay else None  # before anything is written: none, refused
     if covered and not args.quiet:
         print(covered, file=sys.stderr)
@@ -291,15 +291,14 @@ def run_command(args: argparse.Namespace) -> int:
     with runs.run_lock(args.out, cache_path):
         if args.deployment:
             return pool_command(args, endpoint)
-        return direct_run(args, requests, endpoint, cache_path, replay)
+        return direct_run(args, requests, settings, cache_path, replay)
 
 
-def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_path: Path, replay: object) -> int:
+def direct_run(args: argparse.Namespace, requests: list, settings: object, cache_path: Path, replay: object) -> int:
     """Every request from this process (a thread pool), answers cached as they arrive."""
 
     if len(args.model) > 1:
         raise UserError("one --model per direct run; several models need --deployment")
-    settings = answer_cache.GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
     model = replay or client.model_from_environment(settings, args.key_env, args.max_retries, args.timeout)
     model.check()  # a dead server or a refused key: one line now, not a retried request after another
     with answer_cache.AnswerCache(cache_path) as cache:
@@ -317,13 +316,6 @@ def direct_run(args: argparse.Namespace, requests: list, endpoint: str, cache_pa
               "to retry them", file=sys.stderr)
         return 1
     return score_answers(args, summary.files[0]) if args.score else 0
-
-
-def replay_model(args: argparse.Namespace, endpoint: str) -> object:
-    """The recording of ``--replay``, read and checked (a bad line: one line naming it)."""
-
-    settings = answer_cache.GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
-    return client.ReplayModel(settings, args.replay)
 
 
 def pool_command(args: argparse.Namespace, endpoint: str) -> int:
@@ -371,8 +363,8 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
 def score_answers(args: argparse.Namespace, answers: Path) -> int:
     """Score the answers as ``kobbq eval score`` does with its defaults (``ScoreRequest``'s)."""
 
-    prepared = read_json(args.prepared / "prepared.json", "prepared summary")
-    if not isinstance(prepared, dict) or not isinstance(prepared.get("release"), str):
+    prepared = prepared_folder.read_summary(args.prepared)
+    if not isinstance(prepared.get("release"), str):
         raise UserError("not a prepared summary naming its release: prepare the folder again (kobbq eval prepare)",
                         args.prepared / "prepared.json")
     outcome = report.score(report.ScoreRequest(release=args.prepared / prepared["release"], predictions=[answers],
@@ -388,24 +380,15 @@ def export_command(args: argparse.Namespace) -> int:
     release = release_of(args, args.prepared)
     interrupt.leaves(f"{args.out} is as it was before (the task files are moved in only once all are written)")
     with prepared_folder.staged(args.out) as staging, ExitStack() as temporary:
-        prepared = args.prepared or Path(temporary.enter_context(prepared_by_cli(release)))
+        prepared = args.prepared
+        if prepared is None:  # prepared as `kobbq eval prepare` does with its defaults
+            prepared = Path(temporary.enter_context(tempfile.TemporaryDirectory(prefix="kobbq-prepared-")))
+            prompts.prepare_release(release, prepared)
         lm_eval_task.export_task(release, staging, prepared)
         written = prepared_folder.move_in(staging, args.out, "utils.py")
     for path in written:
         print(f"wrote {path}")
     return 0
-
-
-def prepared_by_cli(release: Path) -> tempfile.TemporaryDirectory:
-    """The release prepared as ``kobbq eval prepare`` does with its defaults, in a temporary folder."""
-
-    folder = tempfile.TemporaryDirectory(prefix="kobbq-prepared-")
-    try:
-        prompts.prepare_release(release, Path(folder.name))
-    except BaseException:
-        folder.cleanup()
-        raise
-    return folder
 
 
 def import_command(args: argparse.Namespace) -> int:

@@ -13,16 +13,10 @@ module only sorts what comes back:
   the next run;
 - a refused key or an unknown model or endpoint (401/403/404) concerns every request, so
   it stops the run at once (``RunStopped``) with a message that never contains the key;
-- a server that cannot be reached stops the run too: ``check`` lists the endpoint's models
-  before anything is sent, and during the run a ``ConnectionWatch`` shared by every thread
-  stops it once every attempt to connect has failed for a second (the server died), instead
-  of retrying each remaining request for its whole backoff (~14 s a request, a day and a half
-  for the real release). Answers received before are in the answer cache;
-- so does a server that accepts connections and never answers (stalled, or hung on a model):
-  ``check`` refuses one that does not list its models within the request timeout (10 s at
-  most), and the watch stops the run once no response of any kind has come for
-  ``STALLED_AFTER_TIMEOUTS`` request timeouts (a minute with the default 30 s), instead of
-  waiting out every request's attempts (hours for the example, weeks for the real release).
+- a server that cannot be reached, or that accepts connections and never answers, stops the run
+  too: ``check`` before anything is sent, then a ``ConnectionWatch`` shared by every thread,
+  instead of retrying each remaining request for its whole backoff (a day and a half for the real
+  release; weeks when it is stalled). Answers received before are in the answer cache.
 
 ``ReplayModel`` answers from a recording (``--replay``) by the sha256 of the prompt text, with no
 network and no key; a request not recorded is ``failed``.

@@ -25,12 +25,12 @@ import pandas as pd
 
 from core.atomic import write_text
 from core.errors import UserError
-from core.text_files import read_json
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
 from tasks.evaluation.jsonl import json_records
-from tasks.evaluation.metric_table import family
+from tasks.evaluation.metric_table import HIGHER, family
 from tasks.evaluation.predictions import expected_rows
+from tasks.evaluation.prepared_folder import read_summary
 from tasks.evaluation.prompts import PREPARED_PROMPTS, read_prompt_table, read_release, select_prompts
 from tasks.evaluation.runs import Request, load_requests, write_answer_files
 from tasks.release.write import lm_eval_task_name
@@ -42,7 +42,7 @@ SCORED_COLUMNS = ("answer", "unknown", "biased_answer", "dis", "biased_context",
 
 def export_task(release: Path, out: Path, prepared: Path) -> list[Path]:
     """Write the task folder for the prepared requests of ``release``; returns the files written."""
-    settings = _read_json(Path(prepared) / "prepared.json")
+    settings = read_summary(Path(prepared))
     samples = read_release(Path(release), settings.get("split"))
     requests = load_requests(Path(prepared))
     prefix, asked = lm_eval_task_name(samples.name), sorted({r.prompt_id for r in requests})
@@ -71,7 +71,7 @@ def export_task(release: Path, out: Path, prepared: Path) -> list[Path]:
 
 def _common_yaml(release_name: str) -> str:
     metrics = "".join(f"  - metric: {m.name}\n    aggregation: !function utils.{m.name}\n"
-                      f"    higher_is_better: {'true' if m.higher_is_better else 'false'}\n" for m in METRICS)
+                      f"    higher_is_better: {'true' if m.better == HIGHER else 'false'}\n" for m in METRICS)
     return (f"# {release_name}: the prepared prompts of a release, answered by generation, read and scored as\n"
             "# kobbq eval score does (utils.py imports the installed kobbq-builder).\n"
             "# Written by kobbq eval export-lm-eval.\n"
@@ -90,13 +90,6 @@ def _group_yaml(prefix: str, prompts: list[int]) -> str:
     tasks = "".join(f"  - {prefix}_p{p}\n" for p in prompts)
     metrics = "".join(f'  - metric: "{m.name}"\n    weight_by_size: false\n' for m in METRICS)
     return f"group: {prefix}\ntask:\n{tasks}aggregate_metric_list:\n{metrics}metadata:\n  version: 1.0\n"
-
-
-def _read_json(path: Path) -> dict:
-    summary = read_json(path, "prepared summary")
-    if not isinstance(summary, dict):
-        raise UserError("not a prepared summary (expected a JSON object): prepare the folder again", path)
-    return summary
 
 
 def _documents(requests: list[Request], rows: pd.DataFrame, where: Path) -> list[dict]:

@@ -25,10 +25,6 @@ class Metric:
     family: str  # paper, bbq or esbbq
     upstream: str = ""  # the paper's results.tsv heading (paper metrics)
 
-    @property
-    def higher_is_better(self) -> bool:
-        return self.better == HIGHER
-
 
 METRIC_TABLE = (
     Metric("ooc_ratio", "OOC", LOWER, "paper", "out-of-choice ratio"),

@@ -76,9 +76,7 @@ class Run:
 
 def read_predictions(path: Path, model: str | None = None, prompt: int | None = None) -> list[Submission]:
     """Read one predictions file into submissions, one per (model, prompt) it holds."""
-    if not path.exists():
-        raise UserError("predictions file not found", path)
-    check_input_file(path)
+    check_input_file(path, "predictions file")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         frame = _read_jsonl(path)

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from core import interrupt
 from core.atomic import check_not_a_file
-from core.errors import os_errno
+from core.errors import UserError, os_errno
 from core.release_folder import STAGING_PREFIX
+from core.text_files import read_json
 from tasks.release.publish import removed_on_error
 
 SUMMARY = "prepared.json"  # written last; lists the folder's files ("files")
@@ -67,6 +68,17 @@ def staged(out: Path) -> Iterator[Path]:
 
     with removed_on_error(staging, named):
         yield staging
+
+
+def read_summary(prepared: Path) -> dict:
+    """The ``prepared.json`` of a folder `kobbq eval prepare` wrote (scoring, export and ``run --score`` read it)."""
+    path = prepared / SUMMARY
+    if not path.exists():
+        raise UserError("not a prepared folder (no prepared.json; write one with `kobbq eval prepare`)", prepared)
+    summary = read_json(path, "prepared summary")
+    if not isinstance(summary, dict):
+        raise UserError("not a prepared summary (expected a JSON object): prepare the folder again", path)
+    return summary
 
 
 def folder_files(folder: Path) -> list[str]:

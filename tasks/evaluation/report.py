@@ -18,12 +18,11 @@ import pandas as pd
 from core.atomic import write_bytes
 from core.errors import Location, UserError
 from core.paths import relative_path
-from core.text_files import read_json
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.metric_table import TITLES
 from tasks.evaluation.metrics import BBQ_METRICS, METRICS, UPSTREAM_HEADER, Bootstrap, over_prompts, score_rows
 from tasks.evaluation.predictions import Run, match_submission, read_predictions, runs_frame
-from tasks.evaluation.prepared_folder import move_in, staged
+from tasks.evaluation.prepared_folder import SUMMARY, move_in, read_summary, staged
 from tasks.evaluation.prompts import (PREPARED_PROMPTS, ReleaseSamples, read_prompt_table, read_release,
                                       resolve_prompt_table)
 
@@ -349,12 +348,8 @@ def score(request: ScoreRequest) -> ScoreOutcome:
 def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
     """The prompt table a prepared folder was made with (its copy there); its release must be this one
     (same profile, split, sample file)."""
-    path = prepared / "prepared.json"
-    if not path.exists():
-        raise UserError("not a prepared folder (no prepared.json; write one with `kobbq eval prepare`)", prepared)
-    summary = read_json(path, "prepared summary")
-    if not isinstance(summary, dict):
-        raise UserError("not a prepared summary (expected a JSON object): prepare the folder again", path)
+    path = prepared / SUMMARY
+    summary = read_summary(prepared)
     for key, ours in (("profile", release.profile.name), ("split", release.split), ("release_name", release.name)):
         if summary.get(key) != ours:
             raise UserError(f"prepared for {key} {summary.get(key)!r}, but the release to score has {ours!r}",

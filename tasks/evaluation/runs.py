@@ -35,7 +35,7 @@ from core.errors import Location, UserError
 from core.atomic import write_text, write_with
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, UnitLease
 from tasks.evaluation.client import Model, prompt_sha256
-from tasks.evaluation.jsonl import text_lines
+from tasks.evaluation.jsonl import json_records
 from tasks.evaluation.prepared_folder import move_in, staged
 from tasks.release.publish import build_lock
 
@@ -62,13 +62,11 @@ def load_requests(prepared: Path, prompts: Sequence[int] | None = None) -> list[
         raise UserError("no requests.jsonl here: prepare the release first (kobbq eval prepare)", Path(prepared))
     requests: list[Request] = []
     seen: set[tuple[int, str]] = set()
-    for line_number, line in text_lines(path):
-        if not line.strip():
-            continue
-        request = _request_from_line(line, Location(str(path), line_number))
+    for where, row in json_records(path):
+        request = _request_from_row(row, where)
         if (request.prompt_id, request.id) in seen:
             raise UserError(f"request {request.id} of prompt {request.prompt_id} appears twice",
-                            Location(str(path), line_number, "id"))
+                            Location(where.file, where.row, "id"))
         seen.add((request.prompt_id, request.id))
         if prompts is None or request.prompt_id in prompts:
             requests.append(request)
@@ -78,11 +76,7 @@ def load_requests(prepared: Path, prompts: Sequence[int] | None = None) -> list[
     return requests
 
 
-def _request_from_line(line: str, where: Location) -> Request:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"not JSON ({exc.msg})", Location(where.file, where.row, str(exc.colno))) from None
+def _request_from_row(row: object, where: Location) -> Request:
     if not isinstance(row, dict):
         raise UserError(f"not a request (a JSON object with {', '.join(REQUIRED_KEYS)}); prepare the folder again",
                         where)
