@@ -47,7 +47,7 @@ def real_release(tmp_path_factory, kobbq_templates_tsv, survey_result_json, ko_p
 
 @pytest.fixture(scope="module")
 def real_log(real_release, ko_profile):
-    return load_audit_log(real_release, ko_profile)
+    return load_audit_log(real_release)
 
 
 @pytest.fixture(scope="module")

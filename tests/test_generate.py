@@ -243,7 +243,7 @@ def test_why_and_diff_on_the_es_release(es_release):
 
     folder, _ = es_release
     profile = load_profile("es")
-    log = load_audit_log(folder, profile)
+    log = load_audit_log(folder)
     # SES template 1 (one row, no version letter): 3 rich x 3 poor names x 4 flips x 4 = 144 instances; per pair
     # 'disambig' and 'all' repeat the two ambiguous instances of 'original' and 'ambig': 9 x 12 = 108 kept.
     template = explain("SES|1", log, profile)

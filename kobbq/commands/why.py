@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     release = release_of(args)
     profile = fates.release_profile(release, args.profile)
-    log = fates.load_audit_log(release, profile)
+    log = fates.load_audit_log(release)
     print(lineage.render_lineage(lineage.explain(args.id, log, profile)), end="")
     return 0
 

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.profile import Profile
-from core.release_folder import require_manifest
 from tasks.audit.fates import SAMPLE_ID, load_audit_log, template_of
 from tasks.templates.corrections import AppliedCorrection
 from core.decisions import template_subject
@@ -57,9 +56,6 @@ class Diff:
     changes: list[TemplateChange]
     unchanged: int  # templates in both with no change
     notes: list[str] = field(default_factory=list)  # corrections applied, schema differences
-
-    def count(self, status: str) -> int:
-        return sum(1 for c in self.changes if c.status == status)
 
     def samples(self, what: str) -> int:
         return sum(getattr(c, f"samples_{what}") for c in self.changes)
@@ -238,8 +234,8 @@ def _release_records(folder: Path, manifest: dict[str, object], profile: Profile
 def diff_releases(old: Path, new: Path, profile: Profile) -> Diff:
     """Compare two release folders: samples by ID, template fates from their decision logs."""
     old, new = Path(old), Path(new)
-    old_manifest, new_manifest = require_manifest(old), require_manifest(new)
-    old_log, new_log = load_audit_log(old, profile), load_audit_log(new, profile)
+    old_log, new_log = load_audit_log(old), load_audit_log(new)
+    old_manifest, new_manifest = old_log.manifest, new_log.manifest
     prefixes = {c.sample_prefix: c.name for c in profile.categories}
 
     def subject_of(sample_id: str) -> str:

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import UserError
 from core.release_folder import DECISIONS, MANIFEST, require_manifest
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE, PROFILE_DIR
 from core.profile import Profile, is_profile_path, load_profile
-from core.tables import read_records
 from core.pipeline_file import STAGES, load_pipeline
-from core.decisions import OUTCOME_DROP, Decision, bbq_subject, read_decisions, template_subject
-from tasks.release.write import test_samples_name
+from core.decisions import OUTCOME_DROP, Decision, read_decisions
 from tasks.survey.rule_table import RULE_TABLE
-from tasks.templates.load import TemplateRow
 
 # The order the stages run in; a stage the log does not know sorts last, by name.
 STAGE_ORDER = STAGES  # the pipeline's stages, in the order they run
@@ -138,12 +135,12 @@ def release_profile(release_dir: Path, given: str | None = None) -> Profile:
     return load_profile(built_with)
 
 
-def load_audit_log(release_dir: Path, profile: Profile) -> AuditLog:
+def load_audit_log(release_dir: Path) -> AuditLog:
     """Read ``decisions.csv`` and ``manifest.json`` of a release folder and work out every template's fate.
 
-    Label and BBQ link of released templates that no labelling or translation decision names are
-    taken from the evaluation split (one fill of every template row: 4 samples a row, never the
-    full sample set), so a release built from a template file alone still links to BBQ.
+    Label and BBQ link of released templates that no labelling or translation decision names are the ones the
+    release's own decision (``expanded``) records, so a release built from a template file alone still links to
+    BBQ.
     """
     release_dir = Path(release_dir)
     if not release_dir.is_dir():
@@ -151,42 +148,7 @@ def load_audit_log(release_dir: Path, profile: Profile) -> AuditLog:
     path = release_dir / DECISIONS
     if not path.exists():
         raise UserError(f"no {DECISIONS} here; expected a release folder written by `kobbq build`", release_dir)
-    manifest = require_manifest(release_dir)
-    log = build_audit_log(release_dir, read_decisions(path), manifest)
-    test_split = release_dir / test_samples_name(str(manifest.get("release", profile.release.name)))
-    if test_split.exists():
-        links = release_links(test_split, profile)
-        log.fates = {subject: with_link(fate, links.get(subject)) for subject, fate in log.fates.items()}
-    return log
-
-
-def template_links(templates: list[TemplateRow]) -> dict[str, tuple[str, str]]:
-    """Template subject -> (BBQ subject or "", label), from the template rows the release was expanded from: what
-    ``release_links`` reads from a published test split."""
-    return {template_subject(t.category, t.template_id):
-            (bbq_subject(t.bbq_category, t.bbq_id) if t.bbq_id and t.bbq_category and t.bbq_id != "N/A" else "",
-             t.label) for t in templates}
-
-
-def release_links(path: Path, profile: Profile) -> dict[str, tuple[str, str]]:
-    """Template subject -> (BBQ subject or "", label), read from a released sample file."""
-    categories = {c.sample_prefix: c.name for c in profile.categories}
-    links: dict[str, tuple[str, str]] = {}
-    for _, row in read_records(path, "\t")[1]:
-        match = SAMPLE_ID.fullmatch(row["sample_id"])
-        if match is None or match["prefix"] not in categories:
-            continue
-        subject = template_subject(categories[match["prefix"]], int(match["id"]))
-        linked = row["bbq_id"] and row["bbq_category"] and row["bbq_id"] != "N/A"
-        links[subject] = (bbq_subject(row["bbq_category"], row["bbq_id"]) if linked else "",
-                          row["label_annotation"])
-    return links
-
-
-def with_link(fate: Fate, link: tuple[str, str] | None) -> Fate:
-    if link is None:
-        return fate
-    return replace(fate, bbq=fate.bbq or link[0], label=fate.label or link[1])
+    return build_audit_log(release_dir, read_decisions(path), require_manifest(release_dir))
 
 
 def build_audit_log(release_dir: Path, decisions: list[Decision], manifest: dict[str, object]) -> AuditLog:

@@ -268,23 +268,15 @@ def render_lineage(lineage: Lineage) -> str:
     """Plain text for the terminal: status and the deciding drops first, then stage by stage."""
     lines = [f"{lineage.title}: {lineage.status}"]
     if lineage.first:
-        lines.append("")
-        lines.append("Dropped by:")
+        lines += ["", "Dropped by:"]
         for decision in lineage.first:
-            lines.extend(_decision_lines(decision, "  ", f"{decision.stage}: "))
-    lines.append("")
+            lines += _decision_lines(decision, "  ", f"{decision.stage}: ")
     width = max(len(name) for name, _ in lineage.facts)
-    lines.extend(f"  {name.ljust(width)}  {value}" for name, value in lineage.facts)
+    lines += ["", *(f"  {name.ljust(width)}  {value}" for name, value in lineage.facts)]
     if lineage.related:
-        lines.append("")
-        lines.append("Templates:")
-        lines.extend(f"  {line}" for line in lineage.related)
-    stages: dict[str, list[Decision]] = {}
-    for decision in lineage.decisions:
-        stages.setdefault(decision.stage, []).append(decision)
-    for stage, decisions in sorted(stages.items(), key=lambda item: stage_rank(item[0])):
-        lines.append("")
-        lines.append(f"{stage}: {STAGE_TITLES.get(stage, stage)}")
-        for decision in decisions:
-            lines.extend(_decision_lines(decision, "  "))
+        lines += ["", "Templates:", *(f"  {line}" for line in lineage.related)]
+    for stage in sorted({d.stage for d in lineage.decisions}, key=stage_rank):
+        lines += ["", f"{stage}: {STAGE_TITLES.get(stage, stage)}"]
+        for decision in (d for d in lineage.decisions if d.stage == stage):
+            lines += _decision_lines(decision, "  ")
     return "\n".join(lines) + "\n"

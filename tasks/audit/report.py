@@ -2,7 +2,7 @@
 
 It is a view of what the release holds, made by the build from what it wrote (``write_release_folder``), never
 read back: the decision log, the manifest's counts, the Table 1 comparison, the survey funnel and votes (when
-the survey stage ran) and the templates' BBQ links and labels (for templates no translation decision names). It shows:
+the survey stage ran). It shows:
 
 - the funnel per stage and category: templates in the log, each dropping rule's count, and
   what reached the release (template IDs, rows, samples), beside the paper's numbers;
@@ -32,8 +32,7 @@ from core.atomic import write_text
 from core.profile import Profile
 from core.release_folder import AUDIT
 from tasks.audit.charts import audit_charts, parse_votes
-from tasks.audit.fates import (AuditLog, Fate, build_audit_log, stage_rank, stereotype_text,
-                               template_links, with_link)
+from tasks.audit.fates import AuditLog, Fate, build_audit_log, stage_rank, stereotype_text
 from tasks.audit.lineage import display_id
 from core.decisions import Decision, numbers_text
 from core.findings import Finding
@@ -217,9 +216,6 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     def audit_and_manifest(files: ReleaseFiles) -> WrittenRelease:
         """Written while the checks' child validates the samples."""
         log = build_audit_log(folder, files.decisions, files.facts)
-        if release.generated is None:  # a generated release has no test split, the fates' other source of links
-            links = template_links(release.templates)
-            log.fates = {subject: with_link(fate, links.get(subject)) for subject, fate in log.fates.items()}
         table1 = csv_rows(files.table)
         report = ReportInputs(table1, files.reports.get(FUNNEL), files.reports.get(VOTES, ""))
         write_text(folder / AUDIT, render_audit_html(log, inputs.profile, report))

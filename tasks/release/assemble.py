@@ -9,7 +9,6 @@ Prefect task; tests and benchmarks call them directly.
 
 from __future__ import annotations
 
-import csv
 import itertools
 import shutil
 import time
@@ -36,6 +35,7 @@ from tasks.templates.workbook import Vocabulary
 from core.findings import Finding
 from core.fingerprint import sha256_file
 from core.errors import UserError
+from core.tables import write_csv_rows
 from core.release_folder import (CORRECTIONS_APPLIED, DECISIONS, DECISIONS_PARQUET, INPUT_WARNINGS,
                                  NORMALISATIONS, TABLE1_CSV, TABLE1_MD, WRITTEN_BY)
 from core.release_folder import write_manifest as write_manifest_file
@@ -114,41 +114,34 @@ def expand_release(templates: list[TemplateRow], profile: Profile, seed: int, vo
                                split or TestSplit(NONE, seed, "a generated release has no test split"), generated)
     split = split or TestSplit(SEEDED, seed, "the seeded draw, expand_release's default")
     fills = [fill_count(template) for template in templates]
+    samples = [4 * count for count in fills]
     if split.method == LISTED:
         assert split.ids_file is not None
         selection = listed_fills(templates, fills, profile, split.ids_file, partial)
-        return ExpandedRelease(templates, profile, fills, [4 * count for count in fills], selection.fills, split,
-                               test_order=selection.order)
-    return ExpandedRelease(templates, profile, fills, [4 * count for count in fills],
-                           evaluation_fills(templates, fills, profile, split.seed), split)
-
-
-def _template_numbers(template: TemplateRow) -> dict[str, object]:
-    return {"template": template_subject(template.category, template.template_id), "label": template.label,
-            "bbq": f"bbq:{template.bbq_category}:{template.bbq_id}" if template.bbq_id else ""}
+        return ExpandedRelease(templates, profile, fills, samples, selection.fills, split, test_order=selection.order)
+    return ExpandedRelease(templates, profile, fills, samples, evaluation_fills(templates, fills, profile, split.seed),
+                           split)
 
 
 def expansion_decisions(release: ExpandedRelease) -> list[Decision]:
-    """One decision per template row: it is in the release, with its fills and its test fill."""
+    """One decision per template row: it is in the release, with its fills and its test fill (a generated
+    release's: the instances it generated and kept)."""
     generated = release.generated
     if generated is not None and generated.row_generated is not None:
-        return [Decision(
-            stage="release", subject_type="template_row", subject=template.key, rule="expanded", outcome="keep",
-            reason=f"in the release: {made} instance(s) generated, {kept} kept after de-duplication",
-            numbers={"generated": made, "samples": kept, **_template_numbers(template)},
-            source=f"{Path(template.source).name} row {template.row}")
-            for template, made, kept in zip(release.templates, generated.row_generated, generated.row_samples)]
-    decisions = []
-    chosen = "evaluation split uses fill" if release.split.method == SEEDED else (
-        f"the test split listed in {release.split.ids_file.name if release.split.ids_file else ''} has fill")
-    for template, fills, test_fill in zip(release.templates, release.row_fills, release.test_fills):
-        decisions.append(Decision(
-            stage="release", subject_type="template_row", subject=template.key, rule="expanded", outcome="keep",
-            reason=f"in the release: {fills} fill(s) x 4 = {4 * fills} samples; {chosen} {test_fill}",
-            numbers={"fills": fills, "samples": 4 * fills, "test_fill": test_fill, **_template_numbers(template)},
-            source=f"{Path(template.source).name} row {template.row}",
-        ))
-    return decisions
+        rows = [(f"in the release: {made} instance(s) generated, {kept} kept after de-duplication",
+                 {"generated": made, "samples": kept}) for made, kept in zip(generated.row_generated,
+                                                                               generated.row_samples)]
+    else:
+        chosen = "evaluation split uses fill" if release.split.method == SEEDED else (
+            f"the test split listed in {release.split.ids_file.name if release.split.ids_file else ''} has fill")
+        rows = [(f"in the release: {fills} fill(s) x 4 = {4 * fills} samples; {chosen} {test_fill}",
+                 {"fills": fills, "samples": 4 * fills, "test_fill": test_fill})
+                for fills, test_fill in zip(release.row_fills, release.test_fills)]
+    return [Decision(stage="release", subject_type="template_row", subject=t.key, rule="expanded", outcome="keep",
+                     reason=reason, source=f"{Path(t.source).name} row {t.row}",
+                     numbers={**numbers, "template": template_subject(t.category, t.template_id), "label": t.label,
+                              "bbq": f"bbq:{t.bbq_category}:{t.bbq_id}" if t.bbq_id else ""})
+            for t, (reason, numbers) in zip(release.templates, rows)]
 
 
 def correction_decisions(loaded: LoadedTemplates) -> list[Decision]:
@@ -175,20 +168,13 @@ class Portable:
         return replace(decision, reason=self.text(decision.reason), source=self.text(decision.source)).portable()
 
 
-def _write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-
-
 def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Finding]) -> None:
     """What the build changed or noticed in its input: corrections, normalisations, warnings."""
-    _write_rows(folder / CORRECTIONS_APPLIED, ["file", "row", "row_key", "column", "old_value", "new_value",
-                                              "reason"],
-                [[c.file, c.row, c.row_key, c.column, c.old_value, c.new_value, c.reason] for c in loaded.corrections])
-    _write_rows(folder / NORMALISATIONS, ["file", "row", "row_key", "column", "what"],
-                [[loaded.path.name, n.row, n.row_key, n.column, n.what] for n in loaded.normalisations])
+    write_csv_rows(folder / CORRECTIONS_APPLIED, ["file", "row", "row_key", "column", "old_value", "new_value",
+                                                  "reason"],
+                   [[c.file, c.row, c.row_key, c.column, c.old_value, c.new_value, c.reason] for c in loaded.corrections])
+    write_csv_rows(folder / NORMALISATIONS, ["file", "row", "row_key", "column", "what"],
+                   [[loaded.path.name, n.row, n.row_key, n.column, n.what] for n in loaded.normalisations])
     (folder / INPUT_WARNINGS).write_text(
         "".join(f.render().replace(str(loaded.path), loaded.path.name) + "\n" for f in findings), encoding="utf-8")
 
@@ -213,10 +199,23 @@ def _silent(_: str) -> None:
 
 
 class Checks:
-    """The release checks running beside the writes (none without checks): ``report`` waits for them."""
+    """The release checks running beside the caller's writes (none without checks), which never outlive the
+    ``with``: when it ends, the child has ended; when it fails (a failed write, an error, a signal), the child is
+    ended. ``report`` waits for them."""
 
     def __init__(self, child: ValidationChild | None, progress: Progress) -> None:
         self.child, self.progress, self.started = child, progress, time.perf_counter()
+
+    def __enter__(self) -> Checks:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        if self.child:
+            try:
+                if kind is None:
+                    self.child.finish()
+            finally:
+                self.child.stop()
 
     def report(self) -> ValidationReport | None:
         """Wait for the suite; a failure raises, so the staged release is never published."""
@@ -224,25 +223,11 @@ class Checks:
             return None
         interrupt.checkpoint("validation")
         report = self.child.result()
-        self.progress(f"release checks: {len(report.outcomes) - len(report.failures())} of {len(report.outcomes)} "
-                      f"expectations passed in {time.perf_counter() - self.started:.1f} s (Great Expectations, "
-                      "child process, alongside the other writes)")
+        self.progress(f"release checks: {report.summary()} in {time.perf_counter() - self.started:.1f} s (Great "
+                      "Expectations, child process, alongside the other writes)")
         if not report.success:
             raise ReleaseValidationError(report)
         return report
-
-
-@contextmanager
-def running_checks(child: ValidationChild | None, progress: Progress) -> Iterator[Checks]:
-    """The checks running beside the caller's writes, which never outlive the ``with``: when it ends, the child
-    has ended; when it fails (a failed write, an error, a signal), the child is ended."""
-    try:
-        yield Checks(child, progress)
-        if child:
-            child.finish()
-    finally:
-        if child:
-            child.stop()
 
 
 @contextmanager
@@ -250,13 +235,12 @@ def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRel
                  progress: Progress) -> Iterator[Checks]:
     """All samples and the test split as Parquet, TSV and JSONL, checked while written: Parquet first, which the
     checks read while the rest is written. Inside the ``with``, the caller writes more beside the checks and
-    asks for their ``report`` (``running_checks``).
+    asks for their ``report`` (``Checks``).
 
     The samples are expanded twice, once for the Parquet files the validation reads and once for the
     others: expanding is ~40x cheaper than writing, and it keeps the validation alongside the writes."""
     write_sample_sets(folder, name, release, ("parquet",))
-    with running_checks(start_release_checks(folder, profile, release, name) if validate else None,
-                        progress) as checks:
+    with Checks(start_release_checks(folder, profile, release, name) if validate else None, progress) as checks:
         interrupt.checkpoint("writing")
         write_sample_sets(folder, name, release, ("tsv", "jsonl"))
         progress("sample files written (Parquet, TSV, JSONL)")
@@ -296,20 +280,13 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
     write_layout(twin_dir, profile, name)  # its config of the dataset reads its own data/, as the release's do
     entry = twin_release.manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
                                         len(expanded.test_indices), split.manifest(len(expanded.test_indices)),
-                                        validation_summary(report))
+                                        report.summary() if report else "not validated")
     write_manifest_file(twin_dir, {"written_by": WRITTEN_BY, "release": name, "profile": profile.name,
                                    "twin_of": profile.release.name, **entry,
                                    "outputs": release_outputs(twin_dir, profile)})
     progress(f"{name}: {expanded.samples} samples ({len(expanded.test_indices)} in the test split) of "
              f"{entry['template_ids']} template IDs, {'validated and ' if validate else ''}written to {name}/")
     return entry
-
-
-def validation_summary(report: ValidationReport | None) -> str:
-    """``46 of 46 expectations passed`` (or ``not validated``): a suite's result, in words."""
-    if report is None:
-        return "not validated"
-    return f"{len(report.outcomes) - len(report.failures())} of {len(report.outcomes)} expectations passed"
 
 
 def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats: tuple[str, ...]) -> None:
@@ -344,7 +321,7 @@ def generated_sample_files(folder: Path, name: str, profile: Profile, release: E
     frame.to_parquet(folder / all_samples_name(name, ".parquet"), index=False, compression="zstd")
     child = ValidationChild(folder, all_samples_name(name, ".parquet"), "", profile.release.unknown_expression,
                             samples_by_category(release), generated=True) if validate else None
-    with running_checks(child, progress) as checks:
+    with Checks(child, progress) as checks:
         interrupt.checkpoint("writing")
         records = frame.to_dict("records")
         write_records_jsonl(records, folder / all_samples_name(name, ".jsonl"))
@@ -370,22 +347,16 @@ class ReleaseFiles:
 T = TypeVar("T")
 
 
-def as_written(files: ReleaseFiles) -> ReleaseFiles:
-    """``write_release_files``' default ``then``: the files as written."""
-    return files
-
-
 def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
-                        release: ExpandedRelease, decisions: list[Decision],
+                        release: ExpandedRelease, decisions: list[Decision], then: Callable[[ReleaseFiles], T],
                         reports: dict[str, str] | None = None, validate: bool = True,
-                        parallel: dict[str, Path] | None = None, progress: Progress = _silent,
-                        then: Callable[[ReleaseFiles], T] = as_written) -> T:  # type: ignore[assignment]
+                        parallel: dict[str, Path] | None = None, progress: Progress = _silent) -> T:
     """Write every release file but the audit report and the manifest into ``folder``; what ``then`` makes of
-    what was written (``tasks.audit.report.write_release_folder`` writes both there), by default the files.
+    what was written (``tasks.audit.report.write_release_folder`` writes both there).
 
-    ``then`` runs after the checks' report: the release is complete when this returns. ``validate=False`` skips the Great Expectations suite (and its ~4 s import); only tests of
-    other parts use it. ``progress`` receives a line when the sample files are written and when the checks are
-    done.
+    ``then`` runs after the checks' report: the release is complete when this returns. ``validate=False`` skips
+    the Great Expectations suite (and its ~4 s import); only tests of other parts use it. ``progress`` receives a
+    line when the sample files are written and when the checks are done.
     """
     profile = inputs.profile
     name = profile.release.name
@@ -433,12 +404,9 @@ def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> 
     """The manifest, written once, last: the facts and the sha256 of every file of the release, a published twin's
     (``mtBBQ/...``) included, so that ``status`` and ``publish`` see a damaged twin as they see a damaged release."""
     twins = dict(facts.get("parallel_releases") or {})  # type: ignore[call-overload]
-    outputs = release_outputs(folder, profile, [entry["folder"] for entry in twins.values() if entry.get("folder")])
-    manifest = {key: value for key, value in facts.items() if key != "parallel_releases"}
-    manifest["outputs"] = outputs
-    if "parallel_releases" in facts:
-        manifest["parallel_releases"] = facts["parallel_releases"]
-    write_manifest_file(folder, manifest)
+    manifest = {**facts, "outputs": release_outputs(folder, profile, [entry["folder"] for entry in twins.values()
+                                                                      if entry.get("folder")])}
+    write_manifest_file(folder, manifest)  # its keys sorted
     return manifest
 
 
@@ -458,7 +426,9 @@ def samples_by_label(release: ExpandedRelease) -> dict[str, int]:
     """Samples per template label: each template row's samples carry its label (a generated release's
     are counted in its label column)."""
     if release.generated is not None:
-        return dict(sorted(Counter(release.generated.columns[label_output(release.profile)].tolist()).items()))
+        fmt = release.profile.templates.workbook
+        column = fmt.output_of(fmt.label_column) if fmt else "label_annotation"
+        return dict(sorted(Counter(release.generated.columns[column].tolist()).items()))
     counts: Counter[str] = Counter()
     for template, samples in zip(release.templates, release.row_samples):
         counts[template.label] += samples
@@ -468,22 +438,14 @@ def samples_by_label(release: ExpandedRelease) -> dict[str, int]:
 def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[str, object]:
     """The manifest without the hashes of the release's files: counts, settings, inputs (also the card's)."""
     profile = inputs.profile
-    by_category = {}
-    test_by_category = Counter()
-    for template, samples in zip(release.templates, release.row_samples):
-        entry = by_category.setdefault(template.category, {"samples": 0, "test_samples": 0, "template_rows": 0,
-                                                           "template_ids": set(), "labels": Counter()})
-        entry["samples"] += samples
-        entry["template_rows"] += 1
-        entry["template_ids"].add(template.template_id)
-        test_by_category[template.category] += 0 if release.generated is not None else 4
-    for template in {(t.category, t.template_id): t for t in release.templates}.values():
-        by_category[template.category]["labels"][template.label] += 1
-    categories = {
-        category: {"samples": entry["samples"], "test_samples": test_by_category[category],
-                   "template_rows": entry["template_rows"], "template_ids": len(entry["template_ids"]),
-                   "template_ids_by_label": dict(sorted(entry["labels"].items()))}
-        for category, entry in sorted(by_category.items())}
+    categories = {}
+    for category in sorted({t.category for t in release.templates}):
+        rows = [(t, samples) for t, samples in zip(release.templates, release.row_samples) if t.category == category]
+        labels = {t.template_id: t.label for t, _ in rows}  # a template ID's label: its last row's
+        categories[category] = {
+            "samples": sum(samples for _, samples in rows), "template_rows": len(rows), "template_ids": len(labels),
+            "test_samples": 0 if release.generated is not None else 4 * len(rows),
+            "template_ids_by_label": dict(sorted(Counter(labels.values()).items()))}
     return {
         "written_by": WRITTEN_BY,  # the marker a later build checks before it replaces the folder
         "release": profile.release.name,
@@ -515,11 +477,3 @@ def release_outputs(folder: Path, profile: Profile, twins: list[str] | None = No
             outputs.update({p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(sub.rglob("*"))
                             if p.is_file()})
     return outputs
-
-
-def label_output(profile: Profile) -> str:
-    """The sample column holding the template's label."""
-    fmt = profile.templates.workbook
-    if fmt is None:
-        return "label_annotation"
-    return fmt.output_of(fmt.label_column)

@@ -164,11 +164,11 @@ class ValidationChild:
     def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
                  expected_by_prefix: dict[str, int], generated: bool = False) -> None:
         self.folder = folder
-        job = [str(folder), all_parquet, test_parquet, "--unknown", unknown,
-               "--expected", json.dumps(expected_by_prefix, sort_keys=True), *(["--generated"] if generated else [])]
+        job = {"folder": str(folder), "all": all_parquet, "test": test_parquet, "unknown": unknown,
+               "expected": expected_by_prefix, "generated": generated}
         self.process = take_child()
         assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(job) + "\n")  # one line
+        self.process.stdin.write(json.dumps(job, sort_keys=True) + "\n")  # one line
         self.process.stdin.close()
 
     def result(self) -> ValidationReport:

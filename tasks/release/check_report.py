@@ -35,6 +35,10 @@ class ValidationReport:
     def failures(self) -> list[CheckOutcome]:
         return [o for o in self.outcomes if not o.success]
 
+    def summary(self) -> str:
+        """``46 of 46 expectations passed``: the suite's result, in words."""
+        return f"{len(self.outcomes) - len(self.failures())} of {len(self.outcomes)} expectations passed"
+
     def as_json(self) -> dict[str, object]:
         return {"success": self.success, "expectations": len(self.outcomes),
                 "failed": len(self.failures()),

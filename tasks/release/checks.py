@@ -14,7 +14,6 @@ notices a child that stalls.
 
 from __future__ import annotations
 
-import argparse
 import importlib.abc
 import importlib.util
 import json
@@ -53,40 +52,32 @@ VALIDATION_BATCH = PARQUET_ROW_GROUP
 WHOLE_SET = ("expect_table_row_count_to_equal", "expect_column_values_to_be_unique")
 
 
-def _generated_expectations(gx, columns: list[str], total: int) -> list:
-    """The suite of a generated release (one sample set, EsBBQ's columns)."""
-    expectations = gx.expectations
-    found = [expectations.ExpectTableColumnsToMatchSet(column_set=columns, exact_match=True,
-                                                       meta={"rule": "the release's column set"}),
-             expectations.ExpectTableRowCountToEqual(value=total, meta={"rule": "row count"}),
-             expectations.ExpectColumnValuesToBeUnique(column="instance_key",
-                                                       meta={"rule": "(category, instance_id) is unique"})]
-    found += [expectations.ExpectColumnValueLengthsToBeBetween(column=column, min_value=1,
-                                                               meta={"rule": f"{column} has no empty values"})
-              for column in VALUED_GENERATED]
-    return found + [expectations.ExpectColumnValuesToBeInSet(column=column, value_set=[True], meta={"rule": rule})
-                    for column, rule in RULES_GENERATED.items()]
-
-
-def _expectations(gx, columns: list[str], rules: dict[str, str], unknown: str | None, total: int) -> list:
-    """The suite of a template release's sample set, in report order."""
-    expectations = gx.expectations
-    found = [expectations.ExpectTableColumnsToMatchSet(column_set=columns, exact_match=True,
-                                                       meta={"rule": "the release's column set"}),
-             expectations.ExpectTableRowCountToEqual(value=total, meta={"rule": "row count"}),
-             expectations.ExpectColumnValuesToBeUnique(column="sample_id", meta={"rule": "sample_id is unique"}),
-             expectations.ExpectColumnValuesToMatchRegex(column="sample_id", regex=SAMPLE_ID_PATTERN,
-                                                         meta={"rule": "sample_id has the documented form"})]
-    for column in VALUED_COLUMNS:
-        found.append(expectations.ExpectColumnValuesToNotBeNull(column=column, meta={"rule": f"{column} has no nulls"}))
-        found.append(expectations.ExpectColumnValueLengthsToBeBetween(
-            column=column, min_value=1, meta={"rule": f"{column} has no empty values"}))
-    if unknown is not None:
-        found.append(expectations.ExpectColumnValuesToNotBeInSet(
+def _expectations(gx, columns: list[str], rules: dict[str, str], unknown: str, total: int,
+                  generated: bool = False) -> list:
+    """The suite of a sample set, in report order: a template release's, or a generated release's (one sample
+    set, EsBBQ's columns)."""
+    expect = gx.expectations
+    found = [expect.ExpectTableColumnsToMatchSet(column_set=columns, exact_match=True,
+                                                 meta={"rule": "the release's column set"}),
+             expect.ExpectTableRowCountToEqual(value=total, meta={"rule": "row count"})]
+    if generated:
+        found.append(expect.ExpectColumnValuesToBeUnique(column="instance_key",
+                                                         meta={"rule": "(category, instance_id) is unique"}))
+        found += [expect.ExpectColumnValueLengthsToBeBetween(column=column, min_value=1,
+                                                             meta={"rule": f"{column} has no empty values"})
+                  for column in VALUED_GENERATED]
+    else:
+        found += [expect.ExpectColumnValuesToBeUnique(column="sample_id", meta={"rule": "sample_id is unique"}),
+                  expect.ExpectColumnValuesToMatchRegex(column="sample_id", regex=SAMPLE_ID_PATTERN,
+                                                        meta={"rule": "sample_id has the documented form"})]
+        for column in VALUED_COLUMNS:
+            found += [expect.ExpectColumnValuesToNotBeNull(column=column, meta={"rule": f"{column} has no nulls"}),
+                      expect.ExpectColumnValueLengthsToBeBetween(column=column, min_value=1,
+                                                                 meta={"rule": f"{column} has no empty values"})]
+        found.append(expect.ExpectColumnValuesToNotBeInSet(
             column="biased_answer", value_set=[unknown], meta={"rule": "the biased answer is never 'unknown'"}))
-    for column, rule in rules.items():
-        found.append(expectations.ExpectColumnValuesToBeInSet(column=column, value_set=[True], meta={"rule": rule}))
-    return found
+    return found + [expect.ExpectColumnValuesToBeInSet(column=column, value_set=[True], meta={"rule": rule})
+                    for column, rule in rules.items()]
 
 
 def _key(expectation_type: str, column: object, rule: object) -> tuple[str, str, str]:
@@ -183,8 +174,8 @@ def validate_generated(frame: pd.DataFrame, unknown: str, expected_by_category: 
     """The suite of a generated release (one sample set, EsBBQ's columns)."""
     gx, context = _gx_context()
     derived = derived_generated(frame, unknown, expected_by_category)
-    run = _suite_runner(gx, context, "all_samples", "all",
-                        _generated_expectations(gx, list(derived.columns), len(derived)), "instance_key")
+    run = _suite_runner(gx, context, "all_samples", "all", _expectations(
+        gx, list(derived.columns), RULES_GENERATED, unknown, len(derived), generated=True), "instance_key")
     outcomes = run(derived)
     return ValidationReport(all(o.success for o in outcomes), outcomes)
 
@@ -206,19 +197,19 @@ class SampleSet:
                    lambda: (frame.iloc[start:start + rows] for start in range(0, max(len(frame), 1), rows)))
 
     @classmethod
-    def staged(cls, path: Path, rows: int | None = None) -> SampleSet:
-        """A staged Parquet file, read ``rows`` at a time (an empty file is one empty batch)."""
+    def staged(cls, path: Path) -> SampleSet:
+        """A staged Parquet file, read ``VALIDATION_BATCH`` rows at a time (an empty file is one empty batch)."""
         def ids() -> pa.ChunkedArray:
             source = pq.ParquetFile(path)
             return pa.chunked_array([batch.column(0) for batch in source.iter_batches(
-                batch_size=rows or VALIDATION_BATCH, columns=["sample_id"])], type=pa.string())
+                batch_size=VALIDATION_BATCH, columns=["sample_id"])], type=pa.string())
 
         def batches() -> Iterator[pd.DataFrame]:
             source = pq.ParquetFile(path)
             if not source.metadata.num_rows:
                 yield staged_frame(source.schema_arrow.empty_table())
                 return
-            for batch in source.iter_batches(batch_size=rows or VALIDATION_BATCH, use_threads=False):
+            for batch in source.iter_batches(batch_size=VALIDATION_BATCH, use_threads=False):
                 yield staged_frame(pa.Table.from_batches([batch]))
                 release_arrow_memory()  # the batch is checked: its Arrow buffers go back to the system
 
@@ -301,52 +292,39 @@ def _return_freed_memory() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child: with ``--wait-for-job``, import the library (a failure is exit ``IMPORT_FAILED``), say
-    ``ready``, then read the job (``FOLDER ALL TEST --unknown ...``) from one line of stdin."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv == [WAIT_FOR_JOB]:
-        try:
-            _import_gx()
-        except Exception as exc:  # noqa: BLE001 - any failure of a broken install: the build says it in one line
-            print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-            return IMPORT_FAILED
-        print(READY, flush=True)
-        line = sys.stdin.readline()
-        if not line:
-            return 0  # no job: the build ended without one
-        argv = json.loads(line)
-    args = _parser().parse_args(argv)
+    """The child (``--wait-for-job``): import the library (a failure is exit ``IMPORT_FAILED``), say ``ready``,
+    then read the job (``ValidationChild``'s, a JSON object) from one line of stdin."""
+    if (sys.argv[1:] if argv is None else argv) != [WAIT_FOR_JOB]:
+        print(f"usage: python -P -m tasks.release.checks {WAIT_FOR_JOB} (the build starts it)", file=sys.stderr)
+        return 2
     try:
-        report = validate_folder(args)
+        _import_gx()
+    except Exception as exc:  # noqa: BLE001 - any failure of a broken install: the build says it in one line
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return IMPORT_FAILED
+    print(READY, flush=True)
+    line = sys.stdin.readline()
+    if not line:
+        return 0  # no job: the build ended without one
+    try:
+        report = validate_folder(json.loads(line))
     except OSError as exc:  # a full disk: the build reports it in one line (ValidationChild)
         print(os_error_line(exc), file=sys.stderr)
         return OS_ERROR_EXIT
     return 0 if report.success else 1
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description="Validate a staged release folder (used by the build).")
-    parser.add_argument("folder", type=Path)
-    parser.add_argument("all_parquet")
-    parser.add_argument("test_parquet")
-    parser.add_argument("--unknown", required=True)
-    parser.add_argument("--expected", required=True, help="JSON: sample_id prefix (or category) -> expected count")
-    parser.add_argument("--generated", action="store_true", help="a generated release (one set, no test split)")
-    parser.add_argument("--batch-rows", type=int, default=VALIDATION_BATCH, help="rows checked at a time")
-    return parser
-
-
-def validate_folder(args: argparse.Namespace) -> ValidationReport:
+def validate_folder(job: dict) -> ValidationReport:
     """The child's work: validate the staged files, saying where it is, write validation.json/.md and report."""
     _return_freed_memory()
-    expected = json.loads(args.expected)
-    if args.generated:
-        report = validate_generated(pd.read_parquet(args.folder / args.all_parquet), args.unknown, expected)
+    folder = Path(job["folder"])
+    if job["generated"]:
+        report = validate_generated(pd.read_parquet(folder / job["all"]), job["unknown"], job["expected"])
     else:
-        report = validate_release(SampleSet.staged(args.folder / args.all_parquet, args.batch_rows),
-                                  SampleSet.staged(args.folder / args.test_parquet, args.batch_rows), args.unknown,
-                                  expected, step=lambda what: print(f"{PROGRESS} {what}", flush=True))
-    write_results(report, args.folder)
+        report = validate_release(SampleSet.staged(folder / job["all"]), SampleSet.staged(folder / job["test"]),
+                                  job["unknown"], job["expected"], step=lambda what: print(f"{PROGRESS} {what}",
+                                                                                           flush=True))
+    write_results(report, folder)
     print(REPORTED, flush=True)
     return report
 

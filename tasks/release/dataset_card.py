@@ -12,7 +12,7 @@ machine-translated twin beside it (``tasks.release.twin``: what it is, its own c
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -81,20 +81,20 @@ def rule_counts(decisions: list[Decision]) -> list[RuleCount]:
             outcomes[key][subject] = outcomes[key].get(subject, False) or d.outcome == "drop"
             if d.override:
                 overridden[key].add(subject)
-    rank = {stage: index for index, stage in enumerate(STAGES)}
-    keys = sorted(outcomes, key=lambda k: (rank.get(k[0], len(rank)), k[0], k[1], k[2]))
+    keys = sorted(outcomes, key=lambda k: (_stage_rank(k[0]), k[1], k[2]))
     return [RuleCount(key[0], SUBJECTS.get(key[1], key[1]), key[2], sum(not d for d in outcomes[key].values()),
                       sum(outcomes[key].values()), len(overridden[key])) for key in keys]
 
 
 def stages_run(decisions: list[Decision]) -> list[tuple[str, str, int]]:
     """The stages that recorded decisions, in pipeline order: name, what it does, decisions recorded."""
-    counts: dict[str, int] = defaultdict(int)
-    for d in decisions:
-        counts[d.stage] += 1
-    rank = {stage: index for index, stage in enumerate(STAGES)}
-    return [(stage, STAGE_WORK.get(stage, stage), counts[stage])
-            for stage in sorted(counts, key=lambda s: (rank.get(s, len(rank)), s))]
+    counts = Counter(d.stage for d in decisions)
+    return [(stage, STAGE_WORK.get(stage, stage), counts[stage]) for stage in sorted(counts, key=_stage_rank)]
+
+
+def _stage_rank(stage: str) -> tuple[int, str]:
+    """Pipeline order; a stage the pipeline does not know last, by name."""
+    return (STAGES.index(stage) if stage in STAGES else len(STAGES), stage)
 
 
 def demoted(markdown: str, levels: int = 2) -> str:

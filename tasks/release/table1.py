@@ -62,22 +62,19 @@ def category_counts(templates: list[TemplateRow], samples_by_category: dict[str,
     return counts
 
 
-def shared_links(templates: list[TemplateRow]) -> dict[str, dict[tuple[str, str], list[int]]]:
-    """Per category, the BBQ links that more than one template ID uses (label ST/TM only)."""
+def bbq_links(templates: list[TemplateRow]) -> tuple[dict[str, dict[str, int]],
+                                                     dict[str, dict[tuple[str, str], list[int]]]]:
+    """Per category: the BBQ templates linked, counted per label; and the links that more than one template ID
+    uses (label ST/TM only)."""
+    by_label: dict[str, dict[str, set[tuple[str, str]]]] = defaultdict(lambda: defaultdict(set))
     users: dict[str, dict[tuple[str, str], set[int]]] = defaultdict(lambda: defaultdict(set))
     for template in templates:
         if template.bbq_id:
+            by_label[template.category][template.label].add((template.bbq_category, template.bbq_id))
             users[template.category][(template.bbq_category, template.bbq_id)].add(template.template_id)
-    return {category: {link: sorted(ids) for link, ids in links.items() if len(ids) > 1}
-            for category, links in users.items()}
-
-
-def link_counts(templates: list[TemplateRow]) -> dict[str, dict[str, int]]:
-    links: dict[str, dict[str, set[tuple[str, str]]]] = defaultdict(lambda: defaultdict(set))
-    for template in templates:
-        if template.bbq_id:
-            links[template.category][template.label].add((template.bbq_category, template.bbq_id))
-    return {category: {label: len(v) for label, v in by_label.items()} for category, by_label in links.items()}
+    return ({category: {label: len(links) for label, links in labels.items()} for category, labels in by_label.items()},
+            {category: {link: sorted(ids) for link, ids in links.items() if len(ids) > 1}
+             for category, links in users.items()})
 
 
 def explain(category: str, column: str, ours: int, paper: int, links: dict[str, int],
@@ -97,7 +94,7 @@ def explain(category: str, column: str, ours: int, paper: int, links: dict[str, 
 
 def build_table1(templates: list[TemplateRow], samples_by_category: dict[str, int], profile: Profile) -> Table1:
     counts = category_counts(templates, samples_by_category)
-    links, shared = link_counts(templates), shared_links(templates)
+    links, shared = bbq_links(templates)
     rows, differences = [], []
     for category in profile.categories:
         ours = counts.get(category.name, {column: 0 for column in COMPARED})
@@ -130,22 +127,6 @@ def reported(table: Table1) -> list[str]:
         (row.paper or {}).get(HEADER_COLUMN[h]) is not None for row in table.rows)]
 
 
-def render_counts(table: Table1, release_name: str) -> str:
-    """Table 1 of a culture without published numbers: this build's counts, and nothing to compare."""
-    headers = ["Category", "TM", "ST", "NC", "Templates", "Samples"]
-    lines = [f"# {release_name}: Table 1", "",
-             "Templates after the survey by label, template IDs in all, and samples, per category. The profile "
-             "gives no published numbers (no `paper` counts), so there is nothing to compare with.", "",
-             "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    totals: Counter = Counter()
-    for row in table.rows:
-        name = row.display if row.ours["templates_after"] else f"{row.display} (not in this build)"
-        lines.append("| " + " | ".join([name, *(f"{row.ours[HEADER_COLUMN[h]]:,}" for h in headers[1:])]) + " |")
-        totals.update(row.ours)
-    lines.append("| " + " | ".join(["**Total**", *(f"{totals[HEADER_COLUMN[h]]:,}" for h in headers[1:])]) + " |")
-    return "\n".join(lines + ["", "## Differences", "", "None to report: no published numbers to compare with."]) + "\n"
-
-
 def _cell(row: CategoryRow, column: str, marks: dict[tuple[str, str], Difference]) -> str:
     ours = row.ours[column]
     difference = marks.get((row.category, column))
@@ -155,23 +136,24 @@ def _cell(row: CategoryRow, column: str, marks: dict[tuple[str, str], Difference
 
 
 def render_markdown(table: Table1, release_name: str, test_split: str = "") -> str:
-    """The table, its differences, and (``test_split``) which samples form the release's test split."""
-    text = _comparison(table, release_name) if has_paper(table) else render_counts(table, release_name)
-    return text + (f"\n## Test split\n\n{test_split}\n" if test_split else "")
-
-
-def _comparison(table: Table1, release_name: str) -> str:
-    """The build's counts beside the paper's, every difference marked and explained or not."""
+    """The build's counts beside the paper's, every difference marked and explained or not (a culture without
+    published numbers: its counts, and nothing to compare); and (``test_split``) which samples form the release's
+    test split."""
+    compared = has_paper(table)
     marks = {(d.category, d.column): d for d in table.differences}
-    headers = reported(table)
+    headers = reported(table) if compared else [h for h in HEADERS if h not in PAPER_ONLY]
     what = ("Templates after the survey by label, template IDs in all, and samples, per category. "
             if "TM" in headers else "Template IDs and samples per category (the columns the paper reports). ")
-    lines = [f"# {release_name}: Table 1 comparison", "",
-             what + "A value that differs from the paper is bold with the paper's value; † explained (see the notes), "
-             "‼ not explained by the inputs." + (f" The paper's numbers: {table.paper_reference}."
-                                                if table.paper_reference else ""), "",
-             "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    totals = Counter()
+    if compared:
+        title = "Table 1 comparison"
+        what += ("A value that differs from the paper is bold with the paper's value; † explained (see the notes), "
+                 "‼ not explained by the inputs." + (f" The paper's numbers: {table.paper_reference}."
+                                                    if table.paper_reference else ""))
+    else:
+        title = "Table 1"
+        what += "The profile gives no published numbers (no `paper` counts), so there is nothing to compare with."
+    lines = [f"# {release_name}: {title}", "", what, "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    totals: Counter = Counter()
     for row in table.rows:
         paper = {k: v for k, v in (row.paper or {}).items() if v is not None}
         cells = {"Category": row.display if row.ours["templates_after"] else f"{row.display} (not in this build)",
@@ -181,18 +163,21 @@ def _comparison(table: Table1, release_name: str) -> str:
         totals.update(row.ours)
         totals.update({f"paper_{k}": v for k, v in paper.items()})
     total_cells = {"Category": "**Total**", **{h: str(totals[f"paper_{c}"]) for h, c in PAPER_ONLY.items()},
-                   **{h: f"{totals[c]:,} (paper {totals['paper_' + c]:,})" for h, c in HEADER_COLUMN.items()
-                      if h not in PAPER_ONLY},
-                   "Samples": f"{totals['samples']:,} (paper {table.paper_total_samples or 0:,})"}
+                   **{h: f"{totals[c]:,}" + (f" (paper {totals['paper_' + c]:,})" if compared else "")
+                      for h, c in HEADER_COLUMN.items() if h not in PAPER_ONLY}}
+    if compared:
+        total_cells["Samples"] = f"{totals['samples']:,} (paper {table.paper_total_samples or 0:,})"
     lines.append("| " + " | ".join(total_cells[h] for h in headers) + " |")
     lines += ["", "## Differences", ""]
-    if not table.differences:
+    if not compared:
+        lines.append("None to report: no published numbers to compare with.")
+    elif not table.differences:
         lines.append("None: every compared count equals the paper.")
     for d in table.differences:
         status = "explained" if d.explained else "NOT EXPLAINED"
         lines.append(f"- {d.category} / {d.column}: {d.ours:,} vs paper {d.paper:,} "
                      f"({d.ours - d.paper:+,}); {status}: {d.note}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + (f"\n## Test split\n\n{test_split}\n" if test_split else "")
 
 
 CSV_COLUMNS = ["category", "column", "ours", "paper", "difference", "explained", "note"]
