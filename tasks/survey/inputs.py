@@ -42,8 +42,8 @@ from core.tables import at_column, read_table
 from core.text_files import check_input_file, read_json
 from tasks.survey.groups import norm, profile_group_lists, profile_survey_dir
 from tasks.survey.overrides import Override, load_overrides
-from tasks.survey.results import (NO_STEREO, OPTION_SEPARATOR, QuotaShortfall, SurveyResult, SurveyResults, check_votes,
-                                  merge_duplicates, new_question_id)
+from tasks.survey.results import (NO_STEREO, QuotaShortfall, SurveyResult, SurveyResults, check_votes,
+                                  merge_duplicates, new_question_id, options, whole_number)
 
 RESPONDENT_COLUMNS = ["question_id", "respondent_id", "gender", "age_band", "answer"]
 QUESTION_COLUMNS = ["question_id", "category", "stereotype", "survey_type", "options", "no_stereotype_option"]
@@ -67,9 +67,8 @@ def load_questions(path: Path) -> dict[str, Question]:
         qid = new_question_id(row, at, questions)
         if row["survey_type"] not in ("1", "2"):
             raise UserError(f"survey_type must be 1 or 2, got {row['survey_type']!r}", at_column(at, "survey_type"))
-        options = tuple(norm(o) for o in row["options"].split(OPTION_SEPARATOR) if o.strip())
-        questions[qid] = Question(qid, row["category"], norm(row["stereotype"]), int(row["survey_type"]), options,
-                                  norm(row["no_stereotype_option"]))
+        questions[qid] = Question(qid, row["category"], norm(row["stereotype"]), int(row["survey_type"]),
+                                  options(row["options"]), norm(row["no_stereotype_option"]))
     return questions
 
 
@@ -84,8 +83,7 @@ class _Answers:
 
 def _choices(row: dict[str, str], question: Question, at: Location) -> tuple[str, ...]:
     """One respondent's answer to one question, as option labels (``no_stereo`` for "no stereotype")."""
-    chosen = tuple(norm(a) for a in row["answer"].split(OPTION_SEPARATOR) if a.strip())
-    chosen = tuple(NO_STEREO if c == question.no_stereotype_label else c for c in chosen)
+    chosen = tuple(NO_STEREO if c == question.no_stereotype_label else c for c in options(row["answer"]))
     if not chosen:
         raise UserError("empty answer", at_column(at, "answer"))
     unknown = [c for c in chosen if c != NO_STEREO and c not in question.options]
@@ -187,14 +185,6 @@ class ReadingQuestion:
     options: tuple[str, ...]
 
 
-def _template_id(row: dict[str, str], at: Location) -> int:
-    try:
-        return int(row["template_id"])
-    except ValueError:
-        raise UserError(f"template_id {row['template_id']!r} is not a whole number",
-                        at_column(at, "template_id")) from None
-
-
 def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
     """The reading questionnaire (``reading_questions.csv`` as exported): its answer key and options.
 
@@ -205,15 +195,15 @@ def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
     questions: dict[str, ReadingQuestion] = {}
     for row, at in zip(rows, where):
         qid = new_question_id(row, at, questions)
-        template = (row["category"], _template_id(row, at))
-        options = tuple(norm(o) for o in row["options"].split(OPTION_SEPARATOR) if o.strip())
-        if not options:
+        template = (row["category"], whole_number(row, at, "template_id"))
+        offered = options(row["options"])
+        if not offered:
             raise UserError("no options", at_column(at, "options"))
         key = norm(row["correct_answer"])
-        if key not in options:
+        if key not in offered:
             raise UserError(f"the answer key {row['correct_answer']!r} is not among the question's options "
-                            f"({'; '.join(options)})", at_column(at, "correct_answer"))
-        questions[qid] = ReadingQuestion(qid, template, key, options)
+                            f"({'; '.join(offered)})", at_column(at, "correct_answer"))
+        questions[qid] = ReadingQuestion(qid, template, key, offered)
     return questions
 
 
@@ -234,14 +224,8 @@ def load_reading_results(path: Path, questions: Path | None = None) -> ReadingRe
 def _aggregated_rates(rows: list[dict[str, str]], where: list[Location]) -> dict[tuple[str, int], tuple[int, int]]:
     rates: dict[tuple[str, int], tuple[int, int]] = {}
     for row, at in zip(rows, where):
-        template_id = _template_id(row, at)
-        numbers = []
-        for column in ("correct", "total"):
-            try:
-                numbers.append(int(row[column]))
-            except ValueError:
-                raise UserError(f"{column} {row[column]!r} is not a whole number", at_column(at, column)) from None
-        correct, total = numbers
+        template_id = whole_number(row, at, "template_id")
+        correct, total = whole_number(row, at, "correct"), whole_number(row, at, "total")
         if total <= 0 or not 0 <= correct <= total:
             raise UserError(f"correct / total = {correct} / {total} is impossible", at_column(at, "correct"))
         key = (row["category"], template_id)
@@ -309,7 +293,7 @@ class SurveyInputs:
         """Read and check every survey input (see the module docstring for the defaults)."""
         survey = load_survey_results(self.results, profile, self.questions)
         reading = load_reading_results(self.reading) if self.reading else None
-        overrides = self.overrides or default_overrides_path(profile)
+        overrides = self.resolve(profile).overrides
         return SurveyData(survey, reading, load_overrides(overrides) if overrides else [])
 
 

@@ -17,10 +17,11 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
+from core.decisions import Decision, stereotype_subject
 from core.profile import Profile
 from core.findings import Finding, raise_if_errors
 from tasks.survey.groups import group_key, norm
-from tasks.survey.rules import survey_type
+from tasks.survey.rules import RULE_TYPE, survey_type
 from tasks.templates.load import TemplateRow
 
 MARKER_COLUMN = "Reference_names_non_target"
@@ -54,6 +55,12 @@ class Stereotype:
         if self.survey_type == 2:
             return f"{self.text} ({self.groups[0]} vs {self.groups[1]})"
         return self.text
+
+
+def type_decision(stage: str, stereotype: Stereotype, numbers: dict[str, object]) -> Decision:
+    """Why a stereotype is asked as a type-1 or a type-2 question."""
+    return Decision(stage, "stereotype", stereotype_subject(stereotype.category, stereotype.text), RULE_TYPE,
+                    f"type {stereotype.survey_type}", stereotype.type_reason, numbers, False, "")
 
 
 def question_key(category: str, text: str, kind: int, groups: tuple[str, ...]) -> tuple:

@@ -334,8 +334,10 @@ def workbook_engine(profile: Profile, vocabulary: Vocabulary) -> Engine:
                   fmt.output_columns, fmt.dedup_key, fmt.number_output)
 
 
-def expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary) -> Expansion:
+def expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary | None) -> Expansion:
     """The generated release as columns, in the profile's output columns (one row per kept instance)."""
+    if vocabulary is None:
+        raise ValueError("workbook templates need their vocabulary (LoadedTemplates.vocabulary)")
     return expand(templates, workbook_engine(profile, vocabulary))
 
 
