@@ -181,19 +181,11 @@ def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
 
 def _released_stats_differences(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     """Template rows (``category|ID|version``) whose own ``Survey_stats`` differ from the matched result."""
-    differing = []
-    for evaluation in outcome.stereotypes:
-        if evaluation.result is None:
-            continue
-        for key in evaluation.stereotype.templates:
-            for row in rows_of[key]:
-                own = _released_stats(row)
-                if own is None:
-                    continue
-                file_stats = {**evaluation.result.votes, NO_STEREO: evaluation.result.no_stereotype}
-                if own != file_stats:
-                    differing.append(f"{row.category}|{row.template_id}|{row.version}")
-    return differing
+    return [f"{row.category}|{row.template_id}|{row.version}"
+            for evaluation in outcome.stereotypes if evaluation.result is not None
+            for key in evaluation.stereotype.templates for row in rows_of[key]
+            if _released_stats(row) not in (None, {**evaluation.result.votes,
+                                                   NO_STEREO: evaluation.result.no_stereotype})]
 
 
 def _dropped_templates(outcome: SurveyOutcome) -> list[str]:

@@ -110,8 +110,7 @@ def collect_stereotypes(templates: list[TemplateRow], profile: Profile) -> tuple
     is not yes/no, a type-2 template without its two groups) raises ``UserError``.
     """
     findings: list[Finding] = []
-    order: list[tuple] = []
-    data: dict[tuple, dict] = {}
+    data: dict[tuple, dict] = {}  # question key -> what the question is made of, in order of first appearance
     for template in templates:
         flag, marker_source = _marker(template, findings)
         kind, reason = survey_type(template.label, template.category, flag, profile.survey, profile.culture.adjective)
@@ -128,25 +127,14 @@ def collect_stereotypes(templates: list[TemplateRow], profile: Profile) -> tuple
                                         "other group (N1_info / N2_info)"))
                 continue
             groups = (target, other)
-        key = question_key(template.category, template.stereotype, kind, groups)
-        if key not in data:
-            order.append(key)
-            data[key] = {"category": template.category, "text": norm(template.stereotype), "kind": kind,
-                         "reason": reason, "groups": groups, "templates": [], "targets": {}}
-        entry = data[key]
+        entry = data.setdefault(question_key(template.category, template.stereotype, kind, groups), {
+            "category": template.category, "text": norm(template.stereotype), "kind": kind, "reason": reason,
+            "groups": groups, "templates": [], "targets": {}})
         if template.template_key not in entry["templates"]:
             entry["templates"].append(template.template_key)
         if kind == 2:
             entry["targets"].setdefault(template.template_key, groups[0])
-    raise_errors(findings)
-    stereotypes = [
-        Stereotype(d["category"], d["text"], d["kind"], d["reason"], d["groups"], tuple(d["templates"]), d["targets"])
-        for d in (data[k] for k in order)
-    ]
-    return stereotypes, findings
-
-
-def raise_errors(findings: list[Finding]) -> None:
-    """A template the survey cannot ask about is bad input: stop, naming every such template's file, row
-    and column, rather than silently treating or dropping it."""
+    # A template the survey cannot ask about is bad input: every one named, rather than treated or dropped silently.
     raise_if_errors("the templates the survey asks about", findings, "nothing was asked or filtered")
+    return [Stereotype(d["category"], d["text"], d["kind"], d["reason"], d["groups"], tuple(d["templates"]),
+                       d["targets"]) for d in data.values()], findings

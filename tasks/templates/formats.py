@@ -36,7 +36,7 @@ from tasks.templates.workbook_format import expand_workbook
 
 Load = Callable[[Path, Profile, list[Correction]], LoadedTemplates]
 Check = Callable[[LoadedTemplates, Profile], list[Finding]]
-Expand = Callable[[list[TemplateRow], Profile, "Vocabulary | None"], Expansion]
+Expand = Callable[[list[TemplateRow], Profile, Vocabulary | None], Expansion]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ duplicate rows.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 
 from core.errors import Location
@@ -30,11 +29,10 @@ def validate_workbook(loaded: LoadedTemplates, profile: Profile) -> list[Finding
     findings = list(loaded.findings) + hook_findings(profile, fmt) + profile_script_findings(profile)
     for template in loaded.templates:
         findings.extend(check_workbook_row(template, profile, fmt))
-    keys = Counter((t.source, t.key) for t in loaded.templates)
     first: dict[tuple[str, str], TemplateRow] = {}
     for template in loaded.templates:
         key = (template.source, template.key)
-        if keys[key] > 1 and key in first:
+        if key in first:
             # A warning: upstream EsBBQ has such rows (DisabilityStatus 17 v-a, v-b); both generate.
             findings.append(Finding("warning", template.where(fmt.id_column), "duplicate",
                                     f"template {template.key} already appears at row {first[key].row}; "
