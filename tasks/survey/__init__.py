@@ -1,13 +1,7 @@
 """The survey stage: questionnaires out, responses in, the paper's filters, every decision on record.
 
-The stage's one function is ``tasks.survey.survey_stage.survey_stage(templates, inputs, profile) -> SurveyStage``
-(the pipeline, ``kobbq build --templates --survey-results`` and ``kobbq survey ingest`` all call it):
-``SurveyInputs`` (which files; ``tasks.survey.inputs``) are read into ``SurveyData`` (their contents,
-checked), and ``apply_survey_rules(templates, data, profile, allow_unmatched=False) -> SurveyOutcome``
-(``tasks.survey.apply``) runs the rules: ``.kept`` (template rows, input order), ``.decisions`` (one per
-(stereotype or template, rule); overrides marked ``override=True``). ``funnel.render_funnel(outcome)``
-and ``group_check.render_group_check(outcome)`` render ``funnel.md`` and ``survey_agreement.md``.
-
+The stage's one function is ``survey_stage.survey_stage(templates, inputs, profile) -> SurveyStage``, which
+every entry point calls (the pipeline, ``kobbq build --templates --survey-results``, ``kobbq survey ingest``).
 Modules, in the order the data flows:
 
 - before the survey: ``stereotypes`` (unique questions + survey type), ``groups`` (group lists),

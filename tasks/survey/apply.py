@@ -4,7 +4,7 @@ Steps: every question (unique stereotype) matched with its result and judged by 
 table's order (``tasks.survey.rule_table``): a survey result must exist; the "no stereotype" rule; the type-1
 target / non-target rule or the type-2 two-thirds rule. Every rule is evaluated and recorded even after an earlier
 one dropped the stereotype, so the funnel can show each rule's own effect. The results no question asks about are
-recorded (``unmatched_results``), and are bad input unless allowed. Then every template's fate: a template (all
+recorded, and are bad input unless allowed. Then every template's fate: a template (all
 its versions) inherits its stereotypes' outcome (``stereotype-survey``), is compared with its type-1 questions'
 candidate groups (a report, not a filter), and then meets the reading-comprehension rule. Curated overrides
 replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``); they are handed to the
@@ -18,24 +18,16 @@ from dataclasses import replace
 from core.decisions import Decision, stereotype_subject, template_subject
 from core.errors import UserError
 from core.profile import Profile
-from tasks.survey.groups import GroupList, group_key, profile_group_lists
+from tasks.survey.groups import GroupList, profile_group_lists, row_groups, type1_group_list
 from tasks.survey.inputs import ReadingResults, SurveyData
 from tasks.survey.outcome import STAGE, StereotypeEvaluation, SurveyOutcome, TemplateEvaluation
 from tasks.survey.overrides import Override, OverrideIndex
 from tasks.survey.results import SurveyResult, SurveyResults
 from tasks.survey.rule_table import Question, question_rules
-from tasks.survey.rules import (RULE_READING, RULE_STEREOTYPE_SURVEY, RULE_TYPE, RULE_TYPE1_GROUPS,
+from tasks.survey.rules import (RULE_READING, RULE_STEREOTYPE_SURVEY, RULE_TYPE1_GROUPS,
                                 RULE_UNMATCHED_RESULT, RuleResult, reading_rule)
-from tasks.survey.stereotypes import Stereotype, collect_stereotypes
-from tasks.templates.load import TemplateRow
-
-
-def _match(stereotype: Stereotype, index: dict[tuple, SurveyResult],
-           by_text: dict[tuple[str, str], list[SurveyResult]]) -> tuple[SurveyResult | None, tuple[SurveyResult, ...]]:
-    result = index.get(stereotype.key)
-    if result is not None:
-        return result, ()
-    return None, tuple(by_text.get((stereotype.category, stereotype.text), []))
+from tasks.survey.stereotypes import Stereotype, collect_stereotypes, type_decision
+from tasks.templates.load import TemplateRow, rows_by_template
 
 
 def _evaluate(stereotype: Stereotype, result: SurveyResult | None, near: tuple[SurveyResult, ...],
@@ -75,30 +67,6 @@ def passes(rule: RuleResult, override: Override | None) -> bool:
     return rule.keep
 
 
-def _results_by_text(results: SurveyResults) -> dict[tuple[str, str], list[SurveyResult]]:
-    """Results by (category, stereotype text), to explain a missing result by one asked as another question."""
-    by_text: dict[tuple[str, str], list[SurveyResult]] = {}
-    for entry in results.entries:
-        by_text.setdefault((entry.category, entry.stereotype), []).append(entry)
-    return by_text
-
-
-def _require_group_list(stereotype: Stereotype, lists: dict[str, GroupList], profile: Profile) -> None:
-    """A type-1 question offers the category's whole group list and the rule counts its options: without
-    a list in the profile the question cannot be judged, which is a profile error, not a drop."""
-    if stereotype.survey_type == 1 and stereotype.category not in lists:
-        raise UserError(f"type-1 stereotype '{stereotype.text}' in {stereotype.category}, but the profile has no "
-                        f"group list for {stereotype.category}", f"survey/{profile.name}/groups.csv")
-
-
-def _rule_rows(evaluation: StereotypeEvaluation, name: str, rule: RuleResult) -> tuple[RuleResult, ...]:
-    """The results one rule contributes to the log: a per-target rule (the two-thirds rule: templates of one
-    question can target either group) records one row per target."""
-    if name in evaluation.by_target:
-        return tuple(evaluation.by_target[name].values())
-    return (rule,)
-
-
 def _stereotype_decisions(evaluation: StereotypeEvaluation) -> list[Decision]:
     """The decision rows of one question: its type and why, every rule that ran (even after an earlier
     rule dropped it, so the funnel shows each rule's own effect), and every override of a rule that
@@ -108,12 +76,11 @@ def _stereotype_decisions(evaluation: StereotypeEvaluation) -> list[Decision]:
     source = str(evaluation.result.where) if evaluation.result is not None else ""
     extra = {"question_id": stereotype.question_id, "survey_type": stereotype.survey_type,
              "groups": list(stereotype.groups)}
-    decisions = [Decision(STAGE, "stereotype", subject, RULE_TYPE, f"type {stereotype.survey_type}",
-                          stereotype.type_reason, extra, False, "")]
-    for name, rule in evaluation.rules.items():
-        override = evaluation.overrides.get(name)
-        decisions.extend(rule_decision("stereotype", subject, row, source, override, extra=extra)
-                         for row in _rule_rows(evaluation, name, rule))
+    decisions = [type_decision(STAGE, stereotype, extra)]
+    for name, rule in evaluation.rules.items():  # a per-target rule (two-thirds) records one row per target
+        rows = evaluation.by_target[name].values() if name in evaluation.by_target else (rule,)
+        decisions.extend(rule_decision("stereotype", subject, row, source, evaluation.overrides.get(name), extra=extra)
+                         for row in rows)
     for name, override in evaluation.overrides.items():
         if name not in evaluation.rules:
             missing = RuleResult(name, False, "the rule could not run: no survey result", {})
@@ -124,24 +91,23 @@ def _stereotype_decisions(evaluation: StereotypeEvaluation) -> list[Decision]:
 def evaluate_stereotypes(stereotypes: list[Stereotype], results: SurveyResults, lists: dict[str, GroupList],
                           profile: Profile, overrides: OverrideIndex
                           ) -> tuple[list[StereotypeEvaluation], list[Decision]]:
-    """Every question matched with its survey result and judged by its rules, with its decisions."""
+    """Every question matched with its survey result and judged by its rules, with its decisions. A question
+    without a result lists the results of the same text asked as another question (``near``), to explain why."""
     index = results.index()
-    by_text = _results_by_text(results)
+    by_text: dict[tuple[str, str], list[SurveyResult]] = {}
+    for entry in results.entries:
+        by_text.setdefault((entry.category, entry.stereotype), []).append(entry)
     evaluations: list[StereotypeEvaluation] = []
     decisions: list[Decision] = []
     for stereotype in stereotypes:
-        _require_group_list(stereotype, lists, profile)
-        result, near = _match(stereotype, index, by_text)
+        if stereotype.survey_type == 1:
+            type1_group_list(stereotype.category, stereotype.text, lists, profile)
+        result = index.get(stereotype.key)
+        near = () if result is not None else tuple(by_text.get((stereotype.category, stereotype.text), []))
         evaluation = _evaluate(stereotype, result, near, lists, profile, overrides.for_stereotype(stereotype))
         evaluations.append(evaluation)
         decisions.extend(_stereotype_decisions(evaluation))
     return evaluations, decisions
-
-
-def unmatched_results(results: SurveyResults, evaluations: list[StereotypeEvaluation]) -> tuple[SurveyResult, ...]:
-    """Results no candidate template asks about (recorded always; rejected or allowed by the caller)."""
-    matched = {e.result.key for e in evaluations if e.result is not None}
-    return tuple(e for e in results.entries if e.key not in matched)
 
 
 def unmatched_decision(entry: SurveyResult) -> Decision:
@@ -152,10 +118,6 @@ def unmatched_decision(entry: SurveyResult) -> Decision:
         False, str(entry.where))
 
 
-def _split(label: str) -> set[str]:
-    return set(group_key(label))
-
-
 def _group_differences(rows: list[TemplateRow], evaluation: StereotypeEvaluation) -> list[str]:
     """A type-1 template's groups beside the rule's candidates (the release adds curated choices)."""
     differences = []
@@ -163,8 +125,7 @@ def _group_differences(rows: list[TemplateRow], evaluation: StereotypeEvaluation
     for row in rows:
         if not row.target_group.strip():
             continue
-        used_targets = _split(row.target_group)
-        used_non = set().union(*(_split(row.columns.get(c, "")) for c in ("N1_info", "N2_info"))) - used_targets
+        used_targets, used_non = row_groups(row)
         extra_t = sorted(used_targets - targets)
         extra_n = sorted(used_non - non_targets)
         if extra_t:
@@ -174,28 +135,10 @@ def _group_differences(rows: list[TemplateRow], evaluation: StereotypeEvaluation
     return list(dict.fromkeys(differences))
 
 
-def rows_by_template(templates: list[TemplateRow]) -> dict[tuple[str, int], list[TemplateRow]]:
-    """A template's versions (rows) share one fate: group them by (category, ID), in input order."""
-    rows_of: dict[tuple[str, int], list[TemplateRow]] = {}
-    for template in templates:
-        rows_of.setdefault(template.template_key, []).append(template)
-    return rows_of
-
-
 def _links(key: tuple[str, int], evaluations: list[StereotypeEvaluation]) -> tuple[tuple[int, str | None], ...]:
     """The questions that surveyed a template: (index into ``evaluations``, the type-2 target its rows name)."""
     return tuple((i, evaluation.stereotype.targets.get(key)) for i, evaluation in enumerate(evaluations)
                  if key in evaluation.stereotype.templates)
-
-
-def _failure_detail(evaluation: StereotypeEvaluation, failure: str) -> str:
-    """Why ``failure`` dropped the stereotype: the override's reason if one decided it, else the rule's
-    own reason; a rule that never ran failed because the question has no survey result."""
-    if failure in evaluation.overrides:
-        return evaluation.overrides[failure].reason
-    if failure in evaluation.rules:
-        return evaluation.rules[failure].reason
-    return "no survey result"
 
 
 def _stereotype_survey_rule(links: tuple[tuple[int, str | None], ...],
@@ -207,27 +150,15 @@ def _stereotype_survey_rule(links: tuple[tuple[int, str | None], ...],
     for i, target in links:
         evaluation = evaluations[i]
         failure = evaluation.first_failure(target)
-        if failure is not None:
+        if failure is not None:  # why: the override that decided it, else the rule; one that never ran had no result
+            decided = evaluation.overrides.get(failure) or evaluation.rules.get(failure)
             return RuleResult(RULE_STEREOTYPE_SURVEY, False,
                               f"its stereotype '{evaluation.stereotype.label}' was dropped by {failure}: "
-                              f"{_failure_detail(evaluation, failure)}",
+                              f"{decided.reason if decided else 'no survey result'}",
                               {"stereotype_rule": failure, "question_id": evaluation.stereotype.question_id})
     labels = "; ".join(f"'{evaluations[i].stereotype.label}'" for i, _ in links)
     return RuleResult(RULE_STEREOTYPE_SURVEY, True, f"its stereotype {labels} passed every survey rule",
                       {"question_ids": [evaluations[i].stereotype.question_id for i, _ in links]})
-
-
-def _survey_failure(survey_rule: RuleResult, survey_keep: bool) -> str | None:
-    """The rule the funnel counts as the template's first survey failure: the stereotype rule that dropped
-    it, or ``stereotype-survey`` itself when an override dropped a template whose stereotypes passed."""
-    if survey_keep:
-        return None
-    return str(survey_rule.numbers.get("stereotype_rule", RULE_STEREOTYPE_SURVEY))
-
-
-def _has_type1_candidates(evaluation: StereotypeEvaluation) -> bool:
-    """Only a type-1 question with a result has rule candidates to compare a template's groups with."""
-    return evaluation.stereotype.survey_type == 1 and evaluation.result is not None
 
 
 def _type1_groups_decision(subject: str, source: str, differences: list[str], override: Override | None) -> Decision:
@@ -245,15 +176,6 @@ def _type1_groups_decision(subject: str, source: str, differences: list[str], ov
                     False, source)
 
 
-def _reading_result(key: tuple[str, int], reading: ReadingResults, profile: Profile) -> RuleResult:
-    """The reading-comprehension rule on one template; a template without a reading result is dropped,
-    never kept silently."""
-    if key not in reading.rates:
-        return RuleResult(RULE_READING, False, "no reading-comprehension result for this template", {})
-    correct, total = reading.rates[key]
-    return reading_rule(correct, total, profile.survey)
-
-
 def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | None, override: Override | None,
                   profile: Profile) -> tuple[RuleResult | None, bool, Decision]:
     """The reading rule's part in a template's fate: (its result, whether it lets the template through,
@@ -265,7 +187,10 @@ def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | 
                             "results were given", override.where)
         return None, True, Decision(STAGE, "template", subject, RULE_READING, "not-applied",
                                     "no reading-comprehension results were given", {}, False, "")
-    result = _reading_result(key, reading, profile)
+    if key in reading.rates:
+        result = reading_rule(*reading.rates[key], profile.survey)
+    else:  # dropped, never kept silently
+        result = RuleResult(RULE_READING, False, "no reading-comprehension result for this template", {})
     decision = rule_decision("template", subject, result, reading.source, override)
     return result, passes(result, override), decision
 
@@ -282,7 +207,9 @@ def evaluate_template(key: tuple[str, int], rows: list[TemplateRow], evaluations
     survey_keep = passes(survey_rule, own.get(RULE_STEREOTYPE_SURVEY))
     decisions = [rule_decision("template", subject, survey_rule, source, own.get(RULE_STEREOTYPE_SURVEY))]
 
-    type1 = [evaluations[i] for i, _ in links if _has_type1_candidates(evaluations[i])]
+    # Only a type-1 question with a result has rule candidates to compare the template's groups with.
+    type1 = [evaluations[i] for i, _ in links
+             if evaluations[i].stereotype.survey_type == 1 and evaluations[i].result is not None]
     differences = [d for evaluation in type1 for d in _group_differences(rows, evaluation)]
     if type1:
         decisions.append(_type1_groups_decision(subject, source, differences, own.get(RULE_TYPE1_GROUPS)))
@@ -290,8 +217,11 @@ def evaluate_template(key: tuple[str, int], rows: list[TemplateRow], evaluations
     reading_result, reading_keep, reading_decision = _reading_step(key, subject, reading, own.get(RULE_READING),
                                                                    profile)
     decisions.append(reading_decision)
-    evaluation = TemplateEvaluation(key, rows[0].label, links, survey_keep, _survey_failure(survey_rule, survey_keep),
-                                    reading_result, survey_keep and reading_keep, own)
+    # The funnel's first survey failure: the stereotype rule that dropped it, or ``stereotype-survey`` itself when
+    # an override dropped a template whose stereotypes passed.
+    failure = None if survey_keep else str(survey_rule.numbers.get("stereotype_rule", RULE_STEREOTYPE_SURVEY))
+    evaluation = TemplateEvaluation(key, rows[0].label, links, survey_keep, failure, reading_result,
+                                    survey_keep and reading_keep, own)
     return evaluation, decisions
 
 
@@ -309,31 +239,25 @@ def apply_survey_rules(templates: list[TemplateRow], data: SurveyData, profile: 
     stereotypes, findings = collect_stereotypes(templates, profile)
     override_index = OverrideIndex.of(overrides)
     evaluations, decisions = evaluate_stereotypes(stereotypes, results, lists, profile, override_index)
-    unmatched = unmatched_results(results, evaluations)
+    matched = {e.result.key for e in evaluations if e.result is not None}
+    unmatched = tuple(e for e in results.entries if e.key not in matched)
     decisions.extend(unmatched_decision(entry) for entry in unmatched)
 
     template_evaluations: list[TemplateEvaluation] = []
-    for key, rows in rows_by_template(templates).items():
+    for key, rows in rows_by_template(templates).items():  # a template's versions (rows) share one fate
         evaluation, template_decisions = evaluate_template(key, rows, evaluations, override_index.for_template(key),
                                                            reading, profile)
         template_evaluations.append(evaluation)
         decisions.extend(template_decisions)
     override_index.check_all_claimed(overrides)
 
+    if unmatched and not allow_unmatched:  # bad input, unless the templates are survivors only
+        raise UserError(f"{len(unmatched)} survey result(s) match no template's question; first: "
+                        f"{unmatched[0].category} '{unmatched[0].stereotype}' ({unmatched[0].as_stats()}). If the "
+                        "templates are survivors only (e.g. a released template file), allow them (`--allow-unmatched` "
+                        "on the command line, `allow_unmatched = true` in a pipeline file's [survey] section)",
+                        unmatched[0].where)
     keep_ids = {t.key for t in template_evaluations if t.keep}
-    kept = [t for t in templates if t.template_key in keep_ids]
-    outcome = SurveyOutcome(kept, decisions, tuple(evaluations), tuple(template_evaluations), unmatched,
-                            tuple(findings), results.notes, tuple(templates), profile, results, reading,
-                            survivors_only=allow_unmatched)
-    check_unmatched(outcome, allow_unmatched)
-    return outcome
-
-
-def check_unmatched(outcome: SurveyOutcome, allow_unmatched: bool) -> None:
-    """A result no candidate template asks about is bad input, unless the templates are survivors only."""
-    if outcome.unmatched and not allow_unmatched:
-        first = outcome.unmatched[0]
-        raise UserError(f"{len(outcome.unmatched)} survey result(s) match no template's question; first: "
-                        f"{first.category} '{first.stereotype}' ({first.as_stats()}). If the templates are "
-                        "survivors only (e.g. a released template file), allow them (`--allow-unmatched` on the "
-                        "command line, `allow_unmatched = true` in a pipeline file's [survey] section)", first.where)
+    return SurveyOutcome([t for t in templates if t.template_key in keep_ids], decisions, tuple(evaluations),
+                         tuple(template_evaluations), unmatched, tuple(findings), results.notes, tuple(templates),
+                         profile, results, reading, survivors_only=allow_unmatched)

@@ -15,11 +15,11 @@ import ast
 from pathlib import Path
 
 from tasks.survey.funnel import pct, table
-from tasks.survey.groups import group_key, norm
+from tasks.survey.groups import group_key, norm, row_groups
 from tasks.survey.results import NO_STEREO, SurveyResult
-from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2, type2_rule
+from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2, no_stereotype_rule, type2_rule
 from tasks.survey.stereotypes import RELEASED_STATS_COLUMN
-from tasks.templates.load import TemplateRow
+from tasks.templates.load import TemplateRow, rows_by_template
 
 from tasks.survey.outcome import StereotypeEvaluation, SurveyOutcome
 
@@ -44,25 +44,13 @@ def _names(labels: set[str]) -> str:
 
 
 def _release_groups(rows: list[TemplateRow]) -> tuple[set[str], set[str]]:
-    targets: set[str] = set()
-    non_targets: set[str] = set()
-    for row in rows:
-        used = set(group_key(row.target_group))
-        targets |= used
-        for column in ("N1_info", "N2_info"):
-            non_targets |= set(group_key(row.columns.get(column, ""))) - used
-    return targets, non_targets
+    groups = [row_groups(row) for row in rows]
+    return set().union(*(t for t, _ in groups)), set().union(*(n for _, n in groups))
 
 
 def _templates(outcome: SurveyOutcome) -> str:
     """How the reports name the templates: a release's survivors, or this build's candidates."""
     return "released templates" if outcome.survivors_only else "templates"
-
-
-def _more_voted_rule(entry: SurveyResult, outcome: SurveyOutcome):
-    (a, va), (b, vb) = entry.votes.items()
-    target, other = (a, b) if va >= vb else (b, a)
-    return type2_rule(target, entry.votes[target], other, entry.votes[other], outcome.profile.survey)
 
 
 def _type2_judgement(entry: SurveyResult, asked: dict[tuple, StereotypeEvaluation],
@@ -73,12 +61,13 @@ def _type2_judgement(entry: SurveyResult, asked: dict[tuple, StereotypeEvaluatio
         rules = (evaluation.rules.get(RULE_NO_STEREOTYPE), evaluation.rules.get(RULE_TYPE2))
         reason = "; ".join(r.reason for r in rules if r is not None and not r.keep)
         return evaluation.keep(), "intended target of the template asking this question", reason
-    rule = _more_voted_rule(entry, outcome)
-    ns_ok = entry.no_stereotype * outcome.profile.survey.no_stereotype_max.denominator <= \
-        entry.respondents * outcome.profile.survey.no_stereotype_max.numerator
+    (a, votes_a), (b, votes_b) = entry.votes.items()  # no question asks them: the more-voted group is the target
+    target, other = (a, b) if votes_a >= votes_b else (b, a)
+    settings = outcome.profile.survey
+    rule = type2_rule(target, entry.votes[target], other, entry.votes[other], settings)
+    keep = rule.keep and no_stereotype_rule(entry.no_stereotype, entry.respondents, settings).keep
     reason = rule.reason if not rule.keep else f"'no stereotype' {entry.no_stereotype} of {entry.respondents}"
-    return (rule.keep and ns_ok, f"more-voted group (no {_templates(outcome)[:-1]} asks exactly these two groups)",
-            reason)
+    return keep, f"more-voted group (no {_templates(outcome)[:-1]} asks exactly these two groups)", reason
 
 
 def _type2_results(outcome: SurveyOutcome) -> list[str]:
@@ -153,18 +142,12 @@ def _type1_row(evaluation: StereotypeEvaluation, rows_of: dict, own: str) -> tup
     rows = [r for key in evaluation.stereotype.templates for r in rows_of[key]]
     used_t, used_n = _release_groups(rows)
     rule_t, rule_n = set(evaluation.targets), set(evaluation.non_targets)
-    user = "the release" if own == "release" else "the templates"
-    differences = []
-    if used_t - rule_t:
-        differences.append(f"{own} targets not among the rule's targets: {_names(used_t - rule_t)}")
-    if rule_t - used_t:
-        differences.append(f"rule targets {user} {'does' if own == 'release' else 'do'} not use: "
-                           f"{_names(rule_t - used_t)}")
-    if used_n - rule_n:
-        differences.append(f"{own} non-targets not among the rule's non-targets: {_names(used_n - rule_n)}")
-    if rule_n - used_n:
-        differences.append(f"rule non-targets {user} {'does' if own == 'release' else 'do'} not use: "
-                           f"{len(rule_n - used_n)}")
+    user, verb = ("the release", "does") if own == "release" else ("the templates", "do")
+    differences = [text for text, differ in (
+        (f"{own} targets not among the rule's targets: {_names(used_t - rule_t)}", used_t - rule_t),
+        (f"rule targets {user} {verb} not use: {_names(rule_t - used_t)}", rule_t - used_t),
+        (f"{own} non-targets not among the rule's non-targets: {_names(used_n - rule_n)}", used_n - rule_n),
+        (f"rule non-targets {user} {verb} not use: {len(rule_n - used_n)}", rule_n - used_n)) if differ]
     rule = evaluation.rules.get(RULE_TYPE1)
     outcome = "no result" if rule is None else rule.outcome
     ids = ", ".join(str(i) for _, i in evaluation.stereotype.templates)
@@ -178,13 +161,8 @@ def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     evaluations = [e for e in outcome.stereotypes if e.stereotype.survey_type == 1]
     judged = [e for e in evaluations if e.result is not None]
     own = "release" if outcome.survivors_only else "template"
-    rows, equal, subset_t, subset_n = [], 0, 0, 0
-    for evaluation in judged:
-        row, same, sub_t, sub_n = _type1_row(evaluation, rows_of, own)
-        rows.append(row)
-        equal += same
-        subset_t += sub_t
-        subset_n += sub_n
+    judgements = [_type1_row(evaluation, rows_of, own) for evaluation in judged]
+    equal, subset_t, subset_n = (sum(j[i] for j in judgements) for i in (1, 2, 3))
     kept = sum(e.keep() for e in judged)
     used = "Released" if outcome.survivors_only else "The templates'"
     lines.append(f"- Type-1 questions asked by the {_templates(outcome)}: {len(evaluations)}; with a result: "
@@ -196,26 +174,18 @@ def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     lines.append("")
     title = own.capitalize()
     lines += table(["Category", "IDs", "Stereotype", "Rule", "Rule targets", f"{title} targets", "Rule non-targets",
-                    f"{title} non-targets", "Differences"], rows)
+                    f"{title} non-targets", "Differences"], [j[0] for j in judgements])
     lines.append("")
     return lines
 
 
 def _released_stats_differences(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     """Template rows (``category|ID|version``) whose own ``Survey_stats`` differ from the matched result."""
-    differing = []
-    for evaluation in outcome.stereotypes:
-        if evaluation.result is None:
-            continue
-        for key in evaluation.stereotype.templates:
-            for row in rows_of[key]:
-                own = _released_stats(row)
-                if own is None:
-                    continue
-                file_stats = {**evaluation.result.votes, NO_STEREO: evaluation.result.no_stereotype}
-                if own != file_stats:
-                    differing.append(f"{row.category}|{row.template_id}|{row.version}")
-    return differing
+    return [f"{row.category}|{row.template_id}|{row.version}"
+            for evaluation in outcome.stereotypes if evaluation.result is not None
+            for key in evaluation.stereotype.templates for row in rows_of[key]
+            if _released_stats(row) not in (None, {**evaluation.result.votes,
+                                                   NO_STEREO: evaluation.result.no_stereotype})]
 
 
 def _dropped_templates(outcome: SurveyOutcome) -> list[str]:
@@ -249,9 +219,7 @@ def _unmatched_section(outcome: SurveyOutcome) -> list[str]:
 
 
 def render_group_check(outcome: SurveyOutcome) -> str:
-    rows_of: dict[tuple[str, int], list[TemplateRow]] = {}
-    for template in outcome.input_templates:
-        rows_of.setdefault(template.template_key, []).append(template)
+    rows_of = rows_by_template(list(outcome.input_templates))
     total = len(outcome.templates)
     kept = sum(t.keep for t in outcome.templates)
     which = ("all survivors of the paper's process" if outcome.survivors_only else

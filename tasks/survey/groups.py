@@ -15,6 +15,7 @@ from core.errors import Location, UserError
 from core.tables import read_csv_table
 from core.profile import Profile
 from core.text import normalise_text
+from tasks.templates.load import TemplateRow
 from tasks.templates.versions import group_names
 
 GROUP_COLUMNS = ["category", "group", "world_region"]
@@ -28,6 +29,12 @@ def norm(text: str) -> str:
 def group_key(label: str) -> tuple[str, ...]:
     """A group label as a set of names (``tasks.templates.versions.group_names``): "a, b" and "b, a" are one group."""
     return group_names(label)
+
+
+def row_groups(row: TemplateRow) -> tuple[set[str], set[str]]:
+    """The groups a template row targets, and the other groups its two people (N1_info, N2_info) belong to."""
+    targets = set(group_key(row.target_group))
+    return targets, set().union(*(group_key(row.columns.get(c, "")) for c in ("N1_info", "N2_info"))) - targets
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,15 @@ class GroupList:
 
 def profile_survey_dir(profile: Profile) -> Path:
     return profile.file("survey")
+
+
+def type1_group_list(category: str, stereotype: str, lists: dict[str, GroupList], profile: Profile) -> GroupList:
+    """A type-1 question offers its category's whole group list and the rule counts its options: without a list in
+    the profile the question can be neither asked nor judged, which is a profile error, not a drop."""
+    if category not in lists:
+        raise UserError(f"type-1 stereotype '{stereotype}' in {category}, but the profile has no group list for "
+                        f"{category}", profile_survey_dir(profile) / "groups.csv")
+    return lists[category]
 
 
 def load_group_lists(path: Path, profile: Profile) -> dict[str, GroupList]:

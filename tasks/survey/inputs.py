@@ -6,13 +6,10 @@ checked), read one way for every entry point (the pipeline's survey stage, ``kob
   ``questions.csv`` (given, else the one beside the results);
 - reading comprehension (optional): aggregated, or respondent answers scored against the
   ``reading_questions.csv`` beside them;
-- overrides: the given file, else ``overrides.csv`` in the profile's survey folder (ko:
-  ``core/profiles/ko/survey/overrides.csv``) when it exists,
-  else none (``SurveyInputs.resolve`` names it, so that a fingerprint of ``files()`` includes it);
-- ``allow_unmatched``: results that match no candidate template's question are always recorded (a
-  ``result-without-template`` decision each, counted in ``funnel.md``) and refused unless allowed
-  (``--allow-unmatched``, or ``allow_unmatched = true`` in a pipeline file's ``[survey]``, as the
-  real-data pipeline does: a released template file holds only the survivors).
+- overrides: the given file, else ``overrides.csv`` in the profile's survey folder when it exists
+  (``SurveyInputs.resolve`` names it, so that a fingerprint of ``files()`` includes it);
+- ``allow_unmatched``: results that match no candidate template's question are refused unless allowed
+  (``--allow-unmatched``, or ``[survey] allow_unmatched = true``: a released template file holds only survivors).
 
 Respondent-level results (``load_respondent_results``): one row per respondent x question with the columns
 ``question_id, respondent_id, gender, age_band, answer``; ``answer`` holds the chosen option labels separated
@@ -42,8 +39,8 @@ from core.tables import at_column, read_table
 from core.text_files import check_input_file, read_json
 from tasks.survey.groups import norm, profile_group_lists, profile_survey_dir
 from tasks.survey.overrides import Override, load_overrides
-from tasks.survey.results import (NO_STEREO, OPTION_SEPARATOR, QuotaShortfall, SurveyResult, SurveyResults, check_votes,
-                                  merge_duplicates, new_question_id)
+from tasks.survey.results import (NO_STEREO, QuotaShortfall, SurveyResult, SurveyResults, check_votes,
+                                  merge_duplicates, new_question_id, options, whole_number)
 
 RESPONDENT_COLUMNS = ["question_id", "respondent_id", "gender", "age_band", "answer"]
 QUESTION_COLUMNS = ["question_id", "category", "stereotype", "survey_type", "options", "no_stereotype_option"]
@@ -67,25 +64,14 @@ def load_questions(path: Path) -> dict[str, Question]:
         qid = new_question_id(row, at, questions)
         if row["survey_type"] not in ("1", "2"):
             raise UserError(f"survey_type must be 1 or 2, got {row['survey_type']!r}", at_column(at, "survey_type"))
-        options = tuple(norm(o) for o in row["options"].split(OPTION_SEPARATOR) if o.strip())
-        questions[qid] = Question(qid, row["category"], norm(row["stereotype"]), int(row["survey_type"]), options,
-                                  norm(row["no_stereotype_option"]))
+        questions[qid] = Question(qid, row["category"], norm(row["stereotype"]), int(row["survey_type"]),
+                                  options(row["options"]), norm(row["no_stereotype_option"]))
     return questions
-
-
-@dataclass
-class _Answers:
-    """Respondent rows grouped by question: each respondent's choices and (gender, age band)."""
-
-    choices: dict[str, dict[str, tuple[str, ...]]]
-    people: dict[str, dict[str, tuple[str, str]]]
-    first_row: dict[str, Location]
 
 
 def _choices(row: dict[str, str], question: Question, at: Location) -> tuple[str, ...]:
     """One respondent's answer to one question, as option labels (``no_stereo`` for "no stereotype")."""
-    chosen = tuple(norm(a) for a in row["answer"].split(OPTION_SEPARATOR) if a.strip())
-    chosen = tuple(NO_STEREO if c == question.no_stereotype_label else c for c in chosen)
+    chosen = tuple(NO_STEREO if c == question.no_stereotype_label else c for c in options(row["answer"]))
     if not chosen:
         raise UserError("empty answer", at_column(at, "answer"))
     unknown = [c for c in chosen if c != NO_STEREO and c not in question.options]
@@ -101,11 +87,17 @@ def _choices(row: dict[str, str], question: Question, at: Location) -> tuple[str
     return chosen
 
 
-def _read_answers(path: Path, questions: dict[str, Question], questions_path: Path, profile: Profile) -> _Answers:
-    """Every respondent row checked (known question, respondent, gender, age band, answer; once per question)."""
+Answers = dict[str, dict[str, tuple[tuple[str, str], tuple[str, ...]]]]  # question -> respondent -> (cell, choices)
+
+
+def _read_answers(path: Path, questions: dict[str, Question], questions_path: Path, profile: Profile
+                  ) -> tuple[Answers, dict[str, Location]]:
+    """Every respondent row checked (known question, respondent, gender, age band, answer; once per question),
+    grouped by question: each respondent's (gender, age band) and choices; and each question's first row."""
     rows, where = read_table(path, RESPONDENT_COLUMNS)
     genders, bands = profile.survey.quota_genders, profile.survey.quota_age_bands
-    answers = _Answers({}, {}, {})
+    answers: Answers = {}
+    first_row: dict[str, Location] = {}
     for row, at in zip(rows, where):
         qid, person = row["question_id"], row["respondent_id"]
         question = questions.get(qid)
@@ -118,29 +110,26 @@ def _read_answers(path: Path, questions: dict[str, Question], questions_path: Pa
         if bands and row["age_band"] not in bands:
             raise UserError(f"age band {row['age_band']!r} is not one of {', '.join(bands)}",
                             at_column(at, "age_band"))
-        if person in answers.choices.setdefault(qid, {}):
+        if person in answers.setdefault(qid, {}):
             raise UserError(f"respondent {person!r} answered question {qid!r} twice", at_column(at, "respondent_id"))
-        answers.choices[qid][person] = _choices(row, question, at)
-        answers.people.setdefault(qid, {})[person] = (row["gender"], row["age_band"])
-        answers.first_row.setdefault(qid, at)
-    return answers
+        answers[qid][person] = ((row["gender"], row["age_band"]), _choices(row, question, at))
+        first_row.setdefault(qid, at)
+    return answers, first_row
 
 
-def _quota(question_id: str, people: dict[str, tuple[str, str]], profile: Profile) -> list[QuotaShortfall]:
+def _quota(question_id: str, cells: list[tuple[str, str]], profile: Profile) -> list[QuotaShortfall]:
     """Shortfalls against the quota: N respondents, split evenly over genders x age bands."""
     settings = profile.survey
     expected = settings.respondents_per_question
     short = []
-    if len(people) < expected:
-        short.append(QuotaShortfall(question_id, "respondents", expected, len(people)))
+    if len(cells) < expected:
+        short.append(QuotaShortfall(question_id, "respondents", expected, len(cells)))
     genders, bands = settings.quota_genders, settings.quota_age_bands
     if genders and bands:
-        cells = Counter(people.values())
+        counts = Counter(cells)
         per_cell = expected // (len(genders) * len(bands))
-        for gender in genders:
-            for band in bands:
-                if cells[(gender, band)] < per_cell:
-                    short.append(QuotaShortfall(question_id, f"cell:{gender}/{band}", per_cell, cells[(gender, band)]))
+        short += [QuotaShortfall(question_id, f"cell:{gender}/{band}", per_cell, counts[(gender, band)])
+                  for gender in genders for band in bands if counts[(gender, band)] < per_cell]
     return short
 
 
@@ -149,20 +138,19 @@ def load_respondent_results(path: Path, questions_path: Path, profile: Profile) 
     question's votes checked like a released result's, and the quota shortfalls listed."""
     questions = load_questions(questions_path)
     lists = profile_group_lists(profile)
-    answers = _read_answers(path, questions, questions_path, profile)
+    answers, first_row = _read_answers(path, questions, questions_path, profile)
     entries, shortfalls = [], []
-    for qid in sorted(answers.choices):
+    for qid in sorted(answers):
         question = questions[qid]
-        votes = Counter(c for chosen in answers.choices[qid].values() for c in chosen)
-        respondents = len(answers.choices[qid])
+        votes = Counter(c for _, chosen in answers[qid].values() for c in chosen)
+        respondents = len(answers[qid])
         group_votes = {g: votes.get(g, 0) for g in question.options}
-        at = answers.first_row[qid]
         check_votes(question.category, question.stereotype, group_votes, votes.get(NO_STEREO, 0),
-                    question.survey_type, respondents, lists, at)
+                    question.survey_type, respondents, lists, first_row[qid])
         entries.append(SurveyResult(question.category, question.stereotype, group_votes, votes.get(NO_STEREO, 0),
-                                    respondents, question.survey_type, at, qid))
-        shortfalls.extend(_quota(qid, answers.people[qid], profile))
-    missing = sorted(set(questions) - set(answers.choices))
+                                    respondents, question.survey_type, first_row[qid], qid))
+        shortfalls.extend(_quota(qid, [cell for cell, _ in answers[qid].values()], profile))
+    missing = sorted(set(questions) - set(answers))
     notes = tuple(f"question {qid} has no answers" for qid in missing)
     merged, merge_notes = merge_duplicates(entries)
     return SurveyResults(str(path), tuple(merged), notes + tuple(merge_notes), tuple(shortfalls))
@@ -187,14 +175,6 @@ class ReadingQuestion:
     options: tuple[str, ...]
 
 
-def _template_id(row: dict[str, str], at: Location) -> int:
-    try:
-        return int(row["template_id"])
-    except ValueError:
-        raise UserError(f"template_id {row['template_id']!r} is not a whole number",
-                        at_column(at, "template_id")) from None
-
-
 def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
     """The reading questionnaire (``reading_questions.csv`` as exported): its answer key and options.
 
@@ -205,15 +185,15 @@ def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
     questions: dict[str, ReadingQuestion] = {}
     for row, at in zip(rows, where):
         qid = new_question_id(row, at, questions)
-        template = (row["category"], _template_id(row, at))
-        options = tuple(norm(o) for o in row["options"].split(OPTION_SEPARATOR) if o.strip())
-        if not options:
+        template = (row["category"], whole_number(row, at, "template_id"))
+        offered = options(row["options"])
+        if not offered:
             raise UserError("no options", at_column(at, "options"))
         key = norm(row["correct_answer"])
-        if key not in options:
+        if key not in offered:
             raise UserError(f"the answer key {row['correct_answer']!r} is not among the question's options "
-                            f"({'; '.join(options)})", at_column(at, "correct_answer"))
-        questions[qid] = ReadingQuestion(qid, template, key, options)
+                            f"({'; '.join(offered)})", at_column(at, "correct_answer"))
+        questions[qid] = ReadingQuestion(qid, template, key, offered)
     return questions
 
 
@@ -234,14 +214,8 @@ def load_reading_results(path: Path, questions: Path | None = None) -> ReadingRe
 def _aggregated_rates(rows: list[dict[str, str]], where: list[Location]) -> dict[tuple[str, int], tuple[int, int]]:
     rates: dict[tuple[str, int], tuple[int, int]] = {}
     for row, at in zip(rows, where):
-        template_id = _template_id(row, at)
-        numbers = []
-        for column in ("correct", "total"):
-            try:
-                numbers.append(int(row[column]))
-            except ValueError:
-                raise UserError(f"{column} {row[column]!r} is not a whole number", at_column(at, column)) from None
-        correct, total = numbers
+        template_id = whole_number(row, at, "template_id")
+        correct, total = whole_number(row, at, "correct"), whole_number(row, at, "total")
         if total <= 0 or not 0 <= correct <= total:
             raise UserError(f"correct / total = {correct} / {total} is impossible", at_column(at, "correct"))
         key = (row["category"], template_id)
@@ -309,7 +283,7 @@ class SurveyInputs:
         """Read and check every survey input (see the module docstring for the defaults)."""
         survey = load_survey_results(self.results, profile, self.questions)
         reading = load_reading_results(self.reading) if self.reading else None
-        overrides = self.overrides or default_overrides_path(profile)
+        overrides = self.resolve(profile).overrides
         return SurveyData(survey, reading, load_overrides(overrides) if overrides else [])
 
 

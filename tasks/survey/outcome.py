@@ -50,14 +50,9 @@ class StereotypeEvaluation:
             return rule != RULE_RESULT_PRESENT and self.passes(RULE_RESULT_PRESENT)
         return result.keep
 
-    def rule_names(self) -> list[str]:
-        return [rule.name for rule in question_rules(self.stereotype.survey_type)]
-
     def first_failure(self, target: str | None = None) -> str | None:
-        for rule in self.rule_names():
-            if not self.passes(rule, target):
-                return rule
-        return None
+        rules = (rule.name for rule in question_rules(self.stereotype.survey_type))
+        return next((rule for rule in rules if not self.passes(rule, target)), None)
 
     def keep(self, target: str | None = None) -> bool:
         return self.first_failure(target) is None

@@ -24,6 +24,7 @@ from pathlib import Path
 from core.errors import Location, UserError
 from core.tables import at_column, read_table
 from tasks.survey.groups import norm
+from tasks.survey.results import whole_number
 from tasks.survey.rule_table import STEREOTYPE, TEMPLATE, question_rules, rule_named, rules_of
 from tasks.survey.stereotypes import Stereotype
 
@@ -57,12 +58,7 @@ def load_overrides(path: Path) -> list[Override]:
             raise UserError("empty category", loc("category"))
         if not row["reason"]:
             raise UserError("an override needs a reason", loc("reason"))
-        template_id = None
-        if row["template_id"]:
-            try:
-                template_id = int(row["template_id"])
-            except ValueError:
-                raise UserError(f"template_id {row['template_id']!r} is not a whole number", loc("template_id")) from None
+        template_id = whole_number(row, at, "template_id") if row["template_id"] else None
         rule, outcome = row["rule"], row["outcome"]
         subject = STEREOTYPE if template_id is None else TEMPLATE
         if subject == STEREOTYPE and not row["stereotype"]:

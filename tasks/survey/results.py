@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from core.errors import Location, UserError
 from core.tables import at_column
-from tasks.survey.groups import GroupList
+from tasks.survey.groups import GroupList, norm
 from tasks.survey.stereotypes import question_key
 
 NO_STEREO = "no_stereo"
@@ -99,6 +99,18 @@ def merge_duplicates(entries: list[SurveyResult]) -> tuple[list[SurveyResult], l
             raise UserError(f"duplicate question: {entry.category} '{entry.stereotype}' already has different "
                             f"numbers at {first.where}", entry.where)
     return merged, notes
+
+
+def whole_number(row: dict[str, str], at: Location, column: str) -> int:
+    try:
+        return int(row[column])
+    except ValueError:
+        raise UserError(f"{column} {row[column]!r} is not a whole number", at_column(at, column)) from None
+
+
+def options(cell: str) -> tuple[str, ...]:
+    """A questionnaire cell's options (or a respondent's answers), normalised, in order."""
+    return tuple(norm(option) for option in cell.split(OPTION_SEPARATOR) if option.strip())
 
 
 def new_question_id(row: dict[str, str], at: Location, seen: dict[str, object]) -> str:

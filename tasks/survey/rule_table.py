@@ -1,11 +1,9 @@
 """The survey rules in one table: a new rule is one entry here, its pure function (``tasks.survey.rules``) and its
 cut-off in the profile (``core.profile.SurveyProfile``).
 
-The rest iterates over the table: which rules judge a question and in what order (``apply.evaluate_stereotypes``,
-``outcome.question_rules``), the decision log's rows (one per rule that ran, per intended target for a per-target
-rule), what a curated override may name and give (``overrides``), which template rules decide whether a template
-survives (``stage``), funnel.md's "rule by rule" columns and "each rule's own effect" rows (``funnel``), and the
-audit report's table of judged questions (``tasks.audit.report``).
+The rest iterates over the table: which rules judge a question and in what order, the decision log's rows, what
+a curated override may name and give, which template rules decide whether a template survives, funnel.md's
+columns and rows, and the audit report's table of judged questions.
 
 Stereotype rules judge one survey question (a unique stereotype) through ``judge``; template rules
 (``stereotype-survey``, ``type1-template-groups``, ``reading-comprehension``) are worked out per template in

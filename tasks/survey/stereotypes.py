@@ -17,10 +17,11 @@ import ast
 import hashlib
 from dataclasses import dataclass, field
 
+from core.decisions import Decision, stereotype_subject
 from core.profile import Profile
 from core.findings import Finding, raise_if_errors
 from tasks.survey.groups import group_key, norm
-from tasks.survey.rules import survey_type
+from tasks.survey.rules import RULE_TYPE, survey_type
 from tasks.templates.load import TemplateRow
 
 MARKER_COLUMN = "Reference_names_non_target"
@@ -54,6 +55,12 @@ class Stereotype:
         if self.survey_type == 2:
             return f"{self.text} ({self.groups[0]} vs {self.groups[1]})"
         return self.text
+
+
+def type_decision(stage: str, stereotype: Stereotype, numbers: dict[str, object]) -> Decision:
+    """Why a stereotype is asked as a type-1 or a type-2 question."""
+    return Decision(stage, "stereotype", stereotype_subject(stereotype.category, stereotype.text), RULE_TYPE,
+                    f"type {stereotype.survey_type}", stereotype.type_reason, numbers, False, "")
 
 
 def question_key(category: str, text: str, kind: int, groups: tuple[str, ...]) -> tuple:
@@ -103,8 +110,7 @@ def collect_stereotypes(templates: list[TemplateRow], profile: Profile) -> tuple
     is not yes/no, a type-2 template without its two groups) raises ``UserError``.
     """
     findings: list[Finding] = []
-    order: list[tuple] = []
-    data: dict[tuple, dict] = {}
+    data: dict[tuple, dict] = {}  # question key -> what the question is made of, in order of first appearance
     for template in templates:
         flag, marker_source = _marker(template, findings)
         kind, reason = survey_type(template.label, template.category, flag, profile.survey, profile.culture.adjective)
@@ -121,25 +127,14 @@ def collect_stereotypes(templates: list[TemplateRow], profile: Profile) -> tuple
                                         "other group (N1_info / N2_info)"))
                 continue
             groups = (target, other)
-        key = question_key(template.category, template.stereotype, kind, groups)
-        if key not in data:
-            order.append(key)
-            data[key] = {"category": template.category, "text": norm(template.stereotype), "kind": kind,
-                         "reason": reason, "groups": groups, "templates": [], "targets": {}}
-        entry = data[key]
+        entry = data.setdefault(question_key(template.category, template.stereotype, kind, groups), {
+            "category": template.category, "text": norm(template.stereotype), "kind": kind, "reason": reason,
+            "groups": groups, "templates": [], "targets": {}})
         if template.template_key not in entry["templates"]:
             entry["templates"].append(template.template_key)
         if kind == 2:
             entry["targets"].setdefault(template.template_key, groups[0])
-    raise_errors(findings)
-    stereotypes = [
-        Stereotype(d["category"], d["text"], d["kind"], d["reason"], d["groups"], tuple(d["templates"]), d["targets"])
-        for d in (data[k] for k in order)
-    ]
-    return stereotypes, findings
-
-
-def raise_errors(findings: list[Finding]) -> None:
-    """A template the survey cannot ask about is bad input: stop, naming every such template's file, row
-    and column, rather than silently treating or dropping it."""
+    # A template the survey cannot ask about is bad input: every one named, rather than treated or dropped silently.
     raise_if_errors("the templates the survey asks about", findings, "nothing was asked or filtered")
+    return [Stereotype(d["category"], d["text"], d["kind"], d["reason"], d["groups"], tuple(d["templates"]),
+                       d["targets"]) for d in data.values()], findings

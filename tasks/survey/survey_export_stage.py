@@ -27,10 +27,10 @@ from core.profile import Profile, load_survey_options
 from core.stage_contract import Context, Stage, StageOutput
 from core.tables import csv_for_people
 from core.workbooks import reproducible_bytes, set_text
-from tasks.survey.groups import GroupList, norm, profile_group_lists, profile_survey_dir
+from tasks.survey.groups import GroupList, norm, profile_group_lists, profile_survey_dir, type1_group_list
 from tasks.survey.inputs import QUESTION_COLUMNS, READING_QUESTION_COLUMNS
 from tasks.survey.results import OPTION_SEPARATOR
-from tasks.survey.stereotypes import Stereotype, collect_stereotypes
+from tasks.survey.stereotypes import Stereotype, collect_stereotypes, type_decision
 from tasks.templates.kobbq_format import expand_templates
 from tasks.templates.load import TemplateRow
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
@@ -48,13 +48,6 @@ class ExportResult:
     decisions: list[Decision] = field(default_factory=list)
 
 
-def type_decision(stereotype: Stereotype) -> Decision:
-    """Why a stereotype is asked as a type-1 or a type-2 question."""
-    return Decision(NAME, "stereotype", f"stereotype:{stereotype.category}:{stereotype.text}", "survey-type",
-                    f"type {stereotype.survey_type}", stereotype.type_reason,
-                    {"question_id": stereotype.question_id, "groups": list(stereotype.groups)}, False, "")
-
-
 def export_questionnaires(templates: list[TemplateRow], profile: Profile, out: Path) -> ExportResult:
     stereotypes, _ = collect_stereotypes(templates, profile)  # raises on a template error
     lists = profile_group_lists(profile)
@@ -62,9 +55,9 @@ def export_questionnaires(templates: list[TemplateRow], profile: Profile, out: P
     questions = build_questions(stereotypes, lists, profile, wording)
     reading = build_reading(templates, profile, wording)
     outputs = write_export(out, questions, reading, group_rows(lists, profile))
-    decisions = [type_decision(s) for s in stereotypes]
-    return ExportResult(len(questions), sum(q.survey_type == 1 for q in questions),
-                        sum(q.survey_type == 2 for q in questions), len(reading), outputs, decisions)
+    decisions = [type_decision(NAME, s, {"question_id": s.question_id, "groups": list(s.groups)}) for s in stereotypes]
+    type1 = sum(q["survey_type"] == "1" for q in questions)
+    return ExportResult(len(questions), type1, len(questions) - type1, len(reading), outputs, decisions)
 
 
 QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
@@ -95,24 +88,6 @@ def load_wording(profile: Profile) -> Wording:
     return Wording(*templates, load_survey_options(options).no_stereotype)
 
 
-@dataclass(frozen=True)
-class QuestionRow:
-    question_id: str
-    category: str
-    stereotype: str
-    survey_type: int
-    options: tuple[str, ...]
-    no_stereotype_option: str
-    text: str
-    templates: tuple[str, ...]
-
-    def as_row(self) -> dict[str, str]:
-        return {"question_id": self.question_id, "category": self.category, "stereotype": self.stereotype,
-                "survey_type": str(self.survey_type), "options": OPTION_SEPARATOR.join(self.options),
-                "no_stereotype_option": self.no_stereotype_option, "text": self.text,
-                "templates": " ".join(f"{c}|{i}" for c, i in self.templates)}
-
-
 def type2_order(stereotype: Stereotype, seed: int) -> tuple[str, ...]:
     """The two groups in a random order seeded by the profile seed and the question ID."""
     groups = list(stereotype.groups)
@@ -121,14 +96,12 @@ def type2_order(stereotype: Stereotype, seed: int) -> tuple[str, ...]:
 
 
 def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], profile: Profile,
-                    wording: Wording) -> list[QuestionRow]:
+                    wording: Wording) -> list[dict[str, str]]:
+    """One questionnaire row per question (``QUESTION_EXPORT_COLUMNS``), by category, type and stereotype."""
     rows, seen = [], {}
     for stereotype in stereotypes:
         if stereotype.survey_type == 1:
-            if stereotype.category not in lists:
-                raise UserError(f"type-1 stereotype '{stereotype.text}' needs a group list for {stereotype.category}",
-                                profile_survey_dir(profile) / "groups.csv")
-            options = lists[stereotype.category].groups
+            options = type1_group_list(stereotype.category, stereotype.text, lists, profile).groups
             text = wording.type1.render(stereotype=stereotype.text, groups=options)
         else:
             options = type2_order(stereotype, profile.survey.seed)
@@ -137,9 +110,11 @@ def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], 
         if qid in seen:
             raise UserError(f"two questions share the ID {qid}: '{seen[qid]}' and '{stereotype.label}'")
         seen[qid] = stereotype.label
-        rows.append(QuestionRow(qid, stereotype.category, stereotype.text, stereotype.survey_type, options,
-                                wording.no_stereotype, text.strip(), stereotype.templates))
-    return sorted(rows, key=lambda r: (r.category, r.survey_type, r.stereotype, r.question_id))
+        rows.append({"question_id": qid, "category": stereotype.category, "stereotype": stereotype.text,
+                     "survey_type": str(stereotype.survey_type), "options": OPTION_SEPARATOR.join(options),
+                     "no_stereotype_option": wording.no_stereotype, "text": text.strip(),
+                     "templates": " ".join(f"{c}|{i}" for c, i in stereotype.templates)})
+    return sorted(rows, key=lambda r: (r["category"], r["survey_type"], r["stereotype"], r["question_id"]))
 
 
 def build_reading(templates: list[TemplateRow], profile: Profile, wording: Wording) -> list[dict[str, str]]:
@@ -205,11 +180,10 @@ def xlsx_bytes(sheets: list[tuple[str, list[str], list[dict[str, str]]]]) -> byt
     return reproducible_bytes(workbook)
 
 
-def write_export(out: Path, questions: list[QuestionRow], reading: list[dict[str, str]],
+def write_export(out: Path, question_rows: list[dict[str, str]], reading: list[dict[str, str]],
                  groups: list[dict[str, str]]) -> dict[str, Path]:
     """Write questions.csv, reading_questions.csv, groups.csv and questionnaire.xlsx (each atomically)."""
     out.mkdir(parents=True, exist_ok=True)
-    question_rows = [q.as_row() for q in questions]
     files = {
         "questions": (out / "questions.csv", csv_for_people(QUESTION_EXPORT_COLUMNS, question_rows)),
         "reading": (out / "reading_questions.csv", csv_for_people(READING_EXPORT_COLUMNS, reading)),

@@ -1,12 +1,10 @@
 """The survey stage: the survey results through the paper's rules, once per build.
 
-``survey_stage(templates, inputs, profile)`` is the stage's one function, called by every entry point:
-every pipeline's survey stage (``run`` below; ``kobbq build --templates --survey-results`` is a pipeline too) and
-``kobbq survey ingest``. It reads the inputs (``SurveyInputs.read``), runs the rules
-(``tasks.survey.apply.apply_survey_rules``) and renders what the release needs: the decisions (which
-templates survive is read back from them by ``survivors``; the release never runs the rules again),
-``funnel.md``, ``survey_agreement.md`` (the group check) and ``survey_votes.csv`` (every group's votes,
-for the audit report's charts); with the results in the released aggregated format and the quota shortfalls.
+``survey_stage(templates, inputs, profile)`` is the stage's one function, called by every entry point (``run``
+below, and ``kobbq survey ingest``). It reads the inputs, runs the rules and renders what the release needs: the
+decisions (which templates survive is read back from them by ``survivors``; the release never runs the rules
+again), ``funnel.md``, ``survey_agreement.md``, ``survey_votes.csv``, the results in the released aggregated format
+and the quota shortfalls.
 """
 
 from __future__ import annotations
@@ -97,14 +95,11 @@ def write_results(results: SurveyResults, folder: Path) -> dict[str, Path]:
 def pipeline_inputs(ctx: Context) -> SurveyInputs:
     """The survey files a pipeline file names; the questions default to the ones this pipeline sent out."""
     cfg = ctx.pipeline.config.survey
+    exported = ctx.output("survey-export", "questions")
     return SurveyInputs(results=ctx.file(cfg.results), reading=ctx.file(cfg.reading),
                         overrides=ctx.file(cfg.overrides),
-                        questions=ctx.file(cfg.questions) or _existing(ctx.output("survey-export", "questions")),
+                        questions=ctx.file(cfg.questions) or (exported if exported and exported.exists() else None),
                         allow_unmatched=cfg.allow_unmatched).resolve(ctx.profile)
-
-
-def _existing(path: Path | None) -> Path | None:
-    return path if path is not None and path.exists() else None
 
 
 def inputs(ctx: Context) -> dict[str, Path | None]:

@@ -4,11 +4,8 @@ of rows into samples; also the English BBQ templates they come from.
 The lowest of the ``tasks`` packages (``tests/test_layers.py``): every stage reads templates, so nothing here
 imports another ``tasks`` package.
 
-- ``formats``: the registry of template formats (``TEMPLATE_FORMATS``: the KoBBQ TSV, EsBBQ's workbooks), each
-  its loader, checks and expansion; ``validate.load_checked(path, corrections, profile)`` is the one way in.
+- ``formats``: the registry of template formats (the KoBBQ TSV, EsBBQ's workbooks), each its loader, checks and
+  expansion; ``validate.load_checked(path, corrections, profile)`` is the one way in.
 - ``engine``: the one expansion engine; ``kobbq_format`` and ``workbook_format`` are the two formats' adapters
   to it; ``hooks`` the workbook format's named hooks; ``sample_ids`` the KoBBQ sample-ID scheme.
-- ``newly_created``: ``import_newly_created(path, profile, corrections=None, others=None)
-  -> NewlyCreated(loaded, findings, decisions)``: label must be NC, no BBQ link, same validation as any
-  template (``validate_kobbq.validate_loaded``), no ID clash with ``others``.
 """

@@ -36,7 +36,7 @@ from tasks.templates.workbook_format import expand_workbook
 
 Load = Callable[[Path, Profile, list[Correction]], LoadedTemplates]
 Check = Callable[[LoadedTemplates, Profile], list[Finding]]
-Expand = Callable[[list[TemplateRow], Profile, "Vocabulary | None"], Expansion]
+Expand = Callable[[list[TemplateRow], Profile, Vocabulary | None], Expansion]
 
 
 @dataclass(frozen=True)
@@ -53,21 +53,12 @@ def _load_kobbq(path: Path, profile: Profile, corrections: list[Correction]) -> 
     return load_kobbq_templates(path, corrections, profile.templates.separators, allowed_characters(profile))
 
 
-def _expand_kobbq(templates: list[TemplateRow], profile: Profile, _: Vocabulary | None) -> Expansion:
-    return expand_templates(templates, profile)
-
-
-def _expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary | None) -> Expansion:
-    if vocabulary is None:
-        raise ValueError("workbook templates need their vocabulary (LoadedTemplates.vocabulary)")
-    return expand_workbook(templates, profile, vocabulary)
-
-
 TEMPLATE_FORMATS = {fmt.name: fmt for fmt in (
     TemplateFormat("kobbq", "KoBBQ's template file: one TSV, a row per version, inline slot lists",
-                   _load_kobbq, validate_loaded, _expand_kobbq, generated=False),
+                   _load_kobbq, validate_loaded, lambda templates, profile, _: expand_templates(templates, profile),
+                   generated=False),
     TemplateFormat("workbook", "EsBBQ's workbooks: a sheet per category with placeholders, and a vocabulary",
-                   load_workbook_templates, validate_workbook, _expand_workbook, generated=True),
+                   load_workbook_templates, validate_workbook, expand_workbook, generated=True),
 )}
 
 

@@ -9,6 +9,7 @@ bad row: it returns findings, so that ``kobbq validate`` can list every problem 
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from core.tables import read_rows
 from tasks.templates.corrections import AppliedCorrection, Correction, apply_corrections
 from core.findings import Finding
 from core.text import check_text, normalise_text
-from tasks.templates.slots import DEFAULT_SEPARATORS, ParsedText, SlotSyntaxError, parse_declarations, parse_text
+from tasks.templates.slots import DEFAULT_SEPARATORS, ParsedText, parse_declarations, parse_text
 
 
 # Model field -> column of the KoBBQ TSV, for the six fields that expansion fills.
@@ -78,6 +79,14 @@ class TemplateRow:
         return Location(self.source, self.row, column)
 
 
+def rows_by_template(templates: list[TemplateRow]) -> dict[tuple[str, int], list[TemplateRow]]:
+    """The rows (versions) of each template, by (category, ID), in input order."""
+    rows_of: dict[tuple[str, int], list[TemplateRow]] = {}
+    for template in templates:
+        rows_of.setdefault(template.template_key, []).append(template)
+    return rows_of
+
+
 @dataclass(frozen=True)
 class NormalisationRecord:
     row: int
@@ -122,6 +131,34 @@ def read_tsv(path: Path) -> tuple[list[str], list[dict[str, str]], list[int]]:
     return header, rows, numbers
 
 
+def checked_row(where: Location, cells: dict[str, str], required: list[str], id_column: str,
+                declarations: dict[str, Callable[[str], dict]], findings: list[Finding]
+                ) -> tuple[int | None, dict[str, dict]]:
+    """What a row of any format is checked for before it becomes a template, each problem a finding at its cell:
+    required cells filled, a whole-number ID, readable declarations (``declarations``: column -> parser, which
+    raises ValueError). Returns the ID (None: the row cannot become a template) and each declaration parsed."""
+    def problem(column: str, code: str, message: str) -> None:
+        findings.append(Finding("error", Location(where.file, where.row, column), code, message))
+
+    empty = [column for column in required if cells.get(column, "") == ""]
+    for column in empty:
+        problem(column, "empty-cell", "required cell is empty")
+    template_id = None
+    if cells.get(id_column, ""):
+        try:
+            template_id = int(cells[id_column])
+        except ValueError:
+            problem(id_column, "bad-id", f"template ID {cells[id_column]!r} is not a whole number")
+    parsed: dict[str, dict] = {}
+    for column, parse in declarations.items():
+        try:
+            parsed[column] = parse(cells.get(column, ""))
+        except ValueError as exc:
+            problem(column, "bad-declaration", str(exc))
+            parsed[column] = {}
+    return (None if empty else template_id), parsed
+
+
 def _row_key(row: dict[str, str]) -> str:
     return f"{row.get('Category', '').strip()}|{row.get('ID', '').strip()}|{row.get('version', '').strip()}"
 
@@ -146,14 +183,10 @@ def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None
         row_key = _row_key(row)
         for column, value in row.items():
             findings += check_text(value, Location(str(path), number, column), allowed)
-            text, change = normalise_text(value, allowed)
-            if change.control_characters:
-                normalisations.append(NormalisationRecord(number, row_key, column, "control character"))
-            if change.nfc_changed:
-                normalisations.append(NormalisationRecord(number, row_key, column, "NFC"))
-            if change.whitespace_changed:
-                normalisations.append(NormalisationRecord(number, row_key, column, "whitespace"))
-            row[column] = text
+            row[column], change = normalise_text(value, allowed)
+            normalisations += [NormalisationRecord(number, row_key, column, what) for what, changed in (
+                ("control character", change.control_characters), ("NFC", change.nfc_changed),
+                ("whitespace", change.whitespace_changed)) if changed]
         template = _build_template(path, number, row, findings, separators)
         if template is not None:
             templates.append(template)
@@ -162,26 +195,10 @@ def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None
 
 def _build_template(path: Path, number: int, row: dict[str, str], findings: list[Finding],
                     separators: tuple[str, ...]) -> TemplateRow | None:
-    def problem(column: str, code: str, message: str) -> None:
-        findings.append(Finding("error", Location(str(path), number, column), code, message))
-
-    empty = [c for c in REQUIRED_CELLS if not row[c]]
-    for column in empty:
-        problem(column, "empty-cell", "required cell is empty")
-    template_id = None
-    if row["ID"]:
-        try:
-            template_id = int(row["ID"])
-        except ValueError:
-            problem("ID", "bad-id", f"template ID {row['ID']!r} is not a whole number")
-    declared: dict[str, dict[str, tuple[str, ...]]] = {}
-    for column in ("Names", "Lexical_diversity"):
-        try:
-            declared[column] = parse_declarations(row[column], separators)
-        except SlotSyntaxError as exc:
-            problem(column, "bad-declaration", str(exc))
-            declared[column] = {}
-    if empty or template_id is None:
+    template_id, declared = checked_row(Location(str(path), number), row, REQUIRED_CELLS, "ID", {
+        column: lambda text: parse_declarations(text, separators) for column in ("Names", "Lexical_diversity")},
+        findings)
+    if template_id is None:
         return None
     return TemplateRow(
         source=str(path), row=number, category=row["Category"], template_id=template_id,

@@ -32,7 +32,7 @@ from core.stage_contract import Context, Stage, StageOutput, require
 from core.tables import read_csv_table, write_tsv_rows
 from core.text import allowed_characters, check_text, normalise_text
 from tasks.templates.corrections import Correction
-from tasks.templates.load import LoadedTemplates, NC, TemplateRow, load_kobbq_templates, read_tsv
+from tasks.templates.load import LoadedTemplates, NC, TemplateRow, load_kobbq_templates, read_tsv, rows_by_template
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates, corrections, loaded_templates
 from tasks.templates.validate_kobbq import validate_loaded
 from tasks.templates.versions import version_decisions, version_findings
@@ -73,26 +73,20 @@ def nc_findings(templates: list[TemplateRow]) -> list[Finding]:
 def clash_findings(templates: list[TemplateRow], others: list[TemplateRow]) -> list[Finding]:
     """NC template IDs already used by the adapted templates they will be merged with."""
     taken = {row.template_key: row for row in others}
-    first = {}
-    for row in templates:
-        first.setdefault(row.template_key, row)
-    return [Finding("error", row.where("ID"), "id-clash",
-                    f"{row.category} template {row.template_id} already exists in "
-                    f"{Path(taken[key].source).name} (row {taken[key].row}); give the new template an unused ID")
-            for key, row in first.items() if key in taken]
+    return [Finding("error", rows[0].where("ID"), "id-clash",
+                    f"{key[0]} template {key[1]} already exists in {Path(taken[key].source).name} "
+                    f"(row {taken[key].row}); give the new template an unused ID")
+            for key, rows in rows_by_template(templates).items() if key in taken]
 
 
 def nc_decisions(templates: list[TemplateRow], profile: Profile) -> list[Decision]:
-    rows_by_template: dict[tuple[str, int], list[TemplateRow]] = {}
-    for row in templates:
-        rows_by_template.setdefault(row.template_key, []).append(row)
     return [Decision(
         stage=LABELS_STAGE, subject_type="template", subject=template_subject(category, template_id), rule="newly-created",
         outcome=NC,
         reason=f"Written directly in {profile.language} ({len(rows)} row(s), versions "
                f"{', '.join(r.version for r in rows)}); no BBQ source, so labelled {NC} and validated like every template.",
         numbers={"rows": len(rows)}, source=f"{Path(rows[0].source).name} row {rows[0].row}")
-        for (category, template_id), rows in rows_by_template.items()]
+        for (category, template_id), rows in rows_by_template(templates).items()]
 
 
 def import_newly_created(path: Path, profile: Profile, corrections: list[Correction] | None = None,
@@ -216,6 +210,11 @@ def run(ctx: Context) -> StageOutput:
     header += [c for c in GROUP_COLUMNS if c not in header]
     path = write_tsv_rows(ctx.stage_dir(NAME) / "templates.tsv", header, rows)
     decisions += check_versions(loaded_templates(ctx, path), group_lines, groups, ctx.profile)
+    return _templates_output(ctx, path, decisions)
+
+
+def _templates_output(ctx: Context, path: Path, decisions: list[Decision]) -> StageOutput:
+    """The template file (or workbook folder) at ``path`` checked, counted by label, as the stage's output."""
     loaded, _ = checked_templates(ctx, path)
     labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
     return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": path}, decisions,
@@ -228,10 +227,7 @@ def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
     if cfg.groups or cfg.newly_created:
         raise UserError(f"profile {ctx.profile.name} keeps groups and new templates in its workbooks; remove "
                         "[templates] groups / newly_created from the pipeline file", ctx.pipeline.path)
-    loaded, _ = checked_templates(ctx, folder)
-    labels = dict(sorted(Counter(t.label for t in loaded.templates).items()))
-    return StageOutput({"rows": len(loaded.templates), **labels}, {"templates": folder}, [],
-                       f"{len(loaded.templates)} template rows ({counts_text(labels)}) in {folder.name}")
+    return _templates_output(ctx, folder, [])
 
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "culture"), after=("postedit",), prepare=prepare)

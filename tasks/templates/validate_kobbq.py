@@ -56,22 +56,26 @@ def size_findings(templates: list[TemplateRow], limit: int = LARGE_ROW_SAMPLES) 
     return findings
 
 
+def profile_value_findings(template: TemplateRow, profile: Profile, category_column: str, label_column: str
+                           ) -> list[Finding]:
+    """The row's category, version and label are among the profile's."""
+    checks = (
+        (category_column, "unknown-category", profile.category(template.category) is not None,
+         f"category {template.category!r} is not in profile {profile.name!r} ({', '.join(profile.category_names)})"),
+        ("version", "bad-version", template.version in profile.templates.versions,
+         f"version {template.version!r} is not one of {', '.join(profile.templates.versions)}"),
+        (label_column, "bad-label", template.label in profile.templates.labels,
+         f"label {template.label!r} is not one of {', '.join(profile.templates.labels)}"))
+    return [Finding("error", template.where(column), code, message) for column, code, ok, message in checks if not ok]
+
+
 def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
     findings: list[Finding] = []
 
     def add(severity: str, column: str | None, code: str, message: str) -> None:
         findings.append(Finding(severity, template.where(column), code, message))  # type: ignore[arg-type]
 
-    if profile.category(template.category) is None:
-        add("error", "Category", "unknown-category",
-            f"category {template.category!r} is not in profile {profile.name!r} "
-            f"({', '.join(profile.category_names)})")
-    if template.version not in profile.templates.versions:
-        add("error", "version", "bad-version",
-            f"version {template.version!r} is not one of {', '.join(profile.templates.versions)}")
-    if template.label not in profile.templates.labels:
-        add("error", "Label_annotation", "bad-label",
-            f"label {template.label!r} is not one of {', '.join(profile.templates.labels)}")
+    findings += profile_value_findings(template, profile, "Category", "Label_annotation")
     for person in PERSON_SLOTS:
         if person not in template.names:
             add("error", "Names", "missing-person", f"Names does not declare {person}")

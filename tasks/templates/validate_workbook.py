@@ -8,7 +8,6 @@ duplicate rows.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 
 from core.errors import Location
@@ -18,6 +17,7 @@ from tasks.templates.hooks import HOOKS
 from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.scripts import profile_script_findings, script_findings
 from tasks.templates.slots import list_findings
+from tasks.templates.validate_kobbq import profile_value_findings
 from tasks.templates.workbook import PLACEHOLDER, forms_by_label, matching_rule
 
 SPECS = ("", "def", "indef")
@@ -29,11 +29,10 @@ def validate_workbook(loaded: LoadedTemplates, profile: Profile) -> list[Finding
     findings = list(loaded.findings) + hook_findings(profile, fmt) + profile_script_findings(profile)
     for template in loaded.templates:
         findings.extend(check_workbook_row(template, profile, fmt))
-    keys = Counter((t.source, t.key) for t in loaded.templates)
     first: dict[tuple[str, str], TemplateRow] = {}
     for template in loaded.templates:
         key = (template.source, template.key)
-        if keys[key] > 1 and key in first:
+        if key in first:
             # A warning: upstream EsBBQ has such rows (DisabilityStatus 17 v-a, v-b); both generate.
             findings.append(Finding("warning", template.where(fmt.id_column), "duplicate",
                                     f"template {template.key} already appears at row {first[key].row}; "
@@ -64,14 +63,7 @@ def check_workbook_row(template: TemplateRow, profile: Profile, fmt: WorkbookFor
     def add(column: str, code: str, message: str) -> None:
         findings.append(Finding("error", Location(template.source, template.row, column), code, message))
 
-    if profile.category(template.category) is None:
-        add(fmt.category_column, "unknown-category",
-            f"category {template.category!r} is not in profile {profile.name!r} ({', '.join(profile.category_names)})")
-    if template.version not in profile.templates.versions:
-        add("version", "bad-version", f"version {template.version!r} is not one of "
-            f"{', '.join(repr(v) for v in profile.templates.versions)}")
-    if template.label not in profile.templates.labels:
-        add(fmt.label_column, "bad-label", f"label {template.label!r} is not one of {', '.join(profile.templates.labels)}")
+    findings += profile_value_findings(template, profile, fmt.category_column, fmt.label_column)
     names, lexical = forms_by_label(template.names), forms_by_label(template.lexical)
     for column, forms in ((fmt.names_column, names), (fmt.words_column, lexical)):
         for label, lists in forms.items():

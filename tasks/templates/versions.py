@@ -11,12 +11,10 @@ convention (its version a is the biased one in some templates), so a translation
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from core.decisions import Decision, template_subject
 from core.findings import Finding
 from core.profile import Profile
-from tasks.templates.load import TemplateRow
+from tasks.templates.load import TemplateRow, rows_by_template
 from core.text import normalise_text
 from tasks.templates.slots import PERSON_SLOTS, SEPARATOR_LIKE, parse_text
 
@@ -120,12 +118,9 @@ def version_decisions(templates: list[TemplateRow], profile: Profile, stage: str
                       sources: dict[tuple[str, int], str]) -> list[Decision]:
     """One decision per template: the role each version's context plays by its groups, so that "why is version a
     counter-biased?" has an answer in the log (rule ``version-convention``; outcome ``checked`` or ``unchecked``)."""
-    by_template: dict[tuple[str, int], list[TemplateRow]] = defaultdict(list)
-    for template in templates:
-        if expected_role(template.version, profile) is not None:
-            by_template[template.template_key].append(template)
     decisions = []
-    for (category, template_id), rows in by_template.items():
+    checked = [template for template in templates if expected_role(template.version, profile) is not None]
+    for (category, template_id), rows in rows_by_template(checked).items():
         roles = {row.version: context_role(row) for row in rows}
         parts = []
         for row in rows:
@@ -135,9 +130,8 @@ def version_decisions(templates: list[TemplateRow], profile: Profile, stage: str
             parts.append(f"{row.version} {role or 'not checked'}" + (
                 f" (the biased question's answer, {person} {info!r}, {'is' if role == BIASED else 'is not'} the "
                 f"target {row.target_group!r})" if role else ""))
-        checked = all(roles.values())
         decisions.append(Decision(stage, "template", template_subject(category, template_id), "version-convention",
-                                  "checked" if checked else "unchecked",
+                                  "checked" if all(roles.values()) else "unchecked",
                                   f"versions by their groups: {'; '.join(parts)}; {convention_text(profile)}",
                                   {"roles": {v: r or "" for v, r in roles.items()}},
                                   source=sources.get((category, template_id), "")))

@@ -19,7 +19,7 @@ from core.findings import Finding
 from core.profile import PoolRule, Profile, WorkbookFormat
 from core.text import allowed_characters, check_text, plain_spaces
 from tasks.templates.corrections import AppliedCorrection, Correction, apply_corrections
-from tasks.templates.load import LoadedTemplates, TemplateRow
+from tasks.templates.load import LoadedTemplates, TemplateRow, checked_row
 
 Row = dict[str, object]
 PLACEHOLDER = re.compile(r"\{\{([^}]*)\}\}")  # {{NAME1}}, {{NAME1-def}}, {{WORD2-indef}}
@@ -191,26 +191,9 @@ def load_workbook_templates(folder: Path, profile: Profile, corrections: list[Co
 
 def _build_template(path: Path, number: int, text: dict[str, str], fmt: WorkbookFormat, findings: list[Finding]
                     ) -> TemplateRow | None:
-    def problem(column: str, code: str, message: str) -> None:
-        findings.append(Finding("error", Location(str(path), number, column), code, message))
-
-    for column in fmt.required_cells:
-        if text.get(column, "") == "":
-            problem(column, "empty-cell", "required cell is empty")
-    template_id: int | str = text.get(fmt.id_column, "")
-    if template_id != "":
-        try:
-            template_id = int(template_id)
-        except ValueError:
-            problem(fmt.id_column, "bad-id", f"template ID {template_id!r} is not a whole number")
-    declared = {}
-    for column in (fmt.names_column, fmt.words_column):
-        try:
-            declared[column] = parse_mapping(text.get(column, ""))
-        except ValueError as exc:
-            problem(column, "bad-declaration", str(exc))
-            declared[column] = {}
-    if any(text.get(c, "") == "" for c in fmt.required_cells) or not isinstance(template_id, int):
+    template_id, declared = checked_row(Location(str(path), number), text, fmt.required_cells, fmt.id_column,
+                                        {fmt.names_column: parse_mapping, fmt.words_column: parse_mapping}, findings)
+    if template_id is None:
         return None
     return TemplateRow(
         source=str(path), row=number, category=text[fmt.category_column], template_id=template_id,

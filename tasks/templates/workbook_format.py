@@ -23,13 +23,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from core.errors import UserError
-from core.profile import Condition, Pool, PoolRule, Profile, WorkbookFormat
+from core.profile import Condition, Pool, Profile, WorkbookFormat
 from tasks.templates.engine import Columns, CompiledText, Engine, Expansion, FillGrid, Ref, Variant, escape, expand
 from tasks.templates.hooks import HOOKS, Filled, Person
 from tasks.templates.load import TemplateRow
 from tasks.templates.workbook import (PLACEHOLDER, Forms, Row, Vocabulary, forms_by_label, matching_rule,
                                       parse_list)
-
 
 
 @dataclass(frozen=True)
@@ -75,14 +74,6 @@ def row_context(template: TemplateRow, fmt: WorkbookFormat, vocabulary: Vocabula
 
 
 # --- candidate pools (section 4) ----------------------------------------------------------------
-
-def choose_rule(ctx: RowContext) -> PoolRule:
-    rule = matching_rule(ctx.template, ctx.fmt)
-    if rule is not None:
-        return rule
-    raise UserError(f"no candidate pool rule matches category {ctx.template.category!r}"
-                    f"{' (proper names)' if ctx.proper else ''}", ctx.template.where())
-
 
 def _reference(ref: str, ctx: RowContext, first: Candidate | None) -> object:
     if ref.startswith("'") and ref.endswith("'"):
@@ -147,7 +138,10 @@ def _info(ctx: RowContext, person: str, default: str) -> str:
 
 def candidates(ctx: RowContext) -> Iterator[tuple[Candidate, Candidate]]:
     """(NAME1, NAME2) pairs in loop order; a names cell replaces both pools (section 4.2 step 3)."""
-    rule = choose_rule(ctx)
+    rule = matching_rule(ctx.template, ctx.fmt)
+    if rule is None:
+        raise UserError(f"no candidate pool rule matches category {ctx.template.category!r}"
+                        f"{' (proper names)' if ctx.proper else ''}", ctx.template.where())
     first_person, second_person = ctx.fmt.people
     if rule.names_cell and ctx.names:
         def from_cell(person: str) -> list[Candidate]:
@@ -334,8 +328,10 @@ def workbook_engine(profile: Profile, vocabulary: Vocabulary) -> Engine:
                   fmt.output_columns, fmt.dedup_key, fmt.number_output)
 
 
-def expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary) -> Expansion:
+def expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary | None) -> Expansion:
     """The generated release as columns, in the profile's output columns (one row per kept instance)."""
+    if vocabulary is None:
+        raise ValueError("workbook templates need their vocabulary (LoadedTemplates.vocabulary)")
     return expand(templates, workbook_engine(profile, vocabulary))
 
 
