@@ -82,8 +82,8 @@ def run_step(args: argparse.Namespace) -> int:
     """The step named (``kobbq labels STEP``), once the labels package's modules (pandas, openpyxl)
     are imported: here, not at the top, because ``kobbq --help`` imports every command module.
     They become this module's names (``workbook.write_workbook``): one import for every step."""
-    global agreement, annotations, consensus, labels_stage, problems, template_set, validate, workbook
-    from tasks.labels import agreement, annotations, consensus, labels_stage, problems, template_set, workbook
+    global agreement, annotations, consensus, labels_stage, template_set, validate, workbook
+    from tasks.labels import agreement, annotations, consensus, labels_stage, template_set, workbook
     from tasks.templates import validate
 
     return args.step(args)
@@ -118,7 +118,7 @@ def run_import(args: argparse.Namespace) -> int:
     recorded = next((f.meta["profile"] for f in files if f.meta.get("profile")), None)  # what the workbooks say
     profile, _, items = _items(args, args.categories or annotations.categories_in(files), recorded)
     annotators, findings = annotations.check_annotator_files(files, items, profile.labels.require_rationale, profile.name)
-    problems.raise_if_errors(f"{len(files)} annotator file(s)", findings)
+    template_set.raise_if_errors(f"{len(files)} annotator file(s)", findings)
     report = agreement.agreement(annotators, items)
     print(report.text)
     if args.draft:

@@ -5,8 +5,6 @@ the label shares; raw agreement (the share of templates on which every annotator
 same label) is what the consensus meeting has to work through. Both are reported because
 kappa is undefined (and printed as "n/a") when every annotator gave every template the
 same label, and can be low on a small, unbalanced category even when raw agreement is high.
-
-Entry points: ``agreement(annotators, items) -> AgreementReport``, ``draft_consensus_rows(...)``.
 """
 
 from __future__ import annotations
@@ -118,13 +116,16 @@ def agreement_table(report: AgreementReport) -> list[dict[str, object]]:
     return [dict(zip(header, row)) for row in rows]
 
 
-def format_agreement(report: AgreementReport) -> str:
-    lines = agreement_cells(report)
-    header = lines[0]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+def aligned(lines: list[list[str]]) -> list[str]:
+    """A table as text: the first column left-aligned, the others right-aligned, a rule under the header."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     text = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
             for line in lines]
-    text.insert(1, "  ".join("-" * w for w in widths))
+    return [text[0], "  ".join("-" * w for w in widths), *text[1:]]
+
+
+def format_agreement(report: AgreementReport) -> str:
+    text = aligned(agreement_cells(report))
     text += ["", "Raw agreement: share of templates on which all annotators gave the same label. "
                  "Fleiss' kappa: n/a where one label was used throughout."]
     text += ["", f"{len(report.disagreements)} template(s) with disagreement (for the consensus meeting):"]

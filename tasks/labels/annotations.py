@@ -10,9 +10,6 @@ name (``kim.csv``). It has no template-set fingerprint, so it is checked by its 
 
 A workbook records the profile it was exported for; importing it under another profile is refused,
 naming both (a CSV has no such record).
-
-Entry points: ``read_annotator_file(path)``, ``check_annotator_files(files, items, require_rationale, profile_name)``,
-``import_annotations(paths, items, require_rationale, profile_name)``, ``categories_in(files)``.
 """
 
 from __future__ import annotations
@@ -21,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import Location, UserError
-from core.tables import read_records
+from core.tables import read_rows
 from core.workbooks import read_sheets
 from core.findings import Finding
-from tasks.labels.problems import raise_if_errors
-from tasks.labels.template_set import ANNOTATOR_LABELS, LabelItem, categories_of, fingerprint
+from tasks.labels.template_set import ANNOTATOR_LABELS, LabelItem, categories_of, fingerprint, raise_if_errors
 from tasks.labels.workbook import FORMAT, LABELS_SHEET, META_SHEET
 
 CSV_COLUMNS = ["template", "label", "rationale"]
@@ -68,62 +64,41 @@ class AnnotatorLabels:
 
 
 def read_annotator_file(path: Path) -> AnnotatorFile:
+    """A filled workbook or its CSV: the same three columns, a cell named by its letter in a workbook."""
     path = Path(path)
     if not path.exists():
         raise UserError("annotator file does not exist", path)
+    meta, sheet = None, None
     if path.suffix.lower() == ".xlsx":
-        return _read_workbook(path)
-    if path.suffix.lower() == ".csv":
-        return _read_csv(path)
-    raise UserError("expected a labelling workbook (.xlsx) or its CSV equivalent (.csv)", path)
-
-
-def _text(value: object) -> str:
-    return "" if value is None else str(value).strip()
-
-
-def _read_workbook(path: Path) -> AnnotatorFile:
-    from openpyxl.utils import get_column_letter
-
-    sheets = read_sheets(path)
-    if META_SHEET not in sheets or LABELS_SHEET not in sheets:
-        raise UserError(f"not a labelling workbook made by 'kobbq labels export' (no {META_SHEET!r} or "
-                        f"{LABELS_SHEET!r} sheet)", path)
-    meta = {k.strip(): v.strip() for k, v, *_ in sheets[META_SHEET] if k}
-    lines = sheets[LABELS_SHEET]
+        sheets = read_sheets(path)
+        if META_SHEET not in sheets or LABELS_SHEET not in sheets:
+            raise UserError(f"not a labelling workbook made by 'kobbq labels export' (no {META_SHEET!r} or "
+                            f"{LABELS_SHEET!r} sheet)", path)
+        meta = {k.strip(): v.strip() for k, v, *_ in sheets[META_SHEET] if k}
+        lines, sheet = sheets[LABELS_SHEET], LABELS_SHEET
+    elif path.suffix.lower() == ".csv":
+        lines = read_rows(path)
+    else:
+        raise UserError("expected a labelling workbook (.xlsx) or its CSV equivalent (.csv)", path)
     header = [cell.strip() for cell in lines[0]] if lines else []
-    missing = [c for c in CSV_COLUMNS if c not in header]
-    if missing:
-        raise UserError(f"the header lacks column(s) {', '.join(missing)}", Location(str(path), 1, sheet=LABELS_SHEET))
+    if missing := [c for c in CSV_COLUMNS if c not in header]:
+        raise UserError(f"the header lacks column(s) {', '.join(missing)}; an annotator file has columns "
+                        f"{', '.join(CSV_COLUMNS)}", Location(str(path), 1, sheet=sheet))
     index = {name: header.index(name) for name in CSV_COLUMNS}
+
+    def where(name: str, number: int) -> Location:
+        if sheet is None:
+            return Location(path.name, number, name)
+        from openpyxl.utils import get_column_letter
+
+        return Location(path.name, number, f"{name} (cell {get_column_letter(index[name] + 1)}{number})", sheet)
+
     rows = []
     for number, cells in enumerate(lines[1:], start=2):
-        values = {name: cells[i].strip() if i < len(cells) else "" for name, i in index.items()}
-        if not any(values.values()):
-            continue
-
-        def where(name: str) -> Location:
-            return Location(path.name, number, f"{name} (cell {get_column_letter(index[name] + 1)}{number})",
-                            LABELS_SHEET)
-
-        rows.append(RawLabel(values["template"], values["label"], values["rationale"],
-                             where("template"), where("label"), where("rationale")))
-    return AnnotatorFile(path, meta.get("annotator") or path.stem, meta, rows)
-
-
-def _read_csv(path: Path) -> AnnotatorFile:
-    header, records = read_records(path)
-    missing = [c for c in CSV_COLUMNS if c not in header]
-    if missing:
-        raise UserError(f"missing column(s) {', '.join(missing)}; an annotator CSV has columns "
-                        f"{', '.join(CSV_COLUMNS)}", path)
-    rows = []
-    for number, record in records:
-        values = {name: _text(record.get(name)) for name in CSV_COLUMNS}
-        if any(values.values()):
-            rows.append(RawLabel(values["template"], values["label"], values["rationale"],
-                                 *(Location(path.name, number, name) for name in CSV_COLUMNS)))
-    return AnnotatorFile(path, path.stem, None, rows)
+        values = [cells[index[name]].strip() if index[name] < len(cells) else "" for name in CSV_COLUMNS]
+        if any(values):
+            rows.append(RawLabel(*values, *(where(name, number) for name in CSV_COLUMNS)))
+    return AnnotatorFile(path, (meta or {}).get("annotator") or path.stem, meta, rows)
 
 
 def categories_in(files: list[AnnotatorFile]) -> list[str]:

@@ -6,28 +6,23 @@ After the annotators' disagreements are discussed, one CSV holds the outcome
 label becomes a decision; an SR template also gets an exclusion decision, because it leaves
 the pipeline here and never reaches translation or the survey. A template without a final
 label stops the build (``require_final_labels``): nothing is translated on a guess.
-
-Entry points: ``load_consensus(path, bbq_templates, require_rationale=..., annotations=...)``,
-``require_final_labels(templates, consensus)``, ``templates_to_adapt(templates, consensus)``.
 """
 
 from __future__ import annotations
 
-import csv
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import Location, UserError
-from core.tables import read_records
+from core.tables import read_records, write_csv_rows
 from tasks.templates.bbq import BBQTemplate
-from core.atomic import write_with
 from core.decisions import Decision
 from core.text import check_text, plain_spaces
 from core.findings import Finding
-from tasks.labels.problems import raise_if_errors
-from tasks.labels.template_set import ANNOTATOR_LABELS, KEPT_LABELS, LABEL_MEANINGS, SR, group_templates
+from tasks.labels.template_set import (ANNOTATOR_LABELS, KEPT_LABELS, LABEL_MEANINGS, SR, group_templates,
+                                       raise_if_errors)
 
 STAGE = "labels"
 CONSENSUS_COLUMNS = ["template", "label", "rationale"]
@@ -154,10 +149,4 @@ def templates_to_adapt(templates: list[BBQTemplate], consensus: Consensus) -> li
 
 def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) -> Path:
     """Write a consensus (or draft, or final labels) CSV atomically."""
-    def write(target: Path) -> None:
-        with target.open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.DictWriter(handle, columns, lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
-
-    return write_with(path, write)
+    return write_csv_rows(path, columns, [[row[c] for c in columns] for row in rows])

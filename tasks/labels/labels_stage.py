@@ -30,7 +30,7 @@ from core.profile import PaperCounts, Profile
 from core.stage_contract import Context, Stage, StageOutput, require
 from core.tables import write_csv_rows
 from core.text import allowed_characters
-from tasks.labels.agreement import AgreementReport, agreement, agreement_table
+from tasks.labels.agreement import AgreementReport, agreement, agreement_table, aligned
 from tasks.labels.annotations import import_annotations, votes_by_template
 from tasks.labels.consensus import Consensus, load_consensus, require_final_labels
 from tasks.labels.template_set import KEPT_LABELS, LabelItem, NC, group_templates, load_label_items
@@ -183,28 +183,22 @@ def reference_labels(kobbq_templates: list[TemplateRow], bbq_templates: list[BBQ
 def _link_findings(template: KoTemplate, known: dict[str, object], profile: Profile) -> list[Finding]:
     where = Location(template.where.file, template.where.row, "BBQ_id")
     findings = []
-    for link in template.links:
-        findings.extend(_one_link_findings(template, link, known, profile, where))
     if not template.links and any(label in KEPT_LABELS for label in template.labels):
         findings.append(Finding("warning", where, "adapted-without-link",
                                 f"{template.subject} is labelled {template.label} but has no BBQ link"))
-    return findings
-
-
-def _one_link_findings(template: KoTemplate, link: str, known: dict[str, object], profile: Profile,
-                       where: Location) -> list[Finding]:
-    findings = []
-    if link not in known:
-        findings.append(Finding("error", where, "unknown-bbq-link",
-                                f"{template.subject} links to {link}, which is not among the BBQ templates read"))
-    if NC in template.labels:
-        findings.append(Finding("warning", where, "nc-with-link", f"{template.subject} is labelled NC but links to {link}"))
     category = profile.category(template.category)
-    bbq_category = link.split(":")[1]
-    if category is not None and bbq_category not in category.bbq_categories:
-        findings.append(Finding("warning", Location(where.file, where.row, "BBQ_category"), "foreign-bbq-category",
-                                f"{template.subject} links to BBQ category {bbq_category}, not one of "
-                                f"{', '.join(category.bbq_categories) or '(none)'} (profile)"))
+    for link in template.links:
+        if link not in known:
+            findings.append(Finding("error", where, "unknown-bbq-link",
+                                    f"{template.subject} links to {link}, which is not among the BBQ templates read"))
+        if NC in template.labels:
+            findings.append(Finding("warning", where, "nc-with-link",
+                                    f"{template.subject} is labelled NC but links to {link}"))
+        bbq_category = link.split(":")[1]
+        if category is not None and bbq_category not in category.bbq_categories:
+            findings.append(Finding("warning", Location(where.file, where.row, "BBQ_category"), "foreign-bbq-category",
+                                    f"{template.subject} links to BBQ category {bbq_category}, not one of "
+                                    f"{', '.join(category.bbq_categories) or '(none)'} (profile)"))
     return findings
 
 
@@ -234,30 +228,22 @@ def format_reference_table(result: ReferenceLabels) -> str:
         mark = "" if ours == paper else " *"
         return f"{ours} ({paper}){mark}"
 
-    header = ["category", "BBQ", "ST linked", "TM linked", "unlinked (paper SR)", "of which proper-name", "NC"]
-    lines = [header]
-    totals = Counter()
-    for row in result.rows:
-        paper = row.paper
-        lines.append([row.category, str(row.bbq_templates),
-                      pair(row.linked_st, paper and paper.st), pair(row.linked_tm, paper and paper.tm),
-                      pair(row.unlinked, paper and paper.sr), str(row.unlinked_proper_names),
-                      pair(row.nc, paper and paper.nc)])
-        for name in ("bbq_templates", "linked_st", "linked_tm", "unlinked", "unlinked_proper_names", "nc"):
-            totals[name] += getattr(row, name)
-        for name in ("st", "tm", "sr", "nc"):
-            totals["paper_" + name] += (getattr(paper, name) or 0) if paper else 0
+    def line(name: str, counts: list[int], paper: dict[str, int | None]) -> list[str]:
+        bbq, st, tm, unlinked, proper, nc = counts
+        return [name, str(bbq), pair(st, paper["st"]), pair(tm, paper["tm"]), pair(unlinked, paper["sr"]),
+                str(proper), pair(nc, paper["nc"])]
+
+    columns = ("st", "tm", "sr", "nc")
+    counts = [[row.bbq_templates, row.linked_st, row.linked_tm, row.unlinked, row.unlinked_proper_names, row.nc]
+              for row in result.rows]
+    papers = [dict(zip(columns, (p.st, p.tm, p.sr, p.nc) if (p := row.paper) else (None,) * 4)) for row in result.rows]
     # A paper that does not report a column (EsBBQ's reports templates and instances only) has no total.
-    reported = {name: totals["paper_" + name] if any(row.paper and getattr(row.paper, name) is not None
-                                                     for row in result.rows) else None
-                for name in ("st", "tm", "sr", "nc")}
-    lines.append(["total", str(totals["bbq_templates"]), pair(totals["linked_st"], reported["st"]),
-                  pair(totals["linked_tm"], reported["tm"]), pair(totals["unlinked"], reported["sr"]),
-                  str(totals["unlinked_proper_names"]), pair(totals["nc"], reported["nc"])])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(cell.ljust(width) if i == 0 else cell.rjust(width) for i, (cell, width)
-                      in enumerate(zip(line, widths))) for line in lines]
-    text.insert(1, "  ".join("-" * width for width in widths))
+    reported = {name: sum(paper[name] or 0 for paper in papers) if any(paper[name] is not None for paper in papers)
+                else None for name in columns}
+    lines = [["category", "BBQ", "ST linked", "TM linked", "unlinked (paper SR)", "of which proper-name", "NC"],
+             *(line(row.category, c, paper) for row, c, paper in zip(result.rows, counts, papers)),
+             line("total", [sum(column) for column in zip(*counts)] if counts else [0] * 6, reported)]
+    text = aligned(lines)
     notes = ["Counts are BBQ templates (NC: released templates); the paper's Table 1 value is in parentheses,",
              "* where they differ.",
              "ST/TM linked: BBQ templates that a released template links to (BBQ_category/BBQ_id) with that label.",

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import UserError
+from core.findings import Finding
+from core.findings import raise_if_errors as raise_findings
 from core.profile import Profile
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.templates.load import NC, SR, ST, TM
@@ -92,3 +94,9 @@ def load_label_items(bbq_path: Path, profile: Profile, categories: list[str] | N
                         f"{templates[0].subject if templates else 'bbq:Age:1'})", bbq_path)
     templates = [t for t in templates if t.subject not in left_out]
     return templates, group_templates(templates)
+
+
+def raise_if_errors(what: str, findings: list[Finding]) -> None:
+    """All-or-nothing labelling input: nothing of any labelling file is imported when one of them has an error.
+    A never-filled workbook has one problem per template: the first 100 are listed, the rest add nothing."""
+    raise_findings(what, findings, "nothing was imported", 100, " of the same kinds (fix these and import again)")

@@ -171,6 +171,3 @@ class TranslationCache:
         with self._writing():
             self._db.execute("INSERT OR REPLACE INTO glossary_modes VALUES (?, ?, ?, ?, ?)",
                              (source_lang.upper(), target_lang.upper(), glossary, mode, reason))
-
-    def __len__(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM translations").fetchone()[0])

@@ -39,11 +39,6 @@ class CostEstimate:
                 f"{self.characters_to_send} characters, estimated cost {self.estimated_cost:.2f} {self.currency}")
 
 
-def estimate_cost(characters: int, profile: Profile) -> float:
-    """Usage price: characters x price per million (the plan's base fee is not included)."""
-    return characters * profile.translation.price_per_million_characters / 1_000_000
-
-
 def dry_run(templates: list[BBQTemplate], cache_path: Path, profile: Profile, glossary: Glossary) -> CostEstimate:
     """Count without calling DeepL (the glossary mode as ``choose_mode`` takes it without DeepL)."""
     with contextlib.ExitStack() as stack:  # a cache that does not exist yet is not created by a dry run
@@ -53,6 +48,6 @@ def dry_run(templates: list[BBQTemplate], cache_path: Path, profile: Profile, gl
         cached = cache.get_many(sents, request_settings(profile, glossary, mode)) if cache else {}
     to_send = [s for s in sents if s not in cached]
     characters = sum(map(billable_characters, to_send))
+    price = characters * profile.translation.price_per_million_characters / 1_000_000  # without the plan's base fee
     return CostEstimate(len(templates), len(sents), len(cached), len(to_send), characters,
-                        sum(map(billable_characters, cached)), estimate_cost(characters, profile),
-                        profile.translation.currency)
+                        sum(map(billable_characters, cached)), price, profile.translation.currency)

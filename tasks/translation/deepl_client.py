@@ -18,9 +18,9 @@ read by the flow); ``DEEPL_SERVER_URL`` points the client at another server.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
-
 
 from core.errors import UserError, redact
 from tasks.translation.cache import CachedTranslation, RequestSettings
@@ -33,27 +33,9 @@ SERVER_VARIABLE = "DEEPL_SERVER_URL"
 class TranslationStopped(Exception):
     """DeepL cannot go on (quota, key, retries exhausted); what was translated so far is kept."""
 
-    def __init__(self, kind: str, message: str) -> None:
-        self.kind = kind  # quota | authorization | unavailable | not-recorded
-        self.message = message
-        super().__init__(message)
-
-
-class Translator(Protocol):
-    name: str
-    sends: bool  # whether it reaches DeepL at all (a replay does not: only the cache answers)
-
-    def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
-        """Whether DeepL can apply a glossary for this pair (else terms are substituted after translation)."""
-
-    def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
-        """Upload the glossary and return its id."""
-
-    def target_supported(self, target_lang: str) -> bool:
-        """Whether DeepL translates into this language at all (Catalan, for one, is not in its list)."""
-
-    def translate(self, sents: list[str], settings: RequestSettings, glossary_id: str | None) -> list[CachedTranslation]:
-        """Translate texts already protected as XML; one result per text, in order."""
+    @property
+    def message(self) -> str:
+        return str(self)
 
 
 @dataclass
@@ -62,8 +44,7 @@ class DeepLTranslator:
 
     auth_key: str
     server_url: str | None = None
-    name: str = "deepl"
-    sends: bool = True
+    sends: bool = True  # it reaches DeepL (a replay does not: only the cache answers)
 
     def __post_init__(self) -> None:
         if not self.auth_key:
@@ -73,51 +54,53 @@ class DeepLTranslator:
     def __repr__(self) -> str:  # never show the key
         return f"DeepLTranslator(server_url={self.server_url!r})"
 
-    def _stop(self, exc: Exception) -> TranslationStopped:
-        text = redact(str(exc), self.auth_key)
-        if isinstance(exc, _deepl().QuotaExceededException):
-            return TranslationStopped("quota", f"DeepL quota exhausted ({text})")
-        if isinstance(exc, _deepl().AuthorizationException):
-            return TranslationStopped("authorization", f"DeepL refused the key ({text})")
-        return TranslationStopped("unavailable", f"DeepL did not answer after retries ({text})")
+    @contextmanager
+    def _asking(self) -> Iterator[None]:
+        """DeepL's refusals as ``TranslationStopped``, the key redacted from the message."""
+        deepl = _deepl()
+        try:
+            yield
+        except deepl.DeepLException as exc:
+            text = redact(str(exc), self.auth_key)
+            if isinstance(exc, deepl.QuotaExceededException):
+                raise TranslationStopped(f"DeepL quota exhausted ({text})") from None
+            if isinstance(exc, deepl.AuthorizationException):
+                raise TranslationStopped(f"DeepL refused the key ({text})") from None
+            raise TranslationStopped(f"DeepL did not answer after retries ({text})") from None
 
     def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
-        """DeepL lists glossary pairs by base language (``en``, ``zh``): a glossary for ``zh`` serves ``ZH-HANS``
+        """Whether DeepL can apply a glossary for this pair (else terms are substituted after translation).
+
+        DeepL lists glossary pairs by base language (``en``, ``zh``): a glossary for ``zh`` serves ``ZH-HANS``
         and ``ZH-HANT`` as one for ``en`` serves ``EN-GB`` (the client creates it without the variant too)."""
-        try:
+        with self._asking():
             pairs = self._client.get_glossary_languages()
-        except _deepl().DeepLException as exc:
-            raise self._stop(exc) from None
         wanted = (base_language(source_lang), base_language(target_lang))
         return any((base_language(p.source_lang), base_language(p.target_lang)) == wanted for p in pairs)
 
     def target_supported(self, target_lang: str) -> bool:
-        try:
+        """Whether DeepL translates into this language at all (Catalan, for one, is not in its list)."""
+        with self._asking():
             languages = self._client.get_target_languages()
-        except _deepl().DeepLException as exc:
-            raise self._stop(exc) from None
         wanted, codes = target_lang.upper(), {lang.code.upper() for lang in languages}
         # "EN" is accepted where DeepL lists only its variants EN-GB, EN-US
         return wanted in codes or any(code.startswith(f"{wanted}-") for code in codes)
 
     def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
-        try:
-            info = self._client.create_glossary(f"kobbq-{glossary.fingerprint}", source_lang, target_lang,
-                                                glossary.targets)
-        except _deepl().DeepLException as exc:
-            raise self._stop(exc) from None
-        return info.glossary_id
+        """Upload the glossary and return its id."""
+        with self._asking():
+            return self._client.create_glossary(f"kobbq-{glossary.fingerprint}", source_lang, target_lang,
+                                                glossary.targets).glossary_id
 
     def translate(self, sents: list[str], settings: RequestSettings, glossary_id: str | None) -> list[CachedTranslation]:
+        """Translate texts already protected as XML; one result per text, in order."""
         options = dict(settings.options)
-        try:
+        with self._asking():
             results = self._client.translate_text(
                 sents, source_lang=settings.source_lang, target_lang=settings.target_lang,
                 tag_handling=options.get("tag_handling"),
                 formality=None if options.get("formality", "default") == "default" else options["formality"],
                 glossary=glossary_id or None)
-        except _deepl().DeepLException as exc:
-            raise self._stop(exc) from None
         return [CachedTranslation(r.text, int(r.billed_characters)) for r in results]
 
 
@@ -126,11 +109,10 @@ class ReplayTranslator:
     """Only the recorded cache: every text not in it is left untranslated and reported (``pretranslate`` never
     sends it anything, since ``sends`` is False; how the glossary was applied comes from the cache's record)."""
 
-    name: str = "replay"
     sends: bool = False
 
     def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
-        raise TranslationStopped("not-recorded", "a replay cannot ask DeepL which glossary pairs it supports")
+        raise TranslationStopped("a replay cannot ask DeepL which glossary pairs it supports")
 
     def create_glossary(self, glossary: Glossary, source_lang: str, target_lang: str) -> str:
         return ""
@@ -139,7 +121,10 @@ class ReplayTranslator:
         return True  # a replay sends nothing; what is not recorded is reported as left to translate
 
     def translate(self, sents: list[str], settings: RequestSettings, glossary_id: str | None) -> list[CachedTranslation]:
-        raise TranslationStopped("not-recorded", f"{len(sents)} text(s) are not in the recorded translation cache")
+        raise TranslationStopped(f"{len(sents)} text(s) are not in the recorded translation cache")
+
+
+Translator = DeepLTranslator | ReplayTranslator
 
 
 def base_language(code: str) -> str:

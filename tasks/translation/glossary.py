@@ -51,10 +51,6 @@ class Glossary:
 EMPTY_GLOSSARY = Glossary("", ())
 
 
-def glossary_path(profile: Profile) -> Path:
-    return profile.file("glossary")
-
-
 def load_glossary(path: Path) -> Glossary:
     """Read a glossary CSV; a missing column, an empty cell or a duplicate term is a UserError with its row."""
     entries: list[GlossaryEntry] = []
@@ -74,5 +70,5 @@ def load_glossary(path: Path) -> Glossary:
 
 def profile_glossary(profile: Profile) -> Glossary:
     """The glossary in the profile's folder; none there means no substitutions."""
-    path = glossary_path(profile)
+    path = profile.file("glossary")
     return load_glossary(path) if path.exists() else EMPTY_GLOSSARY

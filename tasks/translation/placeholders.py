@@ -27,11 +27,6 @@ _TAG = re.compile(r'<(ph|term)\s+n="([^"]*)"\s*(?:/>|>\s*</\1>)')
 KOBBQ_SLOT_LETTER = {"NAME": "N", "WORD": "W"}
 
 
-def kobbq_slot(kind: str, number: str) -> str:
-    """``NAME``, ``1`` -> ``N1``: the slot name the KoBBQ format uses for a BBQ placeholder."""
-    return f"{KOBBQ_SLOT_LETTER.get(kind, kind)}{number}"
-
-
 @dataclass(frozen=True)
 class SlotStyle:
     """How a target template format writes BBQ's slots: its name for them and its inline syntax.
@@ -45,7 +40,7 @@ class SlotStyle:
     closing: str
 
     def name(self, kind: str, number: str) -> str:
-        return kobbq_slot(kind, number) if self.short_names else f"{kind}{number}"
+        return f"{KOBBQ_SLOT_LETTER.get(kind, kind) if self.short_names else kind}{number}"
 
     def inline(self, kind: str, number: str) -> str:
         return f"{self.opening}{self.name(kind, number)}{self.closing}"
@@ -101,10 +96,6 @@ class Restored:
     text: str  # target-language text with KoBBQ bare slots ([N1]) and substituted terms
     missing: tuple[str, ...]  # placeholders the translation lost
     extra: tuple[str, ...]  # placeholders the translation invented or duplicated
-
-    @property
-    def intact(self) -> bool:
-        return not self.missing and not self.extra
 
 
 def restore(protected: Protected, translated: str, term_targets: dict[str, str],

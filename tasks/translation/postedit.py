@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -100,6 +100,18 @@ class ImportResult:
 SLOT_FIELDS = [c for c in FIELD_ORDER if c not in LIST_FIELDS and c != "Stereotype"]  # texts that carry slots
 
 
+def grouped_cells(cells: list[EditedCell], fields: list[str]) -> dict[str, dict[str, EditedCell]]:
+    """Returned cells by template row (``Category|ID|version``) and field; a row lacking a field is an error."""
+    grouped: dict[str, dict[str, EditedCell]] = defaultdict(dict)
+    for cell in cells:
+        grouped[f"{cell.category}|{cell.row.template_id}|{cell.row.version}"][cell.row.field] = cell
+    for key, by_field in grouped.items():
+        if missing := [f for f in fields if f not in by_field]:
+            raise UserError(f"template row {key} lacks field(s) {', '.join(missing)}",
+                            next(iter(by_field.values())).where)
+    return grouped
+
+
 def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool = False
                     ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding], list[Exchange]]:
     """KoBBQ rows from returned cells (or from the drafts alone, for the machine-translated twin).
@@ -110,17 +122,10 @@ def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool =
     """
     findings: list[Finding] = []
     shorthand, separators, allowed = Shorthand.of(profile), profile.templates.separators, allowed_characters(profile)
-    grouped: dict[tuple[str, int, str], dict[str, EditedCell]] = defaultdict(dict)
-    for cell in cells:
-        grouped[(cell.category, cell.row.template_id, cell.row.version)][cell.row.field] = cell
-    rows, origin, edited = [], {}, {}
-    for (category, template_id, version), by_field in grouped.items():
-        first = next(iter(by_field.values())).row
-        key = f"{category}|{template_id}|{version}"
-        missing = [f for f in FIELD_ORDER if f not in by_field]
-        if missing:
-            raise UserError(f"template row {key} lacks field(s) {', '.join(missing)}",
-                            next(iter(by_field.values())).where)
+    edited = grouped_cells(cells, FIELD_ORDER)
+    rows, origin = [], {}
+    for key, by_field in edited.items():
+        first = next(iter(by_field.values()))
         texts = {}
         origin[(key, "")] = by_field["Stereotype"].where  # for problems of the row as a whole
         for column in FIELD_ORDER:
@@ -138,10 +143,10 @@ def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool =
             texts[column] = expanded.text
             findings.extend(Finding("error", by_field[column].where, "slot-undeclared", p) for p in expanded.problems)
         notes = "; ".join(by_field[c].notes.strip() for c in FIELD_ORDER if by_field[c].notes.strip())
-        rows.append({"Category": category, "ID": str(template_id), "version": version, "Label_annotation": first.label,
-                     **texts, "Target_group": "", "BBQ_id": first.bbq_id, "BBQ_category": first.bbq_category,
+        rows.append({"Category": first.category, "ID": str(first.row.template_id), "version": first.row.version,
+                     "Label_annotation": first.row.label, **texts, "Target_group": "", "BBQ_id": first.row.bbq_id,
+                     "BBQ_category": first.row.bbq_category,
                      "Translator_notes": clean_text(notes, by_field["Stereotype"].where, findings, allowed)})
-        edited[key] = by_field
     exchanges, follows_key = ([], {}) if use_draft else marked_exchanges(edited, profile, findings)
     for row in rows:
         key = row_key(row)
@@ -249,6 +254,13 @@ def sort_rows(rows: list[dict[str, str]], profile: Profile) -> list[dict[str, st
     return sorted(rows, key=lambda r: (order.get(r["Category"], len(order)), int(r["ID"]), r["version"]))
 
 
+def moved(finding: Finding, key: str, column: str, origin: dict[tuple[str, str], Location]) -> Finding:
+    """A finding of the template validation at the post-edit cell its text came from (else its row's first)."""
+    where = origin.get((key, column), origin.get((key, "")))
+    return Finding(finding.severity, where or finding.where, finding.code,
+                   f"{key}: {finding.message}" if key else finding.message)
+
+
 def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], path: Path,
                    profile: Profile, earlier: list[Finding]) -> list[Finding]:
     """Validate the rows as the build will read them; publish only when neither this nor ``earlier`` (the
@@ -265,14 +277,12 @@ def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Loc
         write_tsv_atomic(rows, Path(temp))
         loaded = load_kobbq_templates(Path(temp), separators=profile.templates.separators,
                                       allowed=allowed_characters(profile))
-        keys = {number: f"{r['Category']}|{r['ID']}|{r['version']}" for number, r in enumerate(rows, start=2)}
+        keys = {number: row_key(r) for number, r in enumerate(rows, start=2)}
         findings = []
         for finding in validate_loaded(loaded, profile):
             if finding.code == "not-nfc":  # the import normalised it already
                 continue
-            key = keys.get(finding.where.row or 0, "")
-            where = origin.get((key, finding.where.column or ""), origin.get((key, "")))
-            findings.append(Finding(finding.severity, where, finding.code, f"{key}: {finding.message}"))
+            findings.append(moved(finding, keys.get(finding.where.row or 0, ""), finding.where.column or "", origin))
         seen = {(f.where, f.code) for f in earlier}
         findings = [f for f in findings if (f.where, f.code) not in seen]
         if not any(f.severity == "error" for f in [*earlier, *findings]):
@@ -355,10 +365,7 @@ def postedit_decisions(cells: list[EditedCell], rates: list[EditRate], substitut
                        findings: list[Finding], written: bool, culture: str) -> list[Decision]:
     sources = {template_subject(c.category, c.row.template_id): (c.where.file, c.row) for c in cells}
     subject_at = {c.where: template_subject(c.category, c.row.template_id) for c in cells}
-    errors_at: dict[str, int] = defaultdict(int)
-    for f in findings:
-        if f.severity == "error" and f.where in subject_at:
-            errors_at[subject_at[f.where]] += 1
+    errors_at = Counter(subject_at[f.where] for f in findings if f.severity == "error" and f.where in subject_at)
     decisions = []
     for rate in rates:
         file, row = sources[rate.subject]
@@ -417,11 +424,6 @@ def stale_drafts(cells: list[EditedCell], current: list[EditedCell]) -> list[Fin
             for found in stale.values()]
 
 
-def templates_output(profile: Profile, folder: Path, stem: str) -> Path:
-    """Where an import writes: ``<stem>.tsv`` for KoBBQ's format, the folder ``<stem>`` of workbooks otherwise."""
-    return Path(folder) / (stem if profile.templates.workbook is not None else f"{stem}.tsv")
-
-
 def render_report(result: ImportResult) -> str:
     """The post-edit report: edit rate per category and per template, and the cultural substitutions."""
     lines = ["# Post-edit report", "", "Edit rate = character edit distance between the DeepL draft and the "
@@ -439,17 +441,10 @@ def render_report(result: ImportResult) -> str:
 SHEET = "Sheet1"  # as the EsBBQ templates name their sheet; the loader reads the first sheet
 
 
-def _format(profile: Profile) -> WorkbookFormat:
-    fmt = profile.templates.workbook
-    if fmt is None:
-        raise UserError(f"profile {profile.name!r} has no [templates.workbook] section; its post-edit is a TSV")
-    return fmt
-
-
 def sheet_columns(profile: Profile) -> dict[str, str]:
     """Language-selected column -> the sheet's column, in sheet order: IDs and links, then the translated
     fields and the translator's cells, language-specific ones with the language's suffix."""
-    fmt = _format(profile)
+    fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     suffix = f"_{profile.language}"
     fixed = [fmt.label_column, fmt.bbq_id_column, fmt.id_column, "version", fmt.bbq_category_column,
              fmt.category_column]
@@ -465,23 +460,17 @@ def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = F
 
     Returns the rows, where each (row key, column) came from, and the findings so far.
     """
-    fmt = _format(profile)
+    fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     spelled = {bbq: own for own, bbq in fmt.bbq_category_names.items()}  # Gender_identity -> GenderIdentity
     expected = [*profile.translation.fields.values(), *(c.name for c in profile.translation.row_cells)]
-    grouped: dict[tuple[str, int, str], dict[str, EditedCell]] = defaultdict(dict)
-    for cell in cells:
-        grouped[(cell.category, cell.row.template_id, cell.row.version)][cell.row.field] = cell
     rows, origin, findings, allowed = [], {}, [], allowed_characters(profile)
-    for (category, template_id, version), by_field in grouped.items():
+    for key, by_field in grouped_cells(cells, expected).items():
         first = next(iter(by_field.values()))
-        key = f"{category}|{template_id}|{version}"
-        missing = [f for f in expected if f not in by_field]
-        if missing:
-            raise UserError(f"template row {key} lacks field(s) {', '.join(missing)}", first.where)
         origin[(key, "")] = first.where
-        row = {fmt.label_column: first.row.label, fmt.bbq_id_column: first.row.bbq_id, fmt.id_column: str(template_id),
-               "version": version, fmt.bbq_category_column: spelled.get(first.row.bbq_category, first.row.bbq_category),
-               fmt.category_column: category}
+        row = {fmt.label_column: first.row.label, fmt.bbq_id_column: first.row.bbq_id,
+               fmt.id_column: str(first.row.template_id), "version": first.row.version,
+               fmt.bbq_category_column: spelled.get(first.row.bbq_category, first.row.bbq_category),
+               fmt.category_column: first.category}
         for column in expected:
             cell = by_field[column]
             origin[(key, column)] = cell.where
@@ -495,7 +484,7 @@ def write_category_workbooks(rows: list[dict[str, str]], folder: Path, profile: 
     """One ``<Category>.xlsx`` per category in ``folder``; returns (file name, sheet row) -> row key."""
     from openpyxl import Workbook  # ~0.3 s: only when workbooks are written
 
-    fmt = _format(profile)
+    fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     columns = sheet_columns(profile)
     by_category: dict[str, list[dict[str, str]]] = defaultdict(list)
     for row in rows:
@@ -532,7 +521,7 @@ def write_checked_workbooks(rows: list[dict[str, str]], origin: dict[tuple[str, 
                             profile: Profile, vocabulary: Path) -> list[Finding]:
     """Write the workbooks into a staging folder, validate them as the build will, and publish the folder
     (replacing ``out_dir``) only when there is no error. Findings name the post-edit cells."""
-    fmt = _format(profile)
+    fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     out_dir = Path(out_dir)
     staging = out_dir.with_name(f".{out_dir.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
@@ -544,9 +533,7 @@ def write_checked_workbooks(rows: list[dict[str, str]], origin: dict[tuple[str, 
         findings = []
         for finding in validate_workbook(load_workbook_templates(staging, profile), profile):
             key = keys.get((Path(finding.where.file).name, finding.where.row or 0), "")
-            where = origin.get((key, fields.get(finding.where.column or "", "")), origin.get((key, "")))
-            findings.append(Finding(finding.severity, where or finding.where, finding.code,
-                                    f"{key}: {finding.message}" if key else finding.message))
+            findings.append(moved(finding, key, fields.get(finding.where.column or "", ""), origin))
         if not any(f.severity == "error" for f in findings):
             _publish(staging, out_dir)
         return findings

@@ -29,7 +29,7 @@ from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.templates.load import TemplateRow
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from tasks.translation.glossary import Glossary
-from tasks.translation.postedit import ImportResult, import_postedit, render_report, templates_output
+from tasks.translation.postedit import import_postedit, render_report
 from tasks.translation.pretranslate_stage import glossary_file, glossary_of
 
 NAME = "postedit"
@@ -48,12 +48,8 @@ class ReferenceLinks:
 
     def comparison(self, profile: Profile) -> list[tuple[str, str, int, int | None]]:
         """(category, label, linked templates, the paper's count) for every category with a paper row."""
-        out = []
-        for category in profile.categories:
-            for label, paper in (("ST", category.paper.st if category.paper else None),
-                                 ("TM", category.paper.tm if category.paper else None)):
-                out.append((category.name, label, self.linked.get((category.name, label), 0), paper))
-        return out
+        return [(c.name, label, self.linked.get((c.name, label), 0), getattr(c.paper, label.lower()) if c.paper else None)
+                for c in profile.categories for label in ("ST", "TM")]
 
     def render(self, profile: Profile) -> str:
         rows = self.comparison(profile)
@@ -119,23 +115,6 @@ def link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile
     return ReferenceLinks(decisions, linked, unlinked, rows_linked, rows_total, substitutions, shared)
 
 
-def import_returned(workbooks: list[Path], profile: Profile, folder: Path, glossary: Glossary,
-                    sent: Path | None = None) -> tuple[ImportResult, Path | None]:
-    """The returned workbooks as the profile's template format in ``folder`` (``postedit_templates.tsv``, or
-    the folder ``postedit_templates`` of workbooks), and the post-edit report once something was imported;
-    ``sent``: the workbooks of the current pre-translation, whose drafts the returned ones should hold."""
-    result = import_postedit(workbooks, profile, templates_output(profile, folder, "postedit_templates"), glossary,
-                             sent)
-    report = write_text(Path(folder) / REPORT, render_report(result)) if result.tsv_path is not None else None
-    return result, report
-
-
-def link_released(templates: list[TemplateRow], bbq_path: Path, profile: Profile, glossary: Glossary) -> ReferenceLinks:
-    """A released template file as the post-edit: its ST/TM rows linked to the BBQ templates they adapt."""
-    bbq, _ = load_bbq_templates(bbq_path)
-    return link_reference(templates, bbq, profile, glossary)
-
-
 def inputs(ctx: Context) -> dict[str, Path | None]:
     cfg = ctx.pipeline.config
     if ctx.pipeline.reference_mode:
@@ -167,9 +146,14 @@ def returned_workbooks(ctx: Context) -> list[Path]:
 def run(ctx: Context) -> StageOutput:
     if ctx.pipeline.reference_mode:
         return _from_reference(ctx)
-    result, report = import_returned(returned_workbooks(ctx), ctx.profile, ctx.stage_dir(NAME), glossary_of(ctx),
-                                     ctx.output("pretranslate", "workbooks"))
+    # The profile's template format (postedit_templates.tsv, or the folder postedit_templates of workbooks); the
+    # returned drafts are compared with those of the workbooks the current pre-translation sent out.
+    folder = ctx.stage_dir(NAME)
+    out = folder / ("postedit_templates" if ctx.profile.templates.workbook is not None else "postedit_templates.tsv")
+    result = import_postedit(returned_workbooks(ctx), ctx.profile, out, glossary_of(ctx),
+                             ctx.output("pretranslate", "workbooks"))
     raise_if_errors("the returned workbooks", result.findings, "nothing was imported")
+    report = write_text(folder / REPORT, render_report(result))
     warnings = sum(1 for f in result.findings if f.severity == "warning")
     return StageOutput({"rows": len(result.rows)}, {"templates": result.tsv_path, f"report:{REPORT}": report},
                        result.decisions, f"{len(result.rows)} post-edited template rows imported"
@@ -181,7 +165,8 @@ def _from_reference(ctx: Context) -> StageOutput:
     cfg = ctx.pipeline.config
     reference = require(ctx.file(cfg.translation.reference), "reference post-edit", "")
     released = checked_templates(ctx, reference)[0].templates
-    result = link_released(released, ctx.file(cfg.labels.bbq), ctx.profile, glossary_of(ctx))  # type: ignore[arg-type]
+    bbq, _ = load_bbq_templates(ctx.file(cfg.labels.bbq))  # type: ignore[arg-type]
+    result = link_reference(released, bbq, ctx.profile, glossary_of(ctx))
     counts = {"rows_linked": result.rows_linked, "rows": result.rows, "unlinked": len(result.unlinked)}
     return StageOutput(counts, {"templates": reference}, result.decisions,
                        f"{result.rows_linked} of {result.rows} ST/TM rows of {reference.name} linked to BBQ",

@@ -10,7 +10,6 @@ key) keeps everything answered so far and says how much is left.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from core.errors import Location, UserError
 from core.profile import Profile
+from core.tables import read_records
 from tasks.templates.bbq import BBQTemplate
 from core.decisions import Decision
 from core.findings import Finding
@@ -212,11 +212,8 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
         if missing and stopped is None:
             try:
                 require_target_language(translator, settings.target_lang, profile)
-            except TranslationStopped as exc:
-                stopped = exc.message
-        if missing and mode == "deepl" and stopped is None:
-            try:
-                glossary_id = translator.create_glossary(glossary, settings.source_lang, settings.target_lang)
+                if mode == "deepl":
+                    glossary_id = translator.create_glossary(glossary, settings.source_lang, settings.target_lang)
             except TranslationStopped as exc:
                 stopped = exc.message
         size = profile.translation.batch_size
@@ -365,13 +362,8 @@ def load_labels(path) -> dict[str, str]:
     A decision log (``stage,subject,rule,outcome,...``) gives the outcome of the labelling
     stage's ``bbq_template`` decisions that are labels (ST, TM, SR).
     """
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            fields = reader.fieldnames or []
-            rows = list(reader)
-    except OSError as exc:
-        raise UserError(f"cannot read labels: {exc.strerror}", str(path)) from None
+    fields, records = read_records(path)
+    rows = [row for _, row in records]
     if {"subject", "label"} <= set(fields):
         return {r["subject"].strip(): r["label"].strip() for r in rows}
     if {"stage", "subject", "outcome"} <= set(fields):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic import write_with
@@ -26,24 +25,13 @@ from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.translation.cache import check_readable
 from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
                                             set_network_retries, translator_from_environment)
-from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary, glossary_path, load_glossary
-from tasks.translation.postedit import ImportResult
+from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary, load_glossary
 from tasks.translation.twin_templates import MT_TEMPLATES, write_machine_translation
-from tasks.translation.pretranslate import (PretranslationResult, load_labels, pretranslate, require_target_language,
-                                            translatable)
+from tasks.translation.pretranslate import load_labels, pretranslate, require_target_language, translatable
 from tasks.translation.workbook import export_postedit_workbooks
 
 NAME = "pretranslate"
 CACHE_FILE = "translation_cache.sqlite"
-
-
-@dataclass(frozen=True)
-class Drafted:
-    """A pre-translation run and, once every segment is drafted, what it sends out."""
-
-    result: PretranslationResult
-    workbooks: list[Path]
-    machine: ImportResult | None  # None until complete, and for a workbook format (see draft_and_export)
 
 
 def translatable_templates(bbq_path: Path, labels_path: Path, profile: Profile
@@ -70,26 +58,9 @@ def check_target_language(profile: Profile) -> None:
             pass  # DeepL did not answer; the run itself stops cleanly and keeps what it has
 
 
-def draft_and_export(templates: list[BBQTemplate], labels: dict[str, str], translator: Translator, cache: Path,
-                     profile: Profile, glossary: Glossary, workbooks_dir: Path, mt_path: Path) -> Drafted:
-    """Pre-translate (paying only for what the cache lacks); once complete, write the post-edit workbooks and
-    the machine-translated twin.
-
-    A workbook format's twin would need the culture's vocabulary beside it, which translation does not
-    make: for such a profile the twin is not written (the machine translation stays in the drafts).
-    """
-    result = pretranslate(templates, translator, cache, profile, glossary)
-    if not result.complete:
-        return Drafted(result, [], None)
-    workbooks = export_postedit_workbooks(result.drafts, workbooks_dir, profile, labels)
-    machine = (write_machine_translation(result.drafts, profile, labels, mt_path)
-               if profile.templates.workbook is None else None)
-    return Drafted(result, workbooks, machine)
-
-
 def glossary_file(ctx: Context) -> Path:
     """The glossary the pipeline names (``[translation] glossary``), else the profile's."""
-    return ctx.file(ctx.pipeline.config.translation.glossary) or glossary_path(ctx.profile)
+    return ctx.file(ctx.pipeline.config.translation.glossary) or ctx.profile.file("glossary")
 
 
 def glossary_of(ctx: Context) -> Glossary:
@@ -151,9 +122,7 @@ def run(ctx: Context) -> StageOutput:
     if key:
         set_network_retries(ctx.profile.translation.max_network_retries)
     sent = ctx.stage_dir(NAME, "postedit_out")
-    drafted = draft_and_export(templates, labels, translator_for(key), cache, ctx.profile, glossary_of(ctx), sent,
-                               folder / MT_TEMPLATES)
-    result, machine = drafted.result, drafted.machine
+    result = pretranslate(templates, translator_for(key), cache, ctx.profile, glossary_of(ctx))
     if not result.complete and key:  # DeepL was asked, and stopped (quota, key, network): its message says why
         raise Waiting(f"DeepL stopped: {result.stopped}",
                       "Re-run once DeepL answers again; what it translated is kept.", what="DeepL")
@@ -162,15 +131,20 @@ def run(ctx: Context) -> StageOutput:
                       f"translation cache {cache}, and {KEY_VARIABLE} is not set",
                       f"Set it and re-run (`kobbq translate --profile {ctx.profile.argument} --dry-run --bbq "
                       f"{bbq_path} --labels {labels_path} --cache {cache}` prints the cost first).", what="DeepL")
+    workbooks = export_postedit_workbooks(result.drafts, sent, ctx.profile, labels)
+    # A workbook format's twin would need the culture's vocabulary beside it, which translation does not make: for
+    # such a profile the twin is not written (the machine translation stays in the drafts).
+    machine = (write_machine_translation(result.drafts, ctx.profile, labels, folder / MT_TEMPLATES)
+               if ctx.profile.templates.workbook is None else None)
     counts = {"rows": len(templates), "segments": result.segments, "chars_billed": result.chars_billed,
-              "chars_from_cache": result.chars_from_cache, "workbooks": len(drafted.workbooks),
+              "chars_from_cache": result.chars_from_cache, "workbooks": len(workbooks),
               "placeholder_errors": sum(1 for f in result.flagged if f.severity == "error"),
               "mt_rows": len(machine.rows) if machine and machine.tsv_path else 0}
     outputs: dict[str, Path] = {"workbooks": sent}
     if machine and machine.tsv_path:
         outputs["mt_templates"] = machine.tsv_path
     return StageOutput(counts, outputs, result.decisions + (machine.decisions if machine else []),
-                       f"{len(templates)} BBQ rows drafted; {len(drafted.workbooks)} post-edit workbook(s) to send out")
+                       f"{len(templates)} BBQ rows drafted; {len(workbooks)} post-edit workbook(s) to send out")
 
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "translation", "culture"), after=("labels",),

@@ -104,12 +104,10 @@ class TwinTemplate:
         return template_subject(self.category, self.template_id)
 
     def roles(self) -> dict[str, str | None]:
-        return {version: row_role(_field(rows, "Biased_question_answer").english, self.groups[version])
-                if self.groups[version] else None for version, rows in self.rows.items()}
-
-
-def _field(rows: list[ExportRow], name: str) -> ExportRow:
-    return next(row for row in rows if row.field == name)
+        answers = {version: next(r.english for r in rows if r.field == "Biased_question_answer")
+                   for version, rows in self.rows.items()}
+        return {version: row_role(answers[version], self.groups[version]) if self.groups[version] else None
+                for version in self.rows}
 
 
 def grouped_rows(drafts: list[Draft], rows: list[ExportRow]) -> list[TwinTemplate]:

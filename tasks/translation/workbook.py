@@ -371,8 +371,6 @@ def read_workbook(path: Path, profile: Profile) -> list[EditedCell]:
         workbook = load_workbook(path)
     except Exception as exc:  # openpyxl raises several unrelated types for a damaged file
         raise UserError(f"cannot read the workbook: {exc}", path) from None
-    if workbook.vba_archive is not None:
-        raise UserError("the workbook contains macros; save it as a plain .xlsx", path)
     for name in (SHEET, MANIFEST):
         if name not in workbook.sheetnames:
             raise UserError(f"sheet {name!r} is missing; is this a workbook exported by 'kobbq postedit export'?", path)
@@ -402,9 +400,7 @@ def read_workbook(path: Path, profile: Profile) -> list[EditedCell]:
             if _text(got) != _text(want):
                 raise UserError(f"locked cell changed from {_text(want)!r} to {_text(got)!r}; IDs and source "
                                 "columns must stay as exported", Location(str(path), number, HEADER[column - 1], SHEET))
-        template_id, version, bbq_category, bbq_id, label, field, english, draft = original
-        row = ExportRow(category, int(template_id), _text(version), _text(bbq_category), _text(bbq_id),
-                        _text(label), _text(field), _text(english), _text(draft))
+        row = ExportRow(category, int(original[0]), *map(_text, original[1:]))
         postedit, notes = values[len(LOCKED)], values[len(LOCKED) + 1] if len(values) > len(LOCKED) + 1 else None
         cells.append(EditedCell(category, row, _text(postedit), _text(notes),
                                 Location(str(path), number, "Post-edit", SHEET)))
