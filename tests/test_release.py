@@ -6,6 +6,7 @@ import ast
 import csv
 import os
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -39,9 +40,13 @@ def build_into(target: Path, templates: Path, profile, seed: int = 42, validate:
 
 def built_example(tmp_path_factory, profile, folder: str = "built") -> Path:
     """The example's release as the build writes it (no Prefect, no validation: only the folder matters), for a
-    module's own fixture (modules that change it each get their own)."""
+    module's own fixture: built once per test process and copied, so a module that changes its copy changes no
+    other's."""
+    once = tmp_path_factory.getbasetemp() / f"example-release-{profile.name}" / "KoBBQ"
+    if not (once / "manifest.json").exists():
+        build_into(once, EXAMPLE_TEMPLATES, profile)
     target = tmp_path_factory.mktemp(folder) / "KoBBQ"
-    build_into(target, EXAMPLE_TEMPLATES, profile)
+    shutil.copytree(once, target)
     return target
 
 
