@@ -92,7 +92,10 @@ class FakeState:
     bodies: list[dict] = field(default_factory=list)  # every request body, in arrival order
     in_flight: int = 0  # requests being answered now
     max_in_flight: int = 0  # the most ever answered at once
-    models: tuple[str, ...] = ("fake-model",)  # what GET /v1/models lists (any model name is answered)
+    # What GET /v1/models lists; any model name is answered, as llama.cpp's server does with its one model. Empty
+    # by default: kobbq eval run refuses a name that a listing with names lacks.
+    models: tuple[str, ...] = ()
+    context_tokens: int | None = None  # a longer prompt is refused as llama.cpp's server does (400)
     models_listed: int = 0  # GET /v1/models requests that reached the server
     log: "RequestLog | None" = None  # one JSON line per request received and per answer sent
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -218,6 +221,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault and fault[0] == "slow":
             time.sleep(float(fault[1]))
+        too_long = [p for p in prompts if state.context_tokens is not None and token_count(p) > state.context_tokens]
+        if too_long:
+            self._send_json(400, {"error": {
+                "message": f"This model's maximum context length is {state.context_tokens} tokens. However, you "
+                           f"requested {token_count(too_long[0])} tokens. Please reduce the length of the messages.",
+                "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+            return
         answers = [state.scripted.get(p, fake_answer(p)) for p in prompts]
         if MALFORMED in answers:
             payload: dict = {"id": "fake", "object": "chat.completion" if chat else "text_completion",

@@ -210,6 +210,10 @@ def _register_run(eval_subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--model", required=True, action="append",
                      help="model name as the endpoint knows it (repeat it with --deployment for several)")
     add_prompt_selection(run, "--prompts", dest="prompts")
+    run.add_argument("--limit", type=POSITIVE, default=None, metavar="N",
+                     help="only N samples of each prompt, with their 3 choice orders, spread evenly over the prepared "
+                          "file so that every category has its share: a trial run or a benchmark on a slice; with "
+                          "--score the slice is scored as a partial run (the other samples counted as missing)")
     run.add_argument("--concurrency", type=POSITIVE, default=4,
                      help="requests in flight at once (default: %(default)s)")
     run.add_argument("--max-tokens", type=POSITIVE, default=30,
@@ -275,7 +279,10 @@ def run_command(args: argparse.Namespace) -> int:
     cache_path = args.cache or args.out / "answer_cache.sqlite"
     check_writable(args.out, create=False)
     check_writable(cache_path.parent, create=False)
-    requests = runs.load_requests(args.prepared, args.prompts)
+    if args.limit and args.deployment:
+        raise UserError("--limit is for a run from this machine; a run on a work pool (--deployment) answers every "
+                        "sample: prepare a smaller release instead")
+    requests = runs.sample_slice(runs.load_requests(args.prepared, args.prompts), args.limit)
     endpoint = args.endpoint or f"replay:{args.replay.name}"
     settings = answer_cache.GenerationSettings(endpoint, args.model[0], chat=args.chat, max_tokens=args.max_tokens)
     replay = client.ReplayModel(settings, args.replay) if args.replay else None  # a bad line: one line naming it
@@ -369,6 +376,7 @@ def score_answers(args: argparse.Namespace, answers: Path) -> int:
                         args.prepared / "prepared.json")
     outcome = report.score(report.ScoreRequest(release=args.prepared / prepared["release"], predictions=[answers],
                                  out=answers.parent / "scores", prepared=args.prepared,
+                                 allow_missing=args.limit is not None,  # a slice (--limit)
                                  allow_modified=bool(prepared.get("warnings"))))  # prepared with --allow-modified
     print(outcome.summary)
     return 0

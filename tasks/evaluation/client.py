@@ -9,14 +9,22 @@ module only sorts what comes back:
   no usable choice is ``malformed`` (both score as out-of-choice, and both are cached: a
   greedy model gives the same again);
 - a request still failing after the client's retries (429, 5xx, timeout, connection) or
-  refused for itself (400, e.g. a prompt too long) is ``failed``: not cached, retried by
-  the next run;
+  refused for itself (400, e.g. a prompt longer than the model's context: said in the same words
+  for every such prompt) is ``failed``: not cached, retried by the next run;
 - a refused key or an unknown model or endpoint (401/403/404) concerns every request, so
-  it stops the run at once (``RunStopped``) with a message that never contains the key;
-- a server that cannot be reached, or that accepts connections and never answers, stops the run
-  too: ``check`` before anything is sent, then a ``ConnectionWatch`` shared by every thread,
-  instead of retrying each remaining request for its whole backoff (a day and a half for the real
-  release; weeks when it is stalled). Answers received before are in the answer cache.
+  it stops the run at once (``RunStopped``) with a message that never contains the key; so does,
+  before anything is sent, a model name that the endpoint's models listing lacks (llama.cpp's
+  server answers every name with its one model);
+- a server that cannot be reached stops the run too: ``check`` lists the endpoint's models
+  before anything is sent, and during the run a ``ConnectionWatch`` shared by every thread
+  stops it once every attempt to connect has failed for a second (the server died), instead
+  of retrying each remaining request for its whole backoff (~14 s a request, a day and a half
+  for the real release). Answers received before are in the answer cache;
+- so does a server that accepts connections and never answers (stalled, or hung on a model):
+  ``check`` refuses one that does not list its models within the request timeout (10 s at
+  most), and the watch stops the run once no response of any kind has come for
+  ``STALLED_AFTER_TIMEOUTS`` request timeouts (a minute with the default 30 s), instead of
+  waiting out every request's attempts (hours for the example, weeks for the real release).
 
 ``ReplayModel`` answers from a recording (``--replay``) by the sha256 of the prompt text, with no
 network and no key; a request not recorded is ``failed``.
@@ -194,8 +202,7 @@ class OpenAIModel:
             seconds, connect=min(seconds, CONNECT_SECONDS)))
         for attempt in range(CHECK_RETRIES + 1):
             try:
-                listing.models.list()
-                return
+                return self._check_listed([model.id for model in listing.models.list()])
             except openai.APITimeoutError as exc:  # (an APIConnectionError) connected, and no answer: not retried
                 if isinstance(exc.__cause__, httpx2.ConnectTimeout):
                     raise self._unreachable(exc) from None
@@ -212,6 +219,16 @@ class OpenAIModel:
                 return
             except openai.APIError:
                 return
+
+    def _check_listed(self, listed: list[str]) -> None:
+        """A server with one model (llama.cpp's) answers every model name with it, so a wrong ``--model`` would file
+        its answers under a name that did not give them: a name its listing lacks stops the run. An empty listing
+        tells nothing; Ollama lists ``name:latest`` for ``name``."""
+        model = self.settings.model
+        if listed and model not in listed and f"{model}:latest" not in listed:
+            shown = ", ".join(listed[:5]) + (f" and {len(listed) - 5} more" if len(listed) > 5 else "")
+            raise RunStopped(f"{self.settings.endpoint} does not list a model {model!r} (it lists {shown}; a server "
+                             "with one model answers any name with it): check --model")
 
     def _stalled(self) -> RunStopped:
         return RunStopped(f"{self.settings.endpoint} accepted connections but sent no answer for "
@@ -240,8 +257,18 @@ class OpenAIModel:
         except openai.APIResponseValidationError as exc:
             return Answer("", "malformed", error=redact(str(exc), self.api_key))
         except (openai.APIStatusError, openai.APIConnectionError) as exc:  # after the client's own retries
-            return Answer("", "failed", error=redact(f"{type(exc).__name__}: {exc}", self.api_key))
+            return Answer("", "failed", error=self._failure(exc))
         return answer_from_response(response, self.settings.chat)
+
+    def _failure(self, exc: openai.OpenAIError) -> str:
+        """Why a request failed, on one line; a prompt too long in words that are the same for every such prompt
+        (the server's own message names each prompt's token count, and the run's last line would list them all)."""
+        if isinstance(exc, openai.BadRequestError) and (exc.code == "context_length_exceeded"  # OpenAI, llama.cpp
+                                                         or "context length" in str(exc)):  # vLLM
+            return (f"a prompt longer than {self.settings.model}'s context (HTTP 400): give the server a longer "
+                    "context (llama.cpp: --n_ctx, vLLM: --max-model-len) or a shorter prompt table before running "
+                    "again")
+        return " ".join(redact(f"{type(exc).__name__}: {exc}", self.api_key).split())
 
     def _create(self, prompt: str) -> object:
         common = {"model": self.settings.model, "max_tokens": self.settings.max_tokens,

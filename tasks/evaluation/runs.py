@@ -76,6 +76,22 @@ def load_requests(prepared: Path, prompts: Sequence[int] | None = None) -> list[
     return requests
 
 
+def sample_slice(requests: Sequence[Request], limit: int | None) -> list[Request]:
+    """``limit`` samples of each prompt with all their choice orders, in file order; None: every request.
+
+    The samples are spread evenly over the prepared file (every k-th one), not taken from its top: a release is
+    written category by category, so the first ``limit`` would be one category's, and a trial run or a benchmark
+    on a slice should see every category and both context conditions."""
+    if limit is None:
+        return list(requests)
+    kept: set[tuple[int, str]] = set()
+    for prompt_id in dict.fromkeys(r.prompt_id for r in requests):
+        samples = list(dict.fromkeys(r.sample_id for r in requests if r.prompt_id == prompt_id))
+        step = max(len(samples) / limit, 1.0)
+        kept.update((prompt_id, samples[int(i * step)]) for i in range(min(limit, len(samples))))
+    return [r for r in requests if (r.prompt_id, r.sample_id) in kept]
+
+
 def _request_from_row(row: object, where: Location) -> Request:
     if not isinstance(row, dict):
         raise UserError(f"not a request (a JSON object with {', '.join(REQUIRED_KEYS)}); prepare the folder again",
