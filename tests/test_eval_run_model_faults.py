@@ -85,3 +85,23 @@ def test_prompts_longer_than_the_context_are_one_line_and_not_cached(
     sent = len(server.state.bodies)
     assert run(prepared, server, "fake-model", tmp_path / "runs") == 0
     assert len(server.state.bodies) - sent == int(failed)
+
+
+def test_a_server_failing_every_request_stops_the_run_after_three(prepared: Path, server: FakeOpenAIServer,
+                                                                  tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    server.state.fail(500, times=1000)
+    assert main(["eval", "run", "--prepared", str(prepared), "--endpoint", server.url, "--model", "fake-model",
+                 "--max-retries", "1", "--concurrency", "1", "--out", str(tmp_path / "runs"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "failed 3 requests in a row, every attempt (InternalServerError: " in err
+    assert "the server fails every request" in err
+    assert len(server.state.bodies) == 3 * 2  # three requests and their one retry each; the other three never sent
+
+
+def test_a_server_error_between_answers_does_not_stop_the_run(prepared: Path, server: FakeOpenAIServer,
+                                                              tmp_path: Path) -> None:
+    server.state.fail(500, times=2)  # the first two requests, one attempt each
+    assert main(["eval", "run", "--prepared", str(prepared), "--endpoint", server.url, "--model", "fake-model",
+                 "--max-retries", "0", "--concurrency", "1", "--out", str(tmp_path / "runs"), "--quiet"]) == 1
+    assert len(server.state.bodies) == 6  # every request sent: two failed, then answers

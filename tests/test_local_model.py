@@ -1,7 +1,7 @@
 """A real model server in the loop: llama.cpp's OpenAI-compatible server (llama-cpp-python) with the registry's
 Gemma 3 270M on 127.0.0.1, and ``kobbq eval run`` in its own process against it, on the embedded example's
 prompts. Each fault ends the run in one line: the server killed mid-run (and the run resumed once it is back,
-nothing answered twice), a 500 on every request, a model name the server does not list, and prompts longer than
+nothing answered twice), a 500 on every request (the run stops after three), a model name the server does not list, and prompts longer than
 the server's context.
 
 Runs with the local-model extra (``pip install -e '.[local-model]'``); skipped otherwise, with the reason. A
@@ -105,9 +105,10 @@ def test_a_500_on_every_request_is_one_line(prepared: Path, tmp_path: Path) -> N
     """A real 500: a server started with a chat format its model cannot serve (functionary-v2 needs a Hugging Face
     tokenizer), so every chat completion fails inside the server."""
     with LlamaServer(tmp_path / "server.log", extra=("--chat_format", "functionary-v2")) as broken:
-        done = run(eval_run(prepared, broken.url, tmp_path / "runs", "--limit", "1", "--max-retries", "1",
-                            "--quiet"))
+        done = run(eval_run(prepared, broken.url, tmp_path / "runs", "--limit", "2", "--max-retries", "1",
+                            "--quiet"))  # 6 requests: the run stops after 3
         log = broken.log.read_text(encoding="utf-8")
     assert done.returncode == 1
-    assert one_line(done.stderr).startswith("3 request(s) failed (InternalServerError: Error code: 500")
+    assert one_line(done.stderr).startswith(f"error: {broken.url} failed 3 requests in a row, every attempt "
+                                            "(InternalServerError: Error code: 500")
     assert log.count('"POST /v1/chat/completions HTTP/1.1" 500') == 3 * 2  # each request and its one retry

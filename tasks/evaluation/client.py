@@ -10,7 +10,8 @@ module only sorts what comes back:
   greedy model gives the same again);
 - a request still failing after the client's retries (429, 5xx, timeout, connection) or
   refused for itself (400, e.g. a prompt longer than the model's context: said in the same words
-  for every such prompt) is ``failed``: not cached, retried by the next run;
+  for every such prompt) is ``failed``: not cached, retried by the next run; three requests in a
+  row failing with a 5xx, every attempt, stop the run (a server that fails every request);
 - a refused key or an unknown model or endpoint (401/403/404) concerns every request, so
   it stops the run at once (``RunStopped``) with a message that never contains the key; so does,
   before anything is sent, a model name that the endpoint's models listing lacks (llama.cpp's
@@ -63,6 +64,10 @@ CONNECT_SECONDS = 5.0  # to open a connection (the openai client's default): a h
 CHECK_SECONDS = 10.0  # the models listing before a run answers at once on a live server; no answer: stalled
 CHECK_RETRIES = 2  # a refused connection is retried twice (~1.5 s in all) before the run is refused
 CHECK_BACKOFF_SECONDS = 0.5
+# Requests in a row whose every attempt got a 5xx, none answered in between: a server that fails every request (a
+# chat template it cannot apply, a model it cannot run), not a busy one. Retrying every request would take ~15 s
+# each: hours for the real release before the run said so.
+FAILING_AFTER_REQUESTS = 3
 
 
 class RunStopped(UserError):
@@ -182,6 +187,7 @@ class OpenAIModel:
 
     def __post_init__(self) -> None:
         self.watch = ConnectionWatch(stalled_after=STALLED_AFTER_TIMEOUTS * self.timeout_seconds)
+        self._failing = 0  # requests in a row failed with a 5xx (FAILING_AFTER_REQUESTS)
         self._client = openai.OpenAI(base_url=self.settings.endpoint, api_key=self.api_key or NO_KEY,
                                      max_retries=self.max_retries,
                                      timeout=httpx2.Timeout(self.timeout_seconds,
@@ -257,7 +263,14 @@ class OpenAIModel:
         except openai.APIResponseValidationError as exc:
             return Answer("", "malformed", error=redact(str(exc), self.api_key))
         except (openai.APIStatusError, openai.APIConnectionError) as exc:  # after the client's own retries
+            self._failing = self._failing + 1 if isinstance(exc, openai.InternalServerError) else 0
+            if self._failing >= FAILING_AFTER_REQUESTS:
+                raise RunStopped(f"{self.settings.endpoint} failed {self._failing} requests in a row, every attempt "
+                                 f"({self._failure(exc)}): the server fails every request, its log says why; the "
+                                 "answers received are kept in the answer cache: run the same command again once "
+                                 "it is fixed") from None
             return Answer("", "failed", error=self._failure(exc))
+        self._failing = 0
         return answer_from_response(response, self.settings.chat)
 
     def _failure(self, exc: openai.OpenAIError) -> str:
