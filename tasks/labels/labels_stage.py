@@ -6,7 +6,7 @@ real-data mode, a released template file whose BBQ links imply the labels. Outpu
 
 The stage's functions are the one path for every entry point: ``final_labels`` and ``write_labels``
 (the pipeline's ``run`` below, which ``kobbq labels consensus`` runs alone),
-``labels_from_links`` and ``write_reference`` (real-data mode, and ``kobbq labels reference``).
+``labels_from_links`` (real-data mode, and ``kobbq labels reference``).
 
 The reference labels (``reference_labels``): the release keeps only the survivors of the whole process. A
 KoBBQ template links to its BBQ source through ``BBQ_category``/``BBQ_id`` and carries that source's label (ST
@@ -294,10 +294,6 @@ def labels_from_links(templates: list[TemplateRow], bbq: Path, profile: Profile)
     return reference_labels(templates, bbq_rows, profile)
 
 
-def write_reference(result: ReferenceLabels, folder: Path) -> Path:
-    return write_text(folder / "reference_labels.txt", result.text + "\n")
-
-
 # --- the stage in a pipeline -------------------------------------------------------------------
 
 def inputs(ctx: Context) -> dict[str, Path | None]:
@@ -338,7 +334,7 @@ def run(ctx: Context) -> StageOutput:
 def _from_reference(ctx: Context, bbq_path: Path) -> StageOutput:
     reference = require(ctx.file(ctx.pipeline.config.labels.reference), "reference template file", "")
     result = labels_from_links(checked_templates(ctx, reference)[0].templates, bbq_path, ctx.profile)
-    report = write_reference(result, ctx.stage_dir(NAME))
+    report = write_text(ctx.stage_dir(NAME) / "reference_labels.txt", result.text + "\n")
     outcomes = dict(sorted(Counter(d.outcome.split(":")[0] for d in result.decisions).items()))
     return StageOutput(outcomes, {"report:labels_reference.txt": report}, result.decisions,
                        f"labels from the release's BBQ links: {counts_text(outcomes)}")

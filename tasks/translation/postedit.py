@@ -174,10 +174,6 @@ class Exchange:
     where: Location
 
 
-def slot_names(text: str) -> set[str]:
-    return {slot.name for slot in find_inline_slots(text)}
-
-
 def marked_exchanges(edited: dict[str, dict[str, EditedCell]], profile: Profile, findings: list[Finding]
                      ) -> tuple[list[Exchange], dict[str, str]]:
     """The versions the translator exchanged, as marked: each row's ``Follows_version`` names the English version its
@@ -229,11 +225,12 @@ def item_counts(cell: EditedCell, text: str, english: str, separators: tuple[str
 
 def missing_slots(cell: EditedCell, text: str, english: str) -> list[Finding]:
     """Every slot of the English text the row follows must be in the post-edit: a lost [N2] loses a person."""
+    lost = {slot.name for slot in find_inline_slots(english)} - {slot.name for slot in find_inline_slots(text)}
     return [Finding("error", cell.where, "slot-missing",
                     f"slot [{name}] of the English text is missing from the post-edit (to exchange two versions, as "
                     f"the version check asks, exchange every Post-edit cell of both rows, {FOLLOWS} included, not "
                     "some)")
-            for name in sorted(slot_names(english) - slot_names(text))]
+            for name in sorted(lost)]
 
 
 def write_tsv_atomic(rows: list[dict[str, str]], path: Path) -> None:
@@ -247,11 +244,6 @@ def write_tsv_atomic(rows: list[dict[str, str]], path: Path) -> None:
             if bad is not None:
                 raise UserError(f"cannot write a tab or line break into a TSV cell: {bad[:60]!r}", path)
             out.write("\t".join(values) + "\n")
-
-
-def sort_rows(rows: list[dict[str, str]], profile: Profile) -> list[dict[str, str]]:
-    order = {name: i for i, name in enumerate(profile.category_names)}
-    return sorted(rows, key=lambda r: (order.get(r["Category"], len(order)), int(r["ID"]), r["version"]))
 
 
 def moved(finding: Finding, key: str, column: str, origin: dict[tuple[str, str], Location]) -> Finding:
@@ -338,7 +330,8 @@ def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glos
         rows, origin, findings, exchanges = rows_from_cells(cells, profile, use_draft)
         for row in rows:
             row.update((groups or {}).get(row_key(row), {}))
-        rows = sort_rows(rows, profile)
+        order = {name: i for i, name in enumerate(profile.category_names)}
+        rows.sort(key=lambda r: (order.get(r["Category"], len(order)), int(r["ID"]), r["version"]))
         findings += _checked_write(rows, origin, out_path, profile, findings)
     written = out_path if not any(f.severity == "error" for f in findings) and out_path.exists() else None
     texts = [cell for cell in cells if cell.row.field != FOLLOWS]

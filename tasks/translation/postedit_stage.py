@@ -48,7 +48,8 @@ class ReferenceLinks:
 
     def comparison(self, profile: Profile) -> list[tuple[str, str, int, int | None]]:
         """(category, label, linked templates, the paper's count) for every category with a paper row."""
-        return [(c.name, label, self.linked.get((c.name, label), 0), getattr(c.paper, label.lower()) if c.paper else None)
+        return [(c.name, label, self.linked.get((c.name, label), 0),
+                 None if c.paper is None else c.paper.st if label == "ST" else c.paper.tm)
                 for c in profile.categories for label in ("ST", "TM")]
 
     def render(self, profile: Profile) -> str:

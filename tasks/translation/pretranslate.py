@@ -54,11 +54,6 @@ def bbq_declarations(cell: str, style: SlotStyle = KOBBQ_SLOTS) -> list[tuple[st
             for kind, number, body in _BBQ_DECLARATION.findall(cell)]
 
 
-def slot_style(profile: Profile) -> SlotStyle:
-    """The target template format's slots: a workbook format keeps BBQ's ``{{NAME1}}``, KoBBQ's TSV writes ``[N1]``."""
-    return BBQ_SLOTS if profile.templates.workbook is not None else KOBBQ_SLOTS
-
-
 def require_target_language(translator: Translator, target: str, profile: Profile) -> None:
     """One clear error, before anything is sent, when DeepL does not translate into the profile's language."""
     if not translator.target_supported(target):
@@ -231,7 +226,9 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
     left = sum(1 for s in sents if s not in answers)
     if stopped and translator.sends:
         stopped = f"{stopped}; {len(sents) - left} of {len(sents)} segments are translated and cached, {left} left"
-    drafts, flagged, substitutions = build_drafts(templates, protected, answers, glossary, mode, slot_style(profile))
+    # The target format's slots: a workbook format keeps BBQ's {{NAME1}}, KoBBQ's TSV writes [N1].
+    style = BBQ_SLOTS if profile.templates.workbook is not None else KOBBQ_SLOTS
+    drafts, flagged, substitutions = build_drafts(templates, protected, answers, glossary, mode, style)
     decisions = draft_decisions(drafts, flagged, substitutions, protected, answers, choice, glossary)
     return PretranslationResult(drafts, decisions, billed, from_cache, flagged, len(sents), left, stopped, mode,
                                 substitutions)

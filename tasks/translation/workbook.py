@@ -32,7 +32,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from itertools import groupby
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core.errors import Location, UserError
 from core.findings import Finding
@@ -41,9 +40,6 @@ from core.text import check_text, normalise_text
 from core.text_files import check_input_file, read_text
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
 from core.workbooks import save_workbook, set_text
-
-if TYPE_CHECKING:  # openpyxl takes ~0.3 s to import: only the functions that use it import it
-    from openpyxl import Workbook
 
 SHEET = "templates"
 MANIFEST = "_manifest"
@@ -350,14 +346,6 @@ def _text(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def exported_profile(workbook: Workbook) -> str | None:
-    """The profile a workbook was exported for; None for a workbook exported before workbooks recorded it."""
-    if EXPORT not in workbook.sheetnames:
-        return None
-    recorded = {_text(row[0]): _text(row[1]) for row in workbook[EXPORT].iter_rows(values_only=True) if len(row) > 1}
-    return recorded.get("profile") or None
-
-
 def read_workbook(path: Path, profile: Profile) -> list[EditedCell]:
     """Read a returned workbook; a .xlsm, a changed header or a changed locked cell is a UserError."""
     path = Path(path)
@@ -374,8 +362,10 @@ def read_workbook(path: Path, profile: Profile) -> list[EditedCell]:
     for name in (SHEET, MANIFEST):
         if name not in workbook.sheetnames:
             raise UserError(f"sheet {name!r} is missing; is this a workbook exported by 'kobbq postedit export'?", path)
-    exported_for = exported_profile(workbook)
-    if exported_for is not None and exported_for != profile.name:
+    # The profile it was exported for (a workbook exported before workbooks recorded it has none).
+    export = workbook[EXPORT].iter_rows(values_only=True) if EXPORT in workbook.sheetnames else []
+    exported_for = {_text(row[0]): _text(row[1]) for row in export if len(row) > 1}.get("profile")
+    if exported_for and exported_for != profile.name:
         raise UserError(f"this workbook was exported for profile {exported_for!r}, and is imported under profile "
                         f"{profile.name!r}; import it with --profile {exported_for} (or export the workbooks for "
                         f"{profile.name!r})", path)
