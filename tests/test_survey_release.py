@@ -15,9 +15,10 @@ import pytest
 from core.errors import UserError
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.group_check import render_group_check
-from tasks.survey.inputs import SurveyData, load_survey_results
+from tasks.survey.inputs import SurveyData, SurveyInputs, load_survey_results
 from tasks.survey.overrides import load_overrides
 from tasks.survey.funnel import mean_no_stereotype_share, render_funnel
+from tasks.survey.survey_stage import FUNNEL, survey_stage
 from tasks.templates.load import load_kobbq_templates
 
 MISSING = "불공정한 신체 능력 우위로 운동 시합에서 배제됨"
@@ -117,6 +118,21 @@ def test_override_keeps_and_is_marked(released, ko_profile, tmp_path):
     assert marked and all("asked in a later survey wave" in d.reason for d in marked)
     assert {("Gender_identity", 13), ("Gender_identity", 14)} <= {t.template_key for t in outcome.kept}
     assert "## Overrides" in render_funnel(outcome) and "asked in a later survey wave" in render_funnel(outcome)
+
+
+def test_the_stage_reports_name_an_override_file_by_its_name_only(released, survey_result_json, ko_profile,
+                                                                  tmp_path):
+    """The survey stage's reports are inputs of the release, hashed in its card: an override's absolute path in
+    funnel.md made the real KoBBQ's card differ between two checkouts."""
+    templates, _, _ = released
+    path = tmp_path / "elsewhere" / "overrides.csv"
+    path.parent.mkdir()
+    path.write_text("category,stereotype,template_id,rule,outcome,reason\n"
+                    f"Gender_identity,{MISSING},,survey-result-present,keep,asked in a later survey wave\n",
+                    encoding="utf-8")
+    stage = survey_stage(templates, SurveyInputs(survey_result_json, overrides=path, allow_unmatched=True), ko_profile)
+    assert "override (overrides.csv, row 2)" in stage.reports[FUNNEL]
+    assert not [name for name, text in stage.reports.items() if str(tmp_path) in text]
 
 
 def test_stale_override_is_an_error(released, ko_profile, tmp_path):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic import write_bytes, write_text
-from core.decisions import OUTCOME_DROP, Decision, template_subject, write_decisions_parquet
+from core.decisions import OUTCOME_DROP, Decision, portable_text, template_subject, write_decisions_parquet
 from core.profile import Profile
 from core.stage_contract import Context, Stage, StageOutput, Waiting, require
 from core.tables import write_csv_rows
@@ -53,10 +53,13 @@ class SurveyStage:
 
 
 def survey_stage(templates: list[TemplateRow], inputs: SurveyInputs, profile: Profile) -> SurveyStage:
-    """Read the survey inputs, run the rules on ``templates``, render the reports: nothing is written."""
+    """Read the survey inputs, run the rules on ``templates``, render the reports: nothing is written.
+
+    The reports name input files by their names only, as the decision log does: they are inputs of the release,
+    whose card hashes them, so a path in them (an override's file) would make two checkouts' releases differ."""
     outcome = apply_survey_rules(templates, inputs.read(profile), profile, allow_unmatched=inputs.allow_unmatched)
-    return SurveyStage(outcome, {FUNNEL: render_funnel(outcome), GROUP_CHECK: render_group_check(outcome),
-                                 VOTES: render_votes(outcome)})
+    reports = {FUNNEL: render_funnel(outcome), GROUP_CHECK: render_group_check(outcome), VOTES: render_votes(outcome)}
+    return SurveyStage(outcome, {name: portable_text(text) for name, text in reports.items()})
 
 
 def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[TemplateRow]:
