@@ -1,5 +1,5 @@
 """`kobbq eval compare` with published results tables (5_evaluation.py's layout) beside scored runs, and the
-bootstrap interval of a model scored on one prompt (tasks/evaluation/published_results.py)."""
+bootstrap interval of a model scored on one prompt (tasks/evaluation/compare.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kobbq.cli import main
-from tasks.evaluation.published_results import PUBLISHED, results_table_runs, template_labels
+from tasks.evaluation.compare import PUBLISHED, results_table_runs, template_labels
 from tasks.evaluation.prompts import read_table
 from tasks.evaluation.metrics import UPSTREAM_HEADER
 

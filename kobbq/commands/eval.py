@@ -335,8 +335,6 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     """
     from flows import model_runs, orchestration, server
 
-
-
     url, auth_set = server.api_setting("url"), bool(server.api_setting("auth_string"))
     if not url:
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")

@@ -1,27 +1,38 @@
 """`kobbq eval compare`: several scored runs side by side, mean ± std over prompts per model.
 
 Reads the ``results_intervals.tsv`` that `kobbq eval score` writes (or its folder), so that
-models scored separately, at different times, can be put in one table, and published results tables in
-the upstream layout (``tasks.evaluation.published_results``), so a model sits beside a published one.
-A model scored on one prompt shows its bootstrap interval where the results have one.
+models scored separately, at different times, can be put in one table. A model scored on one prompt
+shows its bootstrap interval where the results have one.
+
+It also reads published results tables, so a model sits beside a published one. KoBBQ's evaluation
+script (``5_evaluation.py``) writes one table per prompt, ``evaluation_result/KoBBQ_test_<N>.tsv``:
+``model, category`` and the five metrics under their long names, one row per model for ``overall``,
+each template label, and each category (`kobbq eval score`'s ``results.tsv`` is the same plus
+``prompt``). ``grouping`` comes from the group's name (``overall``, a template label of a shipped
+profile, else a category), ``prompt`` from the ``prompt`` column or the file name's ``_<N>``. Models
+of a table without a ``prompt`` column, which is how upstream publishes them, are marked
+``(published)``, so that a re-run of the same model is not mistaken for the published run.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from core.errors import Location, UserError
+from core.profile import available_profiles, load_profile
 from tasks.evaluation.metric_table import METRIC_TABLE, TITLES
-from tasks.evaluation.metrics import METRICS, over_prompts
+from tasks.evaluation.metrics import METRICS, UPSTREAM_HEADER, over_prompts
 from tasks.evaluation.prompts import read_table
-from tasks.evaluation.published_results import is_results_table, results_table_runs
 from tasks.evaluation.report import tsv_text
 
 RESULTS_FILE = "results_intervals.tsv"
 COMPARED = [metric.name for metric in METRIC_TABLE]  # what --metrics may name
 KEY_COLUMNS = ("model", "prompt", "grouping", "group")
+PROMPT_IN_NAME = re.compile(r"_(?P<prompt>[0-9]+)$")  # KoBBQ_test_5.tsv
+PUBLISHED = " (published)"
 
 
 def read_results(paths: list[Path]) -> pd.DataFrame:
@@ -32,7 +43,7 @@ def read_results(paths: list[Path]) -> pd.DataFrame:
         if not path.exists():
             raise UserError(f"no {RESULTS_FILE} here (write one with `kobbq eval score`)", given)
         frame = read_table(path)
-        if is_results_table(frame):
+        if all(column in frame.columns for column in UPSTREAM_HEADER):  # the upstream results layout
             frame = results_table_runs(frame, path)
         missing = [c for c in (*KEY_COLUMNS, *METRICS) if c not in frame.columns]
         if missing:
@@ -53,6 +64,32 @@ def read_results(paths: list[Path]) -> pd.DataFrame:
             origin[key] = path
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def template_labels() -> set[str]:
+    """Every template label a shipped profile knows (ST, TM, NC; t, m, n ...): how a group is told from a category."""
+    return {label for name in available_profiles() for label in load_profile(name).templates.labels}
+
+
+def results_table_runs(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """The table in compare's layout: model, prompt, grouping, group and the metrics by their short names."""
+    runs = frame.rename(columns=dict(zip(UPSTREAM_HEADER[2:], METRICS))).rename(columns={"category": "group"})
+    if runs.empty:
+        raise UserError("holds no results", path)
+    missing = runs["model"].str.strip() == ""
+    if missing.any():
+        raise UserError("a row without a model name", Location(str(path), int(missing.to_numpy().argmax()) + 2, "model"))
+    if "prompt" in frame.columns:
+        prompt = runs["prompt"]
+    else:
+        named = PROMPT_IN_NAME.search(path.stem)
+        prompt = pd.Series(named["prompt"] if named else path.stem, index=runs.index)
+        runs["model"] = runs["model"] + PUBLISHED
+    labels = template_labels()
+    grouping = ["overall" if group == "overall" else "label" if group in labels else "category"
+                for group in runs["group"]]
+    return runs.assign(prompt=prompt.astype(str), grouping=grouping)[["model", "prompt", "grouping", "group",
+                                                                      *METRICS]]
 
 
 def comparison(results: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
