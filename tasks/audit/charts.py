@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from core.decisions import Decision
 from core.profile import Profile
+from tasks.audit.fates import stereotype_text
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
 
 # matplotlib (seconds to import on a loaded machine) is imported where a chart is drawn: never by an up-to-date
@@ -159,10 +160,6 @@ def _by_question(decisions: Iterable[Decision], rule: str) -> dict[str, Decision
             if d.subject_type == "stereotype" and d.rule == rule and d.numbers.get("question_id")}
 
 
-def _category(subject: str) -> str:
-    return subject.split(":", 2)[1]
-
-
 def _ratio(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else str(value)
 
@@ -211,11 +208,6 @@ def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profi
     return drawing
 
 
-def share_of(decision: Decision, two_thirds: bool) -> Fraction:
-    """The share a rule judges: the intended target's share of the votes for a group, or the "no stereotype" one."""
-    return Fraction(str(decision.numbers["target_share" if two_thirds else "share"]))
-
-
 def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figure | None:
     """One row per category, one dot per question: the share a rule judges, against its cut-off.
     ``RULE_TYPE2``: the intended target's share of the votes for a group (kept above 2/3);
@@ -225,14 +217,16 @@ def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figur
         return None
     two_thirds = rule == RULE_TYPE2
     cut = profile.survey.type2_agreement if two_thirds else profile.survey.no_stereotype_max
-    order = [c.name for c in profile.categories if any(_category(d.subject) == c.name for d in found)]
-    order += sorted({_category(d.subject) for d in found} - set(order))
+    categories = {stereotype_text(d.subject)[0] for d in found}
+    order = [c.name for c in profile.categories if c.name in categories]
+    order += sorted(categories - set(order))
     display = {c.name: c.display for c in profile.categories}
     drawing, axes = figure(len(order), 0.32)
     for index, category in enumerate(order):
-        for position, decision in enumerate(d for d in found if _category(d.subject) == category):
+        for position, decision in enumerate(d for d in found if stereotype_text(d.subject)[0] == category):
             outcome = "dropped" if decision.outcome == "drop" else "kept"
-            axes.scatter(float(share_of(decision, two_thirds)), index + (position % 3 - 1) * 0.15, s=16, zorder=3,
+            share = Fraction(str(decision.numbers["target_share" if two_thirds else "share"]))
+            axes.scatter(float(share), index + (position % 3 - 1) * 0.15, s=16, zorder=3,
                          color=OUTCOMES[outcome])
     axes.axvline(float(cut), color="#222222", linestyle="--", linewidth=0.8)
     axes.annotate(f"{_ratio(cut)}: {'kept above' if two_thirds else 'dropped above'}", (float(cut), 1),

@@ -1,20 +1,10 @@
-"""The HTML audit report: one self-contained, offline ``audit.html`` in the release folder.
+"""The HTML audit report: one self-contained, offline ``audit.html`` in the release folder
+(``templates/audit.html.j2``): the funnel per stage and category beside the paper's numbers, the charts of
+``tasks.audit.charts`` above their tables, the Table 1 comparison, a section per category with every template's
+fate and its decisions folded underneath, and a search box that filters templates (inline JavaScript, no network).
 
 It is a view of what the release holds, made by the build from what it wrote (``write_release_folder``), never
-read back: the decision log, the manifest's counts, the Table 1 comparison, the survey funnel and votes (when
-the survey stage ran). It shows:
-
-- the funnel per stage and category: templates in the log, each dropping rule's count, and
-  what reached the release (template IDs, rows, samples), beside the paper's numbers;
-- charts (``tasks.audit.charts``, matplotlib's inline SVG): the funnel, samples per category against the paper, and
-  the survey rules' numbers (every type-1 group's votes against 2x / 0.5x the equal share, type-2
-  shares against 2/3, "no stereotype" shares against 50%; ``survey_votes.csv``), each above its table;
-- the Table 1 comparison, every difference marked explained or not;
-- a section per category listing every template's fate (label, BBQ source, stereotype,
-  status, samples, the dropping decision) with all its decisions folded underneath;
-- a search box that filters templates in the browser (inline JavaScript, no network).
-
-Text from input files (stereotypes, reasons) is escaped by jinja2's autoescaping.
+read back. Text from input files (stereotypes, reasons) is escaped by jinja2's autoescaping.
 """
 
 from __future__ import annotations

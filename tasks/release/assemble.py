@@ -172,7 +172,8 @@ def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Fi
     """What the build changed or noticed in its input: corrections, normalisations, warnings."""
     write_csv_rows(folder / CORRECTIONS_APPLIED, ["file", "row", "row_key", "column", "old_value", "new_value",
                                                   "reason"],
-                   [[c.file, c.row, c.row_key, c.column, c.old_value, c.new_value, c.reason] for c in loaded.corrections])
+                   [[c.file, c.row, c.row_key, c.column, c.old_value, c.new_value, c.reason]
+                    for c in loaded.corrections])
     write_csv_rows(folder / NORMALISATIONS, ["file", "row", "row_key", "column", "what"],
                    [[loaded.path.name, n.row, n.row_key, n.column, n.what] for n in loaded.normalisations])
     (folder / INPUT_WARNINGS).write_text(

@@ -1,17 +1,11 @@
 """The release checks' child processes, started ahead of their job, and what the build makes of what they say.
 
-Importing Great Expectations takes about 4 s, the longest single thing a build waits for. A build therefore
-starts the checks' child first (``warm_up``, when the release stage is to run; a deployment run's release stage
-starts it when it writes the release): the child imports the library while the build reads its inputs, says
-``ready`` (``ready`` checks that before the flow run starts: a library that cannot be imported stops the build
-before anything is written), then reads its job (``ValidationChild``) from one line of stdin, says ``progress``
-after each part of its work and ``reported`` once ``validation.json`` is written. This module imports nothing
-heavy, so that the child starts before the build's own imports.
-
-A child that dies, or makes no progress (no line, no processor time: stopped, stuck) for ``stall_seconds``
-(``KOBBQ_CHECKS_STALL``, default 30 s; a line every 10 s while the build waits) is one error line naming what happened and what to do, raised inside the staging
-of the release, so nothing is published. A spare no build takes ends with the command (``_end_spares``, at exit;
-a signal ends it as any registered child), or by itself when its stdin closes (its parent was killed).
+Importing Great Expectations takes about 4 s, the longest single thing a build waits for, so the child is started
+first (``warm_up``) and imports it while the build reads its inputs; a library that cannot be imported stops the
+build (``ready``) before anything is written. This module imports nothing heavy, so that the child starts before
+the build's own imports. A child that dies or makes no progress for ``stall_seconds`` is one error line raised
+inside the staging of the release, so nothing is published; a spare no build takes ends with the command
+(``_end_spares``), or by itself when its stdin closes (its parent was killed).
 """
 
 from __future__ import annotations

@@ -45,11 +45,6 @@ class ValidationReport:
                 "results": [o.__dict__ for o in self.outcomes]}
 
 
-def report_from_json(data: dict[str, object]) -> ValidationReport:
-    outcomes = [CheckOutcome(**item) for item in data["results"]]  # type: ignore[arg-type, union-attr]
-    return ValidationReport(bool(data["success"]), outcomes)
-
-
 class ReleaseValidationError(UserError):
     def __init__(self, report: ValidationReport) -> None:
         lines = [f"the release failed {len(report.failures())} of {len(report.outcomes)} checks; "
@@ -76,4 +71,5 @@ def write_results(report: ValidationReport, folder: Path) -> None:
 
 
 def read_results(folder: Path) -> ValidationReport:
-    return report_from_json(json.loads((folder / "validation.json").read_text(encoding="utf-8")))
+    data = json.loads((folder / "validation.json").read_text(encoding="utf-8"))
+    return ValidationReport(bool(data["success"]), [CheckOutcome(**item) for item in data["results"]])

@@ -102,19 +102,6 @@ def demoted(markdown: str, levels: int = 2) -> str:
     return "\n".join("#" * levels + line if line.startswith("#") else line for line in markdown.strip().splitlines())
 
 
-def card_metadata(profile: Profile, configs: list[Config], samples: int):  # -> huggingface_hub.DatasetCardData
-    from huggingface_hub import DatasetCardData  # imported when a card is written, not for every command
-
-    card = profile.card
-    return DatasetCardData(
-        pretty_name=card.pretty_name or profile.release.name, license=card.license,
-        language=card.languages or [profile.language], task_categories=card.task_categories,
-        task_ids=card.task_ids, size_categories=[size_category(samples)], tags=card.tags,
-        annotations_creators=["expert-generated", *(["crowdsourced"] if profile.survey.enabled else [])],
-        language_creators=LANGUAGE_CREATORS, multilinguality=["monolingual"], source_datasets=SOURCE_DATASETS,
-        configs=[config.metadata() for config in configs])
-
-
 def twin_configs(folder: Path, profile: Profile, twins: dict[str, dict[str, object]]) -> list[Config]:
     """One config per published twin (``mtBBQ``), reading the twin folder's own dataset layout, every category's."""
     configs = []
@@ -134,11 +121,17 @@ def _fraction(value: Fraction) -> str:
     return str(value) if value.denominator != 1 else str(value.numerator)
 
 
-def render_card(profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
-                decisions: list[Decision], validation: ValidationReport | None, columns: list[str],
-                files: list[str], twins: dict[str, dict[str, object]] | None = None,
-                twin_layouts: list[Config] | None = None) -> str:
-    """The whole card: metadata, then the body made from the build's own numbers."""
+def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
+                       decisions: list[Decision], validation: ValidationReport | None,
+                       twins: dict[str, dict[str, object]] | None = None) -> None:
+    """Write ``README.md``: the Hub's metadata, then the body made from the build's own numbers.
+
+    ``configs``: the dataset layout ``hf_layout.write_layout`` staged; ``facts``: the manifest's counts and inputs
+    (``tasks.release.assemble.release_facts``). Called once the sample files, Table 1, the decision log, the
+    reports and the layout are staged; ``validation``: the suite's result (None when the build skipped it)."""
+    from huggingface_hub import DatasetCardData  # imported when a card is written, not for every command
+
+    twins = twins or {}
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=False,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                      keep_trailing_newline=True)
@@ -150,24 +143,18 @@ def render_card(profile: Profile, configs: list[Config], facts: dict[str, object
         default_split=TEST_SPLIT, splits=list(configs[0].files), table1=demoted(table1),
         stages=stages_run(decisions), rules=rule_counts(decisions), overrides=sum(d.override for d in decisions),
         survey=survey if survey.enabled and any(d.stage == "survey" for d in decisions) else None,
-        generated=profile.release.layout == "per-category-csv", validation=validation, columns=columns,
-        files=files, task=lm_eval_task_name(profile.release.name), twins=twins or {},
-        twin_commands={name: evaluate_commands(f"path/to/{profile.release.name}", name) for name in twins or {}})
-    every = configs + (twin_layouts or [])
-    metadata = card_metadata(profile, every, int(facts["samples"])).to_yaml()  # type: ignore[call-overload]
-    return f"---\n{metadata}\n---\n\n{body}"
-
-
-def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
-                       decisions: list[Decision], validation: ValidationReport | None,
-                       twins: dict[str, dict[str, object]] | None = None) -> None:
-    """Write ``README.md``.
-
-    ``configs``: the dataset layout ``hf_layout.write_layout`` staged; ``facts``: the manifest's counts and inputs
-    (``tasks.release.assemble.release_facts``). Called once the sample files, Table 1, the decision log, the
-    reports and the layout are staged; ``validation``: the suite's result (None when the build skipped it)."""
-    columns = pq.ParquetFile(folder / configs[1].files[TEST_SPLIT]).schema_arrow.names  # a category's, as loaded
-    files = sorted(p.name for p in folder.iterdir() if p.is_file()) + [CARD]
-    card = render_card(profile, configs, facts, table1, decisions, validation, columns, sorted(files), twins,
-                       twin_configs(folder, profile, twins or {}))
-    (folder / CARD).write_text(card, encoding="utf-8")
+        generated=profile.release.layout == "per-category-csv", validation=validation,
+        columns=pq.ParquetFile(folder / configs[1].files[TEST_SPLIT]).schema_arrow.names,  # a category's, as loaded
+        files=sorted([*(p.name for p in folder.iterdir() if p.is_file()), CARD]),
+        task=lm_eval_task_name(profile.release.name), twins=twins,
+        twin_commands={name: evaluate_commands(f"path/to/{profile.release.name}", name) for name in twins})
+    card = profile.card
+    metadata = DatasetCardData(
+        pretty_name=card.pretty_name or profile.release.name, license=card.license,
+        language=card.languages or [profile.language], task_categories=card.task_categories,
+        task_ids=card.task_ids, tags=card.tags,
+        size_categories=[size_category(int(facts["samples"]))],  # type: ignore[call-overload]
+        annotations_creators=["expert-generated", *(["crowdsourced"] if profile.survey.enabled else [])],
+        language_creators=LANGUAGE_CREATORS, multilinguality=["monolingual"], source_datasets=SOURCE_DATASETS,
+        configs=[config.metadata() for config in configs + twin_configs(folder, profile, twins)])
+    (folder / CARD).write_text(f"---\n{metadata.to_yaml()}\n---\n\n{body}", encoding="utf-8")

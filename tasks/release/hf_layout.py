@@ -52,11 +52,8 @@ class Config:
 
     def metadata(self) -> dict[str, object]:
         """The config as the card's YAML ``configs`` list holds it."""
-        entry: dict[str, object] = {"config_name": self.name}
-        if self.name == ALL_CONFIG:
-            entry["default"] = True
-        entry["data_files"] = [{"split": split, "path": path} for split, path in self.files.items()]
-        return entry
+        return {"config_name": self.name, **({"default": True} if self.name == ALL_CONFIG else {}),
+                "data_files": [{"split": split, "path": path} for split, path in self.files.items()]}
 
 
 def split_sources(profile: Profile, name: str | None = None) -> dict[str, str]:

@@ -72,7 +72,8 @@ def bbq_links(templates: list[TemplateRow]) -> tuple[dict[str, dict[str, int]],
         if template.bbq_id:
             by_label[template.category][template.label].add((template.bbq_category, template.bbq_id))
             users[template.category][(template.bbq_category, template.bbq_id)].add(template.template_id)
-    return ({category: {label: len(links) for label, links in labels.items()} for category, labels in by_label.items()},
+    return ({category: {label: len(links) for label, links in labels.items()}
+             for category, labels in by_label.items()},
             {category: {link: sorted(ids) for link, ids in links.items() if len(ids) > 1}
              for category, links in users.items()})
 

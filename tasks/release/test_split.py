@@ -172,12 +172,9 @@ def _one_fill_per_row(templates: list[TemplateRow], by_row: dict[int, dict[int, 
             what = (f"fills {', '.join(fill_number(f) for f in sorted(chosen))}" if len(chosen) > 1 else
                     f"{len(samples)} of the 4 samples of fill {fill_number(fill)} (not "
                     f"{', '.join(s for s in QUESTION_SUFFIXES if s not in samples)})")
-            raise UserError(f"lists {what} of template row {row_key(templates[index])}: a test split has the four "
-                            "samples of one fill per template row", Location(str(path), line))
+            row = templates[index]
+            raise UserError(f"lists {what} of template row {row.category} {row.template_id} {row.version}: a test "
+                            "split has the four samples of one fill per template row", Location(str(path), line))
         fills.append(fill)
         order.extend(samples[suffix] for suffix in QUESTION_SUFFIXES)
     return fills, order
-
-
-def row_key(template: TemplateRow) -> str:
-    return f"{template.category} {template.template_id} {template.version}"

@@ -253,7 +253,6 @@ class SampleFiles:
 
     def __init__(self, folder: Path, tsv_name: str, formats: tuple[str, ...] = FORMATS) -> None:
         stem = tsv_name.removesuffix(".tsv")
-        self.names = [f"{stem}.{kind}" for kind in formats]
         self.text = {kind: (folder / f"{stem}.{kind}").open("w", encoding="utf-8", newline="\n")
                      for kind in formats if kind != "parquet"}
         self.parquet = ParquetRowGroups(folder / f"{stem}.parquet") if "parquet" in formats else None
