@@ -29,9 +29,7 @@ def template_type(outcome: SurveyOutcome, template: TemplateEvaluation) -> int |
 
 def mean_no_stereotype_share(outcome: SurveyOutcome) -> Fraction | None:
     entries = outcome.results.entries
-    if not entries:
-        return None
-    return sum((Fraction(e.no_stereotype, e.respondents) for e in entries), Fraction(0)) / len(entries)
+    return sum(Fraction(e.no_stereotype, e.respondents) for e in entries) / len(entries) if entries else None
 
 
 def equal_share_section(outcome: SurveyOutcome) -> list[str]:
@@ -105,14 +103,6 @@ def _reading_effect(outcome: SurveyOutcome) -> list[object]:
             paper.get(RULE_READING, "-")]
 
 
-def _funnel_steps() -> dict[str, list]:
-    """funnel.md's "rule by rule" columns: each column's heading and the stereotype rules counted by it."""
-    steps: dict[str, list] = {}
-    for rule in rules_of(STEREOTYPE):
-        steps.setdefault(rule.funnel_step, []).append(rule)
-    return steps
-
-
 def render_funnel(outcome: SurveyOutcome) -> str:
     profile = outcome.profile
     paper = profile.survey.paper_effects
@@ -134,7 +124,9 @@ def render_funnel(outcome: SurveyOutcome) -> str:
     # Stereotypes, sequentially through the rules.
     lines += ["## Stereotypes (unique survey questions), rule by rule", ""]
     rows = []
-    steps = _funnel_steps()
+    steps: dict[str, list] = {}  # each "rule by rule" column's heading -> the stereotype rules counted by it
+    for rule in rules_of(STEREOTYPE):
+        steps.setdefault(rule.funnel_step, []).append(rule)
     for label, kind in (("type 1", 1), ("type 2", 2), ("all", None)):
         left = [e for e in outcome.stereotypes if kind is None or e.stereotype.survey_type == kind]
         row = [label, len(left)]
@@ -181,13 +173,9 @@ def render_funnel(outcome: SurveyOutcome) -> str:
                     "Paper templates before -> after"][:width], [row[:width] for row in rows])
     lines.append("")
 
-    overrides = [d for d in outcome.decisions if d.override]
+    overrides = sorted((d for d in outcome.decisions if d.override), key=lambda d: (d.subject, d.rule))
     lines += ["## Overrides", ""]
-    if overrides:
-        lines += [f"- `{d.subject}` {d.rule}: **{d.outcome}** — {d.reason}"
-                  for d in sorted(overrides, key=lambda d: (d.subject, d.rule))]
-    else:
-        lines.append("None.")
+    lines += [f"- `{d.subject}` {d.rule}: **{d.outcome}** — {d.reason}" for d in overrides] or ["None."]
     lines.append("")
     if outcome.notes or outcome.findings or outcome.results.quota:
         lines += ["## Notes", ""]

@@ -133,10 +133,6 @@ def _type2_questions(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     return lines + [""]
 
 
-def _type2_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
-    return ["## Type 2 (two groups compared)", ""] + _type2_results(outcome) + _type2_questions(outcome, rows_of)
-
-
 def _type1_row(evaluation: StereotypeEvaluation, rows_of: dict, own: str) -> tuple[list[object], bool, bool, bool]:
     """One stereotype's groups: the rule's beside those its templates use (``own``: "release" or "template")."""
     rows = [r for key in evaluation.stereotype.templates for r in rows_of[key]]
@@ -230,7 +226,7 @@ def render_group_check(outcome: SurveyOutcome) -> str:
              f"({len(outcome.input_templates)} rows), {which}.", "",
              f"- Template IDs the rules keep: **{kept} of {total}** ({pct(kept, total)}).", ""]
     lines += _dropped_templates(outcome)
-    lines += _type2_section(outcome, rows_of)
+    lines += ["## Type 2 (two groups compared)", ""] + _type2_results(outcome) + _type2_questions(outcome, rows_of)
     lines += _type1_section(outcome, rows_of)
     differing = _released_stats_differences(outcome, rows_of)
     if outcome.survivors_only or differing:

@@ -51,30 +51,27 @@ def load_overrides(path: Path) -> list[Override]:
     overrides: list[Override] = []
     seen: set[tuple] = set()
     for row, at in zip(rows, where):
-        def loc(column: str) -> Location:
-            return at_column(at, column)
-
         if not row["category"]:
-            raise UserError("empty category", loc("category"))
+            raise UserError("empty category", at_column(at, "category"))
         if not row["reason"]:
-            raise UserError("an override needs a reason", loc("reason"))
+            raise UserError("an override needs a reason", at_column(at, "reason"))
         template_id = whole_number(row, at, "template_id") if row["template_id"] else None
         rule, outcome = row["rule"], row["outcome"]
         subject = STEREOTYPE if template_id is None else TEMPLATE
         if subject == STEREOTYPE and not row["stereotype"]:
-            raise UserError("give a stereotype or a template_id", loc("stereotype"))
+            raise UserError("give a stereotype or a template_id", at_column(at, "stereotype"))
         named = rule_named(rule)
         if named is None or named.subject != subject:
             names = sorted(r.name for r in rules_of(subject))
-            raise UserError(f"rule {rule!r} is not a {subject} rule ({', '.join(names)})", loc("rule"))
+            raise UserError(f"rule {rule!r} is not a {subject} rule ({', '.join(names)})", at_column(at, "rule"))
         if outcome not in named.overrides:
             raise UserError(f"outcome for {rule} must be {' or '.join(sorted(named.overrides))}, got {outcome!r}",
-                            loc("outcome"))
+                            at_column(at, "outcome"))
         override = Override(row["category"], norm(row["stereotype"]) if template_id is None else "", template_id, rule,
                             outcome, row["reason"], at)
         identity = (override.category, override.stereotype, override.template_id, override.rule)
         if identity in seen:
-            raise UserError("the same rule is overridden twice for this item", loc("rule"))
+            raise UserError("the same rule is overridden twice for this item", at_column(at, "rule"))
         seen.add(identity)
         overrides.append(override)
     return overrides

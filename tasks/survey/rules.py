@@ -103,10 +103,7 @@ def type1_rule(votes: Mapping[str, int], no_stereotype: int, respondents: int, c
     sets = f"targets {', '.join(targets) or 'none'}; non-targets {', '.join(non_targets) or 'none'}"
     share = (f"equal share {numerator} {basis}/{counting_options} options = {float(equal):.2f} votes; {sets} "
              f"(target >= {float(target_cut):.2f}, non-target <= {float(non_target_cut):.2f})")
-    if keep:
-        reason = share
-    else:
-        reason = f"no {'target' if not targets else 'non-target'} group: {share}"
+    reason = share if keep else f"no {'target' if not targets else 'non-target'} group: {share}"
     return RuleResult(RULE_TYPE1, keep, reason, numbers), targets, non_targets
 
 

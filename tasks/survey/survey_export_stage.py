@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
@@ -38,17 +38,9 @@ from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 NAME = "survey-export"
 
 
-@dataclass(frozen=True)
-class ExportResult:
-    questions: int
-    type1: int
-    type2: int
-    reading_questions: int
-    outputs: dict[str, Path]
-    decisions: list[Decision] = field(default_factory=list)
-
-
-def export_questionnaires(templates: list[TemplateRow], profile: Profile, out: Path) -> ExportResult:
+def export_questionnaires(templates: list[TemplateRow], profile: Profile, out: Path
+                          ) -> tuple[dict[str, int], dict[str, Path], list[Decision]]:
+    """The questionnaires written to ``out``: their counts, files and the survey-type decision of each question."""
     stereotypes, _ = collect_stereotypes(templates, profile)  # raises on a template error
     lists = profile_group_lists(profile)
     wording = load_wording(profile)
@@ -57,7 +49,9 @@ def export_questionnaires(templates: list[TemplateRow], profile: Profile, out: P
     outputs = write_export(out, questions, reading, group_rows(lists, profile))
     decisions = [type_decision(NAME, s, {"question_id": s.question_id, "groups": list(s.groups)}) for s in stereotypes]
     type1 = sum(q["survey_type"] == "1" for q in questions)
-    return ExportResult(len(questions), type1, len(questions) - type1, len(reading), outputs, decisions)
+    counts = {"questions": len(questions), "type1": type1, "type2": len(questions) - type1,
+              "reading_questions": len(reading)}
+    return counts, outputs, decisions
 
 
 QUESTION_EXPORT_COLUMNS = QUESTION_COLUMNS + ["text", "templates"]
@@ -152,15 +146,9 @@ def build_reading(templates: list[TemplateRow], profile: Profile, wording: Wordi
 
 
 def group_rows(lists: dict[str, GroupList], profile: Profile) -> list[dict[str, str]]:
-    rows = []
-    for category in profile.category_names:
-        if category in lists:
-            group_list = lists[category]
-            for group in group_list.groups:
-                region = group_list.world_region.get(group, "")
-                rows.append({"category": category, "group": group, "world_region": region,
-                             "counted": "no" if region else "yes"})
-    return rows
+    return [{"category": category, "group": group, "world_region": lists[category].world_region.get(group, ""),
+             "counted": "no" if lists[category].world_region.get(group) else "yes"}
+            for category in profile.category_names if category in lists for group in lists[category].groups]
 
 
 def xlsx_bytes(sheets: list[tuple[str, list[str], list[dict[str, str]]]]) -> bytes:
@@ -219,13 +207,12 @@ def run(ctx: Context) -> StageOutput:
         return StageOutput({}, {}, [], f"profile {ctx.profile.name}: no survey; nothing to send out")
     templates = checked_templates(ctx, ctx.templates_file())[0].templates  # type: ignore[arg-type]
     folder = ctx.stage_dir(NAME)
-    result = export_questionnaires(templates, ctx.profile, folder)
-    write_decisions_parquet(result.decisions, ctx.decisions_file(NAME, "survey").with_suffix(".parquet"))
-    counts = {k: v for k, v in vars(result).items() if isinstance(v, int)}
-    outputs = {"questionnaire": result.outputs["workbook"], "questions": result.outputs["questions"]}
-    return StageOutput(counts, outputs, list(result.decisions),
-                       f"questionnaires for {result.questions} questions ({result.type1} type 1, {result.type2} type "
-                       f"2) and {result.reading_questions} reading-comprehension questions written to {folder}")
+    counts, files, decisions = export_questionnaires(templates, ctx.profile, folder)
+    write_decisions_parquet(decisions, ctx.decisions_file(NAME, "survey").with_suffix(".parquet"))
+    return StageOutput(counts, {"questionnaire": files["workbook"], "questions": files["questions"]}, decisions,
+                       f"questionnaires for {counts['questions']} questions ({counts['type1']} type 1, "
+                       f"{counts['type2']} type 2) and {counts['reading_questions']} reading-comprehension questions "
+                       f"written to {folder}")
 
 
 STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey.enabled", "survey.type1_categories",

@@ -80,10 +80,8 @@ def template_files(path: Path, categories: list[str] | None = None) -> list[Path
         raise UserError("BBQ template path does not exist", path)
     if path.is_file():
         return [path]
-    files = [p for p in sorted(path.glob(f"{FILE_PREFIX}*.csv")) if category_of(p) not in NOT_TEMPLATES]
-    if categories is not None:
-        wanted = set(categories)
-        files = [p for p in files if category_of(p) in wanted]
+    files = [p for p in sorted(path.glob(f"{FILE_PREFIX}*.csv"))
+             if category_of(p) not in NOT_TEMPLATES and (categories is None or category_of(p) in categories)]
     if not files:
         raise UserError(f"no BBQ template files ('{FILE_PREFIX}<Category>.csv') found", path)
     return files

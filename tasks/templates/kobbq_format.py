@@ -50,16 +50,12 @@ def fill_count(template: TemplateRow) -> int:
     return math.prod(len(items) for items in template.slots.values())
 
 
-def inline_engine(profile: Profile) -> Engine:
-    """KoBBQ's settings of the engine: a row is filled as written (its versions are explicit rows), four samples
-    a fill, nothing de-duplicated."""
-    return Engine(lambda template: [row_variant(template, profile)],
-                  lambda template, variant, grid: paired_questions(template, variant, grid, profile), SAMPLE_COLUMNS)
-
-
 def expand_templates(templates: list[TemplateRow], profile: Profile) -> Expansion:
-    """Every sample of ``templates`` in memory; a release is written from ``row_chunks`` of them instead."""
-    return expand(templates, inline_engine(profile))
+    """Every sample of ``templates`` in memory (a release is written from ``row_chunks`` of them instead): the engine
+    fills a row as written (its versions are explicit rows), four samples a fill, nothing de-duplicated."""
+    return expand(templates, Engine(lambda template: [row_variant(template, profile)],
+                                    lambda template, variant, grid: paired_questions(template, variant, grid, profile),
+                                    SAMPLE_COLUMNS))
 
 
 def row_variant(template: TemplateRow, profile: Profile) -> Variant:

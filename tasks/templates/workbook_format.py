@@ -17,6 +17,7 @@ is a named hook (``tasks.templates.hooks``). The rules are written up in
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterator
@@ -147,10 +148,7 @@ def candidates(ctx: RowContext) -> Iterator[tuple[Candidate, Candidate]]:
         def from_cell(person: str) -> list[Candidate]:
             return [Candidate(v, v, _info(ctx, person, v), {ctx.fmt.word_value: v})
                     for v in ctx.names.get(person, {}).get("", [])]
-        seconds = from_cell(second_person)
-        for first in from_cell(first_person):
-            for second in seconds:
-                yield first, second
+        yield from itertools.product(from_cell(first_person), from_cell(second_person))
         return
     for first in query(rule.people[first_person], first_person, ctx):
         for second in query(rule.people[second_person], second_person, ctx, first):
@@ -317,22 +315,17 @@ def label_instances(template: TemplateRow, variant: Variant, grid: FillGrid, con
 
 # --- a whole release ----------------------------------------------------------------------------
 
-def workbook_engine(profile: Profile, vocabulary: Vocabulary) -> Engine:
-    """A workbook format's settings of the engine: generated flips, candidate pools, the profile's label hook,
-    first-wins de-duplication and instances numbered per category (section 7)."""
-    fmt = profile.templates.workbook
-    assert fmt is not None
-    separator = profile.templates.context_separator
-    return Engine(lambda template: flip_variants(row_context(template, fmt, vocabulary)),
-                  lambda template, variant, grid: label_instances(template, variant, grid, separator),
-                  fmt.output_columns, fmt.dedup_key, fmt.number_output)
-
-
 def expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary | None) -> Expansion:
-    """The generated release as columns, in the profile's output columns (one row per kept instance)."""
-    if vocabulary is None:
-        raise ValueError("workbook templates need their vocabulary (LoadedTemplates.vocabulary)")
-    return expand(templates, workbook_engine(profile, vocabulary))
+    """The generated release as columns, in the profile's output columns (one row per kept instance): the engine
+    with generated flips, candidate pools, the profile's label hook, first-wins de-duplication and instances
+    numbered per category (section 7)."""
+    fmt = profile.templates.workbook
+    if fmt is None or vocabulary is None:
+        raise ValueError("workbook templates need a [templates.workbook] profile and their vocabulary")
+    separator = profile.templates.context_separator
+    return expand(templates, Engine(lambda template: flip_variants(row_context(template, fmt, vocabulary)),
+                                    lambda template, variant, grid: label_instances(template, variant, grid, separator),
+                                    fmt.output_columns, fmt.dedup_key, fmt.number_output))
 
 
 def records(expansion: Expansion) -> list[dict[str, object]]:
