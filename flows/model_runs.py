@@ -1,33 +1,20 @@
-"""Model answers at scale as Prefect flows: (model x prompt) runs with a concurrency limit per endpoint.
+"""Model answers at scale as Prefect flows: (model x prompt[, shard]) units with a concurrency limit per endpoint.
 
-- ``model_prompt_flow`` answers one prompt's requests for one model (or one shard of them,
-  see ``shards``): the unit of work. Its task holds the unit's lease (in the answer cache:
-  no two runs of a unit ever answer at once, ``flows/orchestration.py``) and one slot of the
-  endpoint's global concurrency limit (``kobbq-endpoint-<host>-<port>``, see ``limit_name``)
-  while it runs, and is retried by Prefect when requests are still failing after the client's
-  own retries (the answer cache makes a retry send only what failed).
-- ``model_runs_flow`` maps every unit, either as tasks in its own process or, with
-  ``deployment`` set, as runs of the deployed ``model_prompt_flow``, which every worker of
-  the work pool picks up: several workers (on one or several machines) share one
-  evaluation. It then writes each model's answer files from the answer cache and publishes
-  the table of runs (answers by status, failures, tokens) as an artifact.
+``model_prompt_flow`` answers one unit, holding the unit's lease in the answer cache (no two runs of a unit
+answer at once) and one slot of the endpoint's global concurrency limit (``limit_name``); Prefect retries it
+while requests still fail (the cache makes a retry send only what failed). ``model_runs_flow`` maps every
+unit, as tasks in its own process or, with ``deployment``, as runs of the deployed ``model_prompt_flow`` that
+the work pool's workers share; then it writes each model's answer files from the cache and publishes the
+runs table as an artifact.
 
-Losing a worker costs only its requests in flight. ``model_runs_flow`` is meant to run where
-it is started (``kobbq eval run --deployment``), not on the pool, so no worker holds it. A
-worker that dies (machine lost, SIGKILL) leaves its unit's run "Running" with no process
-behind it: the orchestrator marks a run that did not renew its unit's lease for ``lost_after``
-seconds Crashed (revoking the lease first), and the unit runs again on a live worker, which
-sends only what the answer cache lacks. Each run of a unit carries an
-idempotency key (the unit and the attempt), so a ``model_runs_flow`` started again after its
-own machine was lost waits for the runs still going instead of starting them twice. The code
-is pinned: the command resolves the deployment's code to one commit as it starts, and every
-unit refuses to run other code.
-
-The concurrency limit lives on the Prefect server: ``endpoint_limit`` creates or resets it
-(``upsert``); without it the limit is whatever the server has (``prefect gcl create
-kobbq-endpoint-HOST-PORT --limit N``), and an endpoint without a limit is not limited. Every
-worker must reach ``prepared`` and ``out`` (the answer files and ``answer_cache.sqlite``) at
-the same paths: the same machine, or a shared filesystem with working file locks.
+It runs where it is started (``kobbq eval run --deployment``), so no worker holds it and losing a worker
+costs only its requests in flight: a run that did not renew its unit's lease for ``lost_after`` seconds is
+marked Crashed (its lease revoked first) and the unit runs again. Each run of a unit has an idempotency key
+(unit and attempt), so an orchestrator started again waits for the runs still going instead of starting them
+twice; the code is pinned to one commit, which every unit checks. The limit lives on the server
+(``endpoint_limit`` upserts it; ``prefect gcl create kobbq-endpoint-HOST-PORT --limit N`` by hand). Every
+worker must reach ``prepared`` and ``out`` at the same paths (one machine, or a shared file system with
+working file locks).
 """
 
 from __future__ import annotations
@@ -356,16 +343,16 @@ def end_if_cancelled(link: ServerLink, me: UUID, stopped: list[RunUnit]) -> None
 
 
 def wait_for_units(units: list[RunUnit], futures: list) -> dict[str, str]:
-    """Wait for every unit's task; what stopped the ones that failed, by unit key."""
+    """Wait for every unit's task; what stopped the ones that failed (their exceptions' messages), by unit key."""
     for future in futures:
         future.wait()
-    return {u.key: unit_problem(f) for u, f in zip(units, futures) if f.state.is_failed()}
-
-
-def unit_problem(future: object) -> str:
-    """What stopped a unit's task: its exception's message (the runs it waited for and their states)."""
-    try:
-        future.result()
-    except Exception as exc:  # noqa: BLE001 (reported, not raised: the answer cache decides)
-        return str(exc)
-    return ""
+    problems = {}
+    for unit, future in zip(units, futures):
+        if future.state.is_failed():
+            try:
+                future.result()
+            except Exception as exc:  # noqa: BLE001 (reported, not raised: the answer cache decides)
+                problems[unit.key] = str(exc)
+            else:
+                problems[unit.key] = ""
+    return problems

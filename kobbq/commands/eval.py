@@ -87,7 +87,6 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
-
     check_writable(args.out, create=False)  # a read-only folder: one line now, not after the release is read
     interrupt.leaves(f"{args.out} is as it was before (a preparation is moved in only once complete)")
     prepared = prompts.prepare_release(release_of(args), args.out, args.split, args.profile,
@@ -145,7 +144,6 @@ def resamples(text: str) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-
     check_writable(args.out, create=False)  # a read-only folder: one line now, not after the scoring
     interrupt.leaves(f"the result files in {args.out} are the previous ones (the new ones are moved in only once "
                      "all are written)")
@@ -180,7 +178,6 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-
     if args.out is not None:
         check_writable(args.out, create=False)
     table = compare.comparison(compare.read_results(args.results), compare.metric_names(args.metrics))
@@ -273,7 +270,6 @@ def _register_run(eval_subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-
     for model in args.model:
         runs.check_model_name(model)
     cache_path = args.cache or args.out / "answer_cache.sqlite"
@@ -303,7 +299,6 @@ def run_command(args: argparse.Namespace) -> int:
 
 def direct_run(args: argparse.Namespace, requests: list, settings: object, cache_path: Path, replay: object) -> int:
     """Every request from this process (a thread pool), answers cached as they arrive."""
-
     if len(args.model) > 1:
         raise UserError("one --model per direct run; several models need --deployment")
     model = replay or client.model_from_environment(settings, args.key_env, args.max_retries, args.timeout)
@@ -367,7 +362,6 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
 
 def score_answers(args: argparse.Namespace, answers: Path) -> int:
     """Score the answers as ``kobbq eval score`` does with its defaults (``ScoreRequest``'s)."""
-
     prepared = prepared_folder.read_summary(args.prepared)
     if not isinstance(prepared.get("release"), str):
         raise UserError("not a prepared summary naming its release: prepare the folder again (kobbq eval prepare)",
@@ -381,7 +375,6 @@ def score_answers(args: argparse.Namespace, answers: Path) -> int:
 
 
 def export_command(args: argparse.Namespace) -> int:
-
     check_writable(args.out, create=False)  # a read-only folder: one line now, not after the export
     release = release_of(args, args.prepared)
     interrupt.leaves(f"{args.out} is as it was before (the task files are moved in only once all are written)")
@@ -398,7 +391,6 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def import_command(args: argparse.Namespace) -> int:
-
     runs.check_model_name(args.model)
     check_writable(args.out, create=False)
     for path in lm_eval_task.answers_from_log_samples(args.samples, args.model, args.out / runs.model_slug(args.model)):

@@ -1,36 +1,21 @@
 """Model endpoints behind a small ``Model`` interface: any OpenAI-compatible server, and a replay.
 
-``OpenAIModel`` wraps the official ``openai`` client (thread-safe, so one instance serves
-every worker thread). The client itself retries 408/409/429/5xx, timeouts and dropped
-connections with exponential backoff, honouring ``Retry-After`` (``max_retries``); this
-module only sorts what comes back:
+``OpenAIModel`` wraps the official ``openai`` client (thread-safe: one instance serves every worker thread),
+which retries 408/409/429/5xx, timeouts and dropped connections itself, honouring ``Retry-After``; this
+module only sorts what comes back. An answer with text is ``ok``, without text ``empty``, a 200 with no
+usable choice ``malformed``: all three are cached (a greedy model gives the same again) and score as
+out-of-choice when they are not a choice. A request still failing after the retries, or refused for itself
+(400: a prompt longer than the context), is ``failed``: not cached, retried by the next run.
 
-- an answer with text is ``ok``; an answer without text is ``empty``; a 200 whose body has
-  no usable choice is ``malformed`` (both score as out-of-choice, and both are cached: a
-  greedy model gives the same again);
-- a request still failing after the client's retries (429, 5xx, timeout, connection) or
-  refused for itself (400, e.g. a prompt longer than the model's context: said in the same words
-  for every such prompt) is ``failed``: not cached, retried by the next run; three requests in a
-  row failing with a 5xx, every attempt, stop the run (a server that fails every request);
-- a refused key or an unknown model or endpoint (401/403/404) concerns every request, so
-  it stops the run at once (``RunStopped``) with a message that never contains the key; so does,
-  before anything is sent, a model name that the endpoint's models listing lacks (llama.cpp's
-  server answers every name with its one model);
-- a server that cannot be reached stops the run too: ``check`` lists the endpoint's models
-  before anything is sent, and during the run a ``ConnectionWatch`` shared by every thread
-  stops it once every attempt to connect has failed for a second (the server died), instead
-  of retrying each remaining request for its whole backoff (~14 s a request, a day and a half
-  for the real release). Answers received before are in the answer cache;
-- so does a server that accepts connections and never answers (stalled, or hung on a model):
-  ``check`` refuses one that does not list its models within the request timeout (10 s at
-  most), and the watch stops the run once no response of any kind has come for
-  ``STALLED_AFTER_TIMEOUTS`` request timeouts (a minute with the default 30 s), instead of
-  waiting out every request's attempts (hours for the example, weeks for the real release).
+What concerns every request stops the run at once (``RunStopped``, never showing the key), so that a dead
+run does not retry each remaining request for its whole backoff (~14 s a request, a day and a half for the
+real release): a refused key, an unknown model or route (401/403/404), a model name the listing lacks, three
+requests in a row failing with a 5xx on every attempt, a server that cannot be reached, or one that connects
+and never answers (``check`` before anything is sent, then the ``ConnectionWatch`` shared by every thread).
+Answers received before are in the answer cache.
 
-``ReplayModel`` answers from a recording (``--replay``) by the sha256 of the prompt text, with no
-network and no key; a request not recorded is ``failed``.
-
-The key comes from an environment variable (``OPENAI_API_KEY`` unless another is named).
+``ReplayModel`` answers from a recording (``--replay``) by the sha256 of the prompt text, with no network and
+no key; a request not recorded is ``failed``. The key comes from an environment variable.
 """
 
 from __future__ import annotations

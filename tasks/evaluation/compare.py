@@ -23,8 +23,7 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.profile import available_profiles, load_profile
-from tasks.evaluation.metric_table import METRIC_TABLE, TITLES
-from tasks.evaluation.metrics import METRICS, UPSTREAM_HEADER, over_prompts
+from tasks.evaluation.metrics import METRIC_TABLE, METRICS, TITLES, UPSTREAM_HEADER, over_prompts
 from tasks.evaluation.prompts import read_table
 from tasks.evaluation.report import tsv_text
 

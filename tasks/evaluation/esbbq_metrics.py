@@ -31,9 +31,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tasks.evaluation.metric_table import names
+from tasks.evaluation.metrics import names
 
-METRICS = names("esbbq")  # upstream's names (tasks.evaluation.metric_table)
+METRICS = names("esbbq")  # upstream's names (tasks.evaluation.metrics.METRIC_TABLE)
 COUNTS = ["ambig", "ambig_correct", "ambig_wrong_pro", "ambig_wrong_anti", "disambig", "disambig_correct",
           "pro_stereo", "pro_stereo_correct", "anti_stereo", "anti_stereo_correct"]
 PRO, ANTI = "pro-stereo", "anti-stereo"

@@ -28,7 +28,7 @@ from core.errors import UserError
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
 from tasks.evaluation.jsonl import json_records
-from tasks.evaluation.metric_table import HIGHER, family
+from tasks.evaluation.metrics import HIGHER, family
 from tasks.evaluation.predictions import expected_rows
 from tasks.evaluation.prepared_folder import read_summary
 from tasks.evaluation.prompts import PREPARED_PROMPTS, read_prompt_table, read_release, select_prompts

@@ -17,6 +17,12 @@ share, share minus share), so the printed digits agree.
 - ``test`` mode pools the rows of a group; ``all`` mode computes each metric per template and
   averages the templates with equal weight (a template whose metric is undefined, e.g. all its
   ambiguous answers OOC, is left out of that metric's average).
+
+``METRIC_TABLE`` lists every metric ``kobbq eval`` reports (a new metric is one row there, and its computation):
+the score tables' columns and order, results.md's headings, the upstream results layout, what ``kobbq eval
+compare --metrics`` accepts and the exported harness task's metric list and directions all follow it. Families:
+``paper``, the paper's five (also scored by the harness task's ``utils.py``, ``lm_eval_metrics``); ``bbq``, BBQ's
+bias scores, for comparison; ``esbbq``, EsBBQ's and CaBBQ's own four (``esbbq_metrics``, on their releases only).
 """
 
 from __future__ import annotations
@@ -30,10 +36,46 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.profile import Profile
-from tasks.evaluation.metric_table import family, names
 from tasks.templates.sample_ids import SAMPLE_ID
 
-METRICS = names("paper")  # the paper's five, then BBQ's two scores (tasks.evaluation.metric_table)
+HIGHER, LOWER, ZERO = "higher", "lower", "zero"  # which way is better; ZERO: 0 is unbiased (|value|, lower)
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str  # the column in every table
+    title: str  # the heading in results.md and compare's tables
+    better: str  # HIGHER, LOWER or ZERO
+    family: str  # paper, bbq or esbbq
+    upstream: str = ""  # the paper's results.tsv heading (paper metrics)
+
+
+METRIC_TABLE = (
+    Metric("ooc_ratio", "OOC", LOWER, "paper", "out-of-choice ratio"),
+    Metric("acc_amb", "Acc amb", HIGHER, "paper", "accuracy in ambiguous contexts"),
+    Metric("acc_dis", "Acc dis", HIGHER, "paper", "accuracy in disambiguated contexts"),
+    Metric("diff_bias_amb", "Diff-bias amb", ZERO, "paper", "diff-bias in ambiguous contexts"),
+    Metric("diff_bias_dis", "Diff-bias dis", ZERO, "paper", "diff-bias in disambiguated contexts"),
+    Metric("s_dis", "BBQ s_DIS", ZERO, "bbq"),
+    Metric("s_amb", "BBQ s_AMB", ZERO, "bbq"),
+    Metric("acc_ambig", "acc_ambig", HIGHER, "esbbq"),  # upstream's names, as titles too
+    Metric("acc_disambig", "acc_disambig", HIGHER, "esbbq"),
+    Metric("bias_score_ambig", "bias_score_ambig", ZERO, "esbbq"),
+    Metric("bias_score_disambig", "bias_score_disambig", ZERO, "esbbq"),
+)
+TITLES = {metric.name: metric.title for metric in METRIC_TABLE}
+
+
+def family(name: str) -> list[Metric]:
+    """The metrics of one family, in table order."""
+    return [metric for metric in METRIC_TABLE if metric.family == name]
+
+
+def names(family_name: str) -> list[str]:
+    return [metric.name for metric in family(family_name)]
+
+
+METRICS = names("paper")  # the paper's five, then BBQ's two scores
 BBQ_METRICS = names("bbq")
 UPSTREAM_HEADER = ["model", "category", *(metric.upstream for metric in family("paper"))]
 COUNTS = ["rows", "ooc", "amb", "amb_correct", "amb_biased", "amb_counter", "dis", "dis_correct", "dis_biased",

@@ -19,8 +19,8 @@ from core.atomic import write_bytes
 from core.errors import Location, UserError
 from core.paths import relative_path
 from tasks.evaluation import esbbq_metrics
-from tasks.evaluation.metric_table import TITLES
-from tasks.evaluation.metrics import BBQ_METRICS, METRICS, UPSTREAM_HEADER, Bootstrap, over_prompts, score_rows
+from tasks.evaluation.metrics import (BBQ_METRICS, METRICS, TITLES, UPSTREAM_HEADER, Bootstrap, over_prompts,
+                                      score_rows)
 from tasks.evaluation.predictions import Run, match_submission, read_predictions, runs_frame
 from tasks.evaluation.prepared_folder import SUMMARY, move_in, read_summary, staged
 from tasks.evaluation.prompts import (PREPARED_PROMPTS, ReleaseSamples, read_prompt_table, read_release,
@@ -282,20 +282,15 @@ class ScoreOutcome:
     summary: str
 
 
-def load_runs(request: ScoreRequest) -> tuple[ReleaseSamples, Path, list[Run]]:
-    """Read the release, the prompt table and every predictions file, and match them."""
+def score(request: ScoreRequest) -> ScoreOutcome:
+    """Read the release, the prompt table and every predictions file, match them, score every run in one pass and
+    write every output into ``request.out``."""
     release = read_release(request.release, request.split, request.profile, request.allow_modified)
     table_path = prepared_prompt_table(request.prepared, release) if request.prepared else resolve_prompt_table(
         release.profile, request.prompts)[0]
     prompts = read_prompt_table(table_path)
     runs = [match_submission(submission, release, prompts, request.allow_missing, request.parser)
             for path in request.predictions for submission in read_predictions(path, request.model, request.prompt)]
-    return release, table_path, runs
-
-
-def score_table(release: ReleaseSamples, table_path: Path, runs: list[Run],
-                request: ScoreRequest) -> tuple[pd.DataFrame, ScoreSettings]:
-    """The metrics of every run in one pass, with the settings that produced them."""
     mode = request.mode or release.split
     bootstrap = Bootstrap(request.bootstrap, request.seed) if request.bootstrap > 0 else None
     rows = runs_frame(runs)
@@ -306,7 +301,15 @@ def score_table(release: ReleaseSamples, table_path: Path, runs: list[Run],
     settings = ScoreSettings(relative_path(request.release, request.out), release.split, mode, request.ooc_as_wrong,
                              request.parser, relative_path(table_path, request.out), request.bootstrap, request.seed,
                              tuple(release.notes), upstream, tuple(release.warnings))
-    return table, settings
+    display = {c.sample_prefix: c.display for c in release.profile.categories}
+    files = write_outputs(request.out, table, runs, settings, display, request.figures)
+    overall = [f"{row.model} prompt {prompt_label(row.prompt)}: OOC {row.ooc_ratio:.4f}, acc amb {row.acc_amb:.4f}, "
+               f"acc dis {row.acc_dis:.4f}, diff-bias amb {row.diff_bias_amb:.4f}, diff-bias dis "
+               f"{row.diff_bias_dis:.4f}" for row in table[table["grouping"] == "overall"].itertuples(index=False)]
+    summary = [*(f"warning: {w}" for w in settings.release_warnings), *overall,
+               *(f"warning: {w}" for w in score_warnings(table, runs)),
+               f"wrote {request.out}/results.md and {len(files) - 1} other file(s)"]
+    return ScoreOutcome(table, runs, files, "\n".join(summary))
 
 
 def with_esbbq_metrics(table: pd.DataFrame, rows: pd.DataFrame, ooc_as_wrong: bool,
@@ -320,29 +323,6 @@ def with_esbbq_metrics(table: pd.DataFrame, rows: pd.DataFrame, ooc_as_wrong: bo
     keys = ["model", "prompt", "grouping", "group"]
     merged = table.merge(upstream[[*keys, "esbbq_category", *esbbq_metrics.METRICS]], on=keys, how="left")
     return merged.assign(esbbq_category=merged["esbbq_category"].fillna(""))
-
-
-def category_names(release: ReleaseSamples) -> dict[str, str]:
-    return {c.sample_prefix: c.display for c in release.profile.categories}
-
-
-def overall_lines(table: pd.DataFrame) -> list[str]:
-    overall = table[table["grouping"] == "overall"]
-    return [f"{row.model} prompt {prompt_label(row.prompt)}: OOC {row.ooc_ratio:.4f}, acc amb {row.acc_amb:.4f}, "
-            f"acc dis {row.acc_dis:.4f}, diff-bias amb {row.diff_bias_amb:.4f}, diff-bias dis {row.diff_bias_dis:.4f}"
-            for row in overall.itertuples(index=False)]
-
-
-def score(request: ScoreRequest) -> ScoreOutcome:
-    """Score prediction files and write every output into ``request.out`` (the CLI's path; the flow runs
-    the same three steps as tasks)."""
-    release, table_path, runs = load_runs(request)
-    table, settings = score_table(release, table_path, runs, request)
-    files = write_outputs(request.out, table, runs, settings, category_names(release), request.figures)
-    summary = [*(f"warning: {w}" for w in settings.release_warnings), *overall_lines(table),
-               *(f"warning: {w}" for w in score_warnings(table, runs)),
-               f"wrote {request.out}/results.md and {len(files) - 1} other file(s)"]
-    return ScoreOutcome(table, runs, files, "\n".join(summary))
 
 
 def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
@@ -364,8 +344,10 @@ def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
 # --- figures and results.html -----------------------------------------------------------------
 
 PLOT_METADATA = {"svg": {"Date": None, "Creator": None}, "png": {"Software": None}}
-CONTEXTS = (("amb", "ambiguous", "|diff-bias| <= 1 - acc"),
-            ("dis", "disambiguated", "|diff-bias| <= 2 min(acc, 1 - acc)"))
+# context, its name, and the (accuracy, diff-bias) pairs a model can reach: a triangle (amb) or a diamond (dis)
+CONTEXTS = (("amb", "ambiguous", "|diff-bias| <= 1 - acc", [(0.0, -1.0), (1.0, 0.0), (0.0, 1.0)]),
+            ("dis", "disambiguated", "|diff-bias| <= 2 min(acc, 1 - acc)",
+             [(0.0, 0.0), (0.5, 1.0), (1.0, 0.0), (0.5, -1.0)]))
 
 
 def _pyplot():
@@ -379,13 +361,6 @@ def _pyplot():
     return plt
 
 
-def feasible_region(context: str) -> list[tuple[float, float]]:
-    """The (accuracy, diff-bias) pairs a model can reach: a triangle (amb) or a diamond (dis)."""
-    if context == "amb":
-        return [(0.0, -1.0), (1.0, 0.0), (0.0, 1.0)]
-    return [(0.0, 0.0), (0.5, 1.0), (1.0, 0.0), (0.5, -1.0)]
-
-
 def accuracy_bias_figure(table: pd.DataFrame):
     """Accuracy against diff-bias per context, every (model, prompt) overall, inside the feasible region."""
     plt = _pyplot()
@@ -393,8 +368,8 @@ def accuracy_bias_figure(table: pd.DataFrame):
     overall = table[table["grouping"] == "overall"]
     models = list(dict.fromkeys(overall["model"]))
     markers = "osD^v<>Ph*X"
-    for axis, (context, title, bound) in zip(axes, CONTEXTS):
-        axis.add_patch(plt.Polygon(feasible_region(context), closed=True, facecolor="#e8eef7", edgecolor="#9db3d6"))
+    for axis, (context, title, bound, region) in zip(axes, CONTEXTS):
+        axis.add_patch(plt.Polygon(region, closed=True, facecolor="#e8eef7", edgecolor="#9db3d6"))
         for index, model in enumerate(models):
             runs = overall[overall["model"] == model]
             for number, row in enumerate(runs.itertuples(index=False)):
@@ -420,7 +395,7 @@ def category_figure(table: pd.DataFrame, display: dict[str, str]):
     figure, axes = plt.subplots(1, 2, figsize=(11, 0.35 * len(groups) * max(1, len(models)) ** 0.5 + 1.8),
                                 sharey=True)
     height = 0.8 / max(1, len(models))
-    for axis, (context, title, _) in zip(axes, CONTEXTS):
+    for axis, (context, title, _, _) in zip(axes, CONTEXTS):
         metric = f"diff_bias_{context}"
         reach = 0.1  # the x range: the widest bar or error bar, between +-0.1 and +-1
         for index, model in enumerate(models):
@@ -434,15 +409,12 @@ def category_figure(table: pd.DataFrame, display: dict[str, str]):
         limit = min(1.0, reach * 1.15) if reach == reach else 1.0
         axis.set(xlim=(-limit, limit), title=f"Diff-bias, {title} contexts", xlabel="diff-bias")
     axes[0].set_yticks([g + 0.4 - height / 2 for g in range(len(groups))],
-                       [f"{display.get(g, g)} (n={_templates(categories, g)})" for g in groups])
+                       [f"{display.get(g, g)} (n={int(categories.loc[categories['group'] == g, 'templates'].iloc[0])})"
+                        for g in groups])
     axes[0].invert_yaxis()
     axes[1].legend(fontsize=7, frameon=False, loc="lower right")
     figure.tight_layout()
     return figure
-
-
-def _templates(categories: pd.DataFrame, group: str) -> int:
-    return int(categories.loc[categories["group"] == group, "templates"].iloc[0])
 
 
 def _bar_values(rows: pd.DataFrame, groups: list[str], metric: str) -> tuple[list[float], list[float], list[float]]:
