@@ -167,18 +167,15 @@ class RunSummary:
     files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # one example message per distinct failure
 
-    def cost(self, price_in: float | None, price_out: float | None) -> float | None:
-        """Cost of this run's tokens at prices per million tokens (None without prices)."""
-        if price_in is None and price_out is None:
-            return None
-        return (self.prompt_tokens * (price_in or 0.0) + self.completion_tokens * (price_out or 0.0)) / 1_000_000
-
     def render(self, price_in: float | None = None, price_out: float | None = None) -> str:
+        """The run in one line, with the cost of its tokens at prices per million tokens when given."""
         statuses = ", ".join(f"{n} {status}" for status, n in sorted(self.statuses.items()))
         text = (f"{self.model}: {self.requests} requests ({statuses}); {self.sent} sent now, {self.from_cache} from "
                 f"the cache, {self.failed} failed; tokens in/out {self.prompt_tokens}/{self.completion_tokens}")
-        cost = self.cost(price_in, price_out)
-        return text + (f"; estimated cost {cost:.4f}" if cost is not None else "")
+        if price_in is None and price_out is None:
+            return text
+        cost = (self.prompt_tokens * (price_in or 0.0) + self.completion_tokens * (price_out or 0.0)) / 1_000_000
+        return text + f"; estimated cost {cost:.4f}"
 
 
 def run_requests(requests: Sequence[Request], model: Model, cache: AnswerCache, out: Path, concurrency: int = 4,
