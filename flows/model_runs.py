@@ -42,7 +42,7 @@ from flows.orchestration import (START_SECONDS, CodePin, EvaluationCancelled, Se
                                  evaluation_key, marked_on_signal, notice, pin_code, take_over)
 from tasks.evaluation.answer_cache import (Answer, AnswerCache, GenerationSettings, LeaseLost, UnitLease,
                                            lease_state, revoke)
-from tasks.evaluation.client import Model, ReplayModel, model_from_environment
+from tasks.evaluation.client import Model, ReplayModel, model_from_environment, prompt_sha256
 from tasks.evaluation.limits import LOST_AFTER_SECONDS
 from tasks.evaluation.runs import (Request, RunSummary, answer_requests, cached_answers, load_requests, model_slug,
                                    write_answer_files)
@@ -102,9 +102,7 @@ class RunUnit:
     def requests(self) -> list[Request]:
         """The unit's requests; a prompt text always falls in one shard, so it is never asked by two units."""
         requests = load_requests(Path(self.prepared), [self.prompt_id])
-        if self.shards == 1:
-            return requests
-        return [r for r in requests if shard_of(r.prompt, self.shards) == self.shard]
+        return [r for r in requests if int(prompt_sha256(r.prompt)[:16], 16) % self.shards == self.shard]
 
     def unanswered(self) -> int:
         """How many of the unit's distinct prompts the answer cache does not hold yet."""
@@ -129,10 +127,6 @@ class RunUnit:
 
 class RequestsFailed(Exception):
     """Some requests of a unit still fail after the client's retries; Prefect retries the unit later."""
-
-
-def shard_of(prompt: str, shards: int) -> int:
-    return int.from_bytes(hashlib.sha256(prompt.encode("utf-8")).digest()[:8], "big") % shards
 
 
 def _retry_unless_user_error(task, task_run, state) -> bool:  # noqa: ANN001 (Prefect's callback signature)

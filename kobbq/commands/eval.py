@@ -1,16 +1,8 @@
 """``kobbq eval``: prepare prompts for a release, run models on them, score their answers, compare results.
 
-``run`` sends every prepared request to an OpenAI-compatible endpoint (chat or completions),
-greedy, 30 new tokens by default; answers are cached in SQLite (``<out>/answer_cache.sqlite``),
-so a killed run resumes and a re-run sends only what is new. ``--replay FILE`` answers from a
-recording instead (no network, no key). ``--deployment NAME`` shares the run out: this command
-orchestrates (flow ``kobbq-model-runs``, here, holding no worker) and every (model x prompt)
-unit runs on the deployment's work pool (``flows/model_runs.py``). ``--score`` scores the answers afterwards with
-``kobbq eval score``. ``export-lm-eval`` writes an lm-evaluation-harness task folder for a release;
-``import-lm-eval`` turns the harness's ``--log_samples`` output into the same answer files.
-
-The evaluation package (pandas, pyarrow, matplotlib, the openai client) is imported by ``run_step`` when a step
-runs, not at the top: ``kobbq --help`` imports every command module to read its parser.
+The steps' help says what each does (``run --deployment`` shares a run out over a work pool through
+``flows/model_runs.py``). The evaluation package (pandas, pyarrow, matplotlib, the openai client) is imported by
+``run_step`` when a step runs, not at the top: ``kobbq --help`` imports every command module to read its parser.
 """
 
 from __future__ import annotations
@@ -321,19 +313,17 @@ def direct_run(args: argparse.Namespace, requests: list, settings: object, cache
 
 
 def pool_command(args: argparse.Namespace, endpoint: str) -> int:
-    """Every (model x prompt) unit on the deployment's pool; this process only orchestrates.
-
-    No worker holds the orchestration, so losing any worker costs only its requests in flight;
-    losing this process costs nothing that the same command, run again, does not pick up (the
-    units still running are waited for, not started twice). Prefect is imported here, with
-    --deployment only: the other steps never import it.
-    """
+    """Every (model x prompt) unit on the deployment's pool; this process only orchestrates, so losing a worker or
+    this process costs only requests in flight (``flows/model_runs.py``). Prefect is imported here, with
+    --deployment only: the other steps never import it."""
     from flows import model_runs, orchestration, server
 
     url, auth_set = server.api_setting("url"), bool(server.api_setting("auth_string"))
     if not url:
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")
-    client.check_from_here(endpoint, args.model[0], args.key_env, args.replay)
+    if args.replay is None:  # the workers use the same URL; the key is checked only if this machine has it
+        live = client.model_from_environment(answer_cache.GenerationSettings(endpoint, args.model[0]), args.key_env)
+        live.check(key_required=bool(live.api_key))
     orchestration.check_server(url, auth_set)
     try:
         table = model_runs.model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,

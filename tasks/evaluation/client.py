@@ -381,13 +381,3 @@ def model_from_environment(settings: GenerationSettings, key_variable: str = KEY
                            max_retries: int = 5, timeout_seconds: float = REQUEST_SECONDS) -> OpenAIModel:
     """The live endpoint, its key read from ``key_variable`` (never printed, never written)."""
     return OpenAIModel(settings, os.environ.get(key_variable, ""), key_variable, max_retries, timeout_seconds)
-
-
-def check_from_here(endpoint: str, model: str, key_variable: str = KEY_VARIABLE, replay: Path | None = None) -> None:
-    """Before units go to a work pool: the endpoint must be reachable from here (the workers use the same URL).
-
-    Its key is checked only when this machine has it: the workers may hold their own.
-    """
-    if replay is None:
-        live = model_from_environment(GenerationSettings(endpoint, model), key_variable)
-        live.check(key_required=bool(live.api_key))

@@ -29,23 +29,6 @@ from tasks.evaluation.prompts import (PREPARED_PROMPTS, ReleaseSamples, read_pro
 INTERVAL_METRICS = METRICS[1:] + BBQ_METRICS
 
 
-@dataclass(frozen=True)
-class ScoreSettings:
-    """How a table was computed; written into results.md so a number is never read without them."""
-
-    release: str
-    split: str
-    mode: str
-    ooc_as_wrong: bool
-    parser: str
-    prompt_table: str
-    bootstrap_replicates: int
-    bootstrap_seed: int
-    release_notes: tuple[str, ...] = ()  # what the release's reader noticed (tasks.evaluation.bbq_columns)
-    esbbq_metrics: bool = False  # the table also has EsBBQ's own metrics (a release in BBQ's column layout)
-    release_warnings: tuple[str, ...] = ()  # the release differs from its manifest (--allow-modified)
-
-
 def prompt_label(prompt: int) -> str:
     return str(prompt) if prompt else "release"
 
@@ -118,17 +101,17 @@ def markdown_table(table: pd.DataFrame, metrics: list[str], display: dict[str, s
     return lines
 
 
-def results_markdown(table: pd.DataFrame, runs: list[Run], settings: ScoreSettings, display: dict[str, str],
+def results_markdown(table: pd.DataFrame, runs: list[Run], notes: list[str], esbbq: bool, display: dict[str, str],
                      out: Path) -> str:
-    """One section per (model, prompt), then mean ± std over prompts per model when there are several."""
-    lines = ["# Evaluation results", "", *_settings_lines(settings), *_template_lines(table), ""]
+    """The notes, one section per (model, prompt), then mean ± std over prompts per model when there are several."""
+    lines = ["# Evaluation results", "", *notes, ""]
     for run in runs:
         block = table[(table["model"] == run.model) & (table["prompt"] == (run.prompt_id or 0))]
         warning = run_warning(run, block[block["grouping"] == "overall"].iloc[0])
         lines += [f"## {run.model}, prompt {prompt_label(run.prompt_id or 0)}", "", *_run_lines(run, out),
                   *([f"- **warning: {warning}**"] if warning else []), "",
                   *markdown_table(block, METRICS + BBQ_METRICS, display), ""]
-        if settings.esbbq_metrics:
+        if esbbq:
             upstream = block[block["grouping"] != "label"]
             names = dict(zip(upstream["group"], upstream["esbbq_category"]))
             lines += ["EsBBQ's own metrics (bias_score.py; categories as the release names them):", "",
@@ -149,27 +132,30 @@ def results_markdown(table: pd.DataFrame, runs: list[Run], settings: ScoreSettin
     return "\n".join(lines)
 
 
-def _settings_lines(settings: ScoreSettings) -> list[str]:
-    ooc = "counted as wrong answers" if settings.ooc_as_wrong else "dropped from every metric but the OOC ratio"
-    mode = ("pooled over the rows of each group (test)" if settings.mode == "test"
-            else "computed per template, templates averaged with equal weight (all)")
-    lines = [*(f"- **warning: {warning}**" for warning in settings.release_warnings),
-             f"- release: `{settings.release}` ({settings.split} split); prompt table: `{settings.prompt_table}`",
-             f"- metrics {mode}; out-of-choice answers {ooc}; answers parsed with the {settings.parser} parser",
+def settings_lines(request: ScoreRequest, release: ReleaseSamples, table_path: Path, mode: str,
+                   esbbq: bool) -> list[str]:
+    """How the tables were computed, written into results.md so that a number is never read without it."""
+    ooc = "counted as wrong answers" if request.ooc_as_wrong else "dropped from every metric but the OOC ratio"
+    pooled = ("pooled over the rows of each group (test)" if mode == "test"
+              else "computed per template, templates averaged with equal weight (all)")
+    lines = [*(f"- **warning: {warning}**" for warning in release.warnings),
+             f"- release: `{relative_path(request.release, request.out)}` ({release.split} split); prompt table: "
+             f"`{relative_path(table_path, request.out)}`",
+             f"- metrics {pooled}; out-of-choice answers {ooc}; answers parsed with the {request.parser} parser",
              "- OOC, Acc amb/dis, Diff-bias amb/dis follow KoBBQ's protocol (the paper's 5_evaluation.py): "
              "diff-bias amb = biased share - counter-biased share; diff-bias dis = accuracy in contexts supporting "
              "the biased answer - accuracy in contexts supporting the counter-biased one",
              "- BBQ s_DIS, s_AMB follow BBQ's bias scores (Parrish et al., 2022), on the same answers"]
-    if settings.esbbq_metrics:
+    if esbbq:
         lines.append("- acc_ambig, acc_disambig, bias_score_ambig, bias_score_disambig follow EsBBQ's bias_score.py "
                      "(langtech-bsc/EsBBQ-CaBBQ): pooled over every answer of a group whatever the mode, "
                      "disambiguated answers typed by the released question_type, ambiguous ones by answer_info and "
                      "stereotyped_groups, unknown answers neither pro- nor anti-stereotypical; each choice order "
                      "counts as an instance (results_bias_score.tsv; see tasks/evaluation/esbbq_metrics.py)")
-    lines += [f"- {note}" for note in settings.release_notes]
-    if settings.bootstrap_replicates:
-        lines.append(f"- [low, high]: {settings.bootstrap_replicates} bootstrap resamples of the templates (seed "
-                     f"{settings.bootstrap_seed}), 95% percentile interval; few templates make wide "
+    lines += [f"- {note}" for note in release.notes]
+    if request.bootstrap:
+        lines.append(f"- [low, high]: {request.bootstrap} bootstrap resamples of the templates (seed "
+                     f"{request.seed}), 95% percentile interval; few templates make wide "
                      "intervals.")
     return lines
 
@@ -230,20 +216,19 @@ def score_warnings(table: pd.DataFrame, runs: list[Run]) -> list[str]:
     return warnings
 
 
-def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], settings: ScoreSettings,
+def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], notes: list[str], esbbq: bool,
                   display: dict[str, str], figures: bool = True) -> list[Path]:
     """Write every table (and the figures and results.html unless ``figures`` is off) into a staging folder,
     then move them in, results.md last: an interruption or a full disk leaves the previous outputs."""
     files: dict[str, str | bytes] = {
         "results.tsv": results_tsv(table), "results_intervals.tsv": intervals_tsv(table), "ooc.tsv": ooc_tsv(runs),
         "missing.tsv": missing_tsv(runs)}
-    if settings.esbbq_metrics:
+    if esbbq:
         files["results_bias_score.tsv"] = bias_score_tsv(table)
     if figures:
-        notes = [*(f"warning: {w}" for w in score_warnings(table, runs)),
-                 *(line[2:] for line in [*_settings_lines(settings), *_template_lines(table)])]
-        files.update(figures_and_page(table, notes, display))
-    files["results.md"] = results_markdown(table, runs, settings, display, out)
+        page_notes = [*(f"warning: {w}" for w in score_warnings(table, runs)), *(line[2:] for line in notes)]
+        files.update(figures_and_page(table, page_notes, display))
+    files["results.md"] = results_markdown(table, runs, notes, esbbq, display, out)
     with staged(out) as staging:
         for name, data in files.items():  # a full disk is named by the file (as in ``out``), not the folder
             write_bytes(staging / name, data.encode("utf-8") if isinstance(data, str) else data)
@@ -295,18 +280,16 @@ def score(request: ScoreRequest) -> ScoreOutcome:
     bootstrap = Bootstrap(request.bootstrap, request.seed) if request.bootstrap > 0 else None
     rows = runs_frame(runs)
     table = score_rows(rows, mode, request.ooc_as_wrong, bootstrap, by=("model", "prompt"))
-    upstream = "esbbq_category" in rows.columns
-    if upstream:
+    esbbq = "esbbq_category" in rows.columns  # a release in BBQ's column layout: EsBBQ's own metrics too
+    if esbbq:
         table = with_esbbq_metrics(table, rows, request.ooc_as_wrong, release)
-    settings = ScoreSettings(relative_path(request.release, request.out), release.split, mode, request.ooc_as_wrong,
-                             request.parser, relative_path(table_path, request.out), request.bootstrap, request.seed,
-                             tuple(release.notes), upstream, tuple(release.warnings))
+    notes = [*settings_lines(request, release, table_path, mode, esbbq), *_template_lines(table)]
     display = {c.sample_prefix: c.display for c in release.profile.categories}
-    files = write_outputs(request.out, table, runs, settings, display, request.figures)
+    files = write_outputs(request.out, table, runs, notes, esbbq, display, request.figures)
     overall = [f"{row.model} prompt {prompt_label(row.prompt)}: OOC {row.ooc_ratio:.4f}, acc amb {row.acc_amb:.4f}, "
                f"acc dis {row.acc_dis:.4f}, diff-bias amb {row.diff_bias_amb:.4f}, diff-bias dis "
                f"{row.diff_bias_dis:.4f}" for row in table[table["grouping"] == "overall"].itertuples(index=False)]
-    summary = [*(f"warning: {w}" for w in settings.release_warnings), *overall,
+    summary = [*(f"warning: {w}" for w in release.warnings), *overall,
                *(f"warning: {w}" for w in score_warnings(table, runs)),
                f"wrote {request.out}/results.md and {len(files) - 1} other file(s)"]
     return ScoreOutcome(table, runs, files, "\n".join(summary))
