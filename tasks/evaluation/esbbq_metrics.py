@@ -45,9 +45,8 @@ def answer_group(info: Sequence[str]) -> str:
 
 
 def sample_attributes(samples: pd.DataFrame) -> pd.DataFrame:
-    """What the four metrics need of each instance (BBQ's columns, lists parsed): its released category,
-    context, question_type, the texts of ans0/ans1, and whether choosing each in an ambiguous context is
-    pro-stereotypical."""
+    """What the four metrics need of each instance (BBQ's columns, lists parsed): its released category, context,
+    question_type, the texts of ans0/ans1, and whether choosing each in an ambiguous context is pro-stereotypical."""
     negative = samples["question_polarity"].to_numpy(object) == "neg"
     stereotyped = [set(map(str, groups)) for groups in samples["stereotyped_groups"]]
     pro = {}

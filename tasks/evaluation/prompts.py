@@ -1,11 +1,10 @@
 """Prompt tables, the release's samples in three choice orders, and the prepared request folder.
 
-The paper asks every sample three times, once per row of the circulant matrix whose first
-column is the choices ``[c0, c1, c2]``, so that a model's preference for a position cannot
-pass for a preference for a group. Each prompt has its own wording of the "unknown" choice;
-the release's unknown choice is replaced by it in the choices and in the answer, exactly as
-the paper's preprocessing does (a scorer that kept the release's wording would count every
-"unknown" answer of prompts 2-5 as counter-biased).
+The paper asks every sample three times, once per row of the circulant matrix whose first column is the choices ``[c0,
+c1, c2]``, so that a model's preference for a position cannot pass for a preference for a group. Each prompt has its own
+wording of the "unknown" choice; the release's unknown choice is replaced by it in the choices and in the answer,
+exactly as the paper's preprocessing does (a scorer that kept the release's wording would count every "unknown" answer
+of prompts 2-5 as counter-biased).
 """
 
 from __future__ import annotations
@@ -113,10 +112,9 @@ def profile_prompt_table(profile: Profile) -> Path | None:
 def resolve_prompt_table(profile: Profile, explicit: Path | None) -> tuple[Path, str]:
     """The prompt table to use and a note saying why: the explicit one, the profile's, or its fallback.
 
-    The profile's fallback table, in the same language (ko: the embedded example's), is used only when
-    the profile's own table is absent (a fresh machine without the released data), and the note says
-    so, so that no number is silently scored with it. A profile without either has no prompts in its
-    language: an error, never another language's table.
+    The profile's fallback table, in the same language (ko: the embedded example's), is used only when the profile's own
+    table is absent (a fresh machine without the released data), and the note says so, so that no number is silently
+    scored with it. A profile without either has no prompts in its language: an error, never another language's table.
     """
     if explicit is not None:
         check_input_file(explicit, "prompt table")  # absent, or a folder: one line naming it

@@ -1,8 +1,7 @@
 """The score outputs: results.tsv (upstream layout), the intervals/BBQ table, results.md, ooc.tsv.
 
-Floats are written with Python's shortest round-trip form, as the paper's script writes them,
-so a result can be compared digit for digit; nothing carries a time, so two runs on the same
-predictions write the same bytes.
+Floats are written with Python's shortest round-trip form, as the paper's script writes them, so a result can be
+compared digit for digit; nothing carries a time, so two runs on the same predictions write the same bytes.
 """
 
 from __future__ import annotations
