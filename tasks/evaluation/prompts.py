@@ -176,8 +176,12 @@ def read_release(folder: Path, split: str | None = "test", profile: str | None =
     if not folder.is_dir():
         raise UserError("release folder not found", folder)
     warnings: list[str] = []
-    if is_published_folder(folder):
-        loaded = load_profile(require_profile(folder, profile))
+    if not (folder / MANIFEST).exists():  # a published release as downloaded
+        if profile is None:
+            raise UserError(f"no {MANIFEST} here, so this is not a release folder written by `kobbq build`; to score "
+                            "a published release as downloaded (KoBBQ's data/ folder, EsBBQ's or CaBBQ's per-category "
+                            "files), name its culture with --profile (ko, es, ca, or a profile file)", folder)
+        loaded = load_profile(profile)
         name, published = loaded.release.name, True
     else:
         loaded = release_profile(folder, profile)
@@ -188,19 +192,6 @@ def read_release(folder: Path, split: str | None = "test", profile: str | None =
     release.warnings = warnings
     release.notes += answer_forms(loaded.evaluation, loaded.release.unknown_expressions).notes
     return release
-
-
-def is_published_folder(folder: Path) -> bool:
-    """A folder without the manifest of `kobbq build`: read as a published release (it needs ``--profile``)."""
-    return not (folder / MANIFEST).exists()
-
-
-def require_profile(folder: Path, profile: str | None) -> str:
-    if profile is None:
-        raise UserError(f"no {MANIFEST} here, so this is not a release folder written by `kobbq build`; to score a "
-                        "published release as downloaded (KoBBQ's data/ folder, EsBBQ's or CaBBQ's per-category "
-                        "files), name its culture with --profile (ko, es, ca, or a profile file)", folder)
-    return profile
 
 
 def published_note(profile: Profile, files: list[Path]) -> str:
