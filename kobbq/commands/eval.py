@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from contextlib import ExitStack
 from pathlib import Path
 
 from core import interrupt
@@ -368,12 +367,10 @@ def export_command(args: argparse.Namespace) -> int:
     check_writable(args.out, create=False)  # a read-only folder: one line now, not after the export
     release = release_of(args, args.prepared)
     interrupt.leaves(f"{args.out} is as it was before (the task files are moved in only once all are written)")
-    with prepared_folder.staged(args.out) as staging, ExitStack() as temporary:
-        prepared = args.prepared
-        if prepared is None:  # prepared as `kobbq eval prepare` does with its defaults
-            prepared = Path(temporary.enter_context(tempfile.TemporaryDirectory(prefix="kobbq-prepared-")))
-            prompts.prepare_release(release, prepared)
-        lm_eval_task.export_task(release, staging, prepared)
+    with prepared_folder.staged(args.out) as staging, tempfile.TemporaryDirectory(prefix="kobbq-prepared-") as temp:
+        if args.prepared is None:  # prepared as `kobbq eval prepare` does with its defaults
+            prompts.prepare_release(release, Path(temp))
+        lm_eval_task.export_task(release, staging, args.prepared or Path(temp))
         written = prepared_folder.move_in(staging, args.out, "utils.py")
     for path in written:
         print(f"wrote {path}")
