@@ -112,9 +112,6 @@ def score(rows: pd.DataFrame, ooc_as_wrong: bool = False, by: Sequence[str] = ("
         summed = table.assign(**keys, grouping=grouping, group=group).groupby(
             [*by, "grouping", "group"], sort=False).sum()
         frames.append(pd.concat([ratios(summed), summed[["ambig", "disambig"]]], axis=1).reset_index())
-    return pd.concat(frames, ignore_index=True).sort_values([*by, "grouping"], key=_overall_first,
+    # per run, "overall" before "category" (descending), each in the order its rows came
+    return pd.concat(frames, ignore_index=True).sort_values([*by, "grouping"], ascending=[True] * len(by) + [False],
                                                            kind="stable").reset_index(drop=True)
-
-
-def _overall_first(column: pd.Series) -> pd.Series:
-    return column.map({"overall": 0, "category": 1}) if column.name == "grouping" else column
