@@ -96,9 +96,9 @@ def _documents(requests: list[Request], rows: pd.DataFrame, where: Path) -> list
              "choices": r.choices, "answer": r.answer, "row": row} for r, row in zip(requests, scored)]
 
 
-def read_log_samples(paths: Iterable[Path]) -> list[tuple[Request, Answer]]:
-    """The harness's ``samples_<task>_*.jsonl`` lines as (request, answer), in prepared order (prompt, doc); a file
-    with no sample (empty, or blank lines only) is an error, not an empty run."""
+def answers_from_log_samples(paths: Iterable[Path], model: str, out: Path) -> list[Path]:
+    """The harness's ``samples_<task>_*.jsonl`` lines as this project's answer files for ``model``, in prepared order
+    (prompt, doc); a file with no sample (empty, or blank lines only) is an error, not an empty run."""
     found: list[tuple[tuple[int, int], Request, Answer]] = []
     for path in sorted(Path(p) for p in paths):
         before = len(found)
@@ -116,10 +116,5 @@ def read_log_samples(paths: Iterable[Path]) -> list[tuple[Request, Answer]]:
         if len(found) == before:
             raise UserError("holds no lm-eval samples (an empty file?): give the samples_<task>_*.jsonl files that "
                             "lm_eval --log_samples wrote", path)
-    return [(request, answer) for _, request, answer in sorted(found, key=lambda item: item[0])]
-
-
-def answers_from_log_samples(paths: Iterable[Path], model: str, out: Path) -> list[Path]:
-    """The harness's ``--log_samples`` files as this project's answer files for ``model``."""
-    pairs = read_log_samples(paths)
-    return write_answer_files([r for r, _ in pairs], [a for _, a in pairs], model, Path(out))
+    found.sort(key=lambda item: item[0])
+    return write_answer_files([r for _, r, _ in found], [a for _, _, a in found], model, Path(out))
