@@ -1,33 +1,18 @@
-"""Model answers at scale as Prefect flows: (model x prompt) runs with a concurrency limit per endpoint.
+"""Model answers at scale as Prefect flows: (model x prompt[, shard]) units with a concurrency limit per endpoint.
 
-- ``model_prompt_flow`` answers one prompt's requests for one model (or one shard of them,
-  see ``shards``): the unit of work. Its task holds the unit's lease (in the answer cache:
-  no two runs of a unit ever answer at once, ``flows/orchestration.py``) and one slot of the
-  endpoint's global concurrency limit (``kobbq-endpoint-<host>-<port>``, see ``limit_name``)
-  while it runs, and is retried by Prefect when requests are still failing after the client's
-  own retries (the answer cache makes a retry send only what failed).
-- ``model_runs_flow`` maps every unit, either as tasks in its own process or, with
-  ``deployment`` set, as runs of the deployed ``model_prompt_flow``, which every worker of
-  the work pool picks up: several workers (on one or several machines) share one
-  evaluation. It then writes each model's answer files from the answer cache and publishes
-  the table of runs (answers by status, failures, tokens) as an artifact.
+``model_prompt_flow`` answers one unit, holding the unit's lease in the answer cache (no two runs of a unit answer at
+once) and one slot of the endpoint's global concurrency limit (``limit_name``); Prefect retries it while requests still
+fail (the cache makes a retry send only what failed). ``model_runs_flow`` maps every unit, as tasks in its own process
+or, with ``deployment``, as runs of the deployed ``model_prompt_flow`` that the work pool's workers share; then it
+writes each model's answer files from the cache and publishes the runs table as an artifact.
 
-Losing a worker costs only its requests in flight. ``model_runs_flow`` is meant to run where
-it is started (``kobbq eval run --deployment``), not on the pool, so no worker holds it. A
-worker that dies (machine lost, SIGKILL) leaves its unit's run "Running" with no process
-behind it: the orchestrator marks a run that did not renew its unit's lease for ``lost_after``
-seconds Crashed (revoking the lease first), and the unit runs again on a live worker, which
-sends only what the answer cache lacks. Each run of a unit carries an
-idempotency key (the unit and the attempt), so a ``model_runs_flow`` started again after its
-own machine was lost waits for the runs still going instead of starting them twice. The code
-is pinned: the command resolves the deployment's code to one commit as it starts, and every
-unit refuses to run other code.
-
-The concurrency limit lives on the Prefect server: ``endpoint_limit`` creates or resets it
-(``upsert``); without it the limit is whatever the server has (``prefect gcl create
-kobbq-endpoint-HOST-PORT --limit N``), and an endpoint without a limit is not limited. Every
-worker must reach ``prepared`` and ``out`` (the answer files and ``answer_cache.sqlite``) at
-the same paths: the same machine, or a shared filesystem with working file locks.
+It runs where it is started (``kobbq eval run --deployment``), so no worker holds it and losing a worker costs only its
+requests in flight: a run that did not renew its unit's lease for ``lost_after`` seconds is marked Crashed (its lease
+revoked first) and the unit runs again. Each run of a unit has an idempotency key (unit and attempt), so an orchestrator
+started again waits for the runs still going instead of starting them twice; the code is pinned to one commit, which
+every unit checks. The limit lives on the server (``endpoint_limit`` upserts it; ``prefect gcl create
+kobbq-endpoint-HOST-PORT --limit N`` by hand). Every worker must reach ``prepared`` and ``out`` at the same paths (one
+machine, or a shared file system with working file locks).
 """
 
 from __future__ import annotations
@@ -46,6 +31,7 @@ from uuid import UUID
 from prefect import flow, task, unmapped
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import get_client
 from prefect.concurrency.sync import concurrency
 from prefect.runtime import flow_run as current_run
 from prefect.states import Cancelled, State
@@ -55,7 +41,7 @@ from flows.orchestration import (START_SECONDS, CodePin, EvaluationCancelled, Se
                                  evaluation_key, marked_on_signal, notice, pin_code, take_over)
 from tasks.evaluation.answer_cache import (Answer, AnswerCache, GenerationSettings, LeaseLost, UnitLease,
                                            lease_state, revoke)
-from tasks.evaluation.client import Model, ReplayModel, model_from_environment
+from tasks.evaluation.client import Model, ReplayModel, model_from_environment, prompt_sha256
 from tasks.evaluation.limits import LOST_AFTER_SECONDS
 from tasks.evaluation.runs import (Request, RunSummary, answer_requests, cached_answers, load_requests, model_slug,
                                    write_answer_files)
@@ -115,9 +101,7 @@ class RunUnit:
     def requests(self) -> list[Request]:
         """The unit's requests; a prompt text always falls in one shard, so it is never asked by two units."""
         requests = load_requests(Path(self.prepared), [self.prompt_id])
-        if self.shards == 1:
-            return requests
-        return [r for r in requests if shard_of(r.prompt, self.shards) == self.shard]
+        return [r for r in requests if int(prompt_sha256(r.prompt)[:16], 16) % self.shards == self.shard]
 
     def unanswered(self) -> int:
         """How many of the unit's distinct prompts the answer cache does not hold yet."""
@@ -142,10 +126,6 @@ class RunUnit:
 
 class RequestsFailed(Exception):
     """Some requests of a unit still fail after the client's retries; Prefect retries the unit later."""
-
-
-def shard_of(prompt: str, shards: int) -> int:
-    return int.from_bytes(hashlib.sha256(prompt.encode("utf-8")).digest()[:8], "big") % shards
 
 
 def _retry_unless_user_error(task, task_run, state) -> bool:  # noqa: ANN001 (Prefect's callback signature)
@@ -191,11 +171,10 @@ def run_deployed_unit(deployment: str, unit: RunUnit, job_variables: dict, pin: 
                       attempts: int = 3) -> str:
     """Run the unit on the pool until the cache holds its answers; at most ``attempts`` runs waited for.
 
-    Run ``n`` of a unit has the idempotency key ``<unit key>-<n>``: asking for it again returns
-    the same flow run, so a resumed evaluation waits for a run that is still going (on a worker
-    that outlived the previous orchestrator) instead of sending its requests a second time. A
-    run that had ended before this call asked for it (an earlier evaluation's) does not count
-    as a try. The server may be away meanwhile (``ServerLink``): its silence is waited out.
+    Run ``n`` of a unit has the idempotency key ``<unit key>-<n>``: asking for it again returns the same flow run, so a
+    resumed evaluation waits for a run that is still going (on a worker that outlived the previous orchestrator) instead
+    of sending its requests a second time. A run that had ended before this call asked for it (an earlier evaluation's)
+    does not count as a try. The server may be away meanwhile (``ServerLink``): its silence is waited out.
     """
     from prefect.deployments import run_deployment
 
@@ -234,22 +213,18 @@ def describe_runs(runs: list) -> str:
 @task(name="write-model-answers", cache_policy=NO_CACHE)
 def write_model_answers(prepared: Path, settings: GenerationSettings, prompts: list[int], cache_path: Path,
                         out: Path) -> list[dict]:
-    """Write the model's answer files (request order) from the answer cache; its rows of the runs table."""
+    """Write the model's answer files (request order) from the answer cache; its rows of the runs table, one per
+    prompt: answers by status and the tokens they cost (failed rows cost nothing)."""
     requests = load_requests(prepared, prompts)
     with AnswerCache(cache_path) as cache:
         found = cached_answers(requests, settings, cache)
     answers = [found.get(r.prompt, Answer("", "failed")) for r in requests]
     write_answer_files(requests, answers, settings.model, out / model_slug(settings.model))
-    return runs_table(settings.model, [r.prompt_id for r in requests], answers)
-
-
-def runs_table(model: str, prompt_ids: list[int], answers: list[Answer]) -> list[dict]:
-    """One row per prompt: answers by status and the tokens they cost (failed rows cost nothing)."""
     rows = []
-    for prompt_id in sorted(set(prompt_ids)):
-        mine = [a for p, a in zip(prompt_ids, answers) if p == prompt_id]
+    for prompt_id in sorted({r.prompt_id for r in requests}):
+        mine = [a for r, a in zip(requests, answers) if r.prompt_id == prompt_id]
         statuses = Counter(a.status for a in mine)
-        rows.append({"model": model, "prompt": prompt_id, "requests": len(mine), "ok": statuses["ok"],
+        rows.append({"model": settings.model, "prompt": prompt_id, "requests": len(mine), "ok": statuses["ok"],
                      "empty": statuses["empty"], "malformed": statuses["malformed"], "failed": statuses["failed"],
                      "tokens_in": sum(a.prompt_tokens for a in mine),
                      "tokens_out": sum(a.completion_tokens for a in mine)})
@@ -263,16 +238,6 @@ def unit_job_variables(deployment: object, pin: CodePin) -> dict:
     if pin.clone and pin.commit:
         variables["env"] = {**(variables.get("env") or {}), "KOBBQ_COMMIT": pin.commit}
     return variables
-
-
-def ensure_limit(endpoint: str, slots: int) -> str:
-    """Create (or reset) the endpoint's global concurrency limit on the Prefect server."""
-    from prefect.client.orchestration import get_client
-
-    name = limit_name(endpoint)
-    with get_client(sync_client=True) as client:
-        client.upsert_global_concurrency_limit_by_name(name, slots)
-    return name
 
 
 @flow(name="kobbq-model-runs")
@@ -290,8 +255,9 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
     prepared, out = Path(prepared).resolve(), Path(out).resolve()
     cache_path = Path(cache).resolve() if cache else out / "answer_cache.sqlite"
     prompts = prompts or sorted({r.prompt_id for r in load_requests(prepared)})
-    if endpoint_limit:
-        ensure_limit(endpoint, endpoint_limit)
+    if endpoint_limit:  # create (or reset) the endpoint's global concurrency limit on the Prefect server
+        with get_client(sync_client=True) as client:
+            client.upsert_global_concurrency_limit_by_name(limit_name(endpoint), endpoint_limit)
     units = [RunUnit(str(prepared), endpoint, m, p, str(cache_path), chat, max_tokens, concurrency, key_env,
                      str(Path(replay).resolve()) if replay else None, shard, shards, max_retries, timeout,
                      lost_after=lost_after)
@@ -356,16 +322,16 @@ def end_if_cancelled(link: ServerLink, me: UUID, stopped: list[RunUnit]) -> None
 
 
 def wait_for_units(units: list[RunUnit], futures: list) -> dict[str, str]:
-    """Wait for every unit's task; what stopped the ones that failed, by unit key."""
+    """Wait for every unit's task; what stopped the ones that failed (their exceptions' messages), by unit key."""
     for future in futures:
         future.wait()
-    return {u.key: unit_problem(f) for u, f in zip(units, futures) if f.state.is_failed()}
-
-
-def unit_problem(future: object) -> str:
-    """What stopped a unit's task: its exception's message (the runs it waited for and their states)."""
-    try:
-        future.result()
-    except Exception as exc:  # noqa: BLE001 (reported, not raised: the answer cache decides)
-        return str(exc)
-    return ""
+    problems = {}
+    for unit, future in zip(units, futures):
+        if future.state.is_failed():
+            try:
+                future.result()
+            except Exception as exc:  # noqa: BLE001 (reported, not raised: the answer cache decides)
+                problems[unit.key] = str(exc)
+            else:
+                problems[unit.key] = ""
+    return problems

@@ -26,7 +26,7 @@ from fake_openai import FAKE_KEY, FakeOpenAIServer
 from kobbq.cli import main
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.lm_eval_task import export_task
-from tasks.evaluation.metric_table import names
+from tasks.evaluation.metrics import names
 from tasks.evaluation.metrics import over_prompts
 from tasks.evaluation.report import ScoreRequest, score
 from test_eval_run import read_jsonl

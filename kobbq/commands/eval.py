@@ -1,16 +1,8 @@
 """``kobbq eval``: prepare prompts for a release, run models on them, score their answers, compare results.
 
-``run`` sends every prepared request to an OpenAI-compatible endpoint (chat or completions),
-greedy, 30 new tokens by default; answers are cached in SQLite (``<out>/answer_cache.sqlite``),
-so a killed run resumes and a re-run sends only what is new. ``--replay FILE`` answers from a
-recording instead (no network, no key). ``--deployment NAME`` shares the run out: this command
-orchestrates (flow ``kobbq-model-runs``, here, holding no worker) and every (model x prompt)
-unit runs on the deployment's work pool (``flows/model_runs.py``). ``--score`` scores the answers afterwards with
-``kobbq eval score``. ``export-lm-eval`` writes an lm-evaluation-harness task folder for a release;
-``import-lm-eval`` turns the harness's ``--log_samples`` output into the same answer files.
-
-The evaluation package (pandas, pyarrow, matplotlib, the openai client) is imported by ``run_step`` when a step
-runs, not at the top: ``kobbq --help`` imports every command module to read its parser.
+The steps' help says what each does (``run --deployment`` shares a run out over a work pool through
+``flows/model_runs.py``). The evaluation package (pandas, pyarrow, matplotlib, the openai client) is imported by
+``run_step`` when a step runs, not at the top: ``kobbq --help`` imports every command module to read its parser.
 """
 
 from __future__ import annotations
@@ -18,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from contextlib import ExitStack
 from pathlib import Path
 
 from core import interrupt
@@ -87,7 +78,6 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
-
     check_writable(args.out, create=False)  # a read-only folder: one line now, not after the release is read
     interrupt.leaves(f"{args.out} is as it was before (a preparation is moved in only once complete)")
     prepared = prompts.prepare_release(release_of(args), args.out, args.split, args.profile,
@@ -145,7 +135,6 @@ def resamples(text: str) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-
     check_writable(args.out, create=False)  # a read-only folder: one line now, not after the scoring
     interrupt.leaves(f"the result files in {args.out} are the previous ones (the new ones are moved in only once "
                      "all are written)")
@@ -180,7 +169,6 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-
     if args.out is not None:
         check_writable(args.out, create=False)
     table = compare.comparison(compare.read_results(args.results), compare.metric_names(args.metrics))
@@ -273,7 +261,6 @@ def _register_run(eval_subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-
     for model in args.model:
         runs.check_model_name(model)
     cache_path = args.cache or args.out / "answer_cache.sqlite"
@@ -303,7 +290,6 @@ def run_command(args: argparse.Namespace) -> int:
 
 def direct_run(args: argparse.Namespace, requests: list, settings: object, cache_path: Path, replay: object) -> int:
     """Every request from this process (a thread pool), answers cached as they arrive."""
-
     if len(args.model) > 1:
         raise UserError("one --model per direct run; several models need --deployment")
     model = replay or client.model_from_environment(settings, args.key_env, args.max_retries, args.timeout)
@@ -326,19 +312,17 @@ def direct_run(args: argparse.Namespace, requests: list, settings: object, cache
 
 
 def pool_command(args: argparse.Namespace, endpoint: str) -> int:
-    """Every (model x prompt) unit on the deployment's pool; this process only orchestrates.
-
-    No worker holds the orchestration, so losing any worker costs only its requests in flight;
-    losing this process costs nothing that the same command, run again, does not pick up (the
-    units still running are waited for, not started twice). Prefect is imported here, with
-    --deployment only: the other steps never import it.
-    """
+    """Every (model x prompt) unit on the deployment's pool; this process only orchestrates, so losing a worker or
+    this process costs only requests in flight (``flows/model_runs.py``). Prefect is imported here, with
+    --deployment only: the other steps never import it."""
     from flows import model_runs, orchestration, server
 
     url, auth_set = server.api_setting("url"), bool(server.api_setting("auth_string"))
     if not url:
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")
-    client.check_from_here(endpoint, args.model[0], args.key_env, args.replay)
+    if args.replay is None:  # the workers use the same URL; the key is checked only if this machine has it
+        live = client.model_from_environment(answer_cache.GenerationSettings(endpoint, args.model[0]), args.key_env)
+        live.check(key_required=bool(live.api_key))
     orchestration.check_server(url, auth_set)
     try:
         table = model_runs.model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,
@@ -367,7 +351,6 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
 
 def score_answers(args: argparse.Namespace, answers: Path) -> int:
     """Score the answers as ``kobbq eval score`` does with its defaults (``ScoreRequest``'s)."""
-
     prepared = prepared_folder.read_summary(args.prepared)
     if not isinstance(prepared.get("release"), str):
         raise UserError("not a prepared summary naming its release: prepare the folder again (kobbq eval prepare)",
@@ -381,16 +364,13 @@ def score_answers(args: argparse.Namespace, answers: Path) -> int:
 
 
 def export_command(args: argparse.Namespace) -> int:
-
     check_writable(args.out, create=False)  # a read-only folder: one line now, not after the export
     release = release_of(args, args.prepared)
     interrupt.leaves(f"{args.out} is as it was before (the task files are moved in only once all are written)")
-    with prepared_folder.staged(args.out) as staging, ExitStack() as temporary:
-        prepared = args.prepared
-        if prepared is None:  # prepared as `kobbq eval prepare` does with its defaults
-            prepared = Path(temporary.enter_context(tempfile.TemporaryDirectory(prefix="kobbq-prepared-")))
-            prompts.prepare_release(release, prepared)
-        lm_eval_task.export_task(release, staging, prepared)
+    with prepared_folder.staged(args.out) as staging, tempfile.TemporaryDirectory(prefix="kobbq-prepared-") as temp:
+        if args.prepared is None:  # prepared as `kobbq eval prepare` does with its defaults
+            prompts.prepare_release(release, Path(temp))
+        lm_eval_task.export_task(release, staging, args.prepared or Path(temp))
         written = prepared_folder.move_in(staging, args.out, "utils.py")
     for path in written:
         print(f"wrote {path}")
@@ -398,7 +378,6 @@ def export_command(args: argparse.Namespace) -> int:
 
 
 def import_command(args: argparse.Namespace) -> int:
-
     runs.check_model_name(args.model)
     check_writable(args.out, create=False)
     for path in lm_eval_task.answers_from_log_samples(args.samples, args.model, args.out / runs.model_slug(args.model)):

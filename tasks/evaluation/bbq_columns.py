@@ -1,35 +1,40 @@
 """Evaluating a release written in BBQ's own column layout (EsBBQ and CaBBQ's ``data_xx/<Category>.csv``).
 
-Such a release has no sample IDs that encode the context and the question (KoBBQ's
-``age-001a-003-amb-bsd``); every instance says it in columns instead: ``context_condition``
-(ambig / disambig), ``question_polarity`` (neg / nonneg), the three answers ``ans0``-``ans2``, the
-correct one's index ``label``, and, for a disambiguated context, ``question_type`` (pro-stereo /
-anti-stereo: whether the context's answer is the stereotyped one).
+Such a release has no sample IDs that encode the context and the question (KoBBQ's ``age-001a-003-amb-bsd``); every
+instance says it in columns instead: ``context_condition`` (ambig / disambig), ``question_polarity`` (neg / nonneg), the
+three answers ``ans0``-``ans2``, the correct one's index ``label``, and, for a disambiguated context, ``question_type``
+(pro-stereo / anti-stereo: whether the context's answer is the stereotyped one).
 
-Which answer is the *biased* one (the metrics' "biased answer") is BBQ's own rule: the answer whose
-``answer_info`` names one of the row's ``stereotyped_groups`` is the stereotyped person; the biased
-answer to a negative question is that person, to a non-negative question the other one. A
-disambiguated context supports the biased answer when its correct answer is the biased one. The
-released ``question_type`` says the same for all but a few instances, where the generator's
-name matching was fooled (EsBBQ's Physical appearance template 10: "La empleada que no estaba
-embarazada" contains "embarazada"); those are counted in the view's notes and scored by the rule.
+Which answer is the *biased* one (the metrics' "biased answer") is BBQ's own rule: the answer whose ``answer_info``
+names one of the row's ``stereotyped_groups`` is the stereotyped person; the biased answer to a negative question is
+that person, to a non-negative question the other one. A disambiguated context supports the biased answer when its
+correct answer is the biased one. The released ``question_type`` says the same for all but a few instances, where the
+generator's name matching was fooled (EsBBQ's Physical appearance template 10: "La empleada que no estaba embarazada"
+contains "embarazada"); those are counted in the view's notes and scored by the rule.
 
-The view is the sample table the evaluation reads for KoBBQ (``sample_id``, ``label_annotation``,
-``context``, ``question``, ``choices``, ``biased_answer``, ``answer``) plus the per-sample
-attributes the metrics group by. Such a release has no test split: its paper evaluates every
-instance, so the view is of all samples.
+The view is the sample table the evaluation reads for KoBBQ (``sample_id``, ``label_annotation``, ``context``,
+``question``, ``choices``, ``biased_answer``, ``answer``) plus the per-sample attributes the metrics group by. Such a
+release has no test split: its paper evaluates every instance, so the view is of all samples. A build's samples are read
+from its Parquet file; a release as downloaded (``data_es/<Category>.full.csv``), from its per-category files, list
+columns parsed as the Parquet file holds them.
 """
 
 from __future__ import annotations
 
+import ast
+import csv
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from core.errors import Location, UserError
+from core.fingerprint import sha256_file
 from core.profile import Profile
-from tasks.release.category_csv import category_file_name
+from core.text_files import check_input_file
+from tasks.release.category_csv import category_file_name, category_folder
 from tasks.templates.hooks import names_a_target
 
 COLUMNS = ("instance_id", "template_id", "template_label", "category", "context_condition", "question_polarity",
@@ -144,3 +149,73 @@ def _labels(labels: pd.Series, where: Where) -> np.ndarray:
         row = int(np.flatnonzero(bad)[0])
         raise UserError(f"label is {str(labels.iloc[row])!r}, not 0, 1 or 2", where(row, "label"))
     return numbers.astype(np.int64)
+
+
+@dataclass
+class CategoryFiles:
+    """EsBBQ-style per-category files of a downloaded release: where they are, which, and their samples."""
+
+    folder: Path
+    files: list[Path]
+    samples: pd.DataFrame
+
+    @property
+    def digest(self) -> str:
+        """One sha256 for the set: of the files' names and sha256s, in profile order."""
+        lines = "".join(f"{sha256_file(path)}  {path.name}\n" for path in self.files)
+        return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+
+
+def find_category_files(folder: Path, profile: Profile) -> tuple[Path, list[Path]]:
+    """The profile's ``<Category>.full.csv`` files, in ``folder/data_xx`` (a downloaded repository) or in ``folder``
+    itself (its ``data_xx`` folder), in profile order; at least one must be there."""
+    for place in (folder / category_folder(profile.language), folder):
+        files = [place / category_file_name(name) for name in profile.category_names
+                 if (place / category_file_name(name)).is_file()]
+        if files:
+            return place, files
+    expected = ", ".join(category_file_name(name) for name in profile.category_names[:3])
+    raise UserError(f"no per-category file of profile {profile.name} here or in its {category_folder(profile.language)}/ "
+                    f"({expected}, ...)", folder)
+
+
+def read_category_files(folder: Path, profile: Profile) -> CategoryFiles:
+    """Every per-category file, list columns parsed (as a build's Parquet holds them), in one frame."""
+    place, files = find_category_files(folder, profile)
+    fmt = profile.templates.workbook
+    lists = set(fmt.list_columns) if fmt is not None else set()
+    frames = [_read_category_csv(path, lists) for path in files]
+    return CategoryFiles(place, files, pd.concat(frames, ignore_index=True))
+
+
+def _read_category_csv(path: Path, list_columns: set[str]) -> pd.DataFrame:
+    """One file; a missing column or a list cell that is not a list literal is an error at its line."""
+    check_input_file(path)
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise UserError("is empty", path)
+        missing = [column for column in COLUMNS if column not in header]
+        if missing:
+            raise UserError(f"lacks column(s) {', '.join(missing)} of BBQ's column layout", Location(str(path), 1))
+        parsed = [i for i, name in enumerate(header) if name in list_columns]
+        rows, line = [], reader.line_num
+        for row in reader:
+            if len(row) != len(header):
+                raise UserError(f"has {len(row)} cells, the header {len(header)}", Location(str(path), line + 1))
+            for i in parsed:
+                row[i] = _list_cell(row[i], Location(str(path), line + 1, header[i]))
+            rows.append(row)
+            line = reader.line_num
+    return pd.DataFrame(rows, columns=header, dtype=object)
+
+
+def _list_cell(text: str, where: Location) -> list[str]:
+    try:
+        value = ast.literal_eval(text) if text else []
+    except (ValueError, SyntaxError):
+        value = None
+    if not isinstance(value, list):
+        raise UserError(f"{text[:60]!r} is not a list literal", where)
+    return [str(item) for item in value]

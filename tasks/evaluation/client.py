@@ -1,36 +1,20 @@
 """Model endpoints behind a small ``Model`` interface: any OpenAI-compatible server, and a replay.
 
-``OpenAIModel`` wraps the official ``openai`` client (thread-safe, so one instance serves
-every worker thread). The client itself retries 408/409/429/5xx, timeouts and dropped
-connections with exponential backoff, honouring ``Retry-After`` (``max_retries``); this
-module only sorts what comes back:
+``OpenAIModel`` wraps the official ``openai`` client (thread-safe: one instance serves every worker thread), which
+retries 408/409/429/5xx, timeouts and dropped connections itself, honouring ``Retry-After``; this module only sorts what
+comes back. An answer with text is ``ok``, without text ``empty``, a 200 with no usable choice ``malformed``: all three
+are cached (a greedy model gives the same again) and score as out-of-choice when they are not a choice. A request still
+failing after the retries, or refused for itself (400: a prompt longer than the context), is ``failed``: not cached,
+retried by the next run.
 
-- an answer with text is ``ok``; an answer without text is ``empty``; a 200 whose body has
-  no usable choice is ``malformed`` (both score as out-of-choice, and both are cached: a
-  greedy model gives the same again);
-- a request still failing after the client's retries (429, 5xx, timeout, connection) or
-  refused for itself (400, e.g. a prompt longer than the model's context: said in the same words
-  for every such prompt) is ``failed``: not cached, retried by the next run; three requests in a
-  row failing with a 5xx, every attempt, stop the run (a server that fails every request);
-- a refused key or an unknown model or endpoint (401/403/404) concerns every request, so
-  it stops the run at once (``RunStopped``) with a message that never contains the key; so does,
-  before anything is sent, a model name that the endpoint's models listing lacks (llama.cpp's
-  server answers every name with its one model);
-- a server that cannot be reached stops the run too: ``check`` lists the endpoint's models
-  before anything is sent, and during the run a ``ConnectionWatch`` shared by every thread
-  stops it once every attempt to connect has failed for a second (the server died), instead
-  of retrying each remaining request for its whole backoff (~14 s a request, a day and a half
-  for the real release). Answers received before are in the answer cache;
-- so does a server that accepts connections and never answers (stalled, or hung on a model):
-  ``check`` refuses one that does not list its models within the request timeout (10 s at
-  most), and the watch stops the run once no response of any kind has come for
-  ``STALLED_AFTER_TIMEOUTS`` request timeouts (a minute with the default 30 s), instead of
-  waiting out every request's attempts (hours for the example, weeks for the real release).
+What concerns every request stops the run at once (``RunStopped``, never showing the key), so that a dead run does not
+retry each remaining request for its whole backoff (~14 s a request, a day and a half for the real release): a refused
+key, an unknown model or route (401/403/404), a model name the listing lacks, three requests in a row failing with a 5xx
+on every attempt, a server that cannot be reached, or one that connects and never answers (``check`` before anything is
+sent, then the ``ConnectionWatch`` shared by every thread). Answers received before are in the answer cache.
 
-``ReplayModel`` answers from a recording (``--replay``) by the sha256 of the prompt text, with no
-network and no key; a request not recorded is ``failed``.
-
-The key comes from an environment variable (``OPENAI_API_KEY`` unless another is named).
+``ReplayModel`` answers from a recording (``--replay``) by the sha256 of the prompt text, with no network and no key; a
+request not recorded is ``failed``. The key comes from an environment variable.
 """
 
 from __future__ import annotations
@@ -87,13 +71,12 @@ class Model(Protocol):
 class ConnectionWatch:
     """Whether the endpoint is down or stalled, from the attempts of every thread of a run.
 
-    It is down once ``failures`` connection attempts have failed, with none succeeding in between,
-    over at least ``down_after`` seconds: a server that stopped, not a dropped connection. It is
-    stalled once ``STALLED_AFTER_TIMEOUTS`` attempts have timed out waiting for an answer and no response
-    of any kind has come for ``stalled_after`` seconds: a server that accepts connections and never
-    answers (the backoff between two attempts of one slow request is not a stall). Either way it
-    stays so for the run: what follows is refused at once rather than retried. A slow answer within
-    the timeout, or a 429/5xx, is the server alive, and keeps the client's backoff.
+    It is down once ``failures`` connection attempts have failed, with none succeeding in between, over at least
+    ``down_after`` seconds: a server that stopped, not a dropped connection. It is stalled once
+    ``STALLED_AFTER_TIMEOUTS`` attempts have timed out waiting for an answer and no response of any kind has come for
+    ``stalled_after`` seconds: a server that accepts connections and never answers (the backoff between two attempts of
+    one slow request is not a stall). Either way it stays so for the run: what follows is refused at once rather than
+    retried. A slow answer within the timeout, or a 429/5xx, is the server alive, and keeps the client's backoff.
     """
 
     def __init__(self, down_after: float = DOWN_AFTER_SECONDS, failures: int = DOWN_AFTER_FAILURES,
@@ -195,13 +178,12 @@ class OpenAIModel:
                                      http_client=WatchedHttpClient(self.watch))
 
     def check(self, key_required: bool = True) -> None:
-        """List the endpoint's models before any request: a server that cannot be reached, one that connects
-        and does not answer, or a refused key stops the run here, in seconds, instead of after every
-        request's retries.
+        """List the endpoint's models before any request: a server that cannot be reached, one that connects and does
+        not answer, or a refused key stops the run here, in seconds, instead of after every request's retries.
 
-        Anything else (no models listing, 404; a busy server, 429/5xx) is left to the requests, which
-        stop on a missing model and back off on a busy server. ``key_required=False`` (the key is on
-        the workers, not here) checks the connection only.
+        Anything else (no models listing, 404; a busy server, 429/5xx) is left to the requests, which stop on a missing
+        model and back off on a busy server. ``key_required=False`` (the key is on the workers, not here) checks the
+        connection only.
         """
         seconds = min(self.timeout_seconds, CHECK_SECONDS)
         listing = self._client.with_options(max_retries=0, timeout=httpx2.Timeout(
@@ -396,13 +378,3 @@ def model_from_environment(settings: GenerationSettings, key_variable: str = KEY
                            max_retries: int = 5, timeout_seconds: float = REQUEST_SECONDS) -> OpenAIModel:
     """The live endpoint, its key read from ``key_variable`` (never printed, never written)."""
     return OpenAIModel(settings, os.environ.get(key_variable, ""), key_variable, max_retries, timeout_seconds)
-
-
-def check_from_here(endpoint: str, model: str, key_variable: str = KEY_VARIABLE, replay: Path | None = None) -> None:
-    """Before units go to a work pool: the endpoint must be reachable from here (the workers use the same URL).
-
-    Its key is checked only when this machine has it: the workers may hold their own.
-    """
-    if replay is None:
-        live = model_from_environment(GenerationSettings(endpoint, model), key_variable)
-        live.check(key_required=bool(live.api_key))

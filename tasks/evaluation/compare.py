@@ -1,17 +1,10 @@
 """`kobbq eval compare`: several scored runs side by side, mean ± std over prompts per model.
 
-Reads the ``results_intervals.tsv`` that `kobbq eval score` writes (or its folder), so that
-models scored separately, at different times, can be put in one table. A model scored on one prompt
-shows its bootstrap interval where the results have one.
-
-It also reads published results tables, so a model sits beside a published one. KoBBQ's evaluation
-script (``5_evaluation.py``) writes one table per prompt, ``evaluation_result/KoBBQ_test_<N>.tsv``:
-``model, category`` and the five metrics under their long names, one row per model for ``overall``,
-each template label, and each category (`kobbq eval score`'s ``results.tsv`` is the same plus
-``prompt``). ``grouping`` comes from the group's name (``overall``, a template label of a shipped
-profile, else a category), ``prompt`` from the ``prompt`` column or the file name's ``_<N>``. Models
-of a table without a ``prompt`` column, which is how upstream publishes them, are marked
-``(published)``, so that a re-run of the same model is not mistaken for the published run.
+Reads the ``results_intervals.tsv`` of `kobbq eval score` outputs, so that models scored separately can be put
+in one table, and published results tables in the upstream layout (``5_evaluation.py``'s
+``evaluation_result/KoBBQ_test_<N>.tsv``: ``model, category`` and the five metrics under their long names), so
+that a model sits beside a published one. The models of a table without a ``prompt`` column, which is how
+upstream publishes them, are marked ``(published)``: a re-run of the same model is not taken for the published run.
 """
 
 from __future__ import annotations
@@ -23,8 +16,7 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.profile import available_profiles, load_profile
-from tasks.evaluation.metric_table import METRIC_TABLE, TITLES
-from tasks.evaluation.metrics import METRICS, UPSTREAM_HEADER, over_prompts
+from tasks.evaluation.metrics import METRIC_TABLE, METRICS, TITLES, UPSTREAM_HEADER, over_prompts
 from tasks.evaluation.prompts import read_table
 from tasks.evaluation.report import tsv_text
 

@@ -18,8 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from core.profile import EvaluationProfile
-from tasks.evaluation.metric_table import names
-from tasks.evaluation.metrics import score_rows
+from tasks.evaluation.metrics import names, score_rows
 from tasks.evaluation.parse import LETTERS, AnswerForms, answer_forms, parse_answers
 
 READING = "answer_reading.json"

@@ -1,17 +1,11 @@
 """A release as an lm-evaluation-harness task folder, and the harness's answers back as answer files.
 
-The folder follows the harness's BBQ-family layout (one shared YAML holding everything, one
-three-line YAML per task, a group YAML): tasks are ``<release>_p<N>`` (``kobbq_p1`` ...), one
-per prompt of the prepared folder, their data the prepared requests written as JSONL beside
-the YAML, each with its row as ``kobbq eval score`` scores it, and read by
-``utils.load_prompt_data`` (relative to the folder, so it can be moved). ``utils.py`` is
-``tasks/evaluation/lm_eval_metrics.py``: the answers read and scored by this project's own code,
-in the language ``answer_reading.json`` states. The task generates (``generate_until``, greedy,
-30 new tokens as upstream), so it runs on any model the harness supports, API models included.
-
-``read_log_samples`` reads the harness's ``--log_samples`` files back as (request, answer)
-pairs; ``answers_from_log_samples`` writes them as this project's answer files
-(``answers.jsonl``, ``raw_p<N>.tsv``), which ``kobbq eval score`` reads.
+The folder follows the harness's BBQ-family layout (one shared YAML holding everything, a three-line YAML per task, a
+group YAML): a task ``<release>_p<N>`` per prompt of the prepared folder, its data the prepared requests as JSONL beside
+the YAML, each with its row as ``kobbq eval score`` scores it. ``utils.py`` is a copy of ``lm_eval_metrics.py``: the
+answers read and scored by this project's own code. The task generates (``generate_until``, greedy, 30 new tokens as
+upstream), so it runs on any model the harness supports, API models included. The harness's ``--log_samples`` files come
+back as this project's answer files, which ``kobbq eval score`` reads.
 """
 
 from __future__ import annotations
@@ -28,7 +22,7 @@ from core.errors import UserError
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
 from tasks.evaluation.jsonl import json_records
-from tasks.evaluation.metric_table import HIGHER, family
+from tasks.evaluation.metrics import HIGHER, family
 from tasks.evaluation.predictions import expected_rows
 from tasks.evaluation.prepared_folder import read_summary
 from tasks.evaluation.prompts import PREPARED_PROMPTS, read_prompt_table, read_release, select_prompts
@@ -102,9 +96,9 @@ def _documents(requests: list[Request], rows: pd.DataFrame, where: Path) -> list
              "choices": r.choices, "answer": r.answer, "row": row} for r, row in zip(requests, scored)]
 
 
-def read_log_samples(paths: Iterable[Path]) -> list[tuple[Request, Answer]]:
-    """The harness's ``samples_<task>_*.jsonl`` lines as (request, answer), in prepared order (prompt, doc); a file
-    with no sample (empty, or blank lines only) is an error, not an empty run."""
+def answers_from_log_samples(paths: Iterable[Path], model: str, out: Path) -> list[Path]:
+    """The harness's ``samples_<task>_*.jsonl`` lines as this project's answer files for ``model``, in prepared order
+    (prompt, doc); a file with no sample (empty, or blank lines only) is an error, not an empty run."""
     found: list[tuple[tuple[int, int], Request, Answer]] = []
     for path in sorted(Path(p) for p in paths):
         before = len(found)
@@ -122,10 +116,5 @@ def read_log_samples(paths: Iterable[Path]) -> list[tuple[Request, Answer]]:
         if len(found) == before:
             raise UserError("holds no lm-eval samples (an empty file?): give the samples_<task>_*.jsonl files that "
                             "lm_eval --log_samples wrote", path)
-    return [(request, answer) for _, request, answer in sorted(found, key=lambda item: item[0])]
-
-
-def answers_from_log_samples(paths: Iterable[Path], model: str, out: Path) -> list[Path]:
-    """The harness's ``--log_samples`` files as this project's answer files for ``model``."""
-    pairs = read_log_samples(paths)
-    return write_answer_files([r for r, _ in pairs], [a for _, a in pairs], model, Path(out))
+    found.sort(key=lambda item: item[0])
+    return write_answer_files([r for _, r, _ in found], [a for _, _, a in found], model, Path(out))

@@ -1,28 +1,18 @@
 """Reading model predictions in every accepted format, and matching them to the release, strictly.
 
-Accepted (one file may hold several models and prompts when its rows say so):
+Accepted (one file may hold several models and prompts when its rows say so): the upstream processed TSV
+(``sample_id`` with ``-0/-1/-2``, ``prediction`` = choice text); the upstream raw TSV as ``2_model_inference.py``
+writes it (``time, topic, guid, truth, raw``, ``raw`` quoted over several lines; model text, parsed here with each
+order's choices; ``truth``, the answer's letter, checked against the release); a CSV ``sample_id,prediction``
+(choice text, or a letter for a suffixed ID) with optional ``prompt_id`` and ``model`` columns; JSONL with the
+same fields, the answers of ``kobbq eval run`` (a ``failed`` request counts as missing) or lm-evaluation-harness
+samples of an exported task. A prompt comes from ``--prompt``, the rows (``prompt_id``, ``topic``) or the file
+name; a model from ``--model``, the rows, the file name or the folder name (never empty).
 
-- the upstream processed TSV (``sample_id`` with ``-0/-1/-2``, ``prediction`` = choice text);
-  prompt and model from ``KoBBQ_test_evaluation_<N>_<model>.tsv`` or the options;
-- the upstream raw TSV (``guid, raw``; model text, parsed here with each order's choices), as
-  ``2_model_inference.py`` writes it (``time, topic, guid, truth, raw``, then ``prediction`` once
-  post-processed; ``raw`` quoted over several lines): prompt from ``--prompt``, else the rows'
-  ``topic`` (``KoBBQ_test_evaluation_5``), else ``raw_p<N>.tsv`` /
-  ``..._evaluation_<N>_<model>_predictions.tsv``; model from ``--model``, the upstream file name,
-  or the folder name (never empty); ``truth`` (the answer's letter) is checked against the release;
-- a CSV ``sample_id,prediction`` (choice text, or a letter for a suffixed ID), optional
-  ``prompt_id`` and ``model`` columns;
-- JSONL with the same fields, or the answers of ``kobbq eval run`` (``id``, ``raw``, ``prompt_id``,
-  ``model``, ``status``; a ``failed`` request has no answer and counts as missing).
-
-Nothing is guessed: an ID the release lacks, a duplicate, a missing prediction (unless
-allowed), an answer in another prompt's unknown wording (a prompt mismatch) stop with the
-file, row and column; a row is the line it starts on, counting the lines of cells quoted over several.
-
-Why pandas here and not ``core.tables``: scoring works on the whole frame at once (vectorised), and a
-model run's files hold 100k+ rows, which a row-by-row reader would first build as Python dicts. The
-project's input rules still apply: ``core.text_files.check_input_file`` (exists, size limit) and a UTF-8
-byte-order mark is dropped, as ``core.tables`` does.
+Nothing is guessed: an ID the release lacks, a duplicate, a missing prediction (unless allowed), an answer in
+another prompt's unknown wording (a prompt mismatch) stop with the file, row and column; a row is the line it
+starts on, counting the lines of cells quoted over several. Pandas, not ``core.tables``: scoring works on whole
+frames of 100k+ rows; the project's input rules still apply (``check_input_file``, a UTF-8 BOM dropped).
 """
 
 from __future__ import annotations

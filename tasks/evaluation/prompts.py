@@ -1,11 +1,10 @@
 """Prompt tables, the release's samples in three choice orders, and the prepared request folder.
 
-The paper asks every sample three times, once per row of the circulant matrix whose first
-column is the choices ``[c0, c1, c2]``, so that a model's preference for a position cannot
-pass for a preference for a group. Each prompt has its own wording of the "unknown" choice;
-the release's unknown choice is replaced by it in the choices and in the answer, exactly as
-the paper's preprocessing does (a scorer that kept the release's wording would count every
-"unknown" answer of prompts 2-5 as counter-biased).
+The paper asks every sample three times, once per row of the circulant matrix whose first column is the choices ``[c0,
+c1, c2]``, so that a model's preference for a position cannot pass for a preference for a group. Each prompt has its own
+wording of the "unknown" choice; the release's unknown choice is replaced by it in the choices and in the answer,
+exactly as the paper's preprocessing does (a scorer that kept the release's wording would count every "unknown" answer
+of prompts 2-5 as counter-biased).
 """
 
 from __future__ import annotations
@@ -26,15 +25,14 @@ from core.paths import EXAMPLE_DIR, relative_path
 from core.text_files import check_input_file
 from core.profile import Profile, load_profile
 from core.atomic import write_bytes, write_text, write_with
-from core.release_folder import changed_files, require_manifest
+from core.release_folder import MANIFEST, changed_files, require_manifest
 from tasks.audit.fates import release_profile
 from core.fingerprint import sha256_file
 from tasks.evaluation import esbbq_metrics
-from tasks.evaluation.bbq_columns import evaluation_view, read_samples
+from tasks.evaluation.bbq_columns import evaluation_view, read_category_files, read_samples
 from tasks.evaluation.metrics import sample_attributes
 from tasks.evaluation.parse import answer_forms, changed_choice
 from tasks.evaluation.prepared_folder import SUMMARY, folder_files, publish_prepared, staged
-from tasks.evaluation.published import is_published_folder, published_note, read_category_files, require_profile
 from tasks.release.category_csv import category_folder
 from tasks.release.write import all_samples_name
 
@@ -114,10 +112,9 @@ def profile_prompt_table(profile: Profile) -> Path | None:
 def resolve_prompt_table(profile: Profile, explicit: Path | None) -> tuple[Path, str]:
     """The prompt table to use and a note saying why: the explicit one, the profile's, or its fallback.
 
-    The profile's fallback table, in the same language (ko: the embedded example's), is used only when
-    the profile's own table is absent (a fresh machine without the released data), and the note says
-    so, so that no number is silently scored with it. A profile without either has no prompts in its
-    language: an error, never another language's table.
+    The profile's fallback table, in the same language (ko: the embedded example's), is used only when the profile's own
+    table is absent (a fresh machine without the released data), and the note says so, so that no number is silently
+    scored with it. A profile without either has no prompts in its language: an error, never another language's table.
     """
     if explicit is not None:
         check_input_file(explicit, "prompt table")  # absent, or a folder: one line naming it
@@ -172,15 +169,19 @@ def read_release(folder: Path, split: str | None = "test", profile: str | None =
 
     A release built by `kobbq build` must still have every file its manifest records (``modified_warnings``),
     unless ``allow_modified``. A folder without the manifest of `kobbq build` is a published release as
-    downloaded (``tasks.evaluation.published``): ``profile`` must say its culture. ``split=None`` takes the test
+    downloaded (KoBBQ's ``data/`` folder, EsBBQ's per-category files): ``profile`` must say its culture. ``split=None`` takes the test
     split when the release has one and all samples when it has none (a release in BBQ's column layout, such as
     EsBBQ, is evaluated whole, as its paper does).
     """
     if not folder.is_dir():
         raise UserError("release folder not found", folder)
     warnings: list[str] = []
-    if is_published_folder(folder):
-        loaded = load_profile(require_profile(folder, profile))
+    if not (folder / MANIFEST).exists():  # a published release as downloaded
+        if profile is None:
+            raise UserError(f"no {MANIFEST} here, so this is not a release folder written by `kobbq build`; to score "
+                            "a published release as downloaded (KoBBQ's data/ folder, EsBBQ's or CaBBQ's per-category "
+                            "files), name its culture with --profile (ko, es, ca, or a profile file)", folder)
+        loaded = load_profile(profile)
         name, published = loaded.release.name, True
     else:
         loaded = release_profile(folder, profile)
@@ -191,6 +192,12 @@ def read_release(folder: Path, split: str | None = "test", profile: str | None =
     release.warnings = warnings
     release.notes += answer_forms(loaded.evaluation, loaded.release.unknown_expressions).notes
     return release
+
+
+def published_note(profile: Profile, files: list[Path]) -> str:
+    names = ", ".join(path.name for path in files)
+    return (f"a published release as downloaded (no {MANIFEST}), read as profile {profile.name} (--profile): "
+            f"{names}")
 
 
 def modified_warnings(folder: Path, manifest: dict, allow_modified: bool) -> list[str]:
@@ -318,29 +325,21 @@ def _check_readable(profile: Profile, choices: Iterable[str], samples: Path) -> 
 
 
 def ordered_requests(release: ReleaseSamples, prompt: Prompt) -> pd.DataFrame:
-    """The ordered choices of a prompt with each request's text without its instruction (``query``)."""
+    """The ordered choices of a prompt with each request's text without its instruction (upstream's ``query``):
+    labelled context, question, choices, and the answer label."""
     frame = ordered_choices(release, prompt.unknown)
-    frame["query"] = _queries(release, prompt, frame[list(LETTERS)].to_numpy(object))
-    return frame
-
-
-def _queries(release: ReleaseSamples, prompt: Prompt, ordered: np.ndarray) -> np.ndarray:
-    """The prompt without its instruction (upstream's ``query``): labelled context, question, choices, answer label."""
     context = np.repeat(release.frame["context"].to_numpy(object), 3)
     question = np.repeat(release.frame["question"].to_numpy(object), 3)
-    return (prompt.context + context + "\n" + prompt.question + question + "\n" + prompt.a + ordered[:, 0] + "\n"
-            + prompt.b + ordered[:, 1] + "\n" + prompt.c + ordered[:, 2] + "\n" + prompt.answer)
+    frame["query"] = (prompt.context + context + "\n" + prompt.question + question + "\n" + prompt.a + frame["A"]
+                      + "\n" + prompt.b + frame["B"] + "\n" + prompt.c + frame["C"] + "\n" + prompt.answer)
+    return frame
 
 
 def request_lines(requests: pd.DataFrame, prompt: Prompt) -> list[str]:
     """requests.jsonl lines of one prompt (the interface shared with `kobbq eval run`)."""
-    lines = []
-    for rid, sid, a, b, c, answer, query in zip(requests["id"], requests["sample_id"], requests["A"], requests["B"],
-                                                requests["C"], requests["answer"], requests["query"]):
-        lines.append(json.dumps({"id": rid, "sample_id": sid, "prompt_id": prompt.prompt_id,
-                                 "prompt": prompt.prefix + query, "choices": {"A": a, "B": b, "C": c},
-                                 "answer": answer}, ensure_ascii=False) + "\n")
-    return lines
+    return [json.dumps({"id": r.id, "sample_id": r.sample_id, "prompt_id": prompt.prompt_id,
+                        "prompt": prompt.prefix + r.query, "choices": {"A": r.A, "B": r.B, "C": r.C},
+                        "answer": r.answer}, ensure_ascii=False) + "\n" for r in requests.itertuples(index=False)]
 
 
 def upstream_frame(release: ReleaseSamples, requests: pd.DataFrame) -> pd.DataFrame:
@@ -356,11 +355,6 @@ def upstream_frame(release: ReleaseSamples, requests: pd.DataFrame) -> pd.DataFr
     return frame.iloc[order].reset_index(drop=True)
 
 
-def upstream_stem(release: ReleaseSamples, prompt_id: int) -> str:
-    """Upstream's file stem, ``KoBBQ_test_evaluation_1``; model outputs append ``_<model>``."""
-    return f"{release.name}_{release.split}_evaluation_{prompt_id}"
-
-
 def write_prepared(out: Path, release: ReleaseSamples, table: Path, prompts: list[Prompt]) -> dict:
     """Write requests.jsonl, the upstream TSV/JSON per prompt, a copy of the prompt table, and prepared.json
     (last: the folder is complete)."""
@@ -370,7 +364,7 @@ def write_prepared(out: Path, release: ReleaseSamples, table: Path, prompts: lis
         requests = ordered_requests(release, prompt)
         lines.extend(request_lines(requests, prompt))
         counts[str(prompt.prompt_id)] = len(requests)
-        stem = upstream_stem(release, prompt.prompt_id)
+        stem = f"{release.name}_{release.split}_evaluation_{prompt.prompt_id}"  # model outputs append _<model>
         upstream = upstream_frame(release, requests)
         folder = out / f"{release.name}_{release.split}"
         write_with(folder / f"{stem}.tsv", lambda path: upstream.to_csv(

@@ -1,8 +1,7 @@
 """The score outputs: results.tsv (upstream layout), the intervals/BBQ table, results.md, ooc.tsv.
 
-Floats are written with Python's shortest round-trip form, as the paper's script writes them,
-so a result can be compared digit for digit; nothing carries a time, so two runs on the same
-predictions write the same bytes.
+Floats are written with Python's shortest round-trip form, as the paper's script writes them, so a result can be
+compared digit for digit; nothing carries a time, so two runs on the same predictions write the same bytes.
 """
 
 from __future__ import annotations
@@ -19,31 +18,14 @@ from core.atomic import write_bytes
 from core.errors import Location, UserError
 from core.paths import relative_path
 from tasks.evaluation import esbbq_metrics
-from tasks.evaluation.metric_table import TITLES
-from tasks.evaluation.metrics import BBQ_METRICS, METRICS, UPSTREAM_HEADER, Bootstrap, over_prompts, score_rows
+from tasks.evaluation.metrics import (BBQ_METRICS, METRICS, TITLES, UPSTREAM_HEADER, Bootstrap, over_prompts,
+                                      score_rows)
 from tasks.evaluation.predictions import Run, match_submission, read_predictions, runs_frame
 from tasks.evaluation.prepared_folder import SUMMARY, move_in, read_summary, staged
 from tasks.evaluation.prompts import (PREPARED_PROMPTS, ReleaseSamples, read_prompt_table, read_release,
                                       resolve_prompt_table)
 
 INTERVAL_METRICS = METRICS[1:] + BBQ_METRICS
-
-
-@dataclass(frozen=True)
-class ScoreSettings:
-    """How a table was computed; written into results.md so a number is never read without them."""
-
-    release: str
-    split: str
-    mode: str
-    ooc_as_wrong: bool
-    parser: str
-    prompt_table: str
-    bootstrap_replicates: int
-    bootstrap_seed: int
-    release_notes: tuple[str, ...] = ()  # what the release's reader noticed (tasks.evaluation.bbq_columns)
-    esbbq_metrics: bool = False  # the table also has EsBBQ's own metrics (a release in BBQ's column layout)
-    release_warnings: tuple[str, ...] = ()  # the release differs from its manifest (--allow-modified)
 
 
 def prompt_label(prompt: int) -> str:
@@ -118,17 +100,17 @@ def markdown_table(table: pd.DataFrame, metrics: list[str], display: dict[str, s
     return lines
 
 
-def results_markdown(table: pd.DataFrame, runs: list[Run], settings: ScoreSettings, display: dict[str, str],
+def results_markdown(table: pd.DataFrame, runs: list[Run], notes: list[str], esbbq: bool, display: dict[str, str],
                      out: Path) -> str:
-    """One section per (model, prompt), then mean ± std over prompts per model when there are several."""
-    lines = ["# Evaluation results", "", *_settings_lines(settings), *_template_lines(table), ""]
+    """The notes, one section per (model, prompt), then mean ± std over prompts per model when there are several."""
+    lines = ["# Evaluation results", "", *notes, ""]
     for run in runs:
         block = table[(table["model"] == run.model) & (table["prompt"] == (run.prompt_id or 0))]
         warning = run_warning(run, block[block["grouping"] == "overall"].iloc[0])
         lines += [f"## {run.model}, prompt {prompt_label(run.prompt_id or 0)}", "", *_run_lines(run, out),
                   *([f"- **warning: {warning}**"] if warning else []), "",
                   *markdown_table(block, METRICS + BBQ_METRICS, display), ""]
-        if settings.esbbq_metrics:
+        if esbbq:
             upstream = block[block["grouping"] != "label"]
             names = dict(zip(upstream["group"], upstream["esbbq_category"]))
             lines += ["EsBBQ's own metrics (bias_score.py; categories as the release names them):", "",
@@ -149,27 +131,30 @@ def results_markdown(table: pd.DataFrame, runs: list[Run], settings: ScoreSettin
     return "\n".join(lines)
 
 
-def _settings_lines(settings: ScoreSettings) -> list[str]:
-    ooc = "counted as wrong answers" if settings.ooc_as_wrong else "dropped from every metric but the OOC ratio"
-    mode = ("pooled over the rows of each group (test)" if settings.mode == "test"
-            else "computed per template, templates averaged with equal weight (all)")
-    lines = [*(f"- **warning: {warning}**" for warning in settings.release_warnings),
-             f"- release: `{settings.release}` ({settings.split} split); prompt table: `{settings.prompt_table}`",
-             f"- metrics {mode}; out-of-choice answers {ooc}; answers parsed with the {settings.parser} parser",
+def settings_lines(request: ScoreRequest, release: ReleaseSamples, table_path: Path, mode: str,
+                   esbbq: bool) -> list[str]:
+    """How the tables were computed, written into results.md so that a number is never read without it."""
+    ooc = "counted as wrong answers" if request.ooc_as_wrong else "dropped from every metric but the OOC ratio"
+    pooled = ("pooled over the rows of each group (test)" if mode == "test"
+              else "computed per template, templates averaged with equal weight (all)")
+    lines = [*(f"- **warning: {warning}**" for warning in release.warnings),
+             f"- release: `{relative_path(request.release, request.out)}` ({release.split} split); prompt table: "
+             f"`{relative_path(table_path, request.out)}`",
+             f"- metrics {pooled}; out-of-choice answers {ooc}; answers parsed with the {request.parser} parser",
              "- OOC, Acc amb/dis, Diff-bias amb/dis follow KoBBQ's protocol (the paper's 5_evaluation.py): "
              "diff-bias amb = biased share - counter-biased share; diff-bias dis = accuracy in contexts supporting "
              "the biased answer - accuracy in contexts supporting the counter-biased one",
              "- BBQ s_DIS, s_AMB follow BBQ's bias scores (Parrish et al., 2022), on the same answers"]
-    if settings.esbbq_metrics:
+    if esbbq:
         lines.append("- acc_ambig, acc_disambig, bias_score_ambig, bias_score_disambig follow EsBBQ's bias_score.py "
                      "(langtech-bsc/EsBBQ-CaBBQ): pooled over every answer of a group whatever the mode, "
                      "disambiguated answers typed by the released question_type, ambiguous ones by answer_info and "
                      "stereotyped_groups, unknown answers neither pro- nor anti-stereotypical; each choice order "
                      "counts as an instance (results_bias_score.tsv; see tasks/evaluation/esbbq_metrics.py)")
-    lines += [f"- {note}" for note in settings.release_notes]
-    if settings.bootstrap_replicates:
-        lines.append(f"- [low, high]: {settings.bootstrap_replicates} bootstrap resamples of the templates (seed "
-                     f"{settings.bootstrap_seed}), 95% percentile interval; few templates make wide "
+    lines += [f"- {note}" for note in release.notes]
+    if request.bootstrap:
+        lines.append(f"- [low, high]: {request.bootstrap} bootstrap resamples of the templates (seed "
+                     f"{request.seed}), 95% percentile interval; few templates make wide "
                      "intervals.")
     return lines
 
@@ -230,20 +215,19 @@ def score_warnings(table: pd.DataFrame, runs: list[Run]) -> list[str]:
     return warnings
 
 
-def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], settings: ScoreSettings,
+def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], notes: list[str], esbbq: bool,
                   display: dict[str, str], figures: bool = True) -> list[Path]:
     """Write every table (and the figures and results.html unless ``figures`` is off) into a staging folder,
     then move them in, results.md last: an interruption or a full disk leaves the previous outputs."""
     files: dict[str, str | bytes] = {
         "results.tsv": results_tsv(table), "results_intervals.tsv": intervals_tsv(table), "ooc.tsv": ooc_tsv(runs),
         "missing.tsv": missing_tsv(runs)}
-    if settings.esbbq_metrics:
+    if esbbq:
         files["results_bias_score.tsv"] = bias_score_tsv(table)
     if figures:
-        notes = [*(f"warning: {w}" for w in score_warnings(table, runs)),
-                 *(line[2:] for line in [*_settings_lines(settings), *_template_lines(table)])]
-        files.update(figures_and_page(table, notes, display))
-    files["results.md"] = results_markdown(table, runs, settings, display, out)
+        page_notes = [*(f"warning: {w}" for w in score_warnings(table, runs)), *(line[2:] for line in notes)]
+        files.update(figures_and_page(table, page_notes, display))
+    files["results.md"] = results_markdown(table, runs, notes, esbbq, display, out)
     with staged(out) as staging:
         for name, data in files.items():  # a full disk is named by the file (as in ``out``), not the folder
             write_bytes(staging / name, data.encode("utf-8") if isinstance(data, str) else data)
@@ -282,31 +266,32 @@ class ScoreOutcome:
     summary: str
 
 
-def load_runs(request: ScoreRequest) -> tuple[ReleaseSamples, Path, list[Run]]:
-    """Read the release, the prompt table and every predictions file, and match them."""
+def score(request: ScoreRequest) -> ScoreOutcome:
+    """Read the release, the prompt table and every predictions file, match them, score every run in one pass and
+    write every output into ``request.out``."""
     release = read_release(request.release, request.split, request.profile, request.allow_modified)
     table_path = prepared_prompt_table(request.prepared, release) if request.prepared else resolve_prompt_table(
         release.profile, request.prompts)[0]
     prompts = read_prompt_table(table_path)
     runs = [match_submission(submission, release, prompts, request.allow_missing, request.parser)
             for path in request.predictions for submission in read_predictions(path, request.model, request.prompt)]
-    return release, table_path, runs
-
-
-def score_table(release: ReleaseSamples, table_path: Path, runs: list[Run],
-                request: ScoreRequest) -> tuple[pd.DataFrame, ScoreSettings]:
-    """The metrics of every run in one pass, with the settings that produced them."""
     mode = request.mode or release.split
     bootstrap = Bootstrap(request.bootstrap, request.seed) if request.bootstrap > 0 else None
     rows = runs_frame(runs)
     table = score_rows(rows, mode, request.ooc_as_wrong, bootstrap, by=("model", "prompt"))
-    upstream = "esbbq_category" in rows.columns
-    if upstream:
+    esbbq = "esbbq_category" in rows.columns  # a release in BBQ's column layout: EsBBQ's own metrics too
+    if esbbq:
         table = with_esbbq_metrics(table, rows, request.ooc_as_wrong, release)
-    settings = ScoreSettings(relative_path(request.release, request.out), release.split, mode, request.ooc_as_wrong,
-                             request.parser, relative_path(table_path, request.out), request.bootstrap, request.seed,
-                             tuple(release.notes), upstream, tuple(release.warnings))
-    return table, settings
+    notes = [*settings_lines(request, release, table_path, mode, esbbq), *_template_lines(table)]
+    display = {c.sample_prefix: c.display for c in release.profile.categories}
+    files = write_outputs(request.out, table, runs, notes, esbbq, display, request.figures)
+    overall = [f"{row.model} prompt {prompt_label(row.prompt)}: OOC {row.ooc_ratio:.4f}, acc amb {row.acc_amb:.4f}, "
+               f"acc dis {row.acc_dis:.4f}, diff-bias amb {row.diff_bias_amb:.4f}, diff-bias dis "
+               f"{row.diff_bias_dis:.4f}" for row in table[table["grouping"] == "overall"].itertuples(index=False)]
+    summary = [*(f"warning: {w}" for w in release.warnings), *overall,
+               *(f"warning: {w}" for w in score_warnings(table, runs)),
+               f"wrote {request.out}/results.md and {len(files) - 1} other file(s)"]
+    return ScoreOutcome(table, runs, files, "\n".join(summary))
 
 
 def with_esbbq_metrics(table: pd.DataFrame, rows: pd.DataFrame, ooc_as_wrong: bool,
@@ -320,29 +305,6 @@ def with_esbbq_metrics(table: pd.DataFrame, rows: pd.DataFrame, ooc_as_wrong: bo
     keys = ["model", "prompt", "grouping", "group"]
     merged = table.merge(upstream[[*keys, "esbbq_category", *esbbq_metrics.METRICS]], on=keys, how="left")
     return merged.assign(esbbq_category=merged["esbbq_category"].fillna(""))
-
-
-def category_names(release: ReleaseSamples) -> dict[str, str]:
-    return {c.sample_prefix: c.display for c in release.profile.categories}
-
-
-def overall_lines(table: pd.DataFrame) -> list[str]:
-    overall = table[table["grouping"] == "overall"]
-    return [f"{row.model} prompt {prompt_label(row.prompt)}: OOC {row.ooc_ratio:.4f}, acc amb {row.acc_amb:.4f}, "
-            f"acc dis {row.acc_dis:.4f}, diff-bias amb {row.diff_bias_amb:.4f}, diff-bias dis {row.diff_bias_dis:.4f}"
-            for row in overall.itertuples(index=False)]
-
-
-def score(request: ScoreRequest) -> ScoreOutcome:
-    """Score prediction files and write every output into ``request.out`` (the CLI's path; the flow runs
-    the same three steps as tasks)."""
-    release, table_path, runs = load_runs(request)
-    table, settings = score_table(release, table_path, runs, request)
-    files = write_outputs(request.out, table, runs, settings, category_names(release), request.figures)
-    summary = [*(f"warning: {w}" for w in settings.release_warnings), *overall_lines(table),
-               *(f"warning: {w}" for w in score_warnings(table, runs)),
-               f"wrote {request.out}/results.md and {len(files) - 1} other file(s)"]
-    return ScoreOutcome(table, runs, files, "\n".join(summary))
 
 
 def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
@@ -364,8 +326,10 @@ def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
 # --- figures and results.html -----------------------------------------------------------------
 
 PLOT_METADATA = {"svg": {"Date": None, "Creator": None}, "png": {"Software": None}}
-CONTEXTS = (("amb", "ambiguous", "|diff-bias| <= 1 - acc"),
-            ("dis", "disambiguated", "|diff-bias| <= 2 min(acc, 1 - acc)"))
+# context, its name, and the (accuracy, diff-bias) pairs a model can reach: a triangle (amb) or a diamond (dis)
+CONTEXTS = (("amb", "ambiguous", "|diff-bias| <= 1 - acc", [(0.0, -1.0), (1.0, 0.0), (0.0, 1.0)]),
+            ("dis", "disambiguated", "|diff-bias| <= 2 min(acc, 1 - acc)",
+             [(0.0, 0.0), (0.5, 1.0), (1.0, 0.0), (0.5, -1.0)]))
 
 
 def _pyplot():
@@ -379,13 +343,6 @@ def _pyplot():
     return plt
 
 
-def feasible_region(context: str) -> list[tuple[float, float]]:
-    """The (accuracy, diff-bias) pairs a model can reach: a triangle (amb) or a diamond (dis)."""
-    if context == "amb":
-        return [(0.0, -1.0), (1.0, 0.0), (0.0, 1.0)]
-    return [(0.0, 0.0), (0.5, 1.0), (1.0, 0.0), (0.5, -1.0)]
-
-
 def accuracy_bias_figure(table: pd.DataFrame):
     """Accuracy against diff-bias per context, every (model, prompt) overall, inside the feasible region."""
     plt = _pyplot()
@@ -393,8 +350,8 @@ def accuracy_bias_figure(table: pd.DataFrame):
     overall = table[table["grouping"] == "overall"]
     models = list(dict.fromkeys(overall["model"]))
     markers = "osD^v<>Ph*X"
-    for axis, (context, title, bound) in zip(axes, CONTEXTS):
-        axis.add_patch(plt.Polygon(feasible_region(context), closed=True, facecolor="#e8eef7", edgecolor="#9db3d6"))
+    for axis, (context, title, bound, region) in zip(axes, CONTEXTS):
+        axis.add_patch(plt.Polygon(region, closed=True, facecolor="#e8eef7", edgecolor="#9db3d6"))
         for index, model in enumerate(models):
             runs = overall[overall["model"] == model]
             for number, row in enumerate(runs.itertuples(index=False)):
@@ -420,7 +377,7 @@ def category_figure(table: pd.DataFrame, display: dict[str, str]):
     figure, axes = plt.subplots(1, 2, figsize=(11, 0.35 * len(groups) * max(1, len(models)) ** 0.5 + 1.8),
                                 sharey=True)
     height = 0.8 / max(1, len(models))
-    for axis, (context, title, _) in zip(axes, CONTEXTS):
+    for axis, (context, title, _, _) in zip(axes, CONTEXTS):
         metric = f"diff_bias_{context}"
         reach = 0.1  # the x range: the widest bar or error bar, between +-0.1 and +-1
         for index, model in enumerate(models):
@@ -434,15 +391,12 @@ def category_figure(table: pd.DataFrame, display: dict[str, str]):
         limit = min(1.0, reach * 1.15) if reach == reach else 1.0
         axis.set(xlim=(-limit, limit), title=f"Diff-bias, {title} contexts", xlabel="diff-bias")
     axes[0].set_yticks([g + 0.4 - height / 2 for g in range(len(groups))],
-                       [f"{display.get(g, g)} (n={_templates(categories, g)})" for g in groups])
+                       [f"{display.get(g, g)} (n={int(categories.loc[categories['group'] == g, 'templates'].iloc[0])})"
+                        for g in groups])
     axes[0].invert_yaxis()
     axes[1].legend(fontsize=7, frameon=False, loc="lower right")
     figure.tight_layout()
     return figure
-
-
-def _templates(categories: pd.DataFrame, group: str) -> int:
-    return int(categories.loc[categories["group"] == group, "templates"].iloc[0])
 
 
 def _bar_values(rows: pd.DataFrame, groups: list[str], metric: str) -> tuple[list[float], list[float], list[float]]:

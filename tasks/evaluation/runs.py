@@ -1,15 +1,14 @@
 """A run: the prepared requests of a release -> one model's answers, in the files scoring reads.
 
-Requests come from a prepared folder (``requests.jsonl``, one line per prompt x sample x
-choice order). Answers already in the cache are taken from it; the rest are sent, each
-distinct prompt text once, by a pool of worker threads (the openai client is thread-safe),
-and every answer is committed to the cache as it arrives. Only the calling thread touches
-the cache, so SQLite sees one writer. Once every request has an answer or has failed, the
-answer files are written atomically from the cache, in request order, so a run killed midway
-and resumed writes the same bytes as a run never interrupted:
+Requests come from a prepared folder (``requests.jsonl``, one line per prompt x sample x choice order). Answers already
+in the cache are taken from it; the rest are sent, each distinct prompt text once, by a pool of worker threads (the
+openai client is thread-safe), and every answer is committed to the cache as it arrives. Only the calling thread touches
+the cache, so SQLite sees one writer. Once every request has an answer or has failed, the answer files are written
+atomically from the cache, in request order, so a run killed midway and resumed writes the same bytes as a run never
+interrupted:
 
-- ``<out>/<model-slug>/answers.jsonl``: ``id, sample_id, prompt_id, prompt_sha256, model, raw, status`` (a
-  recording ``--replay`` reads: it matches answers by the prompt's sha256);
+- ``<out>/<model-slug>/answers.jsonl``: ``id, sample_id, prompt_id, prompt_sha256, model, raw, status`` (a recording
+  ``--replay`` reads: it matches answers by the prompt's sha256);
 - ``<out>/<model-slug>/raw_p<N>.tsv``: the upstream raw layout (``guid, raw``) per prompt.
 """
 
@@ -167,18 +166,15 @@ class RunSummary:
     files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # one example message per distinct failure
 
-    def cost(self, price_in: float | None, price_out: float | None) -> float | None:
-        """Cost of this run's tokens at prices per million tokens (None without prices)."""
-        if price_in is None and price_out is None:
-            return None
-        return (self.prompt_tokens * (price_in or 0.0) + self.completion_tokens * (price_out or 0.0)) / 1_000_000
-
     def render(self, price_in: float | None = None, price_out: float | None = None) -> str:
+        """The run in one line, with the cost of its tokens at prices per million tokens when given."""
         statuses = ", ".join(f"{n} {status}" for status, n in sorted(self.statuses.items()))
         text = (f"{self.model}: {self.requests} requests ({statuses}); {self.sent} sent now, {self.from_cache} from "
                 f"the cache, {self.failed} failed; tokens in/out {self.prompt_tokens}/{self.completion_tokens}")
-        cost = self.cost(price_in, price_out)
-        return text + (f"; estimated cost {cost:.4f}" if cost is not None else "")
+        if price_in is None and price_out is None:
+            return text
+        cost = (self.prompt_tokens * (price_in or 0.0) + self.completion_tokens * (price_out or 0.0)) / 1_000_000
+        return text + f"; estimated cost {cost:.4f}"
 
 
 def run_requests(requests: Sequence[Request], model: Model, cache: AnswerCache, out: Path, concurrency: int = 4,
@@ -241,10 +237,9 @@ def _ask_all(requests: Sequence[Request], model: Model, concurrency: int,
              lease: UnitLease | None = None) -> None:
     """Send every request, ``concurrency`` at a time, from a thread pool; ``record`` each answer as it arrives.
 
-    This thread alone sends (and touches the cache): before each request it renews the ``lease``, and
-    it renews it at least every ``lease.every`` seconds while it waits. A stop (``RunStopped``,
-    ``LeaseLost``, Ctrl-C) sends nothing more; answers to requests already in flight are still
-    recorded, since they are paid for.
+    This thread alone sends (and touches the cache): before each request it renews the ``lease``, and it renews it at
+    least every ``lease.every`` seconds while it waits. A stop (``RunStopped``, ``LeaseLost``, Ctrl-C) sends nothing
+    more; answers to requests already in flight are still recorded, since they are paid for.
     """
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="kobbq-ask")
     waiting = iter(requests)
