@@ -24,17 +24,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from core.atomic import replacing
 from core.decisions import Decision, template_subject
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile, WorkbookFormat
+from core.tables import write_tsv_rows
 from core.text import allowed_characters, normalise_text
 from core.workbooks import save_workbook, set_text
 from tasks.templates.load import ST, load_kobbq_templates
@@ -233,19 +232,6 @@ def missing_slots(cell: EditedCell, text: str, english: str) -> list[Finding]:
             for name in sorted(lost)]
 
 
-def write_tsv_atomic(rows: list[dict[str, str]], path: Path) -> None:
-    """Write next to the target and rename, so a reader never sees half a file."""
-    with replacing(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as out:
-        # No quoting: template text has quotes, and the loader reads with QUOTE_NONE.
-        out.write("\t".join(OUTPUT_COLUMNS) + "\n")
-        for row in rows:
-            values = [row.get(c, "") for c in OUTPUT_COLUMNS]
-            bad = next((v for v in values if "\t" in v or "\n" in v or "\r" in v), None)
-            if bad is not None:
-                raise UserError(f"cannot write a tab or line break into a TSV cell: {bad[:60]!r}", path)
-            out.write("\t".join(values) + "\n")
-
-
 def moved(finding: Finding, key: str, column: str, origin: dict[tuple[str, str], Location]) -> Finding:
     """A finding of the template validation at the post-edit cell its text came from (else its row's first)."""
     where = origin.get((key, column), origin.get((key, "")))
@@ -262,13 +248,10 @@ def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Loc
 
     Each finding of the template validation is moved to the workbook cell the text came from.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".check.tsv")
-    os.close(handle)
+    check = path.with_name(f".{path.name}.{os.getpid()}.check.tsv")
     try:
-        write_tsv_atomic(rows, Path(temp))
-        loaded = load_kobbq_templates(Path(temp), separators=profile.templates.separators,
-                                      allowed=allowed_characters(profile))
+        loaded = load_kobbq_templates(write_tsv_rows(check, OUTPUT_COLUMNS, rows),
+                                      separators=profile.templates.separators, allowed=allowed_characters(profile))
         keys = {number: row_key(r) for number, r in enumerate(rows, start=2)}
         findings = []
         for finding in validate_loaded(loaded, profile):
@@ -278,11 +261,10 @@ def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Loc
         seen = {(f.where, f.code) for f in earlier}
         findings = [f for f in findings if (f.where, f.code) not in seen]
         if not any(f.severity == "error" for f in [*earlier, *findings]):
-            os.replace(temp, path)
+            os.replace(check, path)
         return findings
     finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+        check.unlink(missing_ok=True)
 
 
 def edit_rates(cells: list[EditedCell]) -> tuple[list[EditRate], list[EditRate]]:
