@@ -3,7 +3,7 @@
 Errors make ``kobbq validate`` exit 1 and stop a build; warnings are legal but suspicious
 (an inline item that does not start with its filler names the person differently in the
 contexts and in the answers). The KoBBQ format's checks in the registry of template formats
-(``tasks.templates.formats``); the workbook format's are ``validate_workbook``.
+(``tasks.templates.validate``); the workbook format's are ``validate_workbook``.
 """
 
 from __future__ import annotations
