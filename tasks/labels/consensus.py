@@ -21,8 +21,7 @@ from tasks.templates.bbq import BBQTemplate
 from core.decisions import Decision
 from core.text import check_text, plain_spaces
 from core.findings import Finding
-from tasks.labels.template_set import (ANNOTATOR_LABELS, KEPT_LABELS, LABEL_MEANINGS, SR, group_templates,
-                                       raise_if_errors)
+from tasks.labels.template_set import ANNOTATOR_LABELS, LABEL_MEANINGS, SR, group_templates, raise_if_errors
 
 STAGE = "labels"
 CONSENSUS_COLUMNS = ["template", "label", "rationale"]
@@ -42,10 +41,6 @@ class Consensus:
     path: Path
     labels: dict[str, FinalLabel]  # bbq:<category>:<Q_id> -> final label
     decisions: list[Decision]
-
-    def label_of(self, subject: str) -> str | None:
-        final = self.labels.get(subject)
-        return final.label if final else None
 
 
 def read_consensus_rows(path: Path, require_rationale: bool) -> list[tuple[int, dict[str, str]]]:
@@ -139,12 +134,6 @@ def require_final_labels(templates: list[BBQTemplate], consensus: Consensus) -> 
         listed = ", ".join(item.subject for item in missing[:20]) + (" ..." if len(missing) > 20 else "")
         raise UserError(f"{len(missing)} BBQ template(s) have no final label in the consensus file: {listed}. "
                         "Decide them (label and rationale) before translation.", consensus.path)
-
-
-def templates_to_adapt(templates: list[BBQTemplate], consensus: Consensus) -> list[BBQTemplate]:
-    """The BBQ rows that go on to translation: those of ST and TM templates (SR ones are excluded)."""
-    require_final_labels(templates, consensus)
-    return [row for row in templates if consensus.label_of(row.subject) in KEPT_LABELS]
 
 
 def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) -> Path:
