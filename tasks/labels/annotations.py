@@ -1,15 +1,9 @@
-"""Reading the annotators' labels: filled workbooks (xlsx) or their CSV equivalent.
+"""Reading the annotators' labels: filled workbooks (xlsx) or their CSV equivalent (``template,label,rationale``,
+named after the annotator: ``kim.csv``).
 
-All files are read and checked before anything is used: an unknown label, a template ID
-that does not exist, a template left unlabelled, a workbook exported for another template
-set, or a missing rationale (when the profile requires one) is reported with its file,
-sheet, row and cell, and then nothing is imported (``FindingsError`` lists every problem).
-
-A CSV has the columns ``template,label,rationale`` and the annotator's name as its file
-name (``kim.csv``). It has no template-set fingerprint, so it is checked by its template IDs.
-
-A workbook records the profile it was exported for; importing it under another profile is refused,
-naming both (a CSV has no such record).
+All files are read and checked before anything is used, each problem at its file, sheet, row and cell, and
+nothing is imported when one is found. A workbook carries its template set's fingerprint and its profile, so that
+labels given for other templates or for another culture are refused; a CSV is checked by its template IDs.
 """
 
 from __future__ import annotations

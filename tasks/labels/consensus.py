@@ -1,11 +1,7 @@
-"""The consensus file: the final label of every BBQ template, with its rationale.
-
-After the annotators' disagreements are discussed, one CSV holds the outcome
-(``template,label,rationale``; other columns, such as the votes written into a draft by
-``kobbq labels import --draft``, are kept for the reader and ignored here). Every final
-label becomes a decision; an SR template also gets an exclusion decision, because it leaves
-the pipeline here and never reaches translation or the survey. A template without a final
-label stops the build (``require_final_labels``): nothing is translated on a guess.
+"""The consensus file: the final label and rationale of every BBQ template (``template,label,rationale``; other
+columns, such as the votes of a ``--draft``, are ignored). Every final label becomes a decision, and an SR
+template also an exclusion decision, since it leaves the pipeline here. A template without a final label stops
+the build (``require_final_labels``): nothing is translated on a guess.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The annotator's labelling workbook (xlsx): one row per BBQ template, a drop-down, a rationale.
 
-Every cell an annotator must not change is locked (the sheet is protected; only the label
-and rationale cells are unlocked), the label cell only accepts ST / TM / SR, and a hidden
-sheet records which template set the workbook was made for (see ``template_set.fingerprint``),
-so ``kobbq labels import`` can refuse a workbook made for other templates. The guide sheet is the
-profile's own (``labelling_guide.txt``, in the annotators' language), else a neutral English one.
-
-Entry point: ``write_workbook(items, path, annotator, profile)``.
+Every cell but the label and rationale is locked, the label only accepts ST / TM / SR, and a hidden sheet records
+the template set it was made for (``template_set.fingerprint``), so that ``kobbq labels import`` refuses a
+workbook made for other templates. The guide sheet is the profile's own (``labelling_guide.txt``), else a neutral
+English one.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The named hooks a workbook profile may choose: the few generation rules that are not data.
-
-A profile names them (``[templates.workbook.hooks]``: ``capitalise``, ``occurs``, ``label``); a
-new culture whose rule differs registers another function here under a new name (in its kind's table,
-``CAPITALISE``, ``OCCURS`` or ``LABEL``), and its profile names that. Each hook is a small pure function.
-``HOOKS`` is the one registry: the workbook checks (``tasks.templates.validate_workbook``) name what it holds,
-generation (``tasks.templates.workbook_format``) calls from it. It sits with the template formats, below the release, so
-that both can read it.
+"""The named hooks a workbook profile may choose (``[templates.workbook.hooks]``): the few generation rules that are
+not data, each a small pure function. A culture whose rule differs registers another function here under a new
+name, and its profile names it; ``HOOKS`` is the one registry the checks and generation read.
 """
 
 from __future__ import annotations

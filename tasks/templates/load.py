@@ -1,9 +1,5 @@
-"""The culturally adapted template (KoBBQ format): its model and its TSV loader.
-
-A template row is one version (a/b/c/d) of one template ID. Its text fields carry inline slot
-lists; its ``Names`` and ``Lexical_diversity`` declare the fillers. Loading never raises on a
-bad row: it returns findings, so that ``kobbq validate`` can list every problem at once and
-``kobbq build`` can refuse to publish while naming them all.
+"""The culturally adapted template (KoBBQ format): its model and its TSV loader. Loading never raises on a bad row:
+it returns findings, so that ``kobbq validate`` lists every problem at once and a build names them all.
 """
 
 from __future__ import annotations

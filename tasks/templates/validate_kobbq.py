@@ -1,9 +1,5 @@
-"""Checks of a KoBBQ-format template file, each reporting file, row, column and a plain message.
-
-Errors make ``kobbq validate`` exit 1 and stop a build; warnings are legal but suspicious
-(an inline item that does not start with its filler names the person differently in the
-contexts and in the answers). The KoBBQ format's checks in the registry of template formats
-(``tasks.templates.validate``); the workbook format's are ``validate_workbook``.
+"""Checks of a KoBBQ-format template file, each at its file, row and column: errors stop a build, warnings are
+legal but suspicious (an inline item that does not start with its filler names the person differently).
 """
 
 from __future__ import annotations

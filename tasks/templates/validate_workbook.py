@@ -1,9 +1,5 @@
-"""Checks of workbook templates (the EsBBQ format), each naming file, row and column.
-
-What generation would otherwise stop on, found before it runs and all at once: unknown
-categories, versions and labels; placeholders that name nothing declared or a form the names
-cell lacks; lists of one label with different lengths; rows no candidate pool rule covers;
-duplicate rows.
+"""Checks of workbook templates (the EsBBQ format), each at its file, row and column: what generation would
+otherwise stop on, found before it runs and all at once.
 """
 
 from __future__ import annotations

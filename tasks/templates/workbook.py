@@ -1,11 +1,9 @@
 """Workbook templates (the EsBBQ/CaBBQ format): one xlsx sheet per category, one column per language.
 
-A template row is one version of one template; its texts carry ``{{NAME1}}``-style placeholders
-and its ``names`` / ``lexical_diversity`` cells declare the fillers as ``KEY: [a, b]; KEY: [...]``.
-Columns ending in a language suffix (``_es``, ``_ca``) belong to that language: the profile's
-language keeps its own and drops the others, so one workbook serves both cultures.
-
-Loading never raises on a bad row: it returns findings (file, row, column), like the TSV loader.
+Texts carry ``{{NAME1}}``-style placeholders, and the ``names`` / ``lexical_diversity`` cells declare the fillers
+(``KEY: [a, b]; KEY: [...]``). A column with a language suffix (``_es``, ``_ca``) belongs to that language: the
+profile's language keeps its own and drops the others, so one workbook serves both cultures. Loading never
+raises on a bad row: it returns findings, like the TSV loader.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The translation cache: every character paid for is kept, so nothing is ever paid for twice.
 
-An SQLite file in the build folder, keyed by everything that changes DeepL's answer: the
-text as sent, the language pair, the glossary fingerprint and the request options. Each
-batch is committed as soon as DeepL answers, so an interrupted or quota-stopped run
-resumes where it stopped. The same file replays a recorded run without any network
-(``ReplayTranslator``), which is how the example and the tests reproduce a translation.
-
-The file also records how the glossary was applied when a live run chose it (``glossary_modes``:
-DeepL's own glossary or substitution after translation, the profile's ``glossary_mode = "auto"``):
-the texts sent differ between the two, so a reader without DeepL (a replay, a dry run, a rebuild
-without a key) must ask the same cache keys the paid run stored, and reads the choice from here.
+An SQLite file keyed by everything that changes DeepL's answer (the text as sent, the language pair, the glossary
+fingerprint, the request options). Each batch is committed as soon as DeepL answers, so a stopped run resumes
+where it stopped, and the same file replays a recorded run without any network. It also records how the glossary
+was applied when a live run chose it: the texts sent differ between the modes, so a reader without DeepL must ask
+for the cache keys the paid run stored.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Cost control: what a run would send to DeepL, and what it would cost, before any call.
-
-The count uses the same segments, protection, glossary mode and cache keys as ``pretranslate``, so
-the dry run's number is what the real run is billed: DeepL bills the characters it translates, not
-the XML tags that protect the slots (``placeholders.billable_characters``). The glossary mode is the
-one the cache recorded when its drafts were paid for; with nothing recorded, DeepL's own glossary.
+"""Cost control: what a run would send to DeepL, and what it would cost, before any call. The count uses the same
+segments, protection, glossary mode and cache keys as ``pretranslate``, and DeepL bills the characters it
+translates, not the XML tags, so the dry run's number is what the real run is billed.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """DeepL behind a small ``Translator`` interface: the live client, and a replay of a recorded cache.
 
-``DeepLTranslator`` wraps the official ``deepl`` client. The client itself retries rate
-limits (429) and server errors (5xx) with exponential backoff (``max_network_retries``,
-from the profile). What cannot be retried stops the run *cleanly*: quota exhausted (456),
-a refused key (403), or retries used up raise ``TranslationStopped`` with a message that
-never contains the key; ``pretranslate`` keeps every batch already answered.
-
-``ReplayTranslator`` answers nothing: with it, a run can only use the cache, so a recorded
-translation is reproduced without a network or a key, and any text not recorded is
-reported as left to translate (how the glossary was applied is the cache's record, see
-``tasks.translation.cache``).
-
-The key comes from ``DEEPL_AUTH_KEY`` (or the Prefect Secret block named in the profile,
-read by the flow); ``DEEPL_SERVER_URL`` points the client at another server.
+The official ``deepl`` client retries rate limits and server errors itself (``max_network_retries``, from the
+profile); what cannot be retried (quota, a refused key, retries used up) raises ``TranslationStopped``, with a
+message that never contains the key, and ``pretranslate`` keeps every batch already answered. The replay answers
+nothing: a run with it uses only the cache, reproducing a recorded translation without a network or a key.
+``DEEPL_AUTH_KEY`` holds the key; ``DEEPL_SERVER_URL`` points the client at another server.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Korean particles after a slot: written once by the translator, inflected per filler.
 
-A Korean particle has two forms chosen by the final consonant (batchim) of the word before
-it: 은/는, 이/가, 을/를, 과/와, 으로/로 (로 also after ㄹ), ... The KoBBQ format writes every
-filler already inflected (``[N1: 손자와, 손녀와]``). The translator instead writes the slot
-once with the particle (``[N1]와``) and this module generates the list from ``Names``, so a
-filler ending in a consonant cannot get the vowel form by oversight.
-
-The choice is delegated to ``hgtk`` (``hgtk.josa.attach`` for the pairs it knows, its
-final-consonant decomposition for the profile's other pairs, and its English-letter
-substitutes for fillers such as ``PTSD``). ``check_items`` measures this against the
-release: every inline item whose stem is its declared filler is regenerated from the
-filler and the particle the translator used.
+A Korean particle has two forms chosen by the final consonant (batchim) of the word before it: 은/는, 이/가, 을/를,
+... The KoBBQ format writes every filler already inflected (``[N1: 손자와, 손녀와]``); the translator writes the slot
+once with the particle (``[N1]와``) and the list is generated from ``Names``, so a filler ending in a consonant
+cannot get the vowel form by oversight. The choice is ``hgtk``'s; ``check_items`` measures it against the release.
 """
 
 from __future__ import annotations

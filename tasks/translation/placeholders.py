@@ -1,13 +1,8 @@
-"""Placeholders survive machine translation: protect them as XML tags, restore them, verify them.
+"""Placeholders survive machine translation: protected as XML tags, restored, verified.
 
-BBQ writes its slots as ``{{NAME1}}``, ``{{WORD1}}``, ``{{GEN1}}``, ``{{OCC1}}`` (and one
-``{{{NAME2}}`` typo). Sent as plain text, DeepL may translate, inflect or drop them. Sent
-as self-closing XML tags with ``tag_handling="xml"``, DeepL moves them as units and keeps
-them. Glossary terms that DeepL cannot apply itself (no glossary for the language pair)
-are protected the same way and restored to their target-language text afterwards.
-
-A translation that lost or duplicated a tag is *flagged*, never silently accepted: the
-post-editor and the decision log see which placeholder went missing.
+Sent as plain text, DeepL may translate, inflect or drop BBQ's ``{{NAME1}}``; as self-closing XML tags with
+``tag_handling="xml"`` it moves them as units. Glossary terms DeepL cannot apply itself are protected the same way
+and restored to their target text. A translation that lost or duplicated a tag is flagged, never accepted silently.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
-"""Import of the post-edited workbooks into KoBBQ-format template rows, and the post-edit report.
+"""Import of the post-edited workbooks as template rows of the profile's format, and the post-edit report.
 
-Each returned cell is normalised (NFC, whitespace), the particle shorthand ``[N1]은`` is
-expanded from the row's ``Names``/``Lexical_diversity``, and the rows are written as a
-KoBBQ-format TSV that ``tasks.templates.load_kobbq_templates`` reads. The TSV is checked
-with the project's own template validation (``tasks.templates.validate``) before it is published;
-each problem is reported at its workbook cell (file, sheet, row, column). With any error
-nothing is written.
-
-The same path checks the unedited DeepL drafts as the machine-translated twin's templates
-(``tasks.translation.twin_templates``).
-
-A workbook-format culture (EsBBQ) gets its post-edit written back as the template workbooks a build reads
-(``write_checked_workbooks``): one ``<Category>.xlsx`` per category, in the format's own columns: the IDs and
-links (``esbbq_template_id``, ``bbq_template_id``, ...), every translated field and language-specific cell under
-its language's suffix (``ambiguous_context_es``, ``names_es``, ``stereotyped_groups_es``), the other cells the
-translator filled (``stated_gender_info``, ``proper_nouns_only``) shared. The vocabulary workbooks, which
-translation does not make, are copied from the folder given (beside the returned workbooks). The folder is
-checked with the project's workbook validation (``kobbq validate --profile es``) before it is published, each
-problem moved to the post-edit cell its text came from; with any error nothing is written.
+Each returned cell is normalised (NFC, whitespace) and the particle shorthand ``[N1]은`` expanded from the row's
+``Names``/``Lexical_diversity``. The rows are written as the build will read them (a KoBBQ TSV, or a workbook
+format's ``<Category>.xlsx`` templates beside the culture's vocabulary) and checked with the project's own template
+validation before they are published, each problem moved to the workbook cell its text came from; with any error
+nothing is written. The same path checks the unedited DeepL drafts as the machine-translated twin's templates.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""The pretranslate stage: DeepL drafts of the ST/TM templates, the translator's workbooks, mtBBQ.
-
-Inputs: the BBQ templates, the labels stage's ``labels``, a recorded translation cache to start
-from, the profile's glossary. Without ``DEEPL_AUTH_KEY`` it replays the cache and waits when a
-segment is missing from it. Outputs: ``workbooks`` (the post-edit workbooks to send out) and
-``mt_templates`` (the unedited machine translation, expanded into a twin release). In
-real-data mode the released file is the post-edit and nothing is translated.
-
-``kobbq translate`` and ``kobbq postedit export`` run this stage alone (a one-off run: its files in their
-``--out``, the labels file given).
+"""The pretranslate stage: DeepL drafts of the ST/TM templates, the translator's workbooks, and the machine-translated
+twin's templates. Without ``DEEPL_AUTH_KEY`` it replays the recorded cache and waits when a segment is missing from
+it; in real-data mode the released file is the post-edit and nothing is translated. ``kobbq translate`` and
+``kobbq postedit export`` run it alone.
 """
 
 from __future__ import annotations

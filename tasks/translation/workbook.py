@@ -1,27 +1,10 @@
 """The post-edit workbook: one xlsx per category for the professional translator.
 
-Sheet ``templates`` has one row per (template row, field): the IDs, the English source and
-the DeepL draft in locked columns, an editable ``Post-edit`` column pre-filled with the
-draft, and an editable ``Notes`` column. An explicit-versions format adds a row ``Follows_version``
-to each version, pre-filled with its letter: the English version its Post-edit translates, which a
-translator who exchanges two versions' rows exchanges with them (the import reads the exchange from
-it, never guesses it). Sheet ``Instructions`` explains the slot syntax, the version convention and
-cultural adaptation: the profile's own text, else a neutral English one, never part of each. A hidden,
-protected sheet ``_manifest`` keeps a copy of the locked columns, so the import
-can tell that an ID or a source text was changed and reject the workbook; another, ``_export``,
-records the profile it was exported for, so that it is not imported under another.
-
-A KoBBQ template needs versions a and b; a BBQ template with a single unversioned row (files
-without a ``version`` column) is exported with a generated version b, its texts with N1 and
-N2 swapped (``swapped_version``), so the translator post-edits both. A format whose generator
-swaps the people itself (no ``swapped_versions``: EsBBQ) keeps BBQ's rows as they are.
-
-Fields are named as the target format names its columns (the profile's ``[translation] fields``),
-and a workbook format adds one row per cell the translator fills besides the texts (the profile's
-``row_cells``: stated gender, proper-noun flag, groups), each with its help as a cell comment.
-
-Text that a spreadsheet would run as a formula (leading ``=``, ``+``, ``-``, ``@``) is stored
-as a text cell: a BBQ stereotype such as ``-Women are secretaries`` stays text.
+Sheet ``templates`` has one row per (template row, field): the IDs, the English source and the DeepL draft
+locked, an editable ``Post-edit`` (pre-filled with the draft) and ``Notes``. An explicit-versions format adds a
+``Follows_version`` row to each version: a translator who exchanges two versions' rows exchanges it with them, so
+the import reads the exchange instead of guessing it. Hidden, protected sheets keep a copy of the locked columns
+(``_manifest``: a changed ID or source text is refused) and the profile it was exported for (``_export``).
 """
 
 from __future__ import annotations
