@@ -48,8 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The action named, with its stage (and the stage's libraries: pandas, openpyxl) imported now, not for
-    --help."""
+    """The action named, with its stage (and the stage's libraries: pandas, openpyxl) imported now, not for --help."""
     from tasks.translation import postedit_stage, pretranslate_stage, workbook
 
     profile = profile_of(args)

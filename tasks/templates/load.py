@@ -161,11 +161,9 @@ def _row_key(row: dict[str, str]) -> str:
 
 def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None,
                          separators: tuple[str, ...] = DEFAULT_SEPARATORS, allowed: str = "") -> LoadedTemplates:
-    """Load a KoBBQ-format TSV: corrections first, then the text check and normalisation (``core.text``, the
-    profile's ``allowed`` characters), then parsing (slot lists split at the profile's ``separators``).
-
-    Missing columns are fatal (nothing else can be checked); every other problem is a finding.
-    """
+    """Load a KoBBQ-format TSV: corrections first, then the text check and normalisation (``core.text``, the profile's
+    ``allowed`` characters), then parsing (slot lists split at the profile's ``separators``). Missing columns are fatal
+    (nothing else can be checked); every other problem is a finding."""
     header, rows, numbers = read_tsv(path)
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:

@@ -61,10 +61,9 @@ class DeepLTranslator:
             raise TranslationStopped(f"DeepL did not answer after retries ({text})") from None
 
     def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
-        """Whether DeepL can apply a glossary for this pair (else terms are substituted after translation).
-
-        DeepL lists glossary pairs by base language (``en``, ``zh``): a glossary for ``zh`` serves ``ZH-HANS``
-        and ``ZH-HANT`` as one for ``en`` serves ``EN-GB`` (the client creates it without the variant too)."""
+        """Whether DeepL can apply a glossary for this pair (else terms are substituted after translation). DeepL lists
+        glossary pairs by base language (``en``, ``zh``): a glossary for ``zh`` serves ``ZH-HANS`` and ``ZH-HANT`` as
+        one for ``en`` serves ``EN-GB`` (the client creates it without the variant too)."""
         with self._asking():
             pairs = self._client.get_glossary_languages()
         wanted = (base_language(source_lang), base_language(target_lang))

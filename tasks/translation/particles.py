@@ -53,10 +53,8 @@ def pair_forms(pairs: list[Pair]) -> list[tuple[str, Pair]]:
 
 
 def inflect(filler: str, suffix: str, pairs: list[Pair]) -> str:
-    """``filler`` + ``suffix`` with the suffix's leading particle in the form the filler needs.
-
-    A suffix that starts with no alternating particle (의, 에게, " 있는") is attached as written.
-    """
+    """``filler`` + ``suffix`` with the suffix's leading particle in the form the filler needs. A suffix that starts
+    with no alternating particle (의, 에게, " 있는") is attached as written."""
     for form, pair in pair_forms(pairs):
         if suffix.startswith(form):
             chosen = choose_form(filler, pair)
@@ -72,12 +70,10 @@ class ExpandResult:
 
 @dataclass(frozen=True)
 class Shorthand:
-    """How a bare slot in a post-edit becomes an inline list, in the profile's terms.
-
-    ``suffix_characters`` (a character class body) are the particle characters that may follow the bare slot
-    and move into every filler (Korean: Hangul, "[N1]은"); without them the slot is replaced by its list and
-    what follows stays outside (Japanese: "[N1]は" -> "[N1: 孫息子, 孫娘]は"). ``joiner`` writes the list.
-    """
+    """How a bare slot in a post-edit becomes an inline list, in the profile's terms. ``suffix_characters`` (a character
+    class body) are the particle characters that may follow the bare slot and move into every filler (Korean: Hangul,
+    "[N1]은"); without them the slot is replaced by its list and what follows stays outside (Japanese: "[N1]は" -> "[N1:
+    孫息子, 孫娘]は"). ``joiner`` writes the list."""
 
     pairs: tuple[Pair, ...] = ()
     suffix_characters: str = ""

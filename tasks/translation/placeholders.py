@@ -24,11 +24,9 @@ KOBBQ_SLOT_LETTER = {"NAME": "N", "WORD": "W"}
 
 @dataclass(frozen=True)
 class SlotStyle:
-    """How a target template format writes BBQ's slots: its name for them and its inline syntax.
-
-    KoBBQ's TSV writes ``{{NAME1}}`` as ``[N1]`` and declares ``N1: [...]``; a workbook format
-    (EsBBQ) keeps BBQ's own ``{{NAME1}}`` and declares ``NAME1: [...]``.
-    """
+    """How a target template format writes BBQ's slots: its name for them and its inline syntax. KoBBQ's TSV writes
+    ``{{NAME1}}`` as ``[N1]`` and declares ``N1: [...]``; a workbook format (EsBBQ) keeps BBQ's own ``{{NAME1}}`` and
+    declares ``NAME1: [...]``."""
 
     short_names: bool  # NAME1 -> N1, WORD1 -> W1 (KoBBQ)
     opening: str
@@ -95,11 +93,8 @@ class Restored:
 
 def restore(protected: Protected, translated: str, term_targets: dict[str, str],
             style: SlotStyle = KOBBQ_SLOTS) -> Restored:
-    """Tags back to the target format's slots (``<ph n="NAME1"/>`` -> ``[N1]`` or ``{{NAME1}}``) and terms
-    to their target text.
-
-    ``term_targets`` maps each protected source term to its target-language substitute.
-    """
+    """Tags back to the target format's slots (``<ph n="NAME1"/>`` -> ``[N1]`` or ``{{NAME1}}``) and terms to their
+    target text. ``term_targets`` maps each protected source term to its target-language substitute."""
     seen: list[str] = []
 
     def back(match: re.Match[str]) -> str:

@@ -46,10 +46,8 @@ MODES = ("deepl", "after", "none")
 
 
 def bbq_declarations(cell: str, style: SlotStyle = KOBBQ_SLOTS) -> list[tuple[str, list[str]]]:
-    """``NAME1: [a, b]; NAME2: [c]`` -> ``[("N1", ["a", "b"]), ("N2", ["c"])]`` (slot names of ``style``).
-
-    BBQ writes lists with commas, once with semicolons (``[deaf person; hard-of-hearing person]``).
-    """
+    """``NAME1: [a, b]; NAME2: [c]`` -> ``[("N1", ["a", "b"]), ("N2", ["c"])]`` (slot names of ``style``). BBQ writes
+    lists with commas, once with semicolons (``[deaf person; hard-of-hearing person]``)."""
     return [(style.name(kind, number), [i.strip() for i in re.split(r"[;,]", body) if i.strip()])
             for kind, number, body in _BBQ_DECLARATION.findall(cell)]
 
@@ -148,12 +146,11 @@ class ModeChoice:
 
 def choose_mode(profile: Profile, glossary: Glossary, translator: Translator | None,
                 recorded: tuple[str, str] | None = None) -> ModeChoice:
-    """DeepL's own glossary where the pair supports it, else substitution after translation.
-
-    ``"auto"`` takes, in order: the choice the cache recorded when its drafts were paid for (``recorded``; the
-    texts sent differ between the modes, so a replay or a dry run must ask the cache what the paid run sent); a
-    live DeepL's glossary pairs; for a dry run or a replay with nothing recorded, DeepL's own glossary (DeepL
-    supports glossaries for every language pair it translates)."""
+    """DeepL's own glossary where the pair supports it, else substitution after translation. ``"auto"`` takes, in order:
+    the choice the cache recorded when its drafts were paid for (``recorded``; the texts sent differ between the modes,
+    so a replay or a dry run must ask the cache what the paid run sent); a live DeepL's glossary pairs; for a dry run or
+    a replay with nothing recorded, DeepL's own glossary (DeepL supports glossaries for every language pair it
+    translates)."""
     if not glossary.entries:
         return ModeChoice("none", "the profile's glossary has no entries")
     wanted = profile.translation.glossary_mode
@@ -336,10 +333,8 @@ def draft_decisions(drafts: list[Draft], flagged: list[Finding], substitutions: 
 
 
 def translatable(templates: list[BBQTemplate], labels: dict[str, str], profile: Profile) -> list[BBQTemplate]:
-    """The rows whose template is labelled with one of the profile's translated labels (ST, TM; EsBBQ's t, m).
-
-    Labels compare by meaning: a labelling decision log says ST where an EsBBQ labels file says t.
-    """
+    """The rows whose template is labelled with one of the profile's translated labels (ST, TM; EsBBQ's t, m). Labels
+    compare by meaning: a labelling decision log says ST where an EsBBQ labels file says t."""
     meaning = profile.templates.meaning
     wanted = {meaning(label) for label in profile.translation.labels}
     return [t for t in templates if t.subject in labels and meaning(labels[t.subject]) in wanted]
@@ -354,11 +349,9 @@ def own_label(label: str, profile: Profile) -> str:
 
 
 def load_labels(path) -> dict[str, str]:
-    """BBQ template labels from ``subject,label`` CSV, or from a labelling decision log.
-
-    A decision log (``stage,subject,rule,outcome,...``) gives the outcome of the labelling
-    stage's ``bbq_template`` decisions that are labels (ST, TM, SR).
-    """
+    """BBQ template labels from ``subject,label`` CSV, or from a labelling decision log. A decision log
+    (``stage,subject,rule,outcome,...``) gives the outcome of the labelling stage's ``bbq_template`` decisions that are
+    labels (ST, TM, SR)."""
     fields, records = read_records(path)
     rows = [row for _, row in records]
     if {"subject", "label"} <= set(fields):

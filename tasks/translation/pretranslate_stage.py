@@ -88,9 +88,8 @@ def translation_cache(ctx: Context) -> Path:
 
 
 def prepare(ctx: Context) -> None:
-    """Before the flow run: the cache the stage will read first opens (its own copy once made, else the recorded
-    cache the pipeline names, which a garbage file would otherwise reach only as the copy, after Prefect's
-    start-up)."""
+    """Before the flow run: the cache the stage will read first opens (its own copy once made, else the recorded cache
+    the pipeline names, which a garbage file would otherwise reach only as the copy, after Prefect's start-up)."""
     if ctx.pipeline.reference_mode:
         return
     given = ctx.file(ctx.pipeline.config.translation.cache)

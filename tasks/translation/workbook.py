@@ -123,14 +123,11 @@ def swap_person_slots(text: str) -> str:
 
 
 def swapped_version(rows: list[ExportRow], version: str) -> list[ExportRow]:
-    """The partner version of a template's only row: English and draft with N1 and N2 swapped in every text.
-
-    Why: a KoBBQ template needs versions a and b (each person once in each role; the
-    validation rejects an unpaired a), but BBQ files without a version column (Religion,
-    Race_ethnicity, Nationality, Sexual_orientation) hold one row per template, because BBQ's
-    generator swapped the names itself. Names and Lexical_diversity stay as they are: swapping
-    them as well would swap the people back.
-    """
+    """The partner version of a template's only row: English and draft with N1 and N2 swapped in every text. Why: a
+    KoBBQ template needs versions a and b (each person once in each role; the validation rejects an unpaired a), but BBQ
+    files without a version column (Religion, Race_ethnicity, Nationality, Sexual_orientation) hold one row per
+    template, because BBQ's generator swapped the names itself. Names and Lexical_diversity stay as they are: swapping
+    them as well would swap the people back."""
     return [replace(row, version=version,
                     english=swap_person_slots(row.english) if row.field in SWAPPED_FIELDS else row.english,
                     draft=swap_person_slots(row.draft) if row.field in SWAPPED_FIELDS else row.draft)
@@ -177,12 +174,9 @@ def draft_rows(draft: Draft, profile: Profile) -> list[tuple[str, str, str]]:
 
 
 def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]) -> list[ExportRow]:
-    """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields.
-
-    Rows without a version (BBQ files without that column) get a, b, c, d in file order; a
-    template with a single such row also gets version b, its N1/N2-swapped partner (KoBBQ's
-    explicit versions only, see ``row_version``).
-    """
+    """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields. Rows without a
+    version (BBQ files without that column) get a, b, c, d in file order; a template with a single such row also gets
+    version b, its N1/N2-swapped partner (KoBBQ's explicit versions only, see ``row_version``)."""
     by_template: dict[tuple[str, str, str], list[Draft]] = defaultdict(list)
     for draft in drafts:
         t = draft.template
