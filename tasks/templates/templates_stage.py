@@ -26,7 +26,7 @@ from core.text import allowed_characters, check_text, normalise_text
 from tasks.templates.corrections import Correction
 from tasks.templates.load import LoadedTemplates, NC, TemplateRow, load_kobbq_templates, read_tsv, rows_by_template
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates, corrections, loaded_templates
-from tasks.templates.validate_kobbq import validate_loaded
+from tasks.templates.validate import validate_loaded
 from tasks.templates.versions import version_decisions, version_findings
 
 NAME = "templates"

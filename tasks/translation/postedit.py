@@ -25,8 +25,7 @@ from core.text import allowed_characters, normalise_text
 from core.workbooks import save_workbook, set_text
 from tasks.templates.load import ST, load_kobbq_templates
 from tasks.templates.slots import SlotSyntaxError, find_inline_slots, parse_declarations
-from tasks.templates.validate_kobbq import validate_loaded
-from tasks.templates.validate_workbook import validate_workbook
+from tasks.templates.validate import validate_loaded, validate_workbook
 from tasks.templates.versions import partner_version
 from tasks.templates.workbook import load_workbook_templates
 from tasks.translation.glossary import Glossary
