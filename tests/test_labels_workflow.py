@@ -17,7 +17,7 @@ from adapted import templates_to_adapt
 from tasks.labels.consensus import load_consensus, require_final_labels
 from core.findings import FindingsError
 from tasks.labels.template_set import group_templates
-from tasks.labels.workbook import write_workbook
+from tasks.labels.annotations import write_workbook
 
 BBQ_HEADER = ["Q_id", "Category", "version", "Ambiguous_Context", "Disambiguating_Context",
               "Question_negative_stereotype", "Question_non_negative", "Answer_negative", "Answer_non_negative",
