@@ -25,10 +25,6 @@ SERVER_VARIABLE = "DEEPL_SERVER_URL"
 class TranslationStopped(Exception):
     """DeepL cannot go on (quota, key, retries exhausted); what was translated so far is kept."""
 
-    @property
-    def message(self) -> str:
-        return str(self)
-
 
 @dataclass
 class DeepLTranslator:
@@ -123,10 +119,9 @@ def base_language(code: str) -> str:
     return code.split("-", 1)[0].lower()
 
 
-def translator_from_environment(auth_key: str | None = None, server_url: str | None = None) -> DeepLTranslator:
-    """The live translator from ``DEEPL_AUTH_KEY`` / ``DEEPL_SERVER_URL`` unless given explicitly."""
-    key = auth_key or os.environ.get(KEY_VARIABLE, "")
-    return DeepLTranslator(key, server_url or os.environ.get(SERVER_VARIABLE) or None)
+def translator_for(auth_key: str | None) -> Translator:
+    """Live DeepL with a key (``DEEPL_SERVER_URL`` may point elsewhere); without one, a replay of the cache."""
+    return DeepLTranslator(auth_key, os.environ.get(SERVER_VARIABLE) or None) if auth_key else ReplayTranslator()
 
 
 def _deepl():  # noqa: ANN202 (the deepl module)

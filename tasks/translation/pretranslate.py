@@ -187,7 +187,7 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
         try:
             choice = choose_mode(profile, glossary, translator, recorded)
         except TranslationStopped as exc:  # the cache can still answer; nothing new can be sent
-            stopped, choice = exc.message, choose_mode(profile, glossary, None, recorded)
+            stopped, choice = str(exc), choose_mode(profile, glossary, None, recorded)
         mode = choice.mode
         settings = request_settings(profile, glossary, mode)
         if choice.asked_deepl:
@@ -208,14 +208,14 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
                 if mode == "deepl":
                     glossary_id = translator.create_glossary(glossary, settings.source_lang, settings.target_lang)
             except TranslationStopped as exc:
-                stopped = exc.message
+                stopped = str(exc)
         size = profile.translation.batch_size
         for start in range(0, len(missing) if stopped is None else 0, size):
             batch = missing[start:start + size]
             try:
                 results = translator.translate(batch, settings, glossary_id)
             except TranslationStopped as exc:
-                stopped = exc.message
+                stopped = str(exc)
                 break
             done = dict(zip(batch, results))
             cache.put_many(done, settings)

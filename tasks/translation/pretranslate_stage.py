@@ -17,8 +17,7 @@ from core.stage_contract import Context, Stage, StageOutput, Waiting, require
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.translation.cache import check_readable
-from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
-                                            set_network_retries, translator_from_environment)
+from tasks.translation.deepl_client import KEY_VARIABLE, TranslationStopped, set_network_retries, translator_for
 from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary, load_glossary
 from tasks.translation.twin_templates import MT_TEMPLATES, write_machine_translation
 from tasks.translation.pretranslate import load_labels, pretranslate, require_target_language, translatable
@@ -34,11 +33,6 @@ def translatable_templates(bbq_path: Path, labels_path: Path, profile: Profile
     bbq, _ = load_bbq_templates(bbq_path)
     labels = load_labels(labels_path)
     return translatable(bbq, labels, profile), labels
-
-
-def translator_for(auth_key: str | None) -> Translator:
-    """Live DeepL with a key (``DEEPL_SERVER_URL`` may point elsewhere); without one, a replay of the cache."""
-    return translator_from_environment(auth_key) if auth_key else ReplayTranslator()
 
 
 def check_target_language(profile: Profile) -> None:
