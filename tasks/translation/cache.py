@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -150,12 +151,9 @@ class TranslationCache:
                                "target_lang = ? AND glossary = ?", key).fetchone()
         if row is not None:
             return str(row[0]), str(row[1])
-        counts: dict[str, int] = {}
-        for (options,) in self._db.execute("SELECT options FROM translations WHERE source_lang = ? AND "
-                                           "target_lang = ? AND glossary = ?", key):
-            mode = json.loads(options).get("glossary_mode")
-            if mode:
-                counts[mode] = counts.get(mode, 0) + 1
+        rows = self._db.execute("SELECT options FROM translations WHERE source_lang = ? AND target_lang = ? AND "
+                                "glossary = ?", key)
+        counts = Counter(mode for (options,) in rows if (mode := json.loads(options).get("glossary_mode")))
         if not counts:
             return None
         mode = max(sorted(counts), key=counts.__getitem__)

@@ -39,14 +39,11 @@ class ReferenceLinks:
     substitutions: list[tuple[str, str, str]]  # (template subject, English term, its substitute in the culture)
     shared: dict[str, list[str]]  # BBQ template -> the adapted templates made from it, where more than one
 
-    def comparison(self, profile: Profile) -> list[tuple[str, str, int, int | None]]:
-        """(category, label, linked templates, the paper's count) for every category with a paper row."""
-        return [(c.name, label, self.linked.get((c.name, label), 0),
+    def render(self, profile: Profile) -> str:
+        """The links counted per category and label beside the paper's Table 1, the shared and missing links."""
+        rows = [(c.name, label, self.linked.get((c.name, label), 0),
                  None if c.paper is None else c.paper.st if label == "ST" else c.paper.tm)
                 for c in profile.categories for label in ("ST", "TM")]
-
-    def render(self, profile: Profile) -> str:
-        rows = self.comparison(profile)
         matches = sum(1 for *_, ours, paper in rows if ours == paper)
         lines = [f"{self.rows_linked} of {self.rows} ST/TM rows link to a BBQ template "
                  f"({sum(self.linked.values())} distinct BBQ templates); {matches} of {len(rows)} category x label "

@@ -44,24 +44,20 @@ def neutral_instructions(profile: Profile) -> list[str]:
     """The Instructions sheet of a profile without its own ``postedit_instructions.txt``: the slot syntax in
     English, with the profile's list separator and culture, and no example in any particular language."""
     joiner = profile.templates.list_joiner
-    lines = [
-        "Post-edit the 'Post-edit' column (pre-filled with the DeepL draft). Only 'Post-edit' and 'Notes' can be edited.",
-        "Do not add, remove or reorder rows; the import rejects a workbook whose IDs or locked columns changed.",
-        "Save as .xlsx (not .xlsm).",
-        "",
-    ]
+    lines = ["Post-edit the 'Post-edit' column (pre-filled with the DeepL draft). Only 'Post-edit' and 'Notes' can be "
+             "edited.",
+             "Do not add, remove or reorder rows; the import rejects a workbook whose IDs or locked columns changed.",
+             "Save as .xlsx (not .xlsm).", ""]
     if profile.templates.workbook is None:
-        lines += [
-            f"Slots. Names declares the two people, each a list of interchangeable words: "
-            f"'N1: [word{joiner}word]; N2: [word{joiner}word]'.",
-            f"Lexical_diversity declares other interchangeable words the same way: 'W1: [word{joiner}word]'. "
-            "Keep every slot of the English text.",
-            f"In the text, write a slot bare ('[N1]') where its words fit the sentence as declared; the import writes "
-            f"the list. Where a word changes in the sentence, write the list yourself: '[N1: form{joiner}form]' (same "
-            "order as Names).",
-            f"Separate the items of a list with {' or '.join(repr(s) for s in profile.templates.separators)}.",
-            "",
-        ]
+        lines += [f"Slots. Names declares the two people, each a list of interchangeable words: "
+                  f"'N1: [word{joiner}word]; N2: [word{joiner}word]'.",
+                  f"Lexical_diversity declares other interchangeable words the same way: 'W1: [word{joiner}word]'. "
+                  "Keep every slot of the English text.",
+                  f"In the text, write a slot bare ('[N1]') where its words fit the sentence as declared; the import "
+                  f"writes the list. Where a word changes in the sentence, write the list yourself: "
+                  f"'[N1: form{joiner}form]' (same order as Names).",
+                  f"Separate the items of a list with {' or '.join(repr(s) for s in profile.templates.separators)}.",
+                  ""]
     lines += [f"Cultural adaptation. Replace US-specific entities with ones familiar in {profile.culture.name}. The "
               "draft already applies the glossary; explain any further substitution in 'Notes'."]
     return lines
