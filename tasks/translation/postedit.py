@@ -34,11 +34,9 @@ from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS
 from tasks.translation.workbook import EditedCell, FOLLOWS, clean_text, read_workbook
 
 STAGE = "postedit"
-OUTPUT_COLUMNS = [
-    "Category", "ID", "version", "Label_annotation",
-    *[c for column in FIELD_ORDER for c in (column, f"{column}_translated")],
-    "N1_info", "N2_info", "Target_group", "BBQ_id", "BBQ_category", "Translator_notes",
-]
+OUTPUT_COLUMNS = ["Category", "ID", "version", "Label_annotation",
+                  *[c for column in FIELD_ORDER for c in (column, f"{column}_translated")],
+                  "N1_info", "N2_info", "Target_group", "BBQ_id", "BBQ_category", "Translator_notes"]
 
 
 def edit_distance(a: str, b: str) -> int:
