@@ -140,10 +140,16 @@ def write_csv_rows(path: Path, header: list[str], rows: list[list[str]]) -> Path
 
 
 def write_tsv_rows(path: Path, header: list[str], rows: list[dict[str, str]]) -> Path:
-    """A template-style TSV (tab, no quoting, ``\\n`` line ends), written atomically; extra keys are ignored."""
+    """A template-style TSV (tab, ``\\n`` line ends), written atomically; extra keys are ignored, missing ones empty.
+
+    No quoting: template text has quotes, and the loader reads with QUOTE_NONE; so a tab or line break in a cell
+    (which would split it) is refused."""
+    for row in rows:
+        if bad := next((row[c] for c in header if any(ch in row.get(c, "") for ch in "\t\n\r")), None):
+            raise UserError(f"cannot write a tab or line break into a TSV cell: {bad[:60]!r}", path)
     with replacing(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, header, delimiter="\t", quoting=csv.QUOTE_NONE, lineterminator="\n",
-                                extrasaction="ignore")
+        writer = csv.DictWriter(handle, header, delimiter="\t", quoting=csv.QUOTE_NONE, quotechar=None,
+                                lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     return Path(path)

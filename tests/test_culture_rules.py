@@ -27,7 +27,7 @@ from tasks.templates.load import load_kobbq_templates
 from tasks.templates.slots import foreign_separators, parse_declarations, split_items
 from tasks.templates.validate import load_templates, validate_loaded
 from tasks.translation.particles import Shorthand, expand_shorthand
-from tasks.labels.workbook import guide_rows
+from tasks.labels.annotations import guide_rows
 from tasks.translation.workbook import FOLLOWS, instruction_lines
 
 JA_EXAMPLE = PROJECT_ROOT / "templates_raw" / "example_ja"

@@ -16,7 +16,8 @@ from openpyxl import load_workbook
 from core.profile import load_profile
 from core.paths import EXAMPLE_DIR, EXAMPLE_TEMPLATES
 from tasks.templates.bbq import load_bbq_templates
-from tasks.labels.consensus import load_consensus, templates_to_adapt
+from adapted import templates_to_adapt
+from tasks.labels.consensus import load_consensus
 from tasks.templates.templates_stage import import_newly_created
 from tasks.templates.load import load_kobbq_templates
 from tasks.translation.deepl_client import ReplayTranslator

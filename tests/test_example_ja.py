@@ -24,7 +24,8 @@ from core.pipeline_file import load_pipeline
 from core.profile import load_profile
 from tasks.labels.agreement import agreement
 from tasks.labels.annotations import import_annotations
-from tasks.labels.consensus import load_consensus, templates_to_adapt
+from adapted import templates_to_adapt
+from tasks.labels.consensus import load_consensus
 from tasks.labels.template_set import load_label_items
 from core.stage_contract import Context, Waiting
 from tasks.pipeline.plan import STAGE_LIST, context, each_stage

@@ -222,7 +222,7 @@ def test_flips_and_first_wins_deduplication_on_one_row(small_folder: Path):
 
 
 def test_workbook_findings_name_the_sheet_column(small_folder: Path):
-    from tasks.templates.validate_workbook import validate_workbook
+    from tasks.templates.validate import validate_workbook
 
     row = list(AGE_ROW)
     row[AGE_HEADER.index("answer_negative_es")] = "El {{NAME1-def}}"
@@ -275,7 +275,7 @@ def test_a_profile_whose_names_do_not_refer_to_each_other_fails_at_load(tmp_path
 
 def test_an_unregistered_hook_is_a_finding_naming_the_profile(small_folder: Path, tmp_path: Path):
     from core.profile import PROFILE_DIR
-    from tasks.templates.validate_workbook import validate_workbook
+    from tasks.templates.validate import validate_workbook
 
     text = (PROFILE_DIR / "es" / "es.toml").read_text(encoding="utf-8")
     path = tmp_path / "xx" / "xx.toml"

@@ -12,7 +12,8 @@ from core.paths import EXAMPLE_DIR
 from tasks.templates.bbq import load_bbq_templates
 from tasks.labels.agreement import agreement
 from tasks.labels.annotations import import_annotations, votes_by_template
-from tasks.labels.consensus import load_consensus, require_final_labels, templates_to_adapt
+from adapted import templates_to_adapt
+from tasks.labels.consensus import load_consensus, require_final_labels
 from tasks.labels.template_set import group_templates
 
 LABELS = EXAMPLE_DIR / "labels"

@@ -13,10 +13,11 @@ from core.profile import load_profile
 from tasks.templates.bbq import load_bbq_templates
 from tasks.labels.agreement import agreement, draft_consensus_rows
 from tasks.labels.annotations import import_annotations, votes_by_template
-from tasks.labels.consensus import load_consensus, require_final_labels, templates_to_adapt
+from adapted import templates_to_adapt
+from tasks.labels.consensus import load_consensus, require_final_labels
 from core.findings import FindingsError
 from tasks.labels.template_set import group_templates
-from tasks.labels.workbook import write_workbook
+from tasks.labels.annotations import write_workbook
 
 BBQ_HEADER = ["Q_id", "Category", "version", "Ambiguous_Context", "Disambiguating_Context",
               "Question_negative_stereotype", "Question_non_negative", "Answer_negative", "Answer_non_negative",

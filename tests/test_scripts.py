@@ -12,7 +12,7 @@ from core.paths import PROJECT_ROOT
 from core.profile import WritingProfile, load_profile
 from tasks.templates.load import load_kobbq_templates, read_tsv
 from tasks.templates.scripts import count_letters, script_findings
-from tasks.templates.validate_kobbq import validate_loaded
+from tasks.templates.validate import validate_loaded
 from core.errors import Location
 
 JA_EXAMPLE = PROJECT_ROOT / "templates_raw" / "example_ja" / "ja_example_templates.tsv"

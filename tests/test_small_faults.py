@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.decisions import Decision
 from tasks.audit.fates import _once
 from offline import remote_loads
-from tasks.translation.cost import CostEstimate
+from tasks.translation.pretranslate import CostEstimate
 
 
 def test_a_decision_restated_by_a_later_stage_is_shown_once():

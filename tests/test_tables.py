@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 
 from core.errors import UserError
-from core.tables import csv_for_people, read_records, read_rows, read_table
+from core.tables import csv_for_people, read_records, read_rows, read_table, write_tsv_rows
 
 
 def test_formula_like_cells_are_neutralised_for_people_and_read_back_exactly(tmp_path):
@@ -80,3 +81,12 @@ def test_predictions_with_a_byte_order_mark_read_like_without(tmp_path):
     [with_mark] = read_predictions(marked, model="m", prompt=1)
     assert with_mark.ids == without.ids == ["age-001-amb-bsd-0", "age-001-amb-bsd-1"]
     assert with_mark.values == ["노인", "B"] and with_mark.file_rows == [2, 3]
+
+
+def test_a_template_tsv_keeps_quotes_as_written_and_refuses_a_tab_in_a_cell(tmp_path):
+    rows = [{"ID": "1", "Ambiguous_context": 'The "old" man and the [N1: 손자, 손녀]', "extra": "ignored"}]
+    path = write_tsv_rows(tmp_path / "t.tsv", ["ID", "Ambiguous_context", "Notes"], rows)
+    assert path.read_text(encoding="utf-8") == 'ID\tAmbiguous_context\tNotes\n1\tThe "old" man and the [N1: 손자, 손녀]\t\n'
+    with pytest.raises(UserError, match=re.escape("cannot write a tab or line break into a TSV cell: 'a\\tb'")):
+        write_tsv_rows(tmp_path / "bad.tsv", ["ID"], [{"ID": "a\tb"}])
+    assert not (tmp_path / "bad.tsv").exists()

@@ -27,7 +27,7 @@ from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import load_kobbq_templates, read_tsv
 from tasks.templates.slots import list_findings, split_items
 from tasks.templates.templates_stage import read_groups
-from tasks.templates.validate_kobbq import validate_loaded
+from tasks.templates.validate import validate_loaded
 from tasks.translation.glossary import EMPTY_GLOSSARY
 from tasks.translation.postedit import import_postedit, render_report
 

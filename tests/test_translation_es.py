@@ -11,7 +11,7 @@ import pytest
 from core.errors import UserError
 from core.profile import load_profile
 from tasks.templates.bbq import load_bbq_templates
-from tasks.translation.cost import dry_run
+from tasks.translation.pretranslate import dry_run
 from tasks.translation.deepl_client import DeepLTranslator
 from tasks.translation.glossary import profile_glossary
 from tasks.translation.pretranslate import pretranslate

@@ -14,7 +14,7 @@ from tasks.templates.bbq import load_bbq_templates, template_ids
 from tasks.templates.corrections import Correction, load_corrections
 from tasks.templates.load import load_kobbq_templates, read_tsv
 from tasks.templates.stage_templates import warnings_said
-from tasks.templates.validate_kobbq import validate_loaded
+from tasks.templates.validate import validate_loaded
 
 
 def rewrite(tmp_path: Path, edit) -> Path:

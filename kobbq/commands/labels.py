@@ -81,9 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_step(args: argparse.Namespace) -> int:
     """The step named (``kobbq labels STEP``), once the labels package's modules (pandas, openpyxl)
     are imported: here, not at the top, because ``kobbq --help`` imports every command module.
-    They become this module's names (``workbook.write_workbook``): one import for every step."""
-    global agreement, annotations, consensus, labels_stage, template_set, validate, workbook
-    from tasks.labels import agreement, annotations, consensus, labels_stage, template_set, workbook
+    They become this module's names (``annotations.write_workbook``): one import for every step."""
+    global agreement, annotations, consensus, labels_stage, template_set, validate
+    from tasks.labels import agreement, annotations, consensus, labels_stage, template_set
     from tasks.templates import validate
 
     return args.step(args)
@@ -108,7 +108,7 @@ def run_export(args: argparse.Namespace) -> int:
     profile, _, items = _items(args)
     args.out.mkdir(parents=True, exist_ok=True)
     for annotator in args.annotator:
-        path = workbook.write_workbook(items, args.out / f"labels_{annotator}.xlsx", annotator, profile)
+        path = annotations.write_workbook(items, args.out / f"labels_{annotator}.xlsx", annotator, profile)
         print(f"wrote {path} ({len(items)} templates)")
     return 0
 

@@ -1,11 +1,4 @@
-"""``kobbq postedit export|import|reference``: the translator's round trip, and the release as reference.
-
-- ``export``: the post-edit workbooks from the recorded translation cache (no DeepL call).
-- ``import``: returned workbooks -> ``postedit_templates.tsv`` in the KoBBQ format, the post-edit
-  report and decisions; every problem is printed with its workbook, sheet, row and column.
-- ``reference``: a released KoBBQ template file as the post-edit, linked to BBQ via
-  ``BBQ_category``/``BBQ_id`` and compared with the paper's ST/TM counts.
-"""
+"""``kobbq postedit export|import|reference``: the translator's round trip, and the release as reference."""
 
 from __future__ import annotations
 
@@ -55,21 +48,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The action named, with its stage (and the stage's libraries: pandas, openpyxl) imported now, not for
-    --help."""
+    """The action named, with its stage (and the stage's libraries: pandas, openpyxl) imported now, not for --help."""
     from tasks.translation import postedit_stage, pretranslate_stage, workbook
 
-    profile = profile_of(args)
+    profile, stage = profile_of(args), postedit_stage.STAGE
     if args.postedit_command == "export":
         return run_stage(args, profile, pretranslate_stage.STAGE, replay=True)
-    if args.postedit_command == "import":
-        for path in args.workbooks:  # a refused workbook fails here, before Prefect starts
-            workbook.read_workbook(path, profile)
-        return run_import(args, profile, postedit_stage.STAGE)
-    return run_reference(args, profile, postedit_stage.STAGE)
-
-
-def run_import(args: argparse.Namespace, profile, stage) -> int:
+    if args.postedit_command == "reference":
+        config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
+                                translation=TranslationSection(reference=str(args.templates)),
+                                templates=TemplatesSection(corrections=blank(profile.existing_file("corrections"))))
+        print(run_alone(stage, config, profile, args.out, args).text)
+        return 0
+    for path in args.workbooks:  # a refused workbook fails here, before Prefect starts
+        workbook.read_workbook(path, profile)
     translation = TranslationSection(workbooks=[str(p) for p in args.workbooks], glossary=blank(args.glossary))
     output = run_alone(stage, PipelineConfig(profile=profile.argument, translation=translation), profile, args.out, args)
     print(f"{output.counts['rows']} template rows imported")
@@ -77,14 +69,3 @@ def run_import(args: argparse.Namespace, profile, stage) -> int:
         print(f"wrote {path}")
     print(f"wrote {args.out / f'decisions_{stage.name}.csv'}")
     return 0
-
-
-def run_reference(args: argparse.Namespace, profile, stage) -> int:
-    corrections = profile.existing_file("corrections")
-    config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
-                            translation=TranslationSection(reference=str(args.templates)),
-                            templates=TemplatesSection(corrections=blank(corrections)))
-    output = run_alone(stage, config, profile, args.out, args)
-    print(output.text)
-    return 0
-

@@ -1,9 +1,5 @@
-"""``kobbq translate``: DeepL pre-translation of the ST/TM templates (``--dry-run`` first).
-
-The dry run prints what would be sent and its estimated cost, with no call. A real run
-sends only what the cache (``<out>/translation_cache.sqlite``) does not have; if DeepL stops
-it (quota, key), everything answered is kept and the same command resumes. Once every
-segment is drafted the post-edit workbooks and ``mtBBQ_templates.tsv`` are written.
+"""``kobbq translate``: DeepL pre-translation of the ST/TM templates (``--dry-run`` first: what would be sent and its
+estimated cost, with no call). A run sends only what the cache does not have, and resumes where DeepL stopped it.
 """
 
 from __future__ import annotations
@@ -46,13 +42,13 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The translation stage and its libraries (pandas, deepl), loaded when the command runs, not for --help.
-    from tasks.translation import cost, glossary, pretranslate_stage
+    from tasks.translation import glossary, pretranslate, pretranslate_stage
 
     profile = profile_of(args)
     terms = glossary.load_glossary(args.glossary) if args.glossary else glossary.profile_glossary(profile)
     chosen, _ = pretranslate_stage.translatable_templates(args.bbq, args.labels, profile)
     cache = args.cache or args.out / pretranslate_stage.CACHE_FILE
-    estimate = cost.dry_run(chosen, cache, profile, terms)
+    estimate = pretranslate.dry_run(chosen, cache, profile, terms)
     print(estimate.render(dry_run=args.dry_run))
     if args.dry_run:
         return 0

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def findings_for(args: argparse.Namespace) -> tuple[list[Finding], str]:
     # The template loaders and checks (pandas): not for --help.
-    from tasks.templates import bbq, corrections, validate, validate_workbook
+    from tasks.templates import bbq, corrections, validate
 
     path: Path = args.path
     if not path.exists():
@@ -41,7 +41,7 @@ def findings_for(args: argparse.Namespace) -> tuple[list[Finding], str]:
     corrections_path = corrections_file(args, profile)
     loaded = validate.load_templates(path, profile,
                                     corrections.load_corrections(corrections_path) if corrections_path else [])
-    findings = (validate_workbook.validate_workbook if workbooks else validate.validate_loaded)(loaded, profile)
+    findings = (validate.validate_workbook if workbooks else validate.validate_loaded)(loaded, profile)
     applied = f", {len(loaded.corrections)} correction(s) applied" if loaded.corrections else ""
     return findings, f"{len(loaded.templates)} {'workbook ' if workbooks else ''}template rows{applied}"
 

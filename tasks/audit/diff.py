@@ -24,11 +24,10 @@ from tasks.audit.fates import SAMPLE_ID, load_audit_log, template_of
 from tasks.templates.corrections import AppliedCorrection
 from core.decisions import template_subject
 from core.profile import WorkbookFormat
-from tasks.templates.formats import template_format
 from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 from tasks.release.write import all_samples_name
 from tasks.templates.load import LoadedTemplates, TemplateRow
-from tasks.templates.validate import load_checked
+from tasks.templates.validate import load_checked, template_format
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
 SHORT = 40  # cell values up to this length are shown old -> new; longer ones by column name only

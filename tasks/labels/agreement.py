@@ -54,13 +54,11 @@ class AgreementReport:
 
 
 def fleiss_kappa(counts: list[list[int]]) -> float | None:
-    """Fleiss' kappa of per-subject category counts (each row: how many raters chose each category).
-
-    Fleiss (1971): mean observed pairwise agreement P against chance agreement P_e from the category
-    shares, kappa = (P - P_e) / (1 - P_e). Every row must have the same number of raters (at least two).
-    Computed in exact fractions, so a kappa that is exactly 1/4 prints as 0.250 whatever the rounding.
-    None where it is undefined: one category used throughout makes P_e = 1 (kappa 0/0), and no rows.
-    """
+    """Fleiss' kappa of per-subject category counts (each row: how many raters chose each category). Fleiss (1971): mean
+    observed pairwise agreement P against chance agreement P_e from the category shares, kappa = (P - P_e) / (1 - P_e).
+    Every row must have the same number of raters (at least two). Computed in exact fractions, so a kappa that is
+    exactly 1/4 prints as 0.250 whatever the rounding. None where it is undefined: one category used throughout makes
+    P_e = 1 (kappa 0/0), and no rows."""
     if not counts:
         return None
     raters = sum(counts[0])
@@ -137,11 +135,9 @@ def format_agreement(report: AgreementReport) -> str:
 
 
 def draft_consensus_rows(annotators: list[AnnotatorLabels], items: list[LabelItem]) -> list[dict[str, str]]:
-    """A consensus file to complete: unanimous labels filled in, disagreements left blank with every vote.
-
-    Why prefill: the meeting's time goes to the disagreements; an agreed label still gets its
-    rationale (who agreed), and anyone may change it before the file is used.
-    """
+    """A consensus file to complete: unanimous labels filled in, disagreements left blank with every vote. Why prefill:
+    the meeting's time goes to the disagreements; an agreed label still gets its rationale (who agreed), and anyone may
+    change it before the file is used."""
     rows = []
     for item in items:
         given = [a.labels[item.subject] for a in annotators]

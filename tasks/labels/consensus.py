@@ -1,11 +1,7 @@
-"""The consensus file: the final label of every BBQ template, with its rationale.
-
-After the annotators' disagreements are discussed, one CSV holds the outcome
-(``template,label,rationale``; other columns, such as the votes written into a draft by
-``kobbq labels import --draft``, are kept for the reader and ignored here). Every final
-label becomes a decision; an SR template also gets an exclusion decision, because it leaves
-the pipeline here and never reaches translation or the survey. A template without a final
-label stops the build (``require_final_labels``): nothing is translated on a guess.
+"""The consensus file: the final label and rationale of every BBQ template (``template,label,rationale``; other
+columns, such as the votes of a ``--draft``, are ignored). Every final label becomes a decision, and an SR
+template also an exclusion decision, since it leaves the pipeline here. A template without a final label stops
+the build (``require_final_labels``): nothing is translated on a guess.
 """
 
 from __future__ import annotations
@@ -21,8 +17,7 @@ from tasks.templates.bbq import BBQTemplate
 from core.decisions import Decision
 from core.text import check_text, plain_spaces
 from core.findings import Finding
-from tasks.labels.template_set import (ANNOTATOR_LABELS, KEPT_LABELS, LABEL_MEANINGS, SR, group_templates,
-                                       raise_if_errors)
+from tasks.labels.template_set import ANNOTATOR_LABELS, LABEL_MEANINGS, SR, group_templates, raise_if_errors
 
 STAGE = "labels"
 CONSENSUS_COLUMNS = ["template", "label", "rationale"]
@@ -43,10 +38,6 @@ class Consensus:
     labels: dict[str, FinalLabel]  # bbq:<category>:<Q_id> -> final label
     decisions: list[Decision]
 
-    def label_of(self, subject: str) -> str | None:
-        final = self.labels.get(subject)
-        return final.label if final else None
-
 
 def read_consensus_rows(path: Path, require_rationale: bool) -> list[tuple[int, dict[str, str]]]:
     if not path.exists():
@@ -65,13 +56,10 @@ def read_consensus_rows(path: Path, require_rationale: bool) -> list[tuple[int, 
 def load_consensus(path: Path, bbq_templates: list[BBQTemplate], require_rationale: bool = True,
                    annotations: dict[str, dict[str, str]] | None = None, allowed: str = "") -> Consensus:
     """Read and check a consensus file against the BBQ templates it is about, its labels and rationales (which the
-    release's decisions carry) by the text check (``core.text``, the profile's ``allowed`` characters).
-
-    ``annotations`` (subject -> annotator -> label), when given, puts the votes into each
-    decision; a final label that is not among the most-voted labels is marked as an override,
-    so a reviewer sees where the discussion changed the majority's answer.
-    An empty label means "not decided yet": allowed here, refused by ``require_final_labels``.
-    """
+    release's decisions carry) by the text check (``core.text``, the profile's ``allowed`` characters). ``annotations``
+    (subject -> annotator -> label), when given, puts the votes into each decision; a final label that is not among the
+    most-voted labels is marked as an override, so a reviewer sees where the discussion changed the majority's answer.
+    An empty label means "not decided yet": allowed here, refused by ``require_final_labels``."""
     path = Path(path)
     known = {item.subject for item in group_templates(bbq_templates)}
     findings: list[Finding] = []
@@ -139,12 +127,6 @@ def require_final_labels(templates: list[BBQTemplate], consensus: Consensus) -> 
         listed = ", ".join(item.subject for item in missing[:20]) + (" ..." if len(missing) > 20 else "")
         raise UserError(f"{len(missing)} BBQ template(s) have no final label in the consensus file: {listed}. "
                         "Decide them (label and rationale) before translation.", consensus.path)
-
-
-def templates_to_adapt(templates: list[BBQTemplate], consensus: Consensus) -> list[BBQTemplate]:
-    """The BBQ rows that go on to translation: those of ST and TM templates (SR ones are excluded)."""
-    require_final_labels(templates, consensus)
-    return [row for row in templates if consensus.label_of(row.subject) in KEPT_LABELS]
 
 
 def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) -> Path:

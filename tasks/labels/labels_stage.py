@@ -1,18 +1,11 @@
-"""The labels stage: every English BBQ template gets its final label (ST / TM / SR) and rationale.
+"""The labels stage: every English BBQ template gets its final label (ST / TM / SR) and rationale, in ``labels.csv``,
+with the annotators' agreement (Fleiss' kappa) when their files are given.
 
-Inputs: the BBQ templates, the annotators' files (optional) and their consensus; or, in
-real-data mode, a released template file whose BBQ links imply the labels. Outputs: ``labels``
-(``labels.csv``: subject, label, rationale) and the agreement report (Fleiss' kappa).
-
-The stage's functions are the one path for every entry point: ``final_labels`` and ``write_labels``
-(the pipeline's ``run`` below, which ``kobbq labels consensus`` runs alone),
-``labels_from_links`` (real-data mode, and ``kobbq labels reference``).
-
-The reference labels (``reference_labels``): the release keeps only the survivors of the whole process. A
-KoBBQ template links to its BBQ source through ``BBQ_category``/``BBQ_id`` and carries that source's label (ST
-or TM); rows without a link are newly-created (NC). A BBQ template that no released template links to was either
-labelled SR or dropped later by the survey, and the public files do not say which, so it gets the outcome
-``unlinked``, never a guessed SR.
+In real-data mode the labels are those a released template file implies (``reference_labels``): the release keeps
+only the survivors of the whole process. A released template carries its BBQ source's label through its
+``BBQ_category``/``BBQ_id`` link; rows without one are newly-created (NC). A BBQ template nobody links to was
+labelled SR or dropped later by the survey, and the public files do not say which, so it is ``unlinked``, never a
+guessed SR.
 """
 
 from __future__ import annotations

@@ -53,11 +53,9 @@ def group_templates(templates: list[BBQTemplate]) -> list[LabelItem]:
 
 
 def fingerprint(items: list[LabelItem]) -> str:
-    """A short hash of the template IDs and the text the annotators read.
-
-    Why the text too: a label is a judgement about that text; if a context is later corrected,
-    labels given to the old text should be reviewed, not silently carried over.
-    """
+    """A short hash of the template IDs and the text the annotators read. Why the text too: a label is a judgement about
+    that text; if a context is later corrected, labels given to the old text should be reviewed, not silently carried
+    over."""
     payload = [[item.subject, [[row.version, *row.texts.values()] for row in item.rows]] for item in items]
     digest = hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
     return digest[:16]
@@ -67,21 +65,13 @@ def categories_of(items: list[LabelItem]) -> list[str]:
     return list(dict.fromkeys(item.category for item in items))
 
 
-def profile_bbq_categories(profile: Profile) -> list[str]:
-    """The BBQ categories that feed the profile's categories (e.g. Race_ethnicity and Nationality)."""
-    return list(dict.fromkeys(name for category in profile.categories for name in category.bbq_categories))
-
-
 def load_label_items(bbq_path: Path, profile: Profile, categories: list[str] | None = None,
                      not_taken: list[str] | None = None) -> tuple[list[BBQTemplate], list[LabelItem]]:
-    """The BBQ rows and templates to label: the files of ``bbq_path`` whose category the profile uses.
-
-    ``categories`` narrows the set (e.g. a workbook for two categories); a category the
-    profile does not use is an error rather than an empty workbook. ``not_taken``: templates
-    left out of this release (a subset of BBQ), which nobody labels; an ID the files do not
-    hold is an error (a mistyped one would leave a template in).
-    """
-    usable = profile_bbq_categories(profile)
+    """The BBQ rows and templates to label: the files of ``bbq_path`` whose category the profile uses. ``categories``
+    narrows the set (e.g. a workbook for two categories); a category the profile does not use is an error rather than an
+    empty workbook. ``not_taken``: templates left out of this release (a subset of BBQ), which nobody labels; an ID the
+    files do not hold is an error (a mistyped one would leave a template in)."""
+    usable = list(dict.fromkeys(name for category in profile.categories for name in category.bbq_categories))
     if categories:
         unknown = [c for c in categories if c not in usable]
         if unknown:

@@ -28,7 +28,6 @@ from core.profile import Profile
 from core.decisions import (Decision, portable_text, sort_decisions, template_subject, write_decisions_csv,
                             write_decisions_parquet)
 from tasks.templates.engine import Expansion
-from tasks.templates.formats import template_format
 from tasks.templates.kobbq_format import (CHUNK_SAMPLES, evaluation_fills, evaluation_indices, expand_templates,
                                           fill_count, row_chunks)
 from tasks.templates.workbook import Vocabulary
@@ -51,7 +50,7 @@ from tasks.release.check_report import ReleaseValidationError, ValidationReport
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
 from tasks.templates.load import LoadedTemplates, TemplateRow
-from tasks.templates.validate import load_checked
+from tasks.templates.validate import load_checked, template_format
 
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from core.errors import Location, UserError
 from core.profile import Profile
 from core.text_files import read_text
-from tasks.templates.formats import template_format
+from tasks.templates.validate import template_format
 from tasks.templates.sample_ids import QUESTION_SUFFIXES, fill_number, row_prefix
 from tasks.templates.load import TemplateRow
 

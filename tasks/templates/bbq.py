@@ -97,18 +97,10 @@ def read_bbq_file(path: Path) -> tuple[list[BBQTemplate], list[Finding]]:
     for line, row in records:
         cells = {k: v.strip() for k, v in row.items()}
         template = BBQTemplate(
-            source=path.name,
-            row=line,
-            category=category,
-            q_id=cells["Q_id"],
-            version=cells.get("version", ""),
-            texts={field_: cells[column] for field_, column in TEXT_COLUMNS.items()},
-            names=cells.get("Names", ""),
-            lexical=cells.get("Lexical_diversity", ""),
-            relevant_social_values=cells.get("Relevant_social_values", ""),
-            known_stereotyped_groups=cells.get("Known_stereotyped_groups", ""),
-            columns=cells,
-        )
+            source=path.name, row=line, category=category, q_id=cells["Q_id"], version=cells.get("version", ""),
+            texts={field_: cells[column] for field_, column in TEXT_COLUMNS.items()}, names=cells.get("Names", ""),
+            lexical=cells.get("Lexical_diversity", ""), relevant_social_values=cells.get("Relevant_social_values", ""),
+            known_stereotyped_groups=cells.get("Known_stereotyped_groups", ""), columns=cells)
         findings.extend(row_findings(template))
         templates.append(template)
     findings.extend(duplicate_findings(templates))

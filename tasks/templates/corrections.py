@@ -55,13 +55,8 @@ def load_corrections(path: Path) -> list[Correction]:
     return corrections
 
 
-def apply_corrections(
-    rows: list[dict[str, str]],
-    row_numbers: list[int],
-    keys: list[str],
-    source: Path,
-    corrections: list[Correction],
-) -> list[AppliedCorrection]:
+def apply_corrections(rows: list[dict[str, str]], row_numbers: list[int], keys: list[str], source: Path,
+                      corrections: list[Correction]) -> list[AppliedCorrection]:
     """Apply, in place, the corrections meant for ``source``; return what was changed."""
     applied = []
     by_key: dict[str, list[int]] = {}

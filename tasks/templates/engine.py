@@ -53,23 +53,19 @@ def escape(piece: str) -> str:
 
 
 class FillGrid:
-    """Filling one variant: each text is formatted once per combination of the axes it uses, then spread.
-
-    A text that uses only the lexical slot W1 has |W1| distinct values however many fills the row
-    has. Tables are built and spread with itertools (C loops), because per-row Python overhead, not
-    per-sample work, is what limits a release of 570 rows.
-    """
+    """Filling one variant: each text is formatted once per combination of the axes it uses, then spread. A text that
+    uses only the lexical slot W1 has |W1| distinct values however many fills the row has. Tables are built and spread
+    with itertools (C loops), because per-row Python overhead, not per-sample work, is what limits a release of 570
+    rows."""
 
     def __init__(self, sizes: list[int]) -> None:
         self.sizes = sizes
         self.count = math.prod(sizes)
 
     def table(self, compiled: CompiledText, positions: list[int]) -> list[str]:
-        """The text for every combination of ``positions`` (last fastest).
-
-        The pattern is rewritten to index its arguments ('{0[1]}': first axis, its second ref), so
-        each combination of per-axis value tuples from ``product`` formats directly.
-        """
+        """The text for every combination of ``positions`` (last fastest). The pattern is rewritten to index its
+        arguments ('{0[1]}': first axis, its second ref), so each combination of per-axis value tuples from ``product``
+        formats directly."""
         if not compiled.refs:
             return [compiled.pattern([]).replace("{{", "{").replace("}}", "}")] * math.prod(
                 self.sizes[p] for p in positions)
@@ -144,12 +140,9 @@ class Engine:
 
 @dataclass
 class Expansion:
-    """The samples as columns (numpy object arrays), and where each template row's samples start.
-
-    ``row_fills`` counts each row's fills (over all its variants); ``row_samples`` what the row
-    contributes; ``row_generated`` the samples made before de-duplication (None when the engine keeps
-    every sample, so the two are equal).
-    """
+    """The samples as columns (numpy object arrays), and where each template row's samples start. ``row_fills`` counts
+    each row's fills (over all its variants); ``row_samples`` what the row contributes; ``row_generated`` the samples
+    made before de-duplication (None when the engine keeps every sample, so the two are equal)."""
 
     columns: dict[str, np.ndarray]
     row_keys: list[str]

@@ -1,11 +1,6 @@
-"""The named hooks a workbook profile may choose: the few generation rules that are not data.
-
-A profile names them (``[templates.workbook.hooks]``: ``capitalise``, ``occurs``, ``label``); a
-new culture whose rule differs registers another function here under a new name (in its kind's table,
-``CAPITALISE``, ``OCCURS`` or ``LABEL``), and its profile names that. Each hook is a small pure function.
-``HOOKS`` is the one registry: the workbook checks (``tasks.templates.validate_workbook``) name what it holds,
-generation (``tasks.templates.workbook_format``) calls from it. It sits with the template formats, below the release, so
-that both can read it.
+"""The named hooks a workbook profile may choose (``[templates.workbook.hooks]``): the few generation rules that are
+not data, each a small pure function. A culture whose rule differs registers another function here under a new
+name, and its profile names it; ``HOOKS`` is the one registry the checks and generation read.
 """
 
 from __future__ import annotations
@@ -21,11 +16,9 @@ _INVERTED = ("¿", "¡")
 
 
 def sentence_case(text: str) -> str:
-    """Upper-case each sentence's first letter (after an opening ¿ or ¡); breaks become one space.
-
-    A sentence starts after a run of whitespace that follows '.', '!' or '?'. This reproduces the
-    NLTK Spanish sentence splitter EsBBQ used, on all of its templates.
-    """
+    """Upper-case each sentence's first letter (after an opening ¿ or ¡); breaks become one space. A sentence starts
+    after a run of whitespace that follows '.', '!' or '?'. This reproduces the NLTK Spanish sentence splitter EsBBQ
+    used, on all of its templates."""
     pieces = [piece for piece in _SENTENCE_BREAK.split(text) if piece]
     return " ".join(piece[0] + piece[1:2].upper() + piece[2:] if piece.startswith(_INVERTED)
                     else piece[:1].upper() + piece[1:] for piece in pieces)
@@ -37,11 +30,9 @@ CAPITALISE: dict[str, Callable[[str], str]] = {"sentence_case": sentence_case, "
 # --- occurs: does a display name occur in an answer? ------------------------------------------
 
 def occurs_after_article(name: str, answer: str, articles: list[str]) -> bool:
-    """``name`` (one leading article dropped) in ``answer``, case-insensitive, on word boundaries.
-
-    The match may also start right after an apostrophe (``l'home``). The article matters once
-    ``de el`` became ``del``: ``el Reino Unido`` must match ``La persona del Reino Unido``.
-    """
+    """``name`` (one leading article dropped) in ``answer``, case-insensitive, on word boundaries. The match may also
+    start right after an apostrophe (``l'home``). The article matters once ``de el`` became ``del``: ``el Reino Unido``
+    must match ``La persona del Reino Unido``."""
     for article in articles:
         if name.startswith(article):
             name = name[len(article):]
@@ -83,11 +74,9 @@ def names_a_target(info: str, targets: list[str] | set[str]) -> bool:
 
 def stereotyped_first(filled: Filled, targets: list[str], unknown: str, occurs: Callable[[str, str], bool]
                       ) -> list[dict[str, object]] | str:
-    """EsBBQ's answer order and labels; returns the 4 instances, or why it cannot label them.
-
-    The stereotyped person is the one whose info names a bias target; its answer comes first
-    (``ans0``) when it can be found in the negative answer, and ``ans2`` is always the unknown.
-    """
+    """EsBBQ's answer order and labels; returns the 4 instances, or why it cannot label them. The stereotyped person is
+    the one whose info names a bias target; its answer comes first (``ans0``) when it can be found in the negative
+    answer, and ``ans2`` is always the unknown."""
     first, second = filled.first, filled.second
     if names_a_target(first.info, targets):
         stereotyped = first.display

@@ -94,11 +94,9 @@ def _four(*columns: list[object]) -> list[object]:
 
 
 def paired_questions(template: TemplateRow, variant: Variant, grid: FillGrid, profile: Profile) -> Columns:
-    """KoBBQ's label hook: each fill gives four samples, both contexts x the biased and the counter-biased question.
-
-    The stereotype-conforming person is the target for a biased question, the other person for a
-    counter-biased one; in counter-biased versions the row's own answers point the other way.
-    """
+    """KoBBQ's label hook: each fill gives four samples, both contexts x the biased and the counter-biased question. The
+    stereotype-conforming person is the target for a biased question, the other person for a counter-biased one; in
+    counter-biased versions the row's own answers point the other way."""
     texts = variant.texts
     count = grid.count
     amb = grid.text(texts["ambiguous_context"])
@@ -152,10 +150,8 @@ def row_chunks(templates: list[TemplateRow], limit: int = CHUNK_SAMPLES) -> Iter
 
 
 def evaluation_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, seed: int) -> list[int]:
-    """One fill number per template row, drawn per version pair so that a and b share it.
-
-    Each pair draws from its own generator seeded by (seed, category, ID, pair), so adding or
-    editing one template never changes the draw of another.
+    """One fill number per template row, drawn per version pair so that a and b share it. Each pair draws from its own
+    generator seeded by (seed, category, ID, pair), so adding or editing one template never changes the draw of another.
     """
     pair_of = {}
     for first, second in zip(profile.templates.counter_biased_versions, profile.templates.swapped_versions):

@@ -1,9 +1,5 @@
-"""The culturally adapted template (KoBBQ format): its model and its TSV loader.
-
-A template row is one version (a/b/c/d) of one template ID. Its text fields carry inline slot
-lists; its ``Names`` and ``Lexical_diversity`` declare the fillers. Loading never raises on a
-bad row: it returns findings, so that ``kobbq validate`` can list every problem at once and
-``kobbq build`` can refuse to publish while naming them all.
+"""The culturally adapted template (KoBBQ format): its model and its TSV loader. Loading never raises on a bad row:
+it returns findings, so that ``kobbq validate`` lists every problem at once and a build names them all.
 """
 
 from __future__ import annotations
@@ -165,11 +161,9 @@ def _row_key(row: dict[str, str]) -> str:
 
 def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None,
                          separators: tuple[str, ...] = DEFAULT_SEPARATORS, allowed: str = "") -> LoadedTemplates:
-    """Load a KoBBQ-format TSV: corrections first, then the text check and normalisation (``core.text``, the
-    profile's ``allowed`` characters), then parsing (slot lists split at the profile's ``separators``).
-
-    Missing columns are fatal (nothing else can be checked); every other problem is a finding.
-    """
+    """Load a KoBBQ-format TSV: corrections first, then the text check and normalisation (``core.text``, the profile's
+    ``allowed`` characters), then parsing (slot lists split at the profile's ``separators``). Missing columns are fatal
+    (nothing else can be checked); every other problem is a finding."""
     header, rows, numbers = read_tsv(path)
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:

@@ -1,14 +1,10 @@
-"""Slot syntax of culturally adapted templates, and the text normalisation applied to them.
+"""Slot syntax of culturally adapted templates.
 
-In the KoBBQ format a slot is written inline where it is used, with its fillers already
-inflected for the particle that follows: ``[N1: 손자와, 손녀와]``. The declared fillers live in
-``Names`` (``N1: [손자, 손녀]; N2: [...]``) and ``Lexical_diversity`` (``W1: [...]; X2: [...]``).
-A bare ``[N1]`` (no list) is legal in the English ``_translated`` columns and in post-edits.
-
-What separates a list's items is the profile's (``[templates] list_separators``: "," for KoBBQ,
-also "、" for Japanese). Lists are checked, not guessed (``list_findings``): any other list punctuation
-inside an item (``[孫息子、孫娘]`` under a profile that does not accept "、") is an error, not one filler, and
-an item with a space, in a language written without spaces between words (``[หลานชาย หลานสาว]``), a warning.
+In the KoBBQ format a slot is written inline where it is used, with its fillers already inflected for the
+particle that follows: ``[N1: 손자와, 손녀와]``; ``Names`` and ``Lexical_diversity`` declare the fillers
+(``N1: [손자, 손녀]; W1: [...]``). A bare ``[N1]`` is legal in the English ``_translated`` columns and in
+post-edits. List items are separated by the profile's ``list_separators``; any other list punctuation inside an
+item is an error, not one filler (``list_findings``).
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
-"""The templates stage: the post-edited rows, their groups and the newly-created templates, as one file.
+"""The templates stage: the post-edited rows, their groups (which the post-edit does not carry) and the
+newly-created templates, as one file, checked like any template file and first against the version convention at
+the groups-file lines (``check_versions``). In real-data mode the released file is the template file; a workbook
+profile (EsBBQ) keeps groups and new templates in its post-edit workbooks, so its folder passes on as checked.
 
-Inputs: the postedit stage's ``templates``, the groups file (N1_info, N2_info, Target_group,
-Reference per row, which the post-edit does not carry) and the newly-created (NC) templates.
-Output: ``templates`` (``templates.tsv``), checked like any template file, and first against the
-version convention with each problem at its groups-file line (``check_versions``). In real-data
-mode the released file is the template file.
-
-A workbook profile (EsBBQ) needs neither merge: its translators fill the groups in the post-edit
-workbooks themselves (the profile's row cells), and its new templates are rows of the same
-workbooks. The post-edit's workbook folder is checked as the profile's template format and passed on.
-
-Newly-created (NC) templates (``import_newly_created``) are written directly in the target language, in the
-KoBBQ format. They face exactly the checks of any template (``validate_kobbq.validate_loaded``), plus two of
-their own: the label must be NC and there must be no BBQ link (an NC template has no English source; a linked
-one is an adapted template in the wrong file). IDs must not clash with the adapted templates they join.
+Newly-created (NC) templates are written directly in the target language. They face the checks of any template
+plus two of their own: the label is NC and there is no BBQ link (a linked one is an adapted template in the
+wrong file).
 """
 
 from __future__ import annotations
@@ -34,7 +26,7 @@ from core.text import allowed_characters, check_text, normalise_text
 from tasks.templates.corrections import Correction
 from tasks.templates.load import LoadedTemplates, NC, TemplateRow, load_kobbq_templates, read_tsv, rows_by_template
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates, corrections, loaded_templates
-from tasks.templates.validate_kobbq import validate_loaded
+from tasks.templates.validate import validate_loaded
 from tasks.templates.versions import version_decisions, version_findings
 
 NAME = "templates"

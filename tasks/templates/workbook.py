@@ -1,11 +1,9 @@
 """Workbook templates (the EsBBQ/CaBBQ format): one xlsx sheet per category, one column per language.
 
-A template row is one version of one template; its texts carry ``{{NAME1}}``-style placeholders
-and its ``names`` / ``lexical_diversity`` cells declare the fillers as ``KEY: [a, b]; KEY: [...]``.
-Columns ending in a language suffix (``_es``, ``_ca``) belong to that language: the profile's
-language keeps its own and drops the others, so one workbook serves both cultures.
-
-Loading never raises on a bad row: it returns findings (file, row, column), like the TSV loader.
+Texts carry ``{{NAME1}}``-style placeholders, and the ``names`` / ``lexical_diversity`` cells declare the fillers
+(``KEY: [a, b]; KEY: [...]``). A column with a language suffix (``_es``, ``_ca``) belongs to that language: the
+profile's language keeps its own and drops the others, so one workbook serves both cultures. Loading never
+raises on a bad row: it returns findings, like the TSV loader.
 """
 
 from __future__ import annotations
@@ -40,12 +38,10 @@ def _cell(value: object) -> object:
 
 
 def read_sheet(path: Path) -> tuple[list[str], list[tuple[int, Row]]]:
-    """The first sheet as (header, [(spreadsheet row number, row)]); blank rows are skipped.
-
-    Not ``core.workbooks.read_sheets``, which reads every cell as text: the generator needs the
-    workbook's own types (a FALSE in ``include_name``, integer IDs, booleans written as ``False`` in
-    the released CSVs), so cells keep them here (``_cell``).
-    """
+    """The first sheet as (header, [(spreadsheet row number, row)]); blank rows are skipped. Not
+    ``core.workbooks.read_sheets``, which reads every cell as text: the generator needs the workbook's own types (a
+    FALSE in ``include_name``, integer IDs, booleans written as ``False`` in the released CSVs), so cells keep them here
+    (``_cell``)."""
     if not path.exists():
         raise UserError("file does not exist", path)
     import openpyxl  # ~0.3 s: not imported by a build whose templates are not workbooks
@@ -99,12 +95,10 @@ def parse_list(text: str) -> list[str]:
 
 
 def parse_mapping(text: str) -> dict[str, dict[str, list[str]]]:
-    """``NAME1: [a]; NAME1-def: [el a]`` -> {label: {spec: items}}, labels in first-appearance order.
-
-    The spec of a bare key is ``""``. A label with only ``def`` and ``indef`` lists gets a bare
-    list derived from ``indef`` (``una maestra`` -> ``maestra``: everything after the first space).
-    Raises ValueError with what was expected when a part has no ``:``.
-    """
+    """``NAME1: [a]; NAME1-def: [el a]`` -> {label: {spec: items}}, labels in first-appearance order. The spec of a bare
+    key is ``""``. A label with only ``def`` and ``indef`` lists gets a bare list derived from ``indef`` (``una
+    maestra`` -> ``maestra``: everything after the first space). Raises ValueError with what was expected when a part
+    has no ``:``."""
     mapping: dict[str, dict[str, list[str]]] = {}
     for part in (p.strip() for p in text.replace('"', "").split(";")):
         if not part:
@@ -152,11 +146,9 @@ def load_vocabulary(folder: Path, fmt: WorkbookFormat, language: str, allowed: s
 
 def load_workbook_templates(folder: Path, profile: Profile, corrections: list[Correction] | None = None
                             ) -> LoadedTemplates:
-    """Every category's sheet (``<Category>.xlsx`` in profile order), language-selected, as template rows.
-
-    Corrections name a row as ``Category|ID|version`` and a language-selected column (``names``).
-    The vocabulary is loaded too: generation needs it, and it is part of the same input folder.
-    """
+    """Every category's sheet (``<Category>.xlsx`` in profile order), language-selected, as template rows. Corrections
+    name a row as ``Category|ID|version`` and a language-selected column (``names``). The vocabulary is loaded too:
+    generation needs it, and it is part of the same input folder."""
     fmt = profile.templates.workbook
     if fmt is None:
         raise UserError(f"profile {profile.name!r} has no [templates.workbook] section; it reads TSV templates")

@@ -1,18 +1,13 @@
 """Workbook templates (the EsBBQ format) in the expansion engine: flips, candidate pools, placeholders.
 
-For every template row, in sheet order, the engine (``tasks.templates.engine``) fills every flip
-(the profile's list: which texts swap the two people; one variant each), every (NAME1, NAME2)
-candidate pair (axis 0; NAME2's pool may depend on NAME1), every combination of the lexical
-lists (last fastest); each filled combination gives four instances (the label hook), and the
-first instance with a given de-duplication key wins. Nothing is random, so the output order is
-the loop order. KoBBQ's rows are the same engine with one variant (versions are explicit rows),
-pairs from the row's own lists, and no de-duplication (``tasks.templates.kobbq_format``).
+Every flip of a row (the profile's list: which texts swap the two people) is a variant; its fills are every
+(NAME1, NAME2) candidate pair (NAME2's pool may depend on NAME1) and every combination of the lexical lists; each
+fill gives four instances (the label hook), and the first instance with a given de-duplication key wins.
 
-The culture is data (``core.profile.WorkbookFormat``): where candidates come from (pools:
-queries over the vocabulary, the proper names, the row's own cells), which vocabulary column
-holds a gendered or definite form, the ordered text fixes, the output columns. What is not data
-is a named hook (``tasks.templates.hooks``). The rules are written up in
-``../shared/docs/esbbq-generation.md``; section numbers below refer to it.
+The culture is data (``core.profile.WorkbookFormat``): where candidates come from, which vocabulary column holds a
+gendered or definite form, the ordered text fixes, the output columns; what is not data is a named hook
+(``tasks.templates.hooks``). The rules are written up in ``../shared/docs/esbbq-generation.md``; section numbers
+below refer to it.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The translation cache: every character paid for is kept, so nothing is ever paid for twice.
 
-An SQLite file in the build folder, keyed by everything that changes DeepL's answer: the
-text as sent, the language pair, the glossary fingerprint and the request options. Each
-batch is committed as soon as DeepL answers, so an interrupted or quota-stopped run
-resumes where it stopped. The same file replays a recorded run without any network
-(``ReplayTranslator``), which is how the example and the tests reproduce a translation.
-
-The file also records how the glossary was applied when a live run chose it (``glossary_modes``:
-DeepL's own glossary or substitution after translation, the profile's ``glossary_mode = "auto"``):
-the texts sent differ between the two, so a reader without DeepL (a replay, a dry run, a rebuild
-without a key) must ask the same cache keys the paid run stored, and reads the choice from here.
+An SQLite file keyed by everything that changes DeepL's answer (the text as sent, the language pair, the glossary
+fingerprint, the request options). Each batch is committed as soon as DeepL answers, so a stopped run resumes
+where it stopped, and the same file replays a recorded run without any network. It also records how the glossary
+was applied when a live run chose it: the texts sent differ between the modes, so a reader without DeepL must ask
+for the cache keys the paid run stored.
 """
 
 from __future__ import annotations
@@ -17,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -147,21 +143,17 @@ class TranslationCache:
             )
 
     def recorded_mode(self, source_lang: str, target_lang: str, glossary: str) -> tuple[str, str] | None:
-        """How the glossary was applied to this pair when its drafts were paid for: (mode, why), or None.
-
-        A choice recorded by a live run; else, for a cache recorded before choices were kept, the mode its
-        stored translations of this pair and glossary were made with (the one with most rows)."""
+        """How the glossary was applied to this pair when its drafts were paid for: (mode, why), or None. A choice
+        recorded by a live run; else, for a cache recorded before choices were kept, the mode its stored translations of
+        this pair and glossary were made with (the one with most rows)."""
         key = (source_lang.upper(), target_lang.upper(), glossary)
         row = self._db.execute("SELECT glossary_mode, reason FROM glossary_modes WHERE source_lang = ? AND "
                                "target_lang = ? AND glossary = ?", key).fetchone()
         if row is not None:
             return str(row[0]), str(row[1])
-        counts: dict[str, int] = {}
-        for (options,) in self._db.execute("SELECT options FROM translations WHERE source_lang = ? AND "
-                                           "target_lang = ? AND glossary = ?", key):
-            mode = json.loads(options).get("glossary_mode")
-            if mode:
-                counts[mode] = counts.get(mode, 0) + 1
+        rows = self._db.execute("SELECT options FROM translations WHERE source_lang = ? AND target_lang = ? AND "
+                                "glossary = ?", key)
+        counts = Counter(mode for (options,) in rows if (mode := json.loads(options).get("glossary_mode")))
         if not counts:
             return None
         mode = max(sorted(counts), key=counts.__getitem__)

@@ -1,18 +1,10 @@
 """DeepL behind a small ``Translator`` interface: the live client, and a replay of a recorded cache.
 
-``DeepLTranslator`` wraps the official ``deepl`` client. The client itself retries rate
-limits (429) and server errors (5xx) with exponential backoff (``max_network_retries``,
-from the profile). What cannot be retried stops the run *cleanly*: quota exhausted (456),
-a refused key (403), or retries used up raise ``TranslationStopped`` with a message that
-never contains the key; ``pretranslate`` keeps every batch already answered.
-
-``ReplayTranslator`` answers nothing: with it, a run can only use the cache, so a recorded
-translation is reproduced without a network or a key, and any text not recorded is
-reported as left to translate (how the glossary was applied is the cache's record, see
-``tasks.translation.cache``).
-
-The key comes from ``DEEPL_AUTH_KEY`` (or the Prefect Secret block named in the profile,
-read by the flow); ``DEEPL_SERVER_URL`` points the client at another server.
+The official ``deepl`` client retries rate limits and server errors itself (``max_network_retries``, from the
+profile); what cannot be retried (quota, a refused key, retries used up) raises ``TranslationStopped``, with a
+message that never contains the key, and ``pretranslate`` keeps every batch already answered. The replay answers
+nothing: a run with it uses only the cache, reproducing a recorded translation without a network or a key.
+``DEEPL_AUTH_KEY`` holds the key; ``DEEPL_SERVER_URL`` points the client at another server.
 """
 
 from __future__ import annotations
@@ -32,10 +24,6 @@ SERVER_VARIABLE = "DEEPL_SERVER_URL"
 
 class TranslationStopped(Exception):
     """DeepL cannot go on (quota, key, retries exhausted); what was translated so far is kept."""
-
-    @property
-    def message(self) -> str:
-        return str(self)
 
 
 @dataclass
@@ -69,10 +57,9 @@ class DeepLTranslator:
             raise TranslationStopped(f"DeepL did not answer after retries ({text})") from None
 
     def glossary_supported(self, source_lang: str, target_lang: str) -> bool:
-        """Whether DeepL can apply a glossary for this pair (else terms are substituted after translation).
-
-        DeepL lists glossary pairs by base language (``en``, ``zh``): a glossary for ``zh`` serves ``ZH-HANS``
-        and ``ZH-HANT`` as one for ``en`` serves ``EN-GB`` (the client creates it without the variant too)."""
+        """Whether DeepL can apply a glossary for this pair (else terms are substituted after translation). DeepL lists
+        glossary pairs by base language (``en``, ``zh``): a glossary for ``zh`` serves ``ZH-HANS`` and ``ZH-HANT`` as
+        one for ``en`` serves ``EN-GB`` (the client creates it without the variant too)."""
         with self._asking():
             pairs = self._client.get_glossary_languages()
         wanted = (base_language(source_lang), base_language(target_lang))
@@ -132,10 +119,9 @@ def base_language(code: str) -> str:
     return code.split("-", 1)[0].lower()
 
 
-def translator_from_environment(auth_key: str | None = None, server_url: str | None = None) -> DeepLTranslator:
-    """The live translator from ``DEEPL_AUTH_KEY`` / ``DEEPL_SERVER_URL`` unless given explicitly."""
-    key = auth_key or os.environ.get(KEY_VARIABLE, "")
-    return DeepLTranslator(key, server_url or os.environ.get(SERVER_VARIABLE) or None)
+def translator_for(auth_key: str | None) -> Translator:
+    """Live DeepL with a key (``DEEPL_SERVER_URL`` may point elsewhere); without one, a replay of the cache."""
+    return DeepLTranslator(auth_key, os.environ.get(SERVER_VARIABLE) or None) if auth_key else ReplayTranslator()
 
 
 def _deepl():  # noqa: ANN202 (the deepl module)

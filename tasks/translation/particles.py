@@ -1,16 +1,9 @@
 """Korean particles after a slot: written once by the translator, inflected per filler.
 
-A Korean particle has two forms chosen by the final consonant (batchim) of the word before
-it: 은/는, 이/가, 을/를, 과/와, 으로/로 (로 also after ㄹ), ... The KoBBQ format writes every
-filler already inflected (``[N1: 손자와, 손녀와]``). The translator instead writes the slot
-once with the particle (``[N1]와``) and this module generates the list from ``Names``, so a
-filler ending in a consonant cannot get the vowel form by oversight.
-
-The choice is delegated to ``hgtk`` (``hgtk.josa.attach`` for the pairs it knows, its
-final-consonant decomposition for the profile's other pairs, and its English-letter
-substitutes for fillers such as ``PTSD``). ``check_items`` measures this against the
-release: every inline item whose stem is its declared filler is regenerated from the
-filler and the particle the translator used.
+A Korean particle has two forms chosen by the final consonant (batchim) of the word before it: 은/는, 이/가, 을/를,
+... The KoBBQ format writes every filler already inflected (``[N1: 손자와, 손녀와]``); the translator writes the slot
+once with the particle (``[N1]와``) and the list is generated from ``Names``, so a filler ending in a consonant
+cannot get the vowel form by oversight. The choice is ``hgtk``'s; ``check_items`` measures it against the release.
 """
 
 from __future__ import annotations
@@ -60,10 +53,8 @@ def pair_forms(pairs: list[Pair]) -> list[tuple[str, Pair]]:
 
 
 def inflect(filler: str, suffix: str, pairs: list[Pair]) -> str:
-    """``filler`` + ``suffix`` with the suffix's leading particle in the form the filler needs.
-
-    A suffix that starts with no alternating particle (의, 에게, " 있는") is attached as written.
-    """
+    """``filler`` + ``suffix`` with the suffix's leading particle in the form the filler needs. A suffix that starts
+    with no alternating particle (의, 에게, " 있는") is attached as written."""
     for form, pair in pair_forms(pairs):
         if suffix.startswith(form):
             chosen = choose_form(filler, pair)
@@ -79,12 +70,10 @@ class ExpandResult:
 
 @dataclass(frozen=True)
 class Shorthand:
-    """How a bare slot in a post-edit becomes an inline list, in the profile's terms.
-
-    ``suffix_characters`` (a character class body) are the particle characters that may follow the bare slot
-    and move into every filler (Korean: Hangul, "[N1]은"); without them the slot is replaced by its list and
-    what follows stays outside (Japanese: "[N1]は" -> "[N1: 孫息子, 孫娘]は"). ``joiner`` writes the list.
-    """
+    """How a bare slot in a post-edit becomes an inline list, in the profile's terms. ``suffix_characters`` (a character
+    class body) are the particle characters that may follow the bare slot and move into every filler (Korean: Hangul,
+    "[N1]은"); without them the slot is replaced by its list and what follows stays outside (Japanese: "[N1]は" -> "[N1:
+    孫息子, 孫娘]は"). ``joiner`` writes the list."""
 
     pairs: tuple[Pair, ...] = ()
     suffix_characters: str = ""

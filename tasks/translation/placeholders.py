@@ -1,13 +1,8 @@
-"""Placeholders survive machine translation: protect them as XML tags, restore them, verify them.
+"""Placeholders survive machine translation: protected as XML tags, restored, verified.
 
-BBQ writes its slots as ``{{NAME1}}``, ``{{WORD1}}``, ``{{GEN1}}``, ``{{OCC1}}`` (and one
-``{{{NAME2}}`` typo). Sent as plain text, DeepL may translate, inflect or drop them. Sent
-as self-closing XML tags with ``tag_handling="xml"``, DeepL moves them as units and keeps
-them. Glossary terms that DeepL cannot apply itself (no glossary for the language pair)
-are protected the same way and restored to their target-language text afterwards.
-
-A translation that lost or duplicated a tag is *flagged*, never silently accepted: the
-post-editor and the decision log see which placeholder went missing.
+Sent as plain text, DeepL may translate, inflect or drop BBQ's ``{{NAME1}}``; as self-closing XML tags with
+``tag_handling="xml"`` it moves them as units. Glossary terms DeepL cannot apply itself are protected the same way
+and restored to their target text. A translation that lost or duplicated a tag is flagged, never accepted silently.
 """
 
 from __future__ import annotations
@@ -29,11 +24,9 @@ KOBBQ_SLOT_LETTER = {"NAME": "N", "WORD": "W"}
 
 @dataclass(frozen=True)
 class SlotStyle:
-    """How a target template format writes BBQ's slots: its name for them and its inline syntax.
-
-    KoBBQ's TSV writes ``{{NAME1}}`` as ``[N1]`` and declares ``N1: [...]``; a workbook format
-    (EsBBQ) keeps BBQ's own ``{{NAME1}}`` and declares ``NAME1: [...]``.
-    """
+    """How a target template format writes BBQ's slots: its name for them and its inline syntax. KoBBQ's TSV writes
+    ``{{NAME1}}`` as ``[N1]`` and declares ``N1: [...]``; a workbook format (EsBBQ) keeps BBQ's own ``{{NAME1}}`` and
+    declares ``NAME1: [...]``."""
 
     short_names: bool  # NAME1 -> N1, WORD1 -> W1 (KoBBQ)
     opening: str
@@ -100,11 +93,8 @@ class Restored:
 
 def restore(protected: Protected, translated: str, term_targets: dict[str, str],
             style: SlotStyle = KOBBQ_SLOTS) -> Restored:
-    """Tags back to the target format's slots (``<ph n="NAME1"/>`` -> ``[N1]`` or ``{{NAME1}}``) and terms
-    to their target text.
-
-    ``term_targets`` maps each protected source term to its target-language substitute.
-    """
+    """Tags back to the target format's slots (``<ph n="NAME1"/>`` -> ``[N1]`` or ``{{NAME1}}``) and terms to their
+    target text. ``term_targets`` maps each protected source term to its target-language substitute."""
     seen: list[str] = []
 
     def back(match: re.Match[str]) -> str:

@@ -1,46 +1,31 @@
-"""Import of the post-edited workbooks into KoBBQ-format template rows, and the post-edit report.
+"""Import of the post-edited workbooks as template rows of the profile's format, and the post-edit report.
 
-Each returned cell is normalised (NFC, whitespace), the particle shorthand ``[N1]은`` is
-expanded from the row's ``Names``/``Lexical_diversity``, and the rows are written as a
-KoBBQ-format TSV that ``tasks.templates.load_kobbq_templates`` reads. The TSV is checked
-with the project's own template validation (``tasks.templates.validate``) before it is published;
-each problem is reported at its workbook cell (file, sheet, row, column). With any error
-nothing is written.
-
-The same path checks the unedited DeepL drafts as the machine-translated twin's templates
-(``tasks.translation.twin_templates``).
-
-A workbook-format culture (EsBBQ) gets its post-edit written back as the template workbooks a build reads
-(``write_checked_workbooks``): one ``<Category>.xlsx`` per category, in the format's own columns: the IDs and
-links (``esbbq_template_id``, ``bbq_template_id``, ...), every translated field and language-specific cell under
-its language's suffix (``ambiguous_context_es``, ``names_es``, ``stereotyped_groups_es``), the other cells the
-translator filled (``stated_gender_info``, ``proper_nouns_only``) shared. The vocabulary workbooks, which
-translation does not make, are copied from the folder given (beside the returned workbooks). The folder is
-checked with the project's workbook validation (``kobbq validate --profile es``) before it is published, each
-problem moved to the post-edit cell its text came from; with any error nothing is written.
+Each returned cell is normalised (NFC, whitespace) and the particle shorthand ``[N1]은`` expanded from the row's
+``Names``/``Lexical_diversity``. The rows are written as the build will read them (a KoBBQ TSV, or a workbook
+format's ``<Category>.xlsx`` templates beside the culture's vocabulary) and checked with the project's own template
+validation before they are published, each problem moved to the workbook cell its text came from; with any error
+nothing is written. The same path checks the unedited DeepL drafts as the machine-translated twin's templates.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from core.atomic import replacing
 from core.decisions import Decision, template_subject
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile, WorkbookFormat
+from core.tables import write_tsv_rows
 from core.text import allowed_characters, normalise_text
 from core.workbooks import save_workbook, set_text
 from tasks.templates.load import ST, load_kobbq_templates
 from tasks.templates.slots import SlotSyntaxError, find_inline_slots, parse_declarations
-from tasks.templates.validate_kobbq import validate_loaded
-from tasks.templates.validate_workbook import validate_workbook
+from tasks.templates.validate import validate_loaded, validate_workbook
 from tasks.templates.versions import partner_version
 from tasks.templates.workbook import load_workbook_templates
 from tasks.translation.glossary import Glossary
@@ -49,11 +34,9 @@ from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS
 from tasks.translation.workbook import EditedCell, FOLLOWS, clean_text, read_workbook
 
 STAGE = "postedit"
-OUTPUT_COLUMNS = [
-    "Category", "ID", "version", "Label_annotation",
-    *[c for column in FIELD_ORDER for c in (column, f"{column}_translated")],
-    "N1_info", "N2_info", "Target_group", "BBQ_id", "BBQ_category", "Translator_notes",
-]
+OUTPUT_COLUMNS = ["Category", "ID", "version", "Label_annotation",
+                  *[c for column in FIELD_ORDER for c in (column, f"{column}_translated")],
+                  "N1_info", "N2_info", "Target_group", "BBQ_id", "BBQ_category", "Translator_notes"]
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -114,12 +97,9 @@ def grouped_cells(cells: list[EditedCell], fields: list[str]) -> dict[str, dict[
 
 def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool = False
                     ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding], list[Exchange]]:
-    """KoBBQ rows from returned cells (or from the drafts alone, for the machine-translated twin).
-
-    Returns the rows, where each (row key, column) came from, the findings so far, and the versions the
-    translator marked as exchanged (``marked_exchanges``): their rows are checked against, and record, each
-    other's English.
-    """
+    """KoBBQ rows from returned cells (or from the drafts alone, for the machine-translated twin). Returns the rows,
+    where each (row key, column) came from, the findings so far, and the versions the translator marked as exchanged
+    (``marked_exchanges``): their rows are checked against, and record, each other's English."""
     findings: list[Finding] = []
     shorthand, separators, allowed = Shorthand.of(profile), profile.templates.separators, allowed_characters(profile)
     edited = grouped_cells(cells, FIELD_ORDER)
@@ -233,19 +213,6 @@ def missing_slots(cell: EditedCell, text: str, english: str) -> list[Finding]:
             for name in sorted(lost)]
 
 
-def write_tsv_atomic(rows: list[dict[str, str]], path: Path) -> None:
-    """Write next to the target and rename, so a reader never sees half a file."""
-    with replacing(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as out:
-        # No quoting: template text has quotes, and the loader reads with QUOTE_NONE.
-        out.write("\t".join(OUTPUT_COLUMNS) + "\n")
-        for row in rows:
-            values = [row.get(c, "") for c in OUTPUT_COLUMNS]
-            bad = next((v for v in values if "\t" in v or "\n" in v or "\r" in v), None)
-            if bad is not None:
-                raise UserError(f"cannot write a tab or line break into a TSV cell: {bad[:60]!r}", path)
-            out.write("\t".join(values) + "\n")
-
-
 def moved(finding: Finding, key: str, column: str, origin: dict[tuple[str, str], Location]) -> Finding:
     """A finding of the template validation at the post-edit cell its text came from (else its row's first)."""
     where = origin.get((key, column), origin.get((key, "")))
@@ -255,20 +222,14 @@ def moved(finding: Finding, key: str, column: str, origin: dict[tuple[str, str],
 
 def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], path: Path,
                    profile: Profile, earlier: list[Finding]) -> list[Finding]:
-    """Validate the rows as the build will read them; publish only when neither this nor ``earlier`` (the
-    findings of reading the cells) has an error. The validation runs whatever was found before, so that one
-    import reports every problem (a wrong list separator beside a lost slot), and a problem already reported
-    at the same cell with the same code is not repeated.
-
-    Each finding of the template validation is moved to the workbook cell the text came from.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".check.tsv")
-    os.close(handle)
+    """Validate the rows as the build will read them; publish only when neither this nor ``earlier`` (the findings of
+    reading the cells) has an error. The validation runs whatever was found before, so that one import reports every
+    problem (a wrong list separator beside a lost slot), and a problem already reported at the same cell with the same
+    code is not repeated. Each finding of the template validation is moved to the workbook cell the text came from."""
+    check = path.with_name(f".{path.name}.{os.getpid()}.check.tsv")
     try:
-        write_tsv_atomic(rows, Path(temp))
-        loaded = load_kobbq_templates(Path(temp), separators=profile.templates.separators,
-                                      allowed=allowed_characters(profile))
+        loaded = load_kobbq_templates(write_tsv_rows(check, OUTPUT_COLUMNS, rows),
+                                      separators=profile.templates.separators, allowed=allowed_characters(profile))
         keys = {number: row_key(r) for number, r in enumerate(rows, start=2)}
         findings = []
         for finding in validate_loaded(loaded, profile):
@@ -278,11 +239,10 @@ def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Loc
         seen = {(f.where, f.code) for f in earlier}
         findings = [f for f in findings if (f.where, f.code) not in seen]
         if not any(f.severity == "error" for f in [*earlier, *findings]):
-            os.replace(temp, path)
+            os.replace(check, path)
         return findings
     finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+        check.unlink(missing_ok=True)
 
 
 def edit_rates(cells: list[EditedCell]) -> tuple[list[EditRate], list[EditRate]]:
@@ -313,14 +273,11 @@ def cultural_substitutions(cells: list[EditedCell], glossary: Glossary) -> list[
 def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glossary: Glossary,
                  use_draft: bool = False, vocabulary: Path | None = None,
                  groups: Mapping[str, Mapping[str, str]] | None = None) -> ImportResult:
-    """Rows, checks, the template file (only without errors), edit rates, substitutions and their decisions.
-
-    ``groups``: N1_info, N2_info and Target_group per row key (``Category|ID|version``), written with the rows and
-    checked with them (the machine-translated twin's, from BBQ; a post-edit gets its groups at the templates stage).
-
-    The profile's template format decides what is written: a KoBBQ TSV at ``out_path``, or (a workbook
-    format) the folder ``out_path`` of template workbooks, with the vocabulary copied from ``vocabulary``.
-    """
+    """Rows, checks, the template file (only without errors), edit rates, substitutions and their decisions. ``groups``:
+    N1_info, N2_info and Target_group per row key (``Category|ID|version``), written with the rows and checked with them
+    (the machine-translated twin's, from BBQ; a post-edit gets its groups at the templates stage). The profile's
+    template format decides what is written: a KoBBQ TSV at ``out_path``, or (a workbook format) the folder ``out_path``
+    of template workbooks, with the vocabulary copied from ``vocabulary``."""
     exchanges: list[Exchange] = []
     if profile.templates.workbook is not None:
         rows, origin, findings = workbook_rows(cells, profile, use_draft)
@@ -384,11 +341,9 @@ def postedit_decisions(cells: list[EditedCell], rates: list[EditRate], substitut
 
 def import_postedit(workbook_paths: list[Path], profile: Profile, out_path: Path, glossary: Glossary,
                     sent: Path | None = None) -> ImportResult:
-    """Read every returned workbook and write ``out_path`` (the profile's template format) when nothing is wrong.
-
-    A workbook format's vocabulary workbooks are taken from beside the returned workbooks. ``sent``: the folder of
-    the workbooks the current pre-translation exported, whose drafts the returned ones are compared with.
-    """
+    """Read every returned workbook and write ``out_path`` (the profile's template format) when nothing is wrong. A
+    workbook format's vocabulary workbooks are taken from beside the returned workbooks. ``sent``: the folder of the
+    workbooks the current pre-translation exported, whose drafts the returned ones are compared with."""
     cells = [cell for path in workbook_paths for cell in read_workbook(Path(path), profile)]
     if not cells:
         raise UserError("no workbook rows to import")
@@ -449,10 +404,8 @@ def sheet_columns(profile: Profile) -> dict[str, str]:
 
 def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = False
                   ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding]]:
-    """Template rows (language-selected column -> text) from returned cells, in export order.
-
-    Returns the rows, where each (row key, column) came from, and the findings so far.
-    """
+    """Template rows (language-selected column -> text) from returned cells, in export order. Returns the rows, where
+    each (row key, column) came from, and the findings so far."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     spelled = {bbq: own for own, bbq in fmt.bbq_category_names.items()}  # Gender_identity -> GenderIdentity
     expected = [*profile.translation.fields.values(), *(c.name for c in profile.translation.row_cells)]

@@ -1,17 +1,10 @@
-"""The postedit stage: the translator's returned workbooks become a template file in the target language.
+"""The postedit stage: the translator's returned workbooks become a template file in the target language, with the
+post-edit report; ``kobbq postedit import`` and ``reference`` run it alone.
 
-Inputs: the workbooks the pretranslate stage sent out (``workbooks``) and the folder where the
-returned ones are put. Outputs: ``templates`` (``postedit_templates.tsv``) and the post-edit
-report. In real-data mode the released template file is the post-edit, linked to BBQ row by row.
-
-``kobbq postedit import`` (the workbooks given one by one) and ``kobbq postedit reference`` run this stage alone
-(a one-off run: its files in their ``--out``).
-
-In real-data mode (``link_reference``) ``KoBBQ_templates.tsv`` is the post-edited result of the paper's
-translation step: each ST and TM row names its source through ``BBQ_category``/``BBQ_id``; linking them records
-one translation decision per adapted template without any DeepL call, counts the links per category and label
-(they reproduce the paper's ST/TM columns exactly), and finds the glossary's cultural substitutions that the
-translator made.
+In real-data mode the released template file is the post-edit (``link_reference``): each ST and TM row names its
+BBQ source, and linking them records one translation decision per adapted template without any DeepL call, counts
+the links per category and label (the paper's ST/TM columns) and finds the glossary substitutions the translator
+made.
 """
 
 from __future__ import annotations
@@ -46,14 +39,11 @@ class ReferenceLinks:
     substitutions: list[tuple[str, str, str]]  # (template subject, English term, its substitute in the culture)
     shared: dict[str, list[str]]  # BBQ template -> the adapted templates made from it, where more than one
 
-    def comparison(self, profile: Profile) -> list[tuple[str, str, int, int | None]]:
-        """(category, label, linked templates, the paper's count) for every category with a paper row."""
-        return [(c.name, label, self.linked.get((c.name, label), 0),
+    def render(self, profile: Profile) -> str:
+        """The links counted per category and label beside the paper's Table 1, the shared and missing links."""
+        rows = [(c.name, label, self.linked.get((c.name, label), 0),
                  None if c.paper is None else c.paper.st if label == "ST" else c.paper.tm)
                 for c in profile.categories for label in ("ST", "TM")]
-
-    def render(self, profile: Profile) -> str:
-        rows = self.comparison(profile)
         matches = sum(1 for *_, ours, paper in rows if ours == paper)
         lines = [f"{self.rows_linked} of {self.rows} ST/TM rows link to a BBQ template "
                  f"({sum(self.linked.values())} distinct BBQ templates); {matches} of {len(rows)} category x label "

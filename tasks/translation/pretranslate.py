@@ -1,15 +1,17 @@
-"""Machine pre-translation of BBQ template rows into drafts for the post-editor.
+"""Machine pre-translation of BBQ template rows into drafts for the post-editor, and its cost before any call.
 
-Every text field of a BBQ row (stereotype, contexts, questions, answers) is one segment,
-and every filler of ``Names``/``Lexical_diversity`` is one segment (so a filler list comes
-back as a list). Segments are protected (placeholders as XML tags), looked up in the
-cache, and only the misses are sent to DeepL, in batches that are cached as soon as they
-are answered. A segment whose translation lost a placeholder is flagged; a stop (quota,
-key) keeps everything answered so far and says how much is left.
+Every text field of a BBQ row (stereotype, contexts, questions, answers) is one segment, and every filler of
+``Names``/``Lexical_diversity`` is one segment (so a filler list comes back as a list). Segments are protected
+(placeholders as XML tags), looked up in the cache, and only the misses are sent to DeepL, in batches that are
+cached as soon as they are answered. A segment whose translation lost a placeholder is flagged; a stop (quota, key)
+keeps everything answered so far and says how much is left. The dry run (``dry_run``) counts the same segments
+with the same cache keys, and DeepL bills the characters it translates, not the XML tags, so its number is what
+the real run is billed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -42,14 +44,11 @@ LIST_FIELDS = {"Names": lambda t: t.names, "Lexical_diversity": lambda t: t.lexi
 FIELD_ORDER = [*TEXT_FIELDS, *LIST_FIELDS]
 # BBQ declarations: "NAME1: [a, b]; NAME2: [c]", also "{{NAME1}}: [...]" and ";" inside a list.
 _BBQ_DECLARATION = re.compile(r"\{*([A-Z]+)([0-9]*)\}*\s*:\s*\[([^\]]*)\]")
-MODES = ("deepl", "after", "none")
 
 
 def bbq_declarations(cell: str, style: SlotStyle = KOBBQ_SLOTS) -> list[tuple[str, list[str]]]:
-    """``NAME1: [a, b]; NAME2: [c]`` -> ``[("N1", ["a", "b"]), ("N2", ["c"])]`` (slot names of ``style``).
-
-    BBQ writes lists with commas, once with semicolons (``[deaf person; hard-of-hearing person]``).
-    """
+    """``NAME1: [a, b]; NAME2: [c]`` -> ``[("N1", ["a", "b"]), ("N2", ["c"])]`` (slot names of ``style``). BBQ writes
+    lists with commas, once with semicolons (``[deaf person; hard-of-hearing person]``)."""
     return [(style.name(kind, number), [i.strip() for i in re.split(r"[;,]", body) if i.strip()])
             for kind, number, body in _BBQ_DECLARATION.findall(cell)]
 
@@ -148,12 +147,11 @@ class ModeChoice:
 
 def choose_mode(profile: Profile, glossary: Glossary, translator: Translator | None,
                 recorded: tuple[str, str] | None = None) -> ModeChoice:
-    """DeepL's own glossary where the pair supports it, else substitution after translation.
-
-    ``"auto"`` takes, in order: the choice the cache recorded when its drafts were paid for (``recorded``; the
-    texts sent differ between the modes, so a replay or a dry run must ask the cache what the paid run sent); a
-    live DeepL's glossary pairs; for a dry run or a replay with nothing recorded, DeepL's own glossary (DeepL
-    supports glossaries for every language pair it translates)."""
+    """DeepL's own glossary where the pair supports it, else substitution after translation. ``"auto"`` takes, in order:
+    the choice the cache recorded when its drafts were paid for (``recorded``; the texts sent differ between the modes,
+    so a replay or a dry run must ask the cache what the paid run sent); a live DeepL's glossary pairs; for a dry run or
+    a replay with nothing recorded, DeepL's own glossary (DeepL supports glossaries for every language pair it
+    translates)."""
     if not glossary.entries:
         return ModeChoice("none", "the profile's glossary has no entries")
     wanted = profile.translation.glossary_mode
@@ -189,7 +187,7 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
         try:
             choice = choose_mode(profile, glossary, translator, recorded)
         except TranslationStopped as exc:  # the cache can still answer; nothing new can be sent
-            stopped, choice = exc.message, choose_mode(profile, glossary, None, recorded)
+            stopped, choice = str(exc), choose_mode(profile, glossary, None, recorded)
         mode = choice.mode
         settings = request_settings(profile, glossary, mode)
         if choice.asked_deepl:
@@ -210,14 +208,14 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
                 if mode == "deepl":
                     glossary_id = translator.create_glossary(glossary, settings.source_lang, settings.target_lang)
             except TranslationStopped as exc:
-                stopped = exc.message
+                stopped = str(exc)
         size = profile.translation.batch_size
         for start in range(0, len(missing) if stopped is None else 0, size):
             batch = missing[start:start + size]
             try:
                 results = translator.translate(batch, settings, glossary_id)
             except TranslationStopped as exc:
-                stopped = exc.message
+                stopped = str(exc)
                 break
             done = dict(zip(batch, results))
             cache.put_many(done, settings)
@@ -336,10 +334,8 @@ def draft_decisions(drafts: list[Draft], flagged: list[Finding], substitutions: 
 
 
 def translatable(templates: list[BBQTemplate], labels: dict[str, str], profile: Profile) -> list[BBQTemplate]:
-    """The rows whose template is labelled with one of the profile's translated labels (ST, TM; EsBBQ's t, m).
-
-    Labels compare by meaning: a labelling decision log says ST where an EsBBQ labels file says t.
-    """
+    """The rows whose template is labelled with one of the profile's translated labels (ST, TM; EsBBQ's t, m). Labels
+    compare by meaning: a labelling decision log says ST where an EsBBQ labels file says t."""
     meaning = profile.templates.meaning
     wanted = {meaning(label) for label in profile.translation.labels}
     return [t for t in templates if t.subject in labels and meaning(labels[t.subject]) in wanted]
@@ -354,11 +350,9 @@ def own_label(label: str, profile: Profile) -> str:
 
 
 def load_labels(path) -> dict[str, str]:
-    """BBQ template labels from ``subject,label`` CSV, or from a labelling decision log.
-
-    A decision log (``stage,subject,rule,outcome,...``) gives the outcome of the labelling
-    stage's ``bbq_template`` decisions that are labels (ST, TM, SR).
-    """
+    """BBQ template labels from ``subject,label`` CSV, or from a labelling decision log. A decision log
+    (``stage,subject,rule,outcome,...``) gives the outcome of the labelling stage's ``bbq_template`` decisions that are
+    labels (ST, TM, SR)."""
     fields, records = read_records(path)
     rows = [row for _, row in records]
     if {"subject", "label"} <= set(fields):
@@ -369,3 +363,36 @@ def load_labels(path) -> dict[str, str]:
                 and r["outcome"] in ("ST", "TM", "SR")}
     raise UserError("expected columns subject,label (or a labelling decision log); found " + ", ".join(fields),
                     str(path))
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    rows: int
+    segments: int  # distinct segments
+    cached_segments: int
+    segments_to_send: int
+    characters_to_send: int
+    characters_cached: int
+    estimated_cost: float
+    currency: str
+
+    def render(self, dry_run: bool = True) -> str:
+        """The estimate, said as a dry run's result or as what a real run is about to send."""
+        lead = "dry run" if dry_run else "to translate"
+        return (f"{lead}: {self.rows} rows, {self.segments} distinct segments, {self.cached_segments} already cached "
+                f"({self.characters_cached} characters); {'would send' if dry_run else 'sending'} {self.segments_to_send} segments, "
+                f"{self.characters_to_send} characters, estimated cost {self.estimated_cost:.2f} {self.currency}")
+
+
+def dry_run(templates: list[BBQTemplate], cache_path: Path, profile: Profile, glossary: Glossary) -> CostEstimate:
+    """Count without calling DeepL (the glossary mode as ``choose_mode`` takes it without DeepL)."""
+    with contextlib.ExitStack() as stack:  # a cache that does not exist yet is not created by a dry run
+        cache = stack.enter_context(TranslationCache(cache_path)) if Path(cache_path).exists() else None
+        mode = choose_mode(profile, glossary, None, recorded_mode(cache, profile, glossary) if cache else None).mode
+        sents = list(dict.fromkeys(p.sent for p in protect_all(templates, glossary, mode).values()))
+        cached = cache.get_many(sents, request_settings(profile, glossary, mode)) if cache else {}
+    to_send = [s for s in sents if s not in cached]
+    characters = sum(map(billable_characters, to_send))
+    price = characters * profile.translation.price_per_million_characters / 1_000_000  # without the plan's base fee
+    return CostEstimate(len(templates), len(sents), len(cached), len(to_send), characters,
+                        sum(map(billable_characters, cached)), price, profile.translation.currency)

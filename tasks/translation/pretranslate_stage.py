@@ -1,13 +1,7 @@
-"""The pretranslate stage: DeepL drafts of the ST/TM templates, the translator's workbooks, mtBBQ.
-
-Inputs: the BBQ templates, the labels stage's ``labels``, a recorded translation cache to start
-from, the profile's glossary. Without ``DEEPL_AUTH_KEY`` it replays the cache and waits when a
-segment is missing from it. Outputs: ``workbooks`` (the post-edit workbooks to send out) and
-``mt_templates`` (the unedited machine translation, expanded into a twin release). In
-real-data mode the released file is the post-edit and nothing is translated.
-
-``kobbq translate`` and ``kobbq postedit export`` run this stage alone (a one-off run: its files in their
-``--out``, the labels file given).
+"""The pretranslate stage: DeepL drafts of the ST/TM templates, the translator's workbooks, and the machine-translated
+twin's templates. Without ``DEEPL_AUTH_KEY`` it replays the recorded cache and waits when a segment is missing from
+it; in real-data mode the released file is the post-edit and nothing is translated. ``kobbq translate`` and
+``kobbq postedit export`` run it alone.
 """
 
 from __future__ import annotations
@@ -23,8 +17,7 @@ from core.stage_contract import Context, Stage, StageOutput, Waiting, require
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.translation.cache import check_readable
-from tasks.translation.deepl_client import (KEY_VARIABLE, ReplayTranslator, TranslationStopped, Translator,
-                                            set_network_retries, translator_from_environment)
+from tasks.translation.deepl_client import KEY_VARIABLE, TranslationStopped, set_network_retries, translator_for
 from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary, load_glossary
 from tasks.translation.twin_templates import MT_TEMPLATES, write_machine_translation
 from tasks.translation.pretranslate import load_labels, pretranslate, require_target_language, translatable
@@ -40,11 +33,6 @@ def translatable_templates(bbq_path: Path, labels_path: Path, profile: Profile
     bbq, _ = load_bbq_templates(bbq_path)
     labels = load_labels(labels_path)
     return translatable(bbq, labels, profile), labels
-
-
-def translator_for(auth_key: str | None) -> Translator:
-    """Live DeepL with a key (``DEEPL_SERVER_URL`` may point elsewhere); without one, a replay of the cache."""
-    return translator_from_environment(auth_key) if auth_key else ReplayTranslator()
 
 
 def check_target_language(profile: Profile) -> None:
@@ -94,9 +82,8 @@ def translation_cache(ctx: Context) -> Path:
 
 
 def prepare(ctx: Context) -> None:
-    """Before the flow run: the cache the stage will read first opens (its own copy once made, else the recorded
-    cache the pipeline names, which a garbage file would otherwise reach only as the copy, after Prefect's
-    start-up)."""
+    """Before the flow run: the cache the stage will read first opens (its own copy once made, else the recorded cache
+    the pipeline names, which a garbage file would otherwise reach only as the copy, after Prefect's start-up)."""
     if ctx.pipeline.reference_mode:
         return
     given = ctx.file(ctx.pipeline.config.translation.cache)

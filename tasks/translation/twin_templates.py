@@ -1,18 +1,12 @@
 """The machine-translated twin's templates (``mtBBQ_templates.tsv``): the unedited DeepL drafts as templates.
 
-The paper compares its benchmark with BBQ machine-translated: the same templates, with no post-edit and no
-cultural adaptation. The twin's rows are the drafts of the ST and TM templates, numbered as the post-edit
-workbooks number them, and expanded at the release for the templates the release keeps (``mtBBQ_*``).
-
-Version roles come from BBQ's own answer info, as the post-edit's come from its groups: a row is *biased*
-when the answer to its negative question names the person whose ``NAME1_info``/``NAME2_info`` is one of
-the row's ``Known_stereotyped_groups``. BBQ's letters do not follow the convention (its version a is the
-biased one in some templates), so where BBQ's version a is the biased one the twin exchanges the two
-versions' letters, and every twin row carries BBQ's groups (``N1_info``, ``N2_info``, ``Target_group``),
-so that the version check runs on the twin as on the release. A TM template's twin keeps BBQ's target (the
-machine translation adapts nothing): its groups say so. A template whose roles BBQ's info cannot tell (no
-Names or no info, as in BBQ's categories filled from its vocabulary), or whose draft does not make a
-valid template (a lost placeholder), is left out of the twin; each template's fate is a decision.
+The paper compares its benchmark with BBQ machine-translated: the ST and TM templates' drafts, numbered as the
+post-edit workbooks number them, with no post-edit and no cultural adaptation. Version roles come from BBQ's own
+answer info (a row is *biased* when the answer to its negative question names the person whose ``NAME<k>_info``
+is one of its ``Known_stereotyped_groups``); where BBQ's version a is the biased one the twin exchanges the
+letters, and every row carries BBQ's groups, so that the version check runs on the twin as on the release. A
+template whose roles BBQ cannot tell, or whose draft is not a valid template, is left out; each template's fate
+is a decision.
 """
 
 from __future__ import annotations

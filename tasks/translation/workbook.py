@@ -1,27 +1,10 @@
 """The post-edit workbook: one xlsx per category for the professional translator.
 
-Sheet ``templates`` has one row per (template row, field): the IDs, the English source and
-the DeepL draft in locked columns, an editable ``Post-edit`` column pre-filled with the
-draft, and an editable ``Notes`` column. An explicit-versions format adds a row ``Follows_version``
-to each version, pre-filled with its letter: the English version its Post-edit translates, which a
-translator who exchanges two versions' rows exchanges with them (the import reads the exchange from
-it, never guesses it). Sheet ``Instructions`` explains the slot syntax, the version convention and
-cultural adaptation: the profile's own text, else a neutral English one, never part of each. A hidden,
-protected sheet ``_manifest`` keeps a copy of the locked columns, so the import
-can tell that an ID or a source text was changed and reject the workbook; another, ``_export``,
-records the profile it was exported for, so that it is not imported under another.
-
-A KoBBQ template needs versions a and b; a BBQ template with a single unversioned row (files
-without a ``version`` column) is exported with a generated version b, its texts with N1 and
-N2 swapped (``swapped_version``), so the translator post-edits both. A format whose generator
-swaps the people itself (no ``swapped_versions``: EsBBQ) keeps BBQ's rows as they are.
-
-Fields are named as the target format names its columns (the profile's ``[translation] fields``),
-and a workbook format adds one row per cell the translator fills besides the texts (the profile's
-``row_cells``: stated gender, proper-noun flag, groups), each with its help as a cell comment.
-
-Text that a spreadsheet would run as a formula (leading ``=``, ``+``, ``-``, ``@``) is stored
-as a text cell: a BBQ stereotype such as ``-Women are secretaries`` stays text.
+Sheet ``templates`` has one row per (template row, field): the IDs, the English source and the DeepL draft
+locked, an editable ``Post-edit`` (pre-filled with the draft) and ``Notes``. An explicit-versions format adds a
+``Follows_version`` row to each version: a translator who exchanges two versions' rows exchanges it with them, so
+the import reads the exchange instead of guessing it. Hidden, protected sheets keep a copy of the locked columns
+(``_manifest``: a changed ID or source text is refused) and the profile it was exported for (``_export``).
 """
 
 from __future__ import annotations
@@ -61,24 +44,20 @@ def neutral_instructions(profile: Profile) -> list[str]:
     """The Instructions sheet of a profile without its own ``postedit_instructions.txt``: the slot syntax in
     English, with the profile's list separator and culture, and no example in any particular language."""
     joiner = profile.templates.list_joiner
-    lines = [
-        "Post-edit the 'Post-edit' column (pre-filled with the DeepL draft). Only 'Post-edit' and 'Notes' can be edited.",
-        "Do not add, remove or reorder rows; the import rejects a workbook whose IDs or locked columns changed.",
-        "Save as .xlsx (not .xlsm).",
-        "",
-    ]
+    lines = ["Post-edit the 'Post-edit' column (pre-filled with the DeepL draft). Only 'Post-edit' and 'Notes' can be "
+             "edited.",
+             "Do not add, remove or reorder rows; the import rejects a workbook whose IDs or locked columns changed.",
+             "Save as .xlsx (not .xlsm).", ""]
     if profile.templates.workbook is None:
-        lines += [
-            f"Slots. Names declares the two people, each a list of interchangeable words: "
-            f"'N1: [word{joiner}word]; N2: [word{joiner}word]'.",
-            f"Lexical_diversity declares other interchangeable words the same way: 'W1: [word{joiner}word]'. "
-            "Keep every slot of the English text.",
-            f"In the text, write a slot bare ('[N1]') where its words fit the sentence as declared; the import writes "
-            f"the list. Where a word changes in the sentence, write the list yourself: '[N1: form{joiner}form]' (same "
-            "order as Names).",
-            f"Separate the items of a list with {' or '.join(repr(s) for s in profile.templates.separators)}.",
-            "",
-        ]
+        lines += [f"Slots. Names declares the two people, each a list of interchangeable words: "
+                  f"'N1: [word{joiner}word]; N2: [word{joiner}word]'.",
+                  f"Lexical_diversity declares other interchangeable words the same way: 'W1: [word{joiner}word]'. "
+                  "Keep every slot of the English text.",
+                  f"In the text, write a slot bare ('[N1]') where its words fit the sentence as declared; the import "
+                  f"writes the list. Where a word changes in the sentence, write the list yourself: "
+                  f"'[N1: form{joiner}form]' (same order as Names).",
+                  f"Separate the items of a list with {' or '.join(repr(s) for s in profile.templates.separators)}.",
+                  ""]
     lines += [f"Cultural adaptation. Replace US-specific entities with ones familiar in {profile.culture.name}. The "
               "draft already applies the glossary; explain any further substitution in 'Notes'."]
     return lines
@@ -140,14 +119,11 @@ def swap_person_slots(text: str) -> str:
 
 
 def swapped_version(rows: list[ExportRow], version: str) -> list[ExportRow]:
-    """The partner version of a template's only row: English and draft with N1 and N2 swapped in every text.
-
-    Why: a KoBBQ template needs versions a and b (each person once in each role; the
-    validation rejects an unpaired a), but BBQ files without a version column (Religion,
-    Race_ethnicity, Nationality, Sexual_orientation) hold one row per template, because BBQ's
-    generator swapped the names itself. Names and Lexical_diversity stay as they are: swapping
-    them as well would swap the people back.
-    """
+    """The partner version of a template's only row: English and draft with N1 and N2 swapped in every text. Why: a
+    KoBBQ template needs versions a and b (each person once in each role; the validation rejects an unpaired a), but BBQ
+    files without a version column (Religion, Race_ethnicity, Nationality, Sexual_orientation) hold one row per
+    template, because BBQ's generator swapped the names itself. Names and Lexical_diversity stay as they are: swapping
+    them as well would swap the people back."""
     return [replace(row, version=version,
                     english=swap_person_slots(row.english) if row.field in SWAPPED_FIELDS else row.english,
                     draft=swap_person_slots(row.draft) if row.field in SWAPPED_FIELDS else row.draft)
@@ -194,12 +170,9 @@ def draft_rows(draft: Draft, profile: Profile) -> list[tuple[str, str, str]]:
 
 
 def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]) -> list[ExportRow]:
-    """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields.
-
-    Rows without a version (BBQ files without that column) get a, b, c, d in file order; a
-    template with a single such row also gets version b, its N1/N2-swapped partner (KoBBQ's
-    explicit versions only, see ``row_version``).
-    """
+    """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields. Rows without a
+    version (BBQ files without that column) get a, b, c, d in file order; a template with a single such row also gets
+    version b, its N1/N2-swapped partner (KoBBQ's explicit versions only, see ``row_version``)."""
     by_template: dict[tuple[str, str, str], list[Draft]] = defaultdict(list)
     for draft in drafts:
         t = draft.template
