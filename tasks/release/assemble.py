@@ -43,11 +43,9 @@ from tasks.release.category_csv import category_folder, write_category_csvs, wri
 from tasks.release.dataset_card import write_dataset_card
 from tasks.release.hf_layout import DATA_DIR, write_layout
 from tasks.release.inputs import BuildInputs
-from tasks.release.arrow_memory import release_arrow_memory
-from tasks.release.write import SampleFiles, all_samples_name, samples_frame, test_samples_name
+from tasks.release.write import SampleFiles, all_samples_name, release_arrow_memory, samples_frame, test_samples_name
 from tasks.release import twin as twin_release
-from tasks.release.check_child import ValidationChild, warm_up
-from tasks.release.check_report import ReleaseValidationError, ValidationReport
+from tasks.release.check_child import ReleaseValidationError, ValidationChild, ValidationReport, warm_up
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
 from tasks.templates.load import LoadedTemplates, TemplateRow

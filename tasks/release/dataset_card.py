@@ -24,7 +24,7 @@ from core.decisions import Decision
 from core.pipeline_file import STAGES
 from core.profile import Profile
 from core.release_folder import CARD
-from tasks.release.check_report import ValidationReport
+from tasks.release.check_child import ValidationReport
 from tasks.release.hf_layout import DATA_DIR, TEST_SPLIT, Config, category_order, data_file, split_sources
 from tasks.release.twin import evaluate_commands
 from tasks.release.write import lm_eval_task_name
