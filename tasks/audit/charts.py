@@ -144,7 +144,8 @@ class QuestionVotes:
 
 
 def parse_votes(text: str) -> list[QuestionVotes]:
-    """``survey_votes.csv``'s text (``tasks.survey.votes``): the type-1 questions' votes per group (none without it)."""
+    """``survey_votes.csv``'s text (``tasks.survey.survey_stage.render_votes``): the type-1 questions' votes per
+    group (none without it)."""
     questions: dict[str, QuestionVotes] = {}
     for row in csv.DictReader(io.StringIO(text)):
         if row["survey_type"] != "1":

@@ -30,8 +30,7 @@ from tasks.release.assemble import ExpandedRelease, ReleaseFiles, write_manifest
 from tasks.release.checks import ValidationReport
 from tasks.release.inputs import BuildInputs
 from tasks.release.table1 import csv_rows
-from tasks.survey.survey_stage import FUNNEL
-from tasks.survey.votes import VOTES
+from tasks.survey.survey_stage import FUNNEL, VOTES
 from tasks.templates.load import LoadedTemplates
 from tasks.survey.rule_table import STEREOTYPE, rules_of
 

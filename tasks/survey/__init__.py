@@ -10,7 +10,7 @@ Modules, in the order the data flows:
   the index that claims them by subject), ``inputs`` (every input read one way: the released JSON, respondent
   rows counted into votes and the quota, reading comprehension);
 - running the rules: ``rules`` (the paper's rules as pure functions), ``apply`` (each question, then each
-  template), ``outcome`` (what they produced);
-- reporting: ``funnel``, ``group_check``, ``votes``; ``survey_stage`` (the stage, and what it and
+  template, and what they produced);
+- reporting: ``funnel``, ``group_check``; ``survey_stage`` (the stage, the votes, and what it and
   ``kobbq survey ingest`` write).
 """

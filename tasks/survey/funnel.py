@@ -7,7 +7,7 @@ from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
-from tasks.survey.outcome import SurveyOutcome, TemplateEvaluation
+from tasks.survey.apply import SurveyOutcome, TemplateEvaluation
 from tasks.survey.rule_table import STEREOTYPE, effect_rows, rules_of
 from tasks.survey.rules import EQUAL_SHARE_BASES, RULE_NO_STEREOTYPE, RULE_READING, RULE_TYPE1, type1_rule
 

@@ -21,7 +21,7 @@ from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2, no_st
 from tasks.survey.stereotypes import RELEASED_STATS_COLUMN
 from tasks.templates.load import TemplateRow, rows_by_template
 
-from tasks.survey.outcome import StereotypeEvaluation, SurveyOutcome
+from tasks.survey.apply import StereotypeEvaluation, SurveyOutcome
 
 
 def _released_stats(row: TemplateRow) -> dict[str, int] | None:

@@ -9,6 +9,8 @@ and the quota shortfalls.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +25,9 @@ from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
 from tasks.survey.group_check import render_group_check
 from tasks.survey.inputs import SurveyInputs
-from tasks.survey.outcome import SurveyOutcome
+from tasks.survey.apply import SurveyOutcome
 from tasks.survey.results import NO_STEREO, SurveyResults
 from tasks.survey.rule_table import TEMPLATE, rules_of
-from tasks.survey.votes import VOTES, render_votes
 from tasks.templates.load import TemplateRow
 
 NAME = "survey"
@@ -36,6 +37,9 @@ GROUP_CHECK = "survey_agreement.md"  # the group check's file keeps its first na
 QUOTA_COLUMNS = ["question_id", "what", "expected", "actual"]
 RESULTS = "survey_results.json"
 QUOTA = "quota_shortfalls.csv"
+VOTES = "survey_votes.csv"
+VOTE_COLUMNS = ["question_id", "category", "stereotype", "survey_type", "respondents", "no_stereotype", "group",
+                "votes"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,23 @@ def survey_stage(templates: list[TemplateRow], inputs: SurveyInputs, profile: Pr
     outcome = apply_survey_rules(templates, inputs.read(profile), profile, allow_unmatched=inputs.allow_unmatched)
     reports = {FUNNEL: render_funnel(outcome), GROUP_CHECK: render_group_check(outcome), VOTES: render_votes(outcome)}
     return SurveyStage(outcome, {name: portable_text(text) for name, text in reports.items()})
+
+
+def render_votes(outcome: SurveyOutcome) -> str:
+    """``survey_votes.csv``: one row per (question with a result, group), for the audit report's charts. The decision
+    log holds each rule's cut-offs and outcome, but a type-1 question's rule looks at every group's votes, which
+    the log does not list. Questions in the order the stage judged them, groups in questionnaire order."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(VOTE_COLUMNS)
+    for evaluation in outcome.stereotypes:
+        result, stereotype = evaluation.result, evaluation.stereotype
+        if result is None:
+            continue
+        for group, votes in result.votes.items():
+            writer.writerow([stereotype.question_id, stereotype.category, stereotype.text, stereotype.survey_type,
+                             result.respondents, result.no_stereotype, group, votes])
+    return buffer.getvalue()
 
 
 def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[TemplateRow]:
