@@ -385,7 +385,8 @@ def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTempl
     so they are written while the checks run. Returns Table 1, the decisions and the reports as written."""
     name = inputs.profile.release.name
     table = build_table1(release.templates, samples_by_category(release), inputs.profile)
-    (folder / TABLE1_MD).write_text(render_markdown(table, name, test_split_line(release)), encoding="utf-8")
+    split = "" if release.split.method == NONE else release.split.describe(len(release.test_indices))  # generated
+    (folder / TABLE1_MD).write_text(render_markdown(table, name, split), encoding="utf-8")
     (folder / TABLE1_CSV).write_text(render_csv(table), encoding="utf-8")
     write_input_reports(folder, loaded, findings)
     portable = Portable(inputs)
@@ -407,11 +408,6 @@ def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> 
                                                                       if entry.get("folder")])}
     write_manifest_file(folder, manifest)  # its keys sorted
     return manifest
-
-
-def test_split_line(release: ExpandedRelease) -> str:
-    """Table 1's sentence on the test split; a generated release (no split) has none."""
-    return "" if release.split.method == NONE else release.split.describe(len(release.test_indices))
 
 
 def samples_by_category(release: ExpandedRelease) -> dict[str, int]:

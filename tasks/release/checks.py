@@ -1,17 +1,14 @@
 """The release checks: a Great Expectations suite run on the staged release before it is published.
 
-The rules that need more than one column or row (the answer among the choices, an ambiguous sample answered
-"unknown", four samples per fill, counts per category) are boolean columns expected to be all true, so Great
-Expectations reports how many rows break each rule and which ``sample_id``s; each is computed in pandas, NumPy and
-Arrow, tested without Great Expectations, and none loops over the rows in Python. The result is our own
-deterministic summary (``tasks.release.check_child``: ``validation.json`` and ``validation.md``); Great
-Expectations' rendered Data Docs are not written (they need scripts from CDNs and carry run times).
+The rules that need more than one column or row (the answer among the choices, four samples per fill, counts per
+category) are boolean columns expected to be all true, so Great Expectations reports how many rows break each rule
+and which ``sample_id``s; they are computed in pandas, NumPy and Arrow, never row by row in Python. The result is our
+own deterministic summary (``check_child``: ``validation.json``, ``validation.md``), not Great Expectations' Data
+Docs (scripts from CDNs, run times).
 
-The suite runs in a child process (``tasks.release.check_child``: ``python -P -m tasks.release.checks``), which
-imports Great Expectations (~4 s, ~130 MB) while the build goes on, then reads the staged Parquet files a batch
-of rows at a time (``validate_release``), so that neither the build's peak memory nor the child's grows with the
-release. The child says on its stdout where it is (``ready``, ``progress ...``, ``reported``), so that the build
-notices a child that stalls.
+The suite runs in a child process (``check_child``: ``python -P -m tasks.release.checks``) that imports Great
+Expectations (~4 s, ~130 MB) while the build goes on and reads the staged Parquet a batch of rows at a time, so that
+no process's memory grows with the release.
 """
 
 from __future__ import annotations
@@ -229,12 +226,7 @@ def _expectations(gx, columns: list[str], rules: dict[str, str], unknown: str, t
                     for column, rule in rules.items()]
 
 
-def _key(expectation_type: str, column: object, rule: object) -> tuple[str, str, str]:
-    """An expectation in a report: its type, column and rule (unique within a suite)."""
-    return expectation_type, str(column or ""), str(rule or "")
-
-
-def _outcomes(sample_set: str, result, id_column: str = "sample_id") -> list[CheckOutcome]:
+def _outcomes(sample_set: str, result, id_column: str) -> list[CheckOutcome]:
     outcomes = []
     for item in result.results:
         config = item.expectation_config
@@ -254,9 +246,8 @@ def _outcomes(sample_set: str, result, id_column: str = "sample_id") -> list[Che
 
 
 class _Deferred(importlib.abc.MetaPathFinder):
-    """Finds the modules Great Expectations imports at start-up and this suite never uses (altair for the charts
-    of distribution expectations, scipy.stats for their statistics) where the standard path finder finds them,
-    and has them loaded on first use by the standard library's ``LazyLoader`` (for this suite, never)."""
+    """The modules Great Expectations imports at start-up and this suite never uses (altair, scipy.stats), found
+    by the standard path finder and loaded on first use (``LazyLoader``): for this suite, never."""
 
     NAMES = ("altair", "scipy.stats")
 
@@ -268,11 +259,10 @@ class _Deferred(importlib.abc.MetaPathFinder):
 
 
 def lean_imports() -> None:
-    """The checks' child only: altair and scipy.stats are deferred (``_Deferred``), and SQLAlchemy, an optional
-    extra of Great Expectations that Prefect brings beside it, is blocked the documented way (``sys.modules[name]
-    = None``: its import raises ModuleNotFoundError and ``importlib.util.find_spec`` returns None, as for a module
-    not installed), so the library runs as it does without its SQL back-ends. The library's import, which the
-    build waits for, takes about 2 s of CPU instead of about 3.8 s; the suite's results are the same."""
+    """The checks' child only: altair and scipy.stats deferred, and SQLAlchemy (an optional extra of Great
+    Expectations that Prefect brings) blocked the documented way (``sys.modules[name] = None``: ``find_spec``
+    returns None, as for a module not installed). The import the build waits for takes ~2 s of CPU, not ~3.8 s;
+    the suite's results are the same."""
     sys.modules.setdefault("sqlalchemy", None)  # type: ignore[arg-type]
     sys.meta_path.insert(0, _Deferred())
 
@@ -298,10 +288,8 @@ def _gx_context():
     return gx, context
 
 
-Runner = Callable[[pd.DataFrame], list[CheckOutcome]]
-
-
-def _suite_runner(gx, context, name: str, sample_set: str, expectations: list, id_column: str = "sample_id") -> Runner:
+def _suite_runner(gx, context, name: str, sample_set: str, expectations: list,
+                  id_column: str = "sample_id") -> Callable[[pd.DataFrame], list[CheckOutcome]]:
     """A suite of ``expectations`` run on each frame it is given (``Batch.validate``), as outcomes of ``sample_set``
     whose examples are the breaking rows' ``id_column``."""
     suite = gx.ExpectationSuite(name=name, expectations=expectations)
@@ -402,24 +390,21 @@ def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expe
     return ValidationReport(all(o.success for o in outcomes), outcomes)
 
 
-def _report_order(expectations: list) -> list:
-    """The order Great Expectations reports a suite's results in: grouped by column, columns (and the
-    table-level expectations) in order of first appearance."""
-    groups: dict[str, list] = {}
-    for expectation in expectations:
-        groups.setdefault(getattr(expectation, "column", None) or "", []).append(expectation)
-    return [expectation for group in groups.values() for expectation in group]
+def _column(expectation) -> str:
+    return getattr(expectation, "column", None) or ""  # a table-level expectation has none
 
 
 def _in_order(expectations: list, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
-    """One outcome per expectation, in the order of one whole-set run: a batch's failures are added up
-    (their first examples kept); a table-level result is the first failing batch's."""
+    """One outcome per expectation, in the order Great Expectations reports one whole-set run (grouped by column,
+    columns in order of first appearance): a batch's failures are added up (their first examples kept); a
+    table-level result is the first failing batch's."""
     by_key: dict[tuple[str, str, str], list[CheckOutcome]] = {}
     for outcome in outcomes:
-        by_key.setdefault(_key(outcome.expectation, outcome.column, outcome.rule), []).append(outcome)
+        by_key.setdefault((outcome.expectation, outcome.column, outcome.rule), []).append(outcome)
+    columns = list(dict.fromkeys(map(_column, expectations)))
     merged = []
-    for expectation in _report_order(expectations):
-        found = by_key[_key(expectation.expectation_type, getattr(expectation, "column", ""), expectation.meta["rule"])]
+    for expectation in sorted(expectations, key=lambda e: columns.index(_column(e))):  # stable: in suite order
+        found = by_key[(expectation.expectation_type, _column(expectation), expectation.meta["rule"])]
         failed = [o for o in found if not o.success]
         if not failed or expectation.expectation_type.startswith("expect_table_"):
             merged.append(failed[0] if failed else found[0])
