@@ -22,14 +22,13 @@ from core.decisions import Decision, stereotype_subject, template_subject
 from core.errors import UserError
 from core.findings import Finding
 from core.profile import Profile
-from tasks.survey.groups import GroupList, profile_group_lists, row_groups, type1_group_list
+from tasks.survey.stereotypes import (GroupList, Stereotype, collect_stereotypes, profile_group_lists, row_groups,
+                                      type1_group_list, type_decision)
 from tasks.survey.inputs import ReadingResults, SurveyData
-from tasks.survey.overrides import Override, OverrideIndex
 from tasks.survey.results import SurveyResult, SurveyResults
-from tasks.survey.rule_table import Question, question_rules
+from tasks.survey.rule_table import Override, OverrideIndex, Question, question_rules
 from tasks.survey.rules import (RULE_READING, RULE_RESULT_PRESENT, RULE_STEREOTYPE_SURVEY, RULE_TYPE1,
                                 RULE_TYPE1_GROUPS, RULE_UNMATCHED_RESULT, RuleResult, reading_rule)
-from tasks.survey.stereotypes import Stereotype, collect_stereotypes, type_decision
 from tasks.templates.load import TemplateRow, rows_by_template
 
 STAGE = "survey"  # every decision of the survey rules, the reading-comprehension rule's included

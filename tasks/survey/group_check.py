@@ -15,10 +15,9 @@ import ast
 from pathlib import Path
 
 from tasks.survey.funnel import pct, table
-from tasks.survey.groups import group_key, norm, row_groups
+from tasks.survey.stereotypes import RELEASED_STATS_COLUMN, group_key, norm, row_groups
 from tasks.survey.results import NO_STEREO, SurveyResult
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2, no_stereotype_rule, type2_rule
-from tasks.survey.stereotypes import RELEASED_STATS_COLUMN
 from tasks.templates.load import TemplateRow, rows_by_template
 
 from tasks.survey.apply import StereotypeEvaluation, SurveyOutcome

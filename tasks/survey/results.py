@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from core.errors import Location, UserError
 from core.tables import at_column
-from tasks.survey.groups import GroupList, norm
-from tasks.survey.stereotypes import question_key
+from tasks.survey.stereotypes import GroupList, norm, question_key
 
 NO_STEREO = "no_stereo"
 OPTION_SEPARATOR = ";"  # between the options of a questionnaire row and the answers of a respondent

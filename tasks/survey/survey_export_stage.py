@@ -27,10 +27,10 @@ from core.profile import Profile, load_survey_options
 from core.stage_contract import Context, Stage, StageOutput
 from core.tables import csv_for_people
 from core.workbooks import reproducible_bytes, set_text
-from tasks.survey.groups import GroupList, norm, profile_group_lists, profile_survey_dir, type1_group_list
+from tasks.survey.stereotypes import (GroupList, Stereotype, collect_stereotypes, norm, profile_group_lists,
+                                      type1_group_list, type_decision)
 from tasks.survey.inputs import QUESTION_COLUMNS, READING_QUESTION_COLUMNS
 from tasks.survey.results import OPTION_SEPARATOR
-from tasks.survey.stereotypes import Stereotype, collect_stereotypes, type_decision
 from tasks.templates.kobbq_format import expand_templates
 from tasks.templates.load import TemplateRow
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
@@ -69,7 +69,7 @@ class Wording:
 
 
 def load_wording(profile: Profile) -> Wording:
-    folder = profile_survey_dir(profile)
+    folder = profile.file("survey")
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
                                      keep_trailing_newline=False, autoescape=False)
     try:
