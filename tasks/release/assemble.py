@@ -40,11 +40,10 @@ from core.release_folder import (CORRECTIONS_APPLIED, DECISIONS, DECISIONS_PARQU
                                  NORMALISATIONS, TABLE1_CSV, TABLE1_MD, WRITTEN_BY)
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
-from tasks.release.dataset_card import write_dataset_card
+from tasks.release.dataset_card import twin_manifest_entry, twin_not_published, write_dataset_card
 from tasks.release.hf_layout import DATA_DIR, write_layout
 from tasks.release.inputs import BuildInputs
 from tasks.release.write import SampleFiles, all_samples_name, release_arrow_memory, samples_frame, test_samples_name
-from tasks.release import twin as twin_release
 from tasks.release.check_child import ReleaseValidationError, ValidationChild, ValidationReport, warm_up
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
@@ -250,7 +249,7 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
                            split: TestSplit, progress: Progress = _silent, validate: bool = True) -> dict[str, object]:
     """A twin release (``mtBBQ``, the unedited machine translation) of the surviving templates, in its own folder
     ``<release>/<name>/`` with its own manifest, so that ``kobbq eval prepare --release <release>/<name>`` evaluates
-    it as any release. What the twin is and how it is evaluated: ``tasks.release.twin``.
+    it as any release. What the twin is: ``tasks.release.dataset_card``.
 
     Only the template IDs kept in the main release are expanded, with the same test split (the same seed, or the
     same listed IDs), so the two can be compared sample set against sample set. The twin goes through the same
@@ -262,11 +261,11 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
     try:
         twin, _ = load_checked(templates_path, None, profile)
     except UserError as exc:
-        return twin_release.not_published(name, f"its templates fail their checks: {exc}", progress)
+        return twin_not_published(name, f"its templates fail their checks: {exc}", progress)
     keys = {t.template_key for t in kept}
     chosen = [t for t in twin.templates if t.template_key in keys]
     if not chosen:
-        return twin_release.not_published(name, "none of the release's templates has a machine translation", progress)
+        return twin_not_published(name, "none of the release's templates has a machine translation", progress)
     expanded = expand_release(chosen, profile, split.seed, split=split, partial=True)
     twin_dir.mkdir()
     try:
@@ -275,9 +274,9 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
             report = checks.report()
     except ReleaseValidationError as exc:
         shutil.rmtree(twin_dir)
-        return twin_release.not_published(name, str(exc), progress)
+        return twin_not_published(name, str(exc), progress)
     write_layout(twin_dir, profile, name)  # its config of the dataset reads its own data/, as the release's do
-    entry = twin_release.manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
+    entry = twin_manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
                                         len(expanded.test_indices), split.manifest(len(expanded.test_indices)),
                                         report.summary() if report else "not validated")
     write_manifest_file(twin_dir, {"written_by": WRITTEN_BY, "release": name, "profile": profile.name,
