@@ -93,11 +93,6 @@ def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[T
     return [t for t in templates if template_subject(*t.template_key) not in dropped]
 
 
-def write_reports(stage: SurveyStage, folder: Path) -> dict[str, Path]:
-    """The stage's reports as files, by the role that copies them into the release."""
-    return {f"report:{name}": write_text(folder / name, text) for name, text in stage.reports.items()}
-
-
 def released_format(results: SurveyResults) -> bytes:
     """Aggregated results in the released JSON format (respondent-level input aggregated to it)."""
     entries = [{"category": e.category, "stereotype": e.stereotype,
@@ -171,7 +166,8 @@ def run(ctx: Context) -> StageOutput:
         return StageOutput({}, {}, [], f"profile {ctx.profile.name}: no survey; every template goes on")
     stage = outcome(ctx)
     folder = ctx.stage_dir(NAME)
-    reports = {**write_reports(stage, folder), **write_results(stage.outcome.results, folder)}
+    reports = {**{f"report:{name}": write_text(folder / name, text) for name, text in stage.reports.items()},
+               **write_results(stage.outcome.results, folder)}  # the role "report:..." copies it into the release
     write_decisions_parquet(stage.decisions, ctx.decisions_file(NAME, LOG).with_suffix(".parquet"))
     rows = checked_templates(ctx, ctx.templates_file())[0].templates  # type: ignore[arg-type]  (read once, by outcome)
     ids, kept = len({t.template_key for t in rows}), len({t.template_key for t in stage.kept})
