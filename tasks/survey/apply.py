@@ -1,17 +1,10 @@
 """Run the survey rules on candidate templates: ``apply_survey_rules``, the one entry point.
 
-Steps: every question (unique stereotype) matched with its result and judged by the paper's rules, in the rule
-table's order (``tasks.survey.rule_table``): a survey result must exist; the "no stereotype" rule; the type-1
-target / non-target rule or the type-2 two-thirds rule. Every rule is evaluated and recorded even after an earlier
-one dropped the stereotype, so the funnel can show each rule's own effect. The results no question asks about are
-recorded, and are bad input unless allowed. Then every template's fate: a template (all
-its versions) inherits its stereotypes' outcome (``stereotype-survey``), is compared with its type-1 questions'
-candidate groups (a report, not a filter), and then meets the reading-comprehension rule. Curated overrides
-replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``); they are handed to the
-subjects they name, and one nobody claimed is an error.
-
-What the rules produce (``SurveyOutcome``: one evaluation per question and per template) is data only:
-``tasks.survey.funnel`` and ``tasks.survey.group_check`` render it.
+Every question (unique stereotype) is matched with its result and judged by the rules of the rule table, in its
+order; then every template (all its versions) inherits its stereotypes' outcome (``stereotype-survey``), is
+compared with its type-1 questions' candidate groups (a report, not a filter) and meets the reading-comprehension
+rule. Curated overrides replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``).
+What the rules produce (``SurveyOutcome``) is data only: ``funnel`` and ``group_check`` render it.
 """
 
 from __future__ import annotations
@@ -164,7 +157,7 @@ def evaluate_stereotypes(stereotypes: list[Stereotype], results: SurveyResults, 
                           ) -> tuple[list[StereotypeEvaluation], list[Decision]]:
     """Every question matched with its survey result and judged by its rules, with its decisions. A question
     without a result lists the results of the same text asked as another question (``near``), to explain why."""
-    index = results.index()
+    index = {entry.key: entry for entry in results.entries}
     by_text: dict[tuple[str, str], list[SurveyResult]] = {}
     for entry in results.entries:
         by_text.setdefault((entry.category, entry.stereotype), []).append(entry)

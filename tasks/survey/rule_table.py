@@ -190,12 +190,8 @@ def load_overrides(path: Path) -> list[Override]:
 
 @dataclass
 class OverrideIndex:
-    """The curated overrides by subject, remembering which ones a stereotype or template claimed.
-
-    An override that no stereotype rule or candidate template claims is stale: it is an error
-    (``check_all_claimed``), so a maintainer's decision never lingers unnoticed. Claims are by
-    identity, so two subjects claiming the same override count it once.
-    """
+    """The curated overrides by subject, remembering which ones a stereotype or template claimed (by identity, so
+    two subjects claiming one override count it once): one nobody claimed is stale (``check_all_claimed``)."""
 
     by_stereotype: dict[tuple[str, str], dict[str, Override]]
     by_template: dict[tuple[str, int], dict[str, Override]]

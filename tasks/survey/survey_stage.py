@@ -1,10 +1,9 @@
 """The survey stage: the survey results through the paper's rules, once per build.
 
 ``survey_stage(templates, inputs, profile)`` is the stage's one function, called by every entry point (``run``
-below, and ``kobbq survey ingest``). It reads the inputs, runs the rules and renders what the release needs: the
-decisions (which templates survive is read back from them by ``survivors``; the release never runs the rules
-again), ``funnel.md``, ``survey_agreement.md``, ``survey_votes.csv``, the results in the released aggregated format
-and the quota shortfalls.
+below, and ``kobbq survey ingest``): the decisions (the release reads which templates survive from them), the
+reports (``funnel.md``, ``survey_agreement.md``, ``survey_votes.csv``), the results in the released aggregated
+format and the quota shortfalls.
 """
 
 from __future__ import annotations
