@@ -2,12 +2,9 @@
 
 The same library as the evaluation's figures (``tasks.evaluation.report``), with the settings that make its SVG the
 same bytes run after run: a fixed ``svg.hashsalt`` (the chart's id) for the ids it generates and no date in the
-metadata. Text stays
-text (``svg.fonttype = none``), so the browser draws Korean labels with its own fonts and finds them with its search;
-matplotlib measures the labels with its own font, which has no Hangul, and its warning about that is silenced.
-
-Each function turns rows of the report (the funnel) or decisions of the log (the survey rules' numbers) into a
-``Chart``: the funnel per category, samples against the paper, and each survey rule's numbers against its cut-off.
+metadata. Text stays text (``svg.fonttype = none``), so the browser draws Korean labels with its own fonts and finds
+them with its search; matplotlib measures the labels with its own font, which has no Hangul, and its warning about
+that is silenced.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The release's dataset card: ``README.md`` with the Hugging Face Hub's metadata, written from the build.
 
-The metadata (YAML between ``---`` lines) is made with ``huggingface_hub``'s own ``DatasetCardData``:
-licence, languages, task categories, size category, and the configs of ``tasks.release.hf_layout``
-(one per category plus ``all``, each split with its data files), so the Hub and ``datasets`` read the
-folder as one dataset. The licence, languages and the paper the culture follows come from the
-profile's ``[card]``; the body (``templates/dataset_card.md.j2``) says what the release is, how it was
-built (the stages that ran, the rules with their numbers, Table 1), what was dropped and why (the
-decision log, counted per rule), the validation result, how to evaluate a model on it, and the
-machine-translated twin beside it.
+The metadata (YAML between ``---`` lines) is made with ``huggingface_hub``'s own ``DatasetCardData``, with the
+configs of ``tasks.release.hf_layout``, so the Hub and ``datasets`` read the folder as one dataset; licence,
+languages and the paper the culture follows come from the profile's ``[card]``. The body
+(``templates/dataset_card.md.j2``) is made from the build's own numbers.
 
 The twin (``mtBBQ``) is what the paper compares its benchmark with: BBQ machine-translated into the language, the
 release's templates as DeepL drafted them, neither post-edited nor adapted, written by a pipeline build in its own
