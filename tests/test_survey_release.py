@@ -14,7 +14,7 @@ import pytest
 
 from core.errors import UserError
 from tasks.survey.apply import apply_survey_rules
-from tasks.survey.group_check import render_group_check
+from tasks.survey.funnel import render_group_check
 from tasks.survey.inputs import SurveyData, SurveyInputs, load_survey_results
 from tasks.survey.rule_table import load_overrides
 from tasks.survey.funnel import mean_no_stereotype_share, render_funnel

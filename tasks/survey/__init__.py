@@ -11,6 +11,6 @@ Modules, in the order the data flows:
   rows counted into votes and the quota, reading comprehension);
 - running the rules: ``rules`` (the paper's rules as pure functions), ``apply`` (each question, then each
   template, and what they produced);
-- reporting: ``funnel``, ``group_check``; ``survey_stage`` (the stage, the votes, and what it and
+- reporting: ``funnel`` (funnel.md and the group check); ``survey_stage`` (the stage, the votes, and what it and
   ``kobbq survey ingest`` write).
 """

@@ -4,7 +4,7 @@ Every question (unique stereotype) is matched with its result and judged by the 
 order; then every template (all its versions) inherits its stereotypes' outcome (``stereotype-survey``), is
 compared with its type-1 questions' candidate groups (a report, not a filter) and meets the reading-comprehension
 rule. Curated overrides replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``).
-What the rules produce (``SurveyOutcome``) is data only: ``funnel`` and ``group_check`` render it.
+What the rules produce (``SurveyOutcome``) is data only: ``tasks.survey.funnel`` renders it.
 """
 
 from __future__ import annotations

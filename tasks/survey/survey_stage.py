@@ -21,8 +21,7 @@ from core.stage_contract import Context, Stage, StageOutput, Waiting, require
 from core.tables import write_csv_rows
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from tasks.survey.apply import apply_survey_rules
-from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
-from tasks.survey.group_check import render_group_check
+from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, render_group_check, rule_effects
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.apply import SurveyOutcome
 from tasks.survey.results import NO_STEREO, SurveyResults
