@@ -148,26 +148,20 @@ def load_audit_log(release_dir: Path) -> AuditLog:
 
 def build_audit_log(release_dir: Path, decisions: list[Decision], manifest: dict[str, object]) -> AuditLog:
     log = AuditLog(release_dir, decisions, manifest)
+    by_template: dict[str, list[Decision]] = defaultdict(list)  # a template's own rows, its versions' included
     for decision in decisions:
         log.by_subject.setdefault(decision.subject, []).append(decision)
+        template = template_of(decision.subject) if decision.subject_type in ("template", "template_row") else None
+        if template is not None:
+            by_template[template].append(decision)
         question = decision.numbers.get("question_id")
         if decision.subject_type == "stereotype" and question:
             log.by_question.setdefault(str(question), []).append(decision)
         if decision.subject_type == "bbq_template":  # the labelling reference names the linked templates
             for template in decision.numbers.get("templates") or []:
                 log.linked_by_labelling.setdefault(str(template), decision.subject)
-    log.fates = {subject: _fate(subject, rows, log) for subject, rows in _template_decisions(decisions).items()}
+    log.fates = {subject: _fate(subject, rows, log) for subject, rows in by_template.items()}
     return log
-
-
-def _template_decisions(decisions: list[Decision]) -> dict[str, list[Decision]]:
-    grouped: dict[str, list[Decision]] = defaultdict(list)
-    for decision in decisions:
-        if decision.subject_type in ("template", "template_row"):
-            subject = template_of(decision.subject)
-            if subject is not None:
-                grouped[subject].append(decision)
-    return grouped
 
 
 def _question_ids(decision: Decision) -> list[object]:

@@ -247,16 +247,12 @@ def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRel
 
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
                            split: TestSplit, progress: Progress = _silent, validate: bool = True) -> dict[str, object]:
-    """A twin release (``mtBBQ``, the unedited machine translation) of the surviving templates, in its own folder
-    ``<release>/<name>/`` with its own manifest, so that ``kobbq eval prepare --release <release>/<name>`` evaluates
-    it as any release. What the twin is: ``tasks.release.dataset_card``.
-
-    Only the template IDs kept in the main release are expanded, with the same test split (the same seed, or the
-    same listed IDs), so the two can be compared sample set against sample set. The twin goes through the same
-    checks as the release (its template file's, the version convention on BBQ's groups included, and the Great
-    Expectations suite, unless ``validate`` is False as for the release); a twin that fails one is not published,
-    and the main manifest and card say why. Returns the twin's entry of the main manifest.
-    """
+    """A twin release (``mtBBQ``: ``tasks.release.dataset_card``) of the surviving templates, in its own folder
+    ``<release>/<name>/`` with its own manifest, so that ``kobbq eval prepare`` evaluates it as any release; its
+    entry of the main manifest. Only the template IDs kept in the main release are expanded, with the same test
+    split, so the two compare sample set against sample set. The twin goes through the release's checks (its
+    template file's and, with ``validate``, the suite); one that fails is not published, and the main manifest and
+    card say why."""
     twin_dir = folder / name
     try:
         twin, _ = load_checked(templates_path, None, profile)

@@ -6,9 +6,7 @@ One question per unique stereotype, rendered from the profile's jinja2 files, ex
 the same tables as CSV. Wording lives in the profile's survey folder (``core/profiles/<profile>/survey/``:
 ``type1.j2``, ``type2.j2``, ``reading.j2``, ``options.toml``), not in code. Type 1 lists the category's full
 group list plus "no stereotype"; type 2 shows the two groups in a seeded random order (seeded per question, so a
-question's order does not change when other questions are added) plus "no stereotype". The
-reading-comprehension questionnaire asks each template's counter-biased disambiguated sample of its first fill,
-with the release's choices as options (see ``build_reading``).
+question's order does not change when other questions are added) plus "no stereotype".
 """
 
 from __future__ import annotations
