@@ -29,7 +29,7 @@ from tasks.labels.consensus import load_consensus
 from tasks.labels.template_set import load_label_items
 from core.stage_contract import Context, Waiting
 from tasks.pipeline.plan import STAGE_LIST, context, each_stage
-from tasks.survey.group_check import render_group_check
+from tasks.survey.funnel import render_group_check
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import survey_stage
 from tasks.templates.bbq import load_bbq_templates

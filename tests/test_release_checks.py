@@ -11,7 +11,7 @@ from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
 from tasks.release.assemble import expand_release, samples_by_category
 from tasks.templates.validate import load_checked
 from tasks.release.write import samples_frame
-from tasks.release.check_report import ReleaseValidationError
+from tasks.release.check_child import ReleaseValidationError
 from tasks.release.checks import SampleSet, validate_release
 from test_release import BESIDE, build_into
 
@@ -102,7 +102,7 @@ def test_staged_choices_read_back_as_the_tsv_literals(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tasks.release.check_rules import staged_frame
+    from tasks.release.checks import staged_frame
 
     choices = [["ab", "c", UNKNOWN], ["a", "bc", UNKNOWN], ["ab", "c", UNKNOWN], ["it's", "b", UNKNOWN], None]
     pq.write_table(pa.table({"sample_id": ["s1", "s2", "s3", "s4", "s5"], "choices": choices}),

@@ -12,8 +12,7 @@ from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.inputs import SurveyData, load_reading_results, load_survey_results
-from tasks.survey.stereotypes import collect_stereotypes
-from tasks.survey.groups import profile_group_lists
+from tasks.survey.stereotypes import collect_stereotypes, profile_group_lists
 from tasks.survey.survey_export_stage import build_questions, build_reading, group_rows, load_wording, write_export
 from tasks.templates.load import load_kobbq_templates
 
@@ -171,7 +170,7 @@ def test_a_new_rule_is_one_table_entry(example_templates, ko_profile, monkeypatc
     column and row in funnel.md: nothing else is edited (docs/extending.md)."""
     from tasks.survey import rule_table
     from tasks.survey.funnel import render_funnel
-    from tasks.survey.overrides import load_overrides
+    from tasks.survey.rule_table import load_overrides
     from tasks.survey.rules import RuleResult
 
     def enough_respondents(q: rule_table.Question) -> RuleResult:

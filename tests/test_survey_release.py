@@ -14,9 +14,9 @@ import pytest
 
 from core.errors import UserError
 from tasks.survey.apply import apply_survey_rules
-from tasks.survey.group_check import render_group_check
+from tasks.survey.funnel import render_group_check
 from tasks.survey.inputs import SurveyData, SurveyInputs, load_survey_results
-from tasks.survey.overrides import load_overrides
+from tasks.survey.rule_table import load_overrides
 from tasks.survey.funnel import mean_no_stereotype_share, render_funnel
 from tasks.survey.survey_stage import FUNNEL, survey_stage
 from tasks.templates.load import load_kobbq_templates
@@ -45,7 +45,7 @@ def test_released_results_load(released, survey_result_json):
 def test_type1_equal_share_formulas_on_the_released_results(released, ko_profile):
     """respondents / options drops 7 type-1 stereotypes (7 of 84 = the paper's 8.3%); the paper's
     wording, total votes / options, drops 22. The ko profile uses the first and says why."""
-    from tasks.survey.groups import profile_group_lists
+    from tasks.survey.stereotypes import profile_group_lists
     from tasks.survey.rules import type1_rule
 
     _, results, outcome = released

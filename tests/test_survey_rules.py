@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from core.profile import SurveyProfile
-from tasks.survey.groups import group_key
+from tasks.survey.stereotypes import group_key
 from tasks.survey.rules import (no_stereotype_rule, reading_rule, survey_type, type1_rule, type2_rule)
 
 S = SurveyProfile(type1_categories=["Religion", "Domestic_area_of_origin", "Race_ethnicity_nationality"])

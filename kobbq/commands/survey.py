@@ -58,38 +58,22 @@ def run(args: argparse.Namespace) -> int:
     """The step named, with its stage (and the stage's libraries: pandas, openpyxl) imported now, not for --help."""
     from tasks.survey import survey_export_stage, survey_stage
 
-    if args.survey_command == "export":
-        return run_export(args, survey_export_stage.STAGE)
-    return run_ingest(args, survey_stage.STAGE)
-
-
-def run_export(args: argparse.Namespace, stage) -> int:
-    output = run_one(args, stage, TemplatesSection(file=templates_of(args), corrections=blank(args.corrections)))
-    print(f"{args.out}: {output.counts['questions']} questions ({output.counts['type1']} type 1, "
-          f"{output.counts['type2']} type 2), {output.counts['reading_questions']} reading-comprehension questions")
-    return 0
-
-
-def run_ingest(args: argparse.Namespace, stage) -> int:
-    survey = SurveySection(results=str(args.results), reading=blank(args.reading),
-                           overrides=blank(args.overrides), questions=blank(args.questions),
-                           allow_unmatched=args.allow_unmatched)
-    output = run_one(args, stage, TemplatesSection(file=templates_of(args), corrections=blank(args.corrections)),
-                     survey)
-    c = output.counts
-    print(f"{args.out}: kept {c['kept']} of {c['template_ids']} templates ({c['kept_rows']} rows), "
-          f"{c['stereotypes_kept']} of {c['stereotypes']} stereotypes; {c['unmatched_results']} unmatched "
-          f"result(s); {c['quota_shortfalls']} quota shortfall(s)")
-    return 0
-
-
-def templates_of(args: argparse.Namespace) -> str:
-    """--templates, else the embedded example's (Korean) template file, said in one line."""
-    return str(args.templates or default_said("the embedded example's Korean templates", EXAMPLE_TEMPLATES,
-                                              "--templates"))
-
-
-def run_one(args: argparse.Namespace, stage, templates: TemplatesSection, survey: SurveySection | None = None):
+    templates = TemplatesSection(corrections=blank(args.corrections), file=str(
+        args.templates or default_said("the embedded example's Korean templates", EXAMPLE_TEMPLATES, "--templates")))
+    survey = SurveySection()
+    if args.survey_command == "ingest":
+        survey = SurveySection(results=str(args.results), reading=blank(args.reading),
+                               overrides=blank(args.overrides), questions=blank(args.questions),
+                               allow_unmatched=args.allow_unmatched)
     profile = profile_of(args)
-    config = PipelineConfig(profile=profile.argument, templates=templates, survey=survey or SurveySection())
-    return run_alone(stage, config, profile, args.out, args)
+    config = PipelineConfig(profile=profile.argument, templates=templates, survey=survey)
+    stage = survey_export_stage.STAGE if args.survey_command == "export" else survey_stage.STAGE
+    c = run_alone(stage, config, profile, args.out, args).counts
+    if args.survey_command == "export":
+        print(f"{args.out}: {c['questions']} questions ({c['type1']} type 1, {c['type2']} type 2), "
+              f"{c['reading_questions']} reading-comprehension questions")
+    else:
+        print(f"{args.out}: kept {c['kept']} of {c['template_ids']} templates ({c['kept_rows']} rows), "
+              f"{c['stereotypes_kept']} of {c['stereotypes']} stereotypes; {c['unmatched_results']} unmatched "
+              f"result(s); {c['quota_shortfalls']} quota shortfall(s)")
+    return 0

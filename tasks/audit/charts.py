@@ -2,12 +2,9 @@
 
 The same library as the evaluation's figures (``tasks.evaluation.report``), with the settings that make its SVG the
 same bytes run after run: a fixed ``svg.hashsalt`` (the chart's id) for the ids it generates and no date in the
-metadata. Text stays
-text (``svg.fonttype = none``), so the browser draws Korean labels with its own fonts and finds them with its search;
-matplotlib measures the labels with its own font, which has no Hangul, and its warning about that is silenced.
-
-Each function turns rows of the report (the funnel) or decisions of the log (the survey rules' numbers) into a
-``Chart``: the funnel per category, samples against the paper, and each survey rule's numbers against its cut-off.
+metadata. Text stays text (``svg.fonttype = none``), so the browser draws Korean labels with its own fonts and finds
+them with its search; matplotlib measures the labels with its own font, which has no Hangul, and its warning about
+that is silenced.
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ from typing import TYPE_CHECKING
 from core.decisions import Decision
 from core.profile import Profile
 from tasks.audit.fates import stereotype_text
+from tasks.release.dataset_card import fraction_text
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
 
 # matplotlib (seconds to import on a loaded machine) is imported where a chart is drawn: never by an up-to-date
@@ -144,7 +142,8 @@ class QuestionVotes:
 
 
 def parse_votes(text: str) -> list[QuestionVotes]:
-    """``survey_votes.csv``'s text (``tasks.survey.votes``): the type-1 questions' votes per group (none without it)."""
+    """``survey_votes.csv``'s text (``tasks.survey.survey_stage.render_votes``): the type-1 questions' votes per
+    group (none without it)."""
     questions: dict[str, QuestionVotes] = {}
     for row in csv.DictReader(io.StringIO(text)):
         if row["survey_type"] != "1":
@@ -158,10 +157,6 @@ def parse_votes(text: str) -> list[QuestionVotes]:
 def _by_question(decisions: Iterable[Decision], rule: str) -> dict[str, Decision]:
     return {str(d.numbers.get("question_id")): d for d in decisions
             if d.subject_type == "stereotype" and d.rule == rule and d.numbers.get("question_id")}
-
-
-def _ratio(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else str(value)
 
 
 def type1_role(votes: int, decision: Decision) -> str:
@@ -190,7 +185,7 @@ def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profi
     survey = profile.survey
     for ratio, what in ((survey.non_target_ratio, "non-target"), (survey.target_ratio, "target")):
         axes.axvline(float(ratio), color="#222222", linestyle="--", linewidth=0.8)
-        axes.annotate(f"{_ratio(ratio)}x: {what}", (float(ratio), 1), xycoords=("data", "axes fraction"),
+        axes.annotate(f"{fraction_text(ratio)}x: {what}", (float(ratio), 1), xycoords=("data", "axes fraction"),
                       ha="center", va="bottom")
     labels = [f"{'✗ ' if rule[q.question_id].outcome == 'drop' else ''}{short(q.stereotype)}" for q in judged]
     rows_axis(axes, labels, "Type-1 questions: every group's votes against the target and non-target cut-offs",
@@ -201,10 +196,11 @@ def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profi
     axes.set_xscale("log", base=2)
     axes.set_xlim(float(low), float(high))
     ticks = [Fraction(2) ** k for k in range(-4, 5)]
-    axes.set_xticks([float(t) for t in ticks], [_ratio(t) for t in ticks])
+    axes.set_xticks([float(t) for t in ticks], [fraction_text(t) for t in ticks])
     legend(axes, [axes.scatter([], [], s=16, color=colour, label=label) for label, colour in (
-        (f"target (>= {_ratio(survey.target_ratio)}x)", ROLES["target"]),
-        (f"non-target (<= {_ratio(survey.non_target_ratio)}x)", ROLES["non-target"]), ("neither", ROLES["neither"]))])
+        (f"target (>= {fraction_text(survey.target_ratio)}x)", ROLES["target"]),
+        (f"non-target (<= {fraction_text(survey.non_target_ratio)}x)", ROLES["non-target"]),
+        ("neither", ROLES["neither"]))])
     return drawing
 
 
@@ -229,9 +225,9 @@ def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figur
             axes.scatter(float(share), index + (position % 3 - 1) * 0.15, s=16, zorder=3,
                          color=OUTCOMES[outcome])
     axes.axvline(float(cut), color="#222222", linestyle="--", linewidth=0.8)
-    axes.annotate(f"{_ratio(cut)}: {'kept above' if two_thirds else 'dropped above'}", (float(cut), 1),
+    axes.annotate(f"{fraction_text(cut)}: {'kept above' if two_thirds else 'dropped above'}", (float(cut), 1),
                   xycoords=("data", "axes fraction"), ha="center", va="bottom")
-    title = (f"Type-2 questions: the intended target's share of the votes against {_ratio(cut)}" if two_thirds
+    title = (f"Type-2 questions: the intended target's share of the votes against {fraction_text(cut)}" if two_thirds
              else f"Every surveyed stereotype: the 'no stereotype' share against {float(cut):.0%}")
     rows_axis(axes, [display.get(c, c) for c in order], title,
               "target's share of the votes for a group" if two_thirds

@@ -181,7 +181,7 @@ def diff_template_files(old: Path, new: Path, profile: Profile, corrections: Pat
     samples = _sample_changes(old_records, new_records, lambda s: old_subjects.get(s) or new_subjects[s])
     old_rows, new_rows = _rows_by_template(old_loaded.templates), _rows_by_template(new_loaded.templates)
     changes, unchanged = [], 0
-    for subject in sorted(set(old_rows) | set(new_rows), key=_subject_key):
+    for subject in sorted(set(old_rows) | set(new_rows), key=_subject_order):
         if subject not in new_rows:
             changes.append(_change(subject, REMOVED, [f"{len(old_rows[subject])} row(s)"], samples[subject]))
         elif subject not in old_rows:
@@ -198,7 +198,10 @@ def diff_template_files(old: Path, new: Path, profile: Profile, corrections: Pat
                 _file_summary(new_loaded.templates, new_records), changes, unchanged, notes)
 
 
-def _subject_key(subject: str) -> tuple[str, int]:
+def _subject_order(subject: str) -> tuple[str, int]:
+    """Templates by category and ID; anything else (a sample no template claims) by name."""
+    if template_of(subject) != subject:
+        return (subject, 0)
     category, template_id = subject.rsplit("|", 1)
     return (category, int(template_id))
 
@@ -248,7 +251,7 @@ def diff_releases(old: Path, new: Path, profile: Profile) -> Diff:
     subjects = {**old_subjects, **new_subjects}
     samples = _sample_changes(old_records, new_records, lambda key: subjects.get(key) or subject_of(key))
     changes, unchanged = [], 0
-    for subject in sorted(set(old_log.fates) | set(new_log.fates) | set(samples), key=_subject_sort):
+    for subject in sorted(set(old_log.fates) | set(new_log.fates) | set(samples), key=_subject_order):
         before, after = old_log.fates.get(subject), new_log.fates.get(subject)
         counts = samples.get(subject, Counter())
         was, now = bool(before and before.in_release), bool(after and after.in_release)
@@ -270,10 +273,6 @@ def diff_releases(old: Path, new: Path, profile: Profile) -> Diff:
              if old_manifest.get(name) != new_manifest.get(name)]
     return Diff("releases", old, new, _release_summary(old_manifest), _release_summary(new_manifest), changes,
                 unchanged, notes)
-
-
-def _subject_sort(subject: str) -> tuple[str, int]:
-    return _subject_key(subject) if template_of(subject) == subject else (subject, 0)
 
 
 def _release_summary(manifest: dict[str, object]) -> str:

@@ -18,22 +18,17 @@ from core.errors import UserError
 from core.release_folder import DECISIONS, MANIFEST, require_manifest
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE, PROFILE_DIR
 from core.profile import Profile, is_profile_path, load_profile
-from core.pipeline_file import STAGES, load_pipeline
+from core.pipeline_file import load_pipeline
 from core.decisions import OUTCOME_DROP, Decision, read_decisions
+from tasks.release.dataset_card import stage_rank
 from tasks.survey.rule_table import RULE_TABLE
 
-# The order the stages run in; a stage the log does not know sorts last, by name.
-STAGE_ORDER = STAGES  # the pipeline's stages, in the order they run
 RELEASED_RULE = "expanded"  # the build's one row per released template row
 LINK_PREFIX = "linked:"  # outcome of the post-edit link rows: "linked:bbq:<category>:<Q_id>"
 LABEL_RULES = ("consensus-label", "reference-link", "newly-created", "reference-no-bbq-link")
 _TEMPLATE_SUBJECT = re.compile(r"(?P<category>[^|:]+)\|(?P<id>\d+)(?:\|(?P<version>[^|]*))?")
 SAMPLE_ID = re.compile(r"(?P<prefix>[a-z_]+)-(?P<id>\d{3})(?P<version>[a-z]+)-(?P<fill>\d{3,})-(?P<context>amb|dis)-"
                        r"(?P<question>bsd|cnt)")
-
-
-def stage_rank(stage: str) -> tuple[int, str]:
-    return (STAGE_ORDER.index(stage) if stage in STAGE_ORDER else len(STAGE_ORDER), stage)
 
 
 def decision_order(decision: Decision) -> tuple[object, ...]:
@@ -153,26 +148,20 @@ def load_audit_log(release_dir: Path) -> AuditLog:
 
 def build_audit_log(release_dir: Path, decisions: list[Decision], manifest: dict[str, object]) -> AuditLog:
     log = AuditLog(release_dir, decisions, manifest)
+    by_template: dict[str, list[Decision]] = defaultdict(list)  # a template's own rows, its versions' included
     for decision in decisions:
         log.by_subject.setdefault(decision.subject, []).append(decision)
+        template = template_of(decision.subject) if decision.subject_type in ("template", "template_row") else None
+        if template is not None:
+            by_template[template].append(decision)
         question = decision.numbers.get("question_id")
         if decision.subject_type == "stereotype" and question:
             log.by_question.setdefault(str(question), []).append(decision)
         if decision.subject_type == "bbq_template":  # the labelling reference names the linked templates
             for template in decision.numbers.get("templates") or []:
                 log.linked_by_labelling.setdefault(str(template), decision.subject)
-    log.fates = {subject: _fate(subject, rows, log) for subject, rows in _template_decisions(decisions).items()}
+    log.fates = {subject: _fate(subject, rows, log) for subject, rows in by_template.items()}
     return log
-
-
-def _template_decisions(decisions: list[Decision]) -> dict[str, list[Decision]]:
-    grouped: dict[str, list[Decision]] = defaultdict(list)
-    for decision in decisions:
-        if decision.subject_type in ("template", "template_row"):
-            subject = template_of(decision.subject)
-            if subject is not None:
-                grouped[subject].append(decision)
-    return grouped
 
 
 def _question_ids(decision: Decision) -> list[object]:

@@ -30,8 +30,8 @@ from tasks.release.assemble import ExpandedRelease, ReleaseFiles, write_manifest
 from tasks.release.checks import ValidationReport
 from tasks.release.inputs import BuildInputs
 from tasks.release.table1 import csv_rows
-from tasks.survey.survey_stage import FUNNEL
-from tasks.survey.votes import VOTES
+from tasks.survey.funnel import table
+from tasks.survey.survey_stage import FUNNEL, VOTES
 from tasks.templates.load import LoadedTemplates
 from tasks.survey.rule_table import STEREOTYPE, rules_of
 
@@ -252,8 +252,4 @@ def release_summary(manifest: dict[str, object], tables: dict[str, list[dict[str
 
 def markdown_table(rows: list[dict[str, object]]) -> list[str]:
     """Rows as a markdown table's lines (none for no rows)."""
-    if not rows:
-        return []
-    header = list(rows[0])
-    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(str(row.get(c, "")).replace("|", "\\|") for c in header) + " |" for row in rows])
+    return table(list(rows[0]), [[row.get(c, "") for c in rows[0]] for row in rows]) if rows else []

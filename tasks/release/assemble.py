@@ -39,14 +39,11 @@ from core.release_folder import (CORRECTIONS_APPLIED, DECISIONS, DECISIONS_PARQU
                                  NORMALISATIONS, TABLE1_CSV, TABLE1_MD, WRITTEN_BY)
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
-from tasks.release.dataset_card import write_dataset_card
+from tasks.release.dataset_card import twin_manifest_entry, twin_not_published, write_dataset_card
 from tasks.release.hf_layout import DATA_DIR, write_layout
 from tasks.release.inputs import BuildInputs
-from tasks.release.arrow_memory import release_arrow_memory
-from tasks.release.write import SampleFiles, all_samples_name, samples_frame, test_samples_name
-from tasks.release import twin as twin_release
-from tasks.release.check_child import ValidationChild, warm_up
-from tasks.release.check_report import ReleaseValidationError, ValidationReport
+from tasks.release.write import SampleFiles, all_samples_name, release_arrow_memory, samples_frame, test_samples_name
+from tasks.release.check_child import ReleaseValidationError, ValidationChild, ValidationReport, warm_up
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills
 from tasks.templates.load import LoadedTemplates, TemplateRow
@@ -249,25 +246,21 @@ def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRel
 
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
                            split: TestSplit, progress: Progress = _silent, validate: bool = True) -> dict[str, object]:
-    """A twin release (``mtBBQ``, the unedited machine translation) of the surviving templates, in its own folder
-    ``<release>/<name>/`` with its own manifest, so that ``kobbq eval prepare --release <release>/<name>`` evaluates
-    it as any release. What the twin is and how it is evaluated: ``tasks.release.twin``.
-
-    Only the template IDs kept in the main release are expanded, with the same test split (the same seed, or the
-    same listed IDs), so the two can be compared sample set against sample set. The twin goes through the same
-    checks as the release (its template file's, the version convention on BBQ's groups included, and the Great
-    Expectations suite, unless ``validate`` is False as for the release); a twin that fails one is not published,
-    and the main manifest and card say why. Returns the twin's entry of the main manifest.
-    """
+    """A twin release (``mtBBQ``: ``tasks.release.dataset_card``) of the surviving templates, in its own folder
+    ``<release>/<name>/`` with its own manifest, so that ``kobbq eval prepare`` evaluates it as any release; its
+    entry of the main manifest. Only the template IDs kept in the main release are expanded, with the same test
+    split, so the two compare sample set against sample set. The twin goes through the release's checks (its
+    template file's and, with ``validate``, the suite); one that fails is not published, and the main manifest and
+    card say why."""
     twin_dir = folder / name
     try:
         twin, _ = load_checked(templates_path, None, profile)
     except UserError as exc:
-        return twin_release.not_published(name, f"its templates fail their checks: {exc}", progress)
+        return twin_not_published(name, f"its templates fail their checks: {exc}", progress)
     keys = {t.template_key for t in kept}
     chosen = [t for t in twin.templates if t.template_key in keys]
     if not chosen:
-        return twin_release.not_published(name, "none of the release's templates has a machine translation", progress)
+        return twin_not_published(name, "none of the release's templates has a machine translation", progress)
     expanded = expand_release(chosen, profile, split.seed, split=split, partial=True)
     twin_dir.mkdir()
     try:
@@ -276,9 +269,9 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
             report = checks.report()
     except ReleaseValidationError as exc:
         shutil.rmtree(twin_dir)
-        return twin_release.not_published(name, str(exc), progress)
+        return twin_not_published(name, str(exc), progress)
     write_layout(twin_dir, profile, name)  # its config of the dataset reads its own data/, as the release's do
-    entry = twin_release.manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
+    entry = twin_manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
                                         len(expanded.test_indices), split.manifest(len(expanded.test_indices)),
                                         report.summary() if report else "not validated")
     write_manifest_file(twin_dir, {"written_by": WRITTEN_BY, "release": name, "profile": profile.name,
@@ -386,7 +379,8 @@ def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTempl
     so they are written while the checks run. Returns Table 1, the decisions and the reports as written."""
     name = inputs.profile.release.name
     table = build_table1(release.templates, samples_by_category(release), inputs.profile)
-    (folder / TABLE1_MD).write_text(render_markdown(table, name, test_split_line(release)), encoding="utf-8")
+    split = "" if release.split.method == NONE else release.split.describe(len(release.test_indices))  # generated
+    (folder / TABLE1_MD).write_text(render_markdown(table, name, split), encoding="utf-8")
     (folder / TABLE1_CSV).write_text(render_csv(table), encoding="utf-8")
     write_input_reports(folder, loaded, findings)
     portable = Portable(inputs)
@@ -408,11 +402,6 @@ def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> 
                                                                       if entry.get("folder")])}
     write_manifest_file(folder, manifest)  # its keys sorted
     return manifest
-
-
-def test_split_line(release: ExpandedRelease) -> str:
-    """Table 1's sentence on the test split; a generated release (no split) has none."""
-    return "" if release.split.method == NONE else release.split.describe(len(release.test_indices))
 
 
 def samples_by_category(release: ExpandedRelease) -> dict[str, int]:

@@ -1,15 +1,14 @@
 """The release checks: a Great Expectations suite run on the staged release before it is published.
 
-The rules that need more than one column or row are boolean columns (``tasks.release.check_rules``) expected to
-be all true, so Great Expectations reports how many rows break each rule and which ``sample_id``s. The result is our own deterministic
-summary (``tasks.release.check_report``: ``validation.json`` and ``validation.md``); Great Expectations' rendered
-Data Docs are not written (they need scripts from CDNs and carry run times).
+The rules that need more than one column or row (the answer among the choices, four samples per fill, counts per
+category) are boolean columns expected to be all true, so Great Expectations reports how many rows break each rule
+and which ``sample_id``s; they are computed in pandas, NumPy and Arrow, never row by row in Python. The result is our
+own deterministic summary (``check_child``: ``validation.json``, ``validation.md``), not Great Expectations' Data
+Docs (scripts from CDNs, run times).
 
-The suite runs in a child process (``tasks.release.check_child``: ``python -P -m tasks.release.checks``), which
-imports Great Expectations (~4 s, ~130 MB) while the build goes on, then reads the staged Parquet files a batch
-of rows at a time (``validate_release``), so that neither the build's peak memory nor the child's grows with the
-release. The child says on its stdout where it is (``ready``, ``progress ...``, ``reported``), so that the build
-notices a child that stalls.
+The suite runs in a child process (``check_child``: ``python -P -m tasks.release.checks``) that imports Great
+Expectations (~4 s, ~130 MB) while the build goes on and reads the staged Parquet a batch of rows at a time, so that
+no process's memory grows with the release.
 """
 
 from __future__ import annotations
@@ -25,17 +24,15 @@ from dataclasses import dataclass, replace
 from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tasks.release.arrow_memory import release_arrow_memory
 from tasks.release.check_child import (IMPORT_FAILED, OS_ERROR_EXIT, PROGRESS, READY, REPORTED, WAIT_FOR_JOB,
-                                       os_error_line)
-from tasks.release.check_report import CheckOutcome, ValidationReport, write_results
-from tasks.release.check_rules import (RULES_ALL, RULES_GENERATED, RULES_TEST, VALUED_GENERATED, derived_generated,
-                                       id_rules_all, id_rules_test, row_rules_all, staged_frame, whole_set_frame)
-from tasks.release.write import PARQUET_ROW_GROUP
+                                       CheckOutcome, ValidationReport, os_error_line, write_results)
+from tasks.release.write import PARQUET_ROW_GROUP, parse_list_literal, release_arrow_memory
 
 __all__ = ["ValidationReport", "SampleSet", "validate_release", "validate_generated", "staged_frame"]
 
@@ -51,6 +48,155 @@ VALIDATION_BATCH = PARQUET_ROW_GROUP
 # by batch.
 WHOLE_SET = ("expect_table_row_count_to_equal", "expect_column_values_to_be_unique")
 
+
+# --- the rules that need more than one column or row, as boolean columns -------------------------------
+
+def _choice_matrix(choices: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's choices as a row of a matrix (padded with a value equal to nothing), and per row whether it
+    holds three distinct choices. Each distinct list literal is parsed once: there are few (one per pair of
+    answers), so no rule below loops over the rows in Python."""
+    codes, literals = pd.factorize(choices)  # a missing literal gets code -1: the last, empty row below
+    parsed = [parse_list_literal(literal) for literal in literals]
+    width = max((len(items) for items in parsed), default=0)
+    matrix = np.full((len(parsed) + 1, max(width, 1)), _NOTHING, dtype=object)
+    for row, items in enumerate(parsed):
+        matrix[row, :len(items)] = items
+    distinct = np.array([len(items) == 3 and len(set(items)) == 3 for items in parsed] + [False])
+    return matrix[codes], distinct[codes]
+
+
+class _Nothing:
+    """Pads a short list of choices: equal to no answer."""
+
+
+_NOTHING = _Nothing()
+
+
+def _in_row(values: pd.Series, matrix: np.ndarray) -> np.ndarray:
+    return (matrix == values.to_numpy(dtype=object)[:, None]).any(axis=1)
+
+
+def _group_sizes(keys: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """Per row: its group's code and the group's size; and the groups (computed in Arrow: the keys of a large
+    release as Python strings would cost more than a batch of its rows)."""
+    encoded = pc.dictionary_encode(keys.fill_null("")).combine_chunks()
+    codes = encoded.indices.to_numpy()
+    return codes, np.bincount(codes, minlength=len(encoded.dictionary)), encoded.dictionary
+
+
+def row_rules_all(batch: pd.DataFrame, unknown: str) -> dict[str, np.ndarray]:
+    """The cross-column rules a row of the full set obeys on its own (true = it does)."""
+    matrix, distinct = _choice_matrix(batch["choices"])
+    return {"three_distinct_choices": distinct,
+            "answer_in_choices": _in_row(batch["answer"], matrix),
+            "biased_answer_in_choices": _in_row(batch["biased_answer"], matrix),
+            "answer_unknown_iff_ambiguous": ((batch["answer"] == unknown) == batch["sample_id"].str.contains("-amb-")
+                                             ).to_numpy(dtype=bool)}
+
+
+def id_rules_all(ids: pa.ChunkedArray, expected_by_prefix: dict[str, int]) -> dict[str, np.ndarray]:
+    """The rules of the full set that count its rows (per fill, per category), from its IDs alone."""
+    fill_codes, fill_sizes, _ = _group_sizes(pc.utf8_slice_codeunits(ids, 0, -8))
+    prefix_codes, prefix_sizes, prefixes = _group_sizes(
+        pc.replace_substring_regex(ids, pattern="(?s)-.*", replacement="", max_replacements=1))
+    category_ok = np.array([size == expected_by_prefix.get(prefix, -1)
+                            for prefix, size in zip(prefixes.to_pylist(), prefix_sizes)], dtype=bool)
+    return {"four_samples_per_fill": fill_sizes[fill_codes] == 4,
+            "category_count_matches_manifest": category_ok[prefix_codes]}
+
+
+def id_rules_test(ids: pa.ChunkedArray, all_ids: pa.ChunkedArray) -> dict[str, np.ndarray]:
+    """The test split's rules, from its IDs and the full set's."""
+    row_codes, row_sizes, _ = _group_sizes(pc.list_element(pc.split_pattern(ids, "-", max_splits=3, reverse=True), 0))
+    # The full set is looked up in the (small) test split, not the other way: a hash table of the test IDs only.
+    found = pc.unique(all_ids.filter(pc.is_in(all_ids, value_set=ids.combine_chunks())).combine_chunks())
+    known = pc.is_in(ids, value_set=found)
+    return {"in_all_samples": known.fill_null(False).to_numpy(zero_copy_only=False),
+            "four_samples_per_template_row": row_sizes[row_codes] == 4}
+
+
+def whole_set_frame(ids: pa.ChunkedArray) -> pd.DataFrame:
+    """What the whole-set expectations (row count, unique IDs) run on, without the set's IDs as Python strings
+    (~100 bytes each): a frame of the set's length whose ``sample_id`` holds only the IDs that occur more than
+    once, in their rows, and nothing elsewhere. Great Expectations leaves missing values out of a column's
+    uniqueness, so this gives the whole column's result (its count and first examples; a missing ID is the null
+    check's)."""
+    codes, sizes, _ = _group_sizes(ids)
+    repeated = np.flatnonzero((sizes[codes] > 1) & ids.is_valid().to_numpy(zero_copy_only=False))
+    column = np.full(len(ids), None, dtype=object)
+    column[repeated] = ids.take(pa.array(repeated)).to_pylist()
+    return pd.DataFrame({"sample_id": column})
+
+
+RULES_ALL = {
+    "three_distinct_choices": "every sample has three distinct choices",
+    "answer_in_choices": "the answer is one of the choices",
+    "biased_answer_in_choices": "the biased answer is one of the choices",
+    "answer_unknown_iff_ambiguous": "ambiguous samples, and only they, are answered with the unknown expression",
+    "four_samples_per_fill": "every fill has its four samples",
+    "category_count_matches_manifest": "samples per category equal the manifest",
+}
+
+
+def derived_generated(frame: pd.DataFrame, unknown: str, expected_by_category: dict[str, int]) -> pd.DataFrame:
+    """A generated release (per-category layout) plus its cross-column rules as boolean columns."""
+    first, second, third = (frame[column].astype(str) for column in ("ans0", "ans1", "ans2"))
+    ambiguous = frame["context_condition"] == "ambig"
+    counts = frame["category"].value_counts()
+    count_ok = {category: count == expected_by_category.get(category, -1) for category, count in counts.items()}
+    numbering = frame.groupby("category", sort=False).cumcount()
+    return frame.assign(
+        instance_key=frame["category"].astype(str) + "#" + frame["instance_id"].astype(str),
+        three_distinct_answers=(first != second) & (second != third) & (first != third),
+        unknown_is_third_answer=frame["ans2"] == unknown,
+        label_unknown_iff_ambiguous=(frame["label"] == 2) == ambiguous,
+        label_in_range=frame["label"].isin([0, 1, 2]),
+        instances_numbered_in_order=frame["instance_id"] == numbering,
+        category_count_matches_manifest=frame["category"].map(count_ok),
+    )
+
+
+RULES_GENERATED = {
+    "three_distinct_answers": "every instance has three distinct answers",
+    "unknown_is_third_answer": "the third answer is always the unknown expression",
+    "label_unknown_iff_ambiguous": "ambiguous instances, and only they, are labelled with the unknown answer",
+    "label_in_range": "the label is 0, 1 or 2",
+    "instances_numbered_in_order": "instance_id numbers each category 0, 1, 2, ... in file order",
+    "category_count_matches_manifest": "instances per category equal the manifest",
+}
+VALUED_GENERATED = ["context", "question", "ans0", "ans1", "ans2", "category", "flipped"]
+
+
+RULES_TEST = {
+    "in_all_samples": "every test sample is in the full release",
+    "four_samples_per_template_row": "the test split has four samples per template row",
+}
+
+
+def staged_frame(table: pa.Table) -> pd.DataFrame:
+    """Staged rows as a frame, with ``choices`` back in the list-literal form of the TSV files."""
+    frame = table.drop_columns(["choices"]).to_pandas()
+    frame.insert(table.schema.get_field_index("choices"), "choices", choice_literals(table.column("choices")))
+    return frame
+
+
+def choice_literals(choices: pa.ChunkedArray) -> pd.api.extensions.ExtensionArray:
+    """Each row's list as the TSV's Python literal, made once per distinct list (there are few). Lists are
+    told apart in Arrow by their items written as netstrings (``length:text``), which no text can forge;
+    a missing list, or one with a missing item, has no literal."""
+    lists = choices.combine_chunks()
+    items = lists.flatten()
+    netstrings = pc.binary_join_element_wise(pc.cast(pc.utf8_length(items), pa.string()), items, ":")
+    keys = pc.binary_join(pa.ListArray.from_arrays(pc.subtract(lists.offsets, lists.offsets[0]), netstrings,
+                                                   mask=lists.is_null()), "")
+    codes, distinct = pd.factorize(keys.to_numpy(zero_copy_only=False))
+    found, first = np.unique(codes, return_index=True)
+    first = first[found >= 0]
+    literals = np.array([repr([str(c) for c in lists[int(row)].as_py()]) for row in first] + [None], dtype=object)
+    return pd.array(literals[codes], dtype="str")
+
+
+# --- the suite -------------------------------------------------------------------------------------
 
 def _expectations(gx, columns: list[str], rules: dict[str, str], unknown: str, total: int,
                   generated: bool = False) -> list:
@@ -80,12 +226,7 @@ def _expectations(gx, columns: list[str], rules: dict[str, str], unknown: str, t
                     for column, rule in rules.items()]
 
 
-def _key(expectation_type: str, column: object, rule: object) -> tuple[str, str, str]:
-    """An expectation in a report: its type, column and rule (unique within a suite)."""
-    return expectation_type, str(column or ""), str(rule or "")
-
-
-def _outcomes(sample_set: str, result, id_column: str = "sample_id") -> list[CheckOutcome]:
+def _outcomes(sample_set: str, result, id_column: str) -> list[CheckOutcome]:
     outcomes = []
     for item in result.results:
         config = item.expectation_config
@@ -105,9 +246,8 @@ def _outcomes(sample_set: str, result, id_column: str = "sample_id") -> list[Che
 
 
 class _Deferred(importlib.abc.MetaPathFinder):
-    """Finds the modules Great Expectations imports at start-up and this suite never uses (altair for the charts
-    of distribution expectations, scipy.stats for their statistics) where the standard path finder finds them,
-    and has them loaded on first use by the standard library's ``LazyLoader`` (for this suite, never)."""
+    """The modules Great Expectations imports at start-up and this suite never uses (altair, scipy.stats), found
+    by the standard path finder and loaded on first use (``LazyLoader``): for this suite, never."""
 
     NAMES = ("altair", "scipy.stats")
 
@@ -119,11 +259,10 @@ class _Deferred(importlib.abc.MetaPathFinder):
 
 
 def lean_imports() -> None:
-    """The checks' child only: altair and scipy.stats are deferred (``_Deferred``), and SQLAlchemy, an optional
-    extra of Great Expectations that Prefect brings beside it, is blocked the documented way (``sys.modules[name]
-    = None``: its import raises ModuleNotFoundError and ``importlib.util.find_spec`` returns None, as for a module
-    not installed), so the library runs as it does without its SQL back-ends. The library's import, which the
-    build waits for, takes about 2 s of CPU instead of about 3.8 s; the suite's results are the same."""
+    """The checks' child only: altair and scipy.stats deferred, and SQLAlchemy (an optional extra of Great
+    Expectations that Prefect brings) blocked the documented way (``sys.modules[name] = None``: ``find_spec``
+    returns None, as for a module not installed). The import the build waits for takes ~2 s of CPU, not ~3.8 s;
+    the suite's results are the same."""
     sys.modules.setdefault("sqlalchemy", None)  # type: ignore[arg-type]
     sys.meta_path.insert(0, _Deferred())
 
@@ -149,10 +288,8 @@ def _gx_context():
     return gx, context
 
 
-Runner = Callable[[pd.DataFrame], list[CheckOutcome]]
-
-
-def _suite_runner(gx, context, name: str, sample_set: str, expectations: list, id_column: str = "sample_id") -> Runner:
+def _suite_runner(gx, context, name: str, sample_set: str, expectations: list,
+                  id_column: str = "sample_id") -> Callable[[pd.DataFrame], list[CheckOutcome]]:
     """A suite of ``expectations`` run on each frame it is given (``Batch.validate``), as outcomes of ``sample_set``
     whose examples are the breaking rows' ``id_column``."""
     suite = gx.ExpectationSuite(name=name, expectations=expectations)
@@ -253,24 +390,21 @@ def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expe
     return ValidationReport(all(o.success for o in outcomes), outcomes)
 
 
-def _report_order(expectations: list) -> list:
-    """The order Great Expectations reports a suite's results in: grouped by column, columns (and the
-    table-level expectations) in order of first appearance."""
-    groups: dict[str, list] = {}
-    for expectation in expectations:
-        groups.setdefault(getattr(expectation, "column", None) or "", []).append(expectation)
-    return [expectation for group in groups.values() for expectation in group]
+def _column(expectation) -> str:
+    return getattr(expectation, "column", None) or ""  # a table-level expectation has none
 
 
 def _in_order(expectations: list, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
-    """One outcome per expectation, in the order of one whole-set run: a batch's failures are added up
-    (their first examples kept); a table-level result is the first failing batch's."""
+    """One outcome per expectation, in the order Great Expectations reports one whole-set run (grouped by column,
+    columns in order of first appearance): a batch's failures are added up (their first examples kept); a
+    table-level result is the first failing batch's."""
     by_key: dict[tuple[str, str, str], list[CheckOutcome]] = {}
     for outcome in outcomes:
-        by_key.setdefault(_key(outcome.expectation, outcome.column, outcome.rule), []).append(outcome)
+        by_key.setdefault((outcome.expectation, outcome.column, outcome.rule), []).append(outcome)
+    columns = list(dict.fromkeys(map(_column, expectations)))
     merged = []
-    for expectation in _report_order(expectations):
-        found = by_key[_key(expectation.expectation_type, getattr(expectation, "column", ""), expectation.meta["rule"])]
+    for expectation in sorted(expectations, key=lambda e: columns.index(_column(e))):  # stable: in suite order
+        found = by_key[(expectation.expectation_type, _column(expectation), expectation.meta["rule"])]
         failed = [o for o in found if not o.success]
         if not failed or expectation.expectation_type.startswith("expect_table_"):
             merged.append(failed[0] if failed else found[0])

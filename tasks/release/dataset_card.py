@@ -1,18 +1,21 @@
 """The release's dataset card: ``README.md`` with the Hugging Face Hub's metadata, written from the build.
 
-The metadata (YAML between ``---`` lines) is made with ``huggingface_hub``'s own ``DatasetCardData``:
-licence, languages, task categories, size category, and the configs of ``tasks.release.hf_layout``
-(one per category plus ``all``, each split with its data files), so the Hub and ``datasets`` read the
-folder as one dataset. The licence, languages and the paper the culture follows come from the
-profile's ``[card]``; the body (``templates/dataset_card.md.j2``) says what the release is, how it was
-built (the stages that ran, the rules with their numbers, Table 1), what was dropped and why (the
-decision log, counted per rule), the validation result, how to evaluate a model on it, and the
-machine-translated twin beside it (``tasks.release.twin``: what it is, its own config, how to evaluate it).
+The metadata (YAML between ``---`` lines) is made with ``huggingface_hub``'s own ``DatasetCardData``, with the
+configs of ``tasks.release.hf_layout``, so the Hub and ``datasets`` read the folder as one dataset; licence,
+languages and the paper the culture follows come from the profile's ``[card]``. The body
+(``templates/dataset_card.md.j2``) is made from the build's own numbers.
+
+The twin (``mtBBQ``) is what the paper compares its benchmark with: BBQ machine-translated into the language, the
+release's templates as DeepL drafted them, neither post-edited nor adapted, written by a pipeline build in its own
+folder ``<release>/mtBBQ/`` with the release's sample IDs, so a model's answers on the two compare sample by
+sample. A TM template's twin keeps BBQ's target group (the US stereotype, in the language): compare the two on ST
+templates for the effect of translation alone. It is evaluated as a release of its own.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -24,10 +27,10 @@ from core.decisions import Decision
 from core.pipeline_file import STAGES
 from core.profile import Profile
 from core.release_folder import CARD
-from tasks.release.check_report import ValidationReport
+from tasks.release.check_child import ValidationReport
 from tasks.release.hf_layout import DATA_DIR, TEST_SPLIT, Config, category_order, data_file, split_sources
-from tasks.release.twin import evaluate_commands
 from tasks.release.write import lm_eval_task_name
+from tasks.templates.load import NC, TemplateRow
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 # The Hub's size categories, by number of samples (upper bounds, exclusive).
@@ -81,7 +84,7 @@ def rule_counts(decisions: list[Decision]) -> list[RuleCount]:
             outcomes[key][subject] = outcomes[key].get(subject, False) or d.outcome == "drop"
             if d.override:
                 overridden[key].add(subject)
-    keys = sorted(outcomes, key=lambda k: (_stage_rank(k[0]), k[1], k[2]))
+    keys = sorted(outcomes, key=lambda k: (stage_rank(k[0]), k[1], k[2]))
     return [RuleCount(key[0], SUBJECTS.get(key[1], key[1]), key[2], sum(not d for d in outcomes[key].values()),
                       sum(outcomes[key].values()), len(overridden[key])) for key in keys]
 
@@ -89,10 +92,10 @@ def rule_counts(decisions: list[Decision]) -> list[RuleCount]:
 def stages_run(decisions: list[Decision]) -> list[tuple[str, str, int]]:
     """The stages that recorded decisions, in pipeline order: name, what it does, decisions recorded."""
     counts = Counter(d.stage for d in decisions)
-    return [(stage, STAGE_WORK.get(stage, stage), counts[stage]) for stage in sorted(counts, key=_stage_rank)]
+    return [(stage, STAGE_WORK.get(stage, stage), counts[stage]) for stage in sorted(counts, key=stage_rank)]
 
 
-def _stage_rank(stage: str) -> tuple[int, str]:
+def stage_rank(stage: str) -> tuple[int, str]:
     """Pipeline order; a stage the pipeline does not know last, by name."""
     return (STAGES.index(stage) if stage in STAGES else len(STAGES), stage)
 
@@ -100,6 +103,48 @@ def _stage_rank(stage: str) -> tuple[int, str]:
 def demoted(markdown: str, levels: int = 2) -> str:
     """A report's markdown with its headings moved down, to sit inside the card's sections."""
     return "\n".join("#" * levels + line if line.startswith("#") else line for line in markdown.strip().splitlines())
+
+
+WHAT = ("the release's templates as DeepL drafted them from BBQ, neither post-edited nor adapted (the machine-translated "
+        "BBQ that the KoBBQ method compares its benchmark with), for the release's templates that have a machine "
+        "translation; version roles by BBQ's own answer info; a TM template keeps BBQ's target group")
+
+
+def evaluate_commands(release: str, name: str, split_option: str = "") -> list[str]:
+    """How to evaluate the twin, as the card and the manifest say it (``release``: the release folder as the
+    reader names it)."""
+    return [f"kobbq eval prepare --release {release}/{name} --out prepared-{name}{split_option}",
+            f"kobbq eval run --prepared prepared-{name} --endpoint http://127.0.0.1:8000/v1 --model MODEL "
+            f"--out runs-{name} --score"]
+
+
+def _left_out(twin: list[TemplateRow], kept: list[TemplateRow]) -> dict[str, str]:
+    """The release's templates without a twin, and why."""
+    in_twin = {t.template_key for t in twin}
+    reasons = {}
+    for template in kept:
+        subject = f"{template.category}|{template.template_id}"
+        if template.template_key in in_twin or subject in reasons:
+            continue
+        reasons[subject] = ("newly created in the language: no machine translation" if template.label == NC else
+                            "no machine-translated template (the pretranslate stage's mt-twin decision says why)")
+    return reasons
+
+
+def twin_manifest_entry(name: str, release_name: str, twin: list[TemplateRow], kept: list[TemplateRow], samples: int,
+                   test_samples: int, test_split: dict[str, object], validation: str) -> dict[str, object]:
+    """The twin's entry of the release's manifest (and its own manifest's content)."""
+    by_label = Counter(label for label in {(t.category, t.template_id): t.label for t in twin}.values())
+    return {"published": True, "folder": name, "what": WHAT, "samples": samples, "test_samples": test_samples,
+            "test_split": test_split, "template_ids": len({t.template_key for t in twin}),
+            "template_ids_by_label": dict(sorted(by_label.items())), "left_out": _left_out(twin, kept),
+            "validation": validation, "evaluate": evaluate_commands(f"path/to/{release_name}", name)}
+
+
+def twin_not_published(name: str, why: str, progress: Callable[[str], None]) -> dict[str, object]:
+    """The entry of a twin that failed its checks: not written, and said."""
+    progress(f"warning: the machine-translated twin {name} is not published: {why.splitlines()[0]}")
+    return {"published": False, "folder": None, "what": WHAT, "why": why}
 
 
 def twin_configs(folder: Path, profile: Profile, twins: dict[str, dict[str, object]]) -> list[Config]:
@@ -117,7 +162,8 @@ def twin_configs(folder: Path, profile: Profile, twins: dict[str, dict[str, obje
     return configs
 
 
-def _fraction(value: Fraction) -> str:
+def fraction_text(value: Fraction) -> str:
+    """``2/3``; a whole number without ``/1``."""
     return str(value) if value.denominator != 1 else str(value.numerator)
 
 
@@ -136,7 +182,7 @@ def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], fa
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                      keep_trailing_newline=True)
     environment.filters["thousands"] = lambda value: f"{int(value):,}"
-    environment.filters["fraction"] = _fraction
+    environment.filters["fraction"] = fraction_text
     survey = profile.survey
     body = environment.get_template("dataset_card.md.j2").render(
         profile=profile, card=profile.card, name=profile.release.name, facts=facts, configs=configs,

@@ -31,8 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core.profile import Profile
-from tasks.release.arrow_memory import release_arrow_memory
-from tasks.release.write import all_samples_name, test_samples_name
+from tasks.release.write import all_samples_name, release_arrow_memory, test_samples_name
 from tasks.templates.sample_ids import SAMPLE_ID
 
 DATA_DIR = "data"

@@ -1,12 +1,11 @@
 """Publishing a release folder to the Hugging Face Hub as a dataset repository, with ``huggingface_hub``.
 
 The files the build wrote are uploaded, as its manifest lists them, and nothing else: what a user keeps in the
-folder (notes, a ``.git``) is listed as kept and never uploaded. Its ``README.md`` is the dataset card (``tasks.release.dataset_card``),
-so the Hub shows its configs and ``datasets.load_dataset(REPO, CONFIG)`` reads it like the folder.
-Only a complete, intact release is uploaded: its card is there and every file still has the sha256 its
-manifest records (a folder edited by hand, or a build that did not finish, is refused before any
-network call). The token is huggingface_hub's own (``HF_TOKEN``, or ``hf auth login``); the endpoint
-``HF_ENDPOINT`` (default the public Hub).
+folder (notes, a ``.git``) is listed as kept and never uploaded. Its ``README.md`` is the dataset card, so the Hub
+shows its configs and ``datasets.load_dataset(REPO, CONFIG)`` reads it like the folder. Only an intact release is
+uploaded: its card is there and every file has the sha256 its manifest records (a folder edited by hand, or a
+build that did not finish, is refused before any network call). The token is huggingface_hub's own (``HF_TOKEN``,
+or ``hf auth login``); the endpoint ``HF_ENDPOINT``.
 """
 
 from __future__ import annotations

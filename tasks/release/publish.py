@@ -26,17 +26,12 @@ def staging_folder(target: Path) -> Path:
     return target.parent / f"{STAGING_PREFIX}{target.name}-{os.getpid()}"
 
 
-def _owner_pid(folder: Path) -> int | None:
-    suffix = folder.name.rsplit("-", 1)[-1]
-    return int(suffix) if suffix.isdigit() else None
-
-
 def recover(target: Path) -> None:
     """Undo what a crash left behind: staging folders of dead builds, a release retired but not replaced."""
     for prefix in (STAGING_PREFIX, RETIRED_PREFIX):
         for folder in sorted(target.parent.glob(f"{prefix}{target.name}-*")):
-            pid = _owner_pid(folder)
-            if pid is not None and interrupt.start_time(pid) is not None:
+            pid = folder.name.rsplit("-", 1)[-1]  # the build that made it
+            if pid.isdigit() and interrupt.start_time(int(pid)) is not None:
                 continue  # a build is working here right now (another, or this process's own)
             if prefix == RETIRED_PREFIX and not target.exists():
                 os.replace(folder, target)  # the crash came between the two renames of publish

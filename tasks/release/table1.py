@@ -117,11 +117,6 @@ HEADER_COLUMN = {"TM": "tm", "ST": "st", "NC": "nc", "Templates": "templates_aft
                  **PAPER_ONLY}
 
 
-def has_paper(table: Table1) -> bool:
-    """Whether the profile gives any published number to compare with (a new culture has none)."""
-    return table.paper_total_samples is not None or any(row.paper for row in table.rows)
-
-
 def reported(table: Table1) -> list[str]:
     """The headers of the columns the paper reports (EsBBQ: templates and samples only)."""
     return [h for h in HEADERS if h == "Category" or any(
@@ -140,7 +135,7 @@ def render_markdown(table: Table1, release_name: str, test_split: str = "") -> s
     """The build's counts beside the paper's, every difference marked and explained or not (a culture without
     published numbers: its counts, and nothing to compare); and (``test_split``) which samples form the release's
     test split."""
-    compared = has_paper(table)
+    compared = table.paper_total_samples is not None or any(row.paper for row in table.rows)  # a new culture: none
     marks = {(d.category, d.column): d for d in table.differences}
     headers = reported(table) if compared else [h for h in HEADERS if h not in PAPER_ONLY]
     what = ("Templates after the survey by label, template IDs in all, and samples, per category. "

@@ -28,6 +28,13 @@ from tasks.templates.engine import Expansion
 from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 
 
+def release_arrow_memory() -> None:
+    """Give the memory of Arrow buffers freed since back to the system. Arrow's pool (mimalloc) keeps it otherwise,
+    and a build's peak then grows with the number of chunks written: measured at five times the real templates,
+    1.26x the peak of one time without this, 1.11x with it after each chunk written, each batch of the dataset
+    layout and each batch the checks read."""
+    pa.default_memory_pool().release_unused()
+
 
 def all_samples_name(release_name: str, suffix: str = ".tsv") -> str:
     """The all-samples file's name (``KoBBQ_all_samples.tsv``; ``suffix``: its JSONL or Parquet twin's)."""

@@ -4,13 +4,13 @@ The stage's one function is ``survey_stage.survey_stage(templates, inputs, profi
 every entry point calls (the pipeline, ``kobbq build --templates --survey-results``, ``kobbq survey ingest``).
 Modules, in the order the data flows:
 
-- before the survey: ``stereotypes`` (unique questions + survey type), ``groups`` (group lists),
+- before the survey: ``stereotypes`` (unique questions + survey type, and the group lists),
   ``survey_export_stage`` (the stage: questionnaires rendered with jinja2, the xlsx/CSV vendor export);
 - reading the results: ``results`` (what a result is, the vote checks), ``overrides`` (curated decisions, and
   the index that claims them by subject), ``inputs`` (every input read one way: the released JSON, respondent
   rows counted into votes and the quota, reading comprehension);
 - running the rules: ``rules`` (the paper's rules as pure functions), ``apply`` (each question, then each
-  template), ``outcome`` (what they produced);
-- reporting: ``funnel``, ``group_check``, ``votes``; ``survey_stage`` (the stage, and what it and
+  template, and what they produced);
+- reporting: ``funnel`` (funnel.md and the group check); ``survey_stage`` (the stage, the votes, and what it and
   ``kobbq survey ingest`` write).
 """

@@ -1,33 +1,97 @@
 """Run the survey rules on candidate templates: ``apply_survey_rules``, the one entry point.
 
-Steps: every question (unique stereotype) matched with its result and judged by the paper's rules, in the rule
-table's order (``tasks.survey.rule_table``): a survey result must exist; the "no stereotype" rule; the type-1
-target / non-target rule or the type-2 two-thirds rule. Every rule is evaluated and recorded even after an earlier
-one dropped the stereotype, so the funnel can show each rule's own effect. The results no question asks about are
-recorded, and are bad input unless allowed. Then every template's fate: a template (all
-its versions) inherits its stereotypes' outcome (``stereotype-survey``), is compared with its type-1 questions'
-candidate groups (a report, not a filter), and then meets the reading-comprehension rule. Curated overrides
-replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``); they are handed to the
-subjects they name, and one nobody claimed is an error.
+Every question (unique stereotype) is matched with its result and judged by the rules of the rule table, in its
+order; then every template (all its versions) inherits its stereotypes' outcome (``stereotype-survey``), is
+compared with its type-1 questions' candidate groups (a report, not a filter) and meets the reading-comprehension
+rule. Curated overrides replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``).
+What the rules produce (``SurveyOutcome``) is data only: ``tasks.survey.funnel`` renders it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from core.decisions import Decision, stereotype_subject, template_subject
 from core.errors import UserError
+from core.findings import Finding
 from core.profile import Profile
-from tasks.survey.groups import GroupList, profile_group_lists, row_groups, type1_group_list
+from tasks.survey.stereotypes import (GroupList, Stereotype, collect_stereotypes, profile_group_lists, row_groups,
+                                      type1_group_list, type_decision)
 from tasks.survey.inputs import ReadingResults, SurveyData
-from tasks.survey.outcome import STAGE, StereotypeEvaluation, SurveyOutcome, TemplateEvaluation
-from tasks.survey.overrides import Override, OverrideIndex
 from tasks.survey.results import SurveyResult, SurveyResults
-from tasks.survey.rule_table import Question, question_rules
-from tasks.survey.rules import (RULE_READING, RULE_STEREOTYPE_SURVEY, RULE_TYPE1_GROUPS,
-                                RULE_UNMATCHED_RESULT, RuleResult, reading_rule)
-from tasks.survey.stereotypes import Stereotype, collect_stereotypes, type_decision
+from tasks.survey.rule_table import Override, OverrideIndex, Question, question_rules
+from tasks.survey.rules import (RULE_READING, RULE_RESULT_PRESENT, RULE_STEREOTYPE_SURVEY, RULE_TYPE1,
+                                RULE_TYPE1_GROUPS, RULE_UNMATCHED_RESULT, RuleResult, reading_rule)
 from tasks.templates.load import TemplateRow, rows_by_template
+
+STAGE = "survey"  # every decision of the survey rules, the reading-comprehension rule's included
+
+
+@dataclass(frozen=True)
+class StereotypeEvaluation:
+    stereotype: Stereotype
+    result: SurveyResult | None
+    near: tuple[SurveyResult, ...]  # results with the same text but another question (explains a missing result)
+    rules: dict[str, RuleResult]  # rule name -> the rule's own result (a per-target rule: of the first target)
+    by_target: dict[str, dict[str, RuleResult]] = field(default_factory=dict)  # per-target rules: target -> result
+    overrides: dict[str, Override] = field(default_factory=dict)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Type 1's candidate target groups (in questionnaire order); none for a question it did not judge."""
+        return tuple(self.rules[RULE_TYPE1].numbers["targets"]) if RULE_TYPE1 in self.rules else ()
+
+    @property
+    def non_targets(self) -> tuple[str, ...]:
+        return tuple(self.rules[RULE_TYPE1].numbers["non_targets"]) if RULE_TYPE1 in self.rules else ()
+
+    def passes(self, rule: str, target: str | None = None) -> bool:
+        if rule in self.overrides:
+            return self.overrides[rule].outcome == "keep"
+        if target is not None and target in self.by_target.get(rule, {}):
+            return self.by_target[rule][target].keep
+        result = self.rules.get(rule)
+        if result is None:  # the rule could not run: it passes only if "no result" was overridden to keep
+            return rule != RULE_RESULT_PRESENT and self.passes(RULE_RESULT_PRESENT)
+        return result.keep
+
+    def first_failure(self, target: str | None = None) -> str | None:
+        rules = (rule.name for rule in question_rules(self.stereotype.survey_type))
+        return next((rule for rule in rules if not self.passes(rule, target)), None)
+
+    def keep(self, target: str | None = None) -> bool:
+        return self.first_failure(target) is None
+
+
+@dataclass(frozen=True)
+class TemplateEvaluation:
+    key: tuple[str, int]
+    label: str
+    stereotypes: tuple[tuple[int, str | None], ...]  # (index into SurveyOutcome.stereotypes, type-2 target)
+    survey_keep: bool
+    survey_failure: str | None
+    reading: RuleResult | None
+    keep: bool
+    overrides: dict[str, Override] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SurveyOutcome:
+    kept: list[TemplateRow]
+    decisions: list[Decision]
+    stereotypes: tuple[StereotypeEvaluation, ...]
+    templates: tuple[TemplateEvaluation, ...]
+    unmatched: tuple[SurveyResult, ...]
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...]
+    input_templates: tuple[TemplateRow, ...]
+    profile: Profile
+    results: SurveyResults
+    reading: ReadingResults | None
+    # The templates are the survivors of an earlier survey (a released template file; ``allow_unmatched``), not
+    # this build's candidates: the group check's reports then compare the rules with that release.
+    survivors_only: bool = False
+
 
 
 def _evaluate(stereotype: Stereotype, result: SurveyResult | None, near: tuple[SurveyResult, ...],
@@ -93,7 +157,7 @@ def evaluate_stereotypes(stereotypes: list[Stereotype], results: SurveyResults, 
                           ) -> tuple[list[StereotypeEvaluation], list[Decision]]:
     """Every question matched with its survey result and judged by its rules, with its decisions. A question
     without a result lists the results of the same text asked as another question (``near``), to explain why."""
-    index = results.index()
+    index = {entry.key: entry for entry in results.entries}
     by_text: dict[tuple[str, str], list[SurveyResult]] = {}
     for entry in results.entries:
         by_text.setdefault((entry.category, entry.stereotype), []).append(entry)

@@ -1,15 +1,32 @@
-"""``funnel.md``: stereotypes and templates before / after each rule, per survey type and category,
-beside the paper's reported effects. A view of the decisions already taken; deterministic text."""
+"""The survey's reports, views of the decisions already taken (deterministic text).
+
+``funnel.md``: stereotypes and templates before / after each rule, per survey type and category, beside the
+paper's reported effects.
+
+The group check (written as ``survey_agreement.md``): the rules' decisions beside the templates' own groups. Two
+readings, chosen by ``SurveyOutcome.survivors_only``. A released template file holds the survivors of the paper's
+process, so every template the rules drop, and every group the rules would choose differently, is a difference
+between our reading of the paper and the release; all are listed with their numbers, none is forced to agree, and
+where the file carries its own per-template survey numbers (``Survey_stats``) they are shown beside the results
+file's and judged by the same rule. A culture's own candidate templates (no earlier release) are worded as what
+they are: the rules decide which survive, and the groups the templates name are compared with the groups the
+survey found.
+"""
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
-from tasks.survey.outcome import SurveyOutcome, TemplateEvaluation
+from tasks.survey.apply import StereotypeEvaluation, SurveyOutcome, TemplateEvaluation
+from tasks.survey.results import NO_STEREO, SurveyResult
 from tasks.survey.rule_table import STEREOTYPE, effect_rows, rules_of
-from tasks.survey.rules import EQUAL_SHARE_BASES, RULE_NO_STEREOTYPE, RULE_READING, RULE_TYPE1, type1_rule
+from tasks.survey.rules import (EQUAL_SHARE_BASES, RULE_NO_STEREOTYPE, RULE_READING, RULE_TYPE1, RULE_TYPE2,
+                                no_stereotype_rule, type1_rule, type2_rule)
+from tasks.survey.stereotypes import RELEASED_STATS_COLUMN, group_key, norm, row_groups
+from tasks.templates.load import TemplateRow, rows_by_template
 
 
 def pct(part: int, whole: int) -> str:
@@ -184,4 +201,221 @@ def render_funnel(outcome: SurveyOutcome) -> str:
         if outcome.results.quota:
             lines.append(f"- quota shortfalls: {len(outcome.results.quota)} (see the ingest report)")
         lines.append("")
+    return "\n".join(lines)
+
+
+# --- the group check (survey_agreement.md) ---------------------------------------------------------
+
+def _released_stats(row: TemplateRow) -> dict[str, int] | None:
+    text = row.columns.get(RELEASED_STATS_COLUMN, "").strip()
+    if not text:
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return {norm(k): v for k, v in value.items()} if isinstance(value, dict) else None
+
+
+def _stats_text(stats: dict[str, int]) -> str:
+    return ", ".join(f"{'no stereotype' if g == NO_STEREO else g} {v}" for g, v in stats.items())
+
+
+def _names(labels: set[str]) -> str:
+    return ", ".join(sorted(labels)) or "-"
+
+
+def _release_groups(rows: list[TemplateRow]) -> tuple[set[str], set[str]]:
+    groups = [row_groups(row) for row in rows]
+    return set().union(*(t for t, _ in groups)), set().union(*(n for _, n in groups))
+
+
+def _templates(outcome: SurveyOutcome) -> str:
+    """How the reports name the templates: a release's survivors, or this build's candidates."""
+    return "released templates" if outcome.survivors_only else "templates"
+
+
+def _type2_judgement(entry: SurveyResult, asked: dict[tuple, StereotypeEvaluation],
+                     outcome: SurveyOutcome) -> tuple[bool, str, str]:
+    """Whether the rules keep a type-2 result, which target they judged it for, and why it is dropped."""
+    evaluation = asked.get(entry.key)
+    if evaluation is not None:
+        rules = (evaluation.rules.get(RULE_NO_STEREOTYPE), evaluation.rules.get(RULE_TYPE2))
+        reason = "; ".join(r.reason for r in rules if r is not None and not r.keep)
+        return evaluation.keep(), "intended target of the template asking this question", reason
+    (a, votes_a), (b, votes_b) = entry.votes.items()  # no question asks them: the more-voted group is the target
+    target, other = (a, b) if votes_a >= votes_b else (b, a)
+    settings = outcome.profile.survey
+    rule = type2_rule(target, entry.votes[target], other, entry.votes[other], settings)
+    keep = rule.keep and no_stereotype_rule(entry.no_stereotype, entry.respondents, settings).keep
+    reason = rule.reason if not rule.keep else f"'no stereotype' {entry.no_stereotype} of {entry.respondents}"
+    return keep, f"more-voted group (no {_templates(outcome)[:-1]} asks exactly these two groups)", reason
+
+
+def _type2_results(outcome: SurveyOutcome) -> list[str]:
+    """The type-2 results whose stereotype a released template has, judged by the rules."""
+    entries = [e for e in outcome.results.entries if e.survey_type == 2]
+    texts = {(t.category, norm(t.stereotype)) for t in outcome.input_templates}
+    with_template = [e for e in entries if (e.category, e.stereotype) in texts]
+    asked = {e.stereotype.key: e for e in outcome.stereotypes if e.stereotype.survey_type == 2}
+    kept, dropped = [], []
+    for entry in with_template:
+        keep, how, reason = _type2_judgement(entry, asked, outcome)
+        (kept if keep else dropped).append((entry, how, reason))
+    template = _templates(outcome)[:-1]
+    lines = [f"- Type-2 results: {len(entries)}; with a {template} of the same stereotype text: "
+             f"**{len(with_template)}**.",
+             f"- Kept by the rules: **{len(kept)} of {len(with_template)}** (intended target: the target of the "
+             f"{template} asking the same two groups, else the more-voted group)."]
+    if dropped:
+        lines += ["", "Results of surviving stereotypes that the rules would drop:" if outcome.survivors_only
+                  else "Results that the rules drop:", ""]
+        lines += table(["Category", "Stereotype", "Numbers", "Target taken from", "Why"],
+                       [[e.category, e.stereotype, e.as_stats(), how, reason] for e, how, reason in dropped])
+    return lines + [""]
+
+
+def _released_stats_verdict(evaluation: StereotypeEvaluation, own: dict[str, int] | None,
+                            outcome: SurveyOutcome) -> str:
+    """The type-2 rule on the released template file's own numbers for a question, where it can be judged."""
+    if not own or len(own) != 3:
+        return "-"
+    s = evaluation.stereotype
+    target = s.targets[s.templates[0]]
+    names = {group_key(g): g for g in own if g != NO_STEREO}
+    if group_key(target) not in names:
+        return "-"
+    t = names[group_key(target)]
+    other = next(g for g in names.values() if g != t)
+    r = type2_rule(t, own[t], other, own[other], outcome.profile.survey)
+    return f"{r.outcome}: {r.reason}"
+
+
+def _type2_questions(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
+    """The type-2 questions the released templates ask, and those without a result of the same two groups."""
+    questions = [e for e in outcome.stereotypes if e.stereotype.survey_type == 2]
+    with_result = [e for e in questions if e.result is not None]
+    lines = [f"- Type-2 questions asked by the {_templates(outcome)}: {len(questions)}; with a result of the same "
+             f"two groups: {len(with_result)}; kept: {sum(e.keep() for e in with_result)}."]
+    missing = [e for e in questions if e.result is None]
+    if missing:
+        lines += ["", f"Questions of {_templates(outcome)} with no result for the same two groups. The "
+                  f"{'released ' if outcome.survivors_only else ''}template file's own `{RELEASED_STATS_COLUMN}` "
+                  "numbers for them, judged by the same rule:", ""]
+        rows = []
+        for evaluation in missing:
+            s = evaluation.stereotype
+            ids = ", ".join(f"{c}|{i}" for c, i in s.templates)
+            own = _released_stats(rows_of[s.templates[0]][0])
+            near = "; ".join(n.as_stats() for n in evaluation.near) or "none"
+            rows.append([ids, s.label, near, _stats_text(own) if own else "-",
+                         _released_stats_verdict(evaluation, own, outcome)])
+        lines += table(["Templates", "Question", "Results file, same text", f"Release {RELEASED_STATS_COLUMN}",
+                        "Type-2 rule on the release's numbers"], rows)
+    return lines + [""]
+
+
+def _type1_row(evaluation: StereotypeEvaluation, rows_of: dict, own: str) -> tuple[list[object], bool, bool, bool]:
+    """One stereotype's groups: the rule's beside those its templates use (``own``: "release" or "template")."""
+    rows = [r for key in evaluation.stereotype.templates for r in rows_of[key]]
+    used_t, used_n = _release_groups(rows)
+    rule_t, rule_n = set(evaluation.targets), set(evaluation.non_targets)
+    user, verb = ("the release", "does") if own == "release" else ("the templates", "do")
+    differences = [text for text, differ in (
+        (f"{own} targets not among the rule's targets: {_names(used_t - rule_t)}", used_t - rule_t),
+        (f"rule targets {user} {verb} not use: {_names(rule_t - used_t)}", rule_t - used_t),
+        (f"{own} non-targets not among the rule's non-targets: {_names(used_n - rule_n)}", used_n - rule_n),
+        (f"rule non-targets {user} {verb} not use: {len(rule_n - used_n)}", rule_n - used_n)) if differ]
+    rule = evaluation.rules.get(RULE_TYPE1)
+    outcome = "no result" if rule is None else rule.outcome
+    ids = ", ".join(str(i) for _, i in evaluation.stereotype.templates)
+    row = [evaluation.stereotype.category, ids, evaluation.stereotype.text, outcome, _names(rule_t), _names(used_t),
+           _names(rule_n), _names(used_n), "; ".join(differences) or "none"]
+    return row, used_t == rule_t, used_t <= rule_t, used_n <= rule_n
+
+
+def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
+    lines = ["## Type 1 (all groups listed)", ""]
+    evaluations = [e for e in outcome.stereotypes if e.stereotype.survey_type == 1]
+    judged = [e for e in evaluations if e.result is not None]
+    own = "release" if outcome.survivors_only else "template"
+    judgements = [_type1_row(evaluation, rows_of, own) for evaluation in judged]
+    equal, subset_t, subset_n = (sum(j[i] for j in judgements) for i in (1, 2, 3))
+    kept = sum(e.keep() for e in judged)
+    used = "Released" if outcome.survivors_only else "The templates'"
+    lines.append(f"- Type-1 questions asked by the {_templates(outcome)}: {len(evaluations)}; with a result: "
+                 f"{len(judged)}; kept by the rules: **{kept} of {len(judged)}**.")
+    lines.append(f"- {used} target groups equal to the rule's targets: {equal} of {len(judged)}; within the rule's "
+                 f"targets: {subset_t}; {used[0].lower() + used[1:]} non-targets within the rule's non-targets: "
+                 f"{subset_n} of {len(judged)}.")
+    lines.append("- Target / non-target groups below are per stereotype, over all rows (versions) of its templates.")
+    lines.append("")
+    title = own.capitalize()
+    lines += table(["Category", "IDs", "Stereotype", "Rule", "Rule targets", f"{title} targets", "Rule non-targets",
+                    f"{title} non-targets", "Differences"], [j[0] for j in judgements])
+    lines.append("")
+    return lines
+
+
+def _released_stats_differences(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
+    """Template rows (``category|ID|version``) whose own ``Survey_stats`` differ from the matched result."""
+    return [f"{row.category}|{row.template_id}|{row.version}"
+            for evaluation in outcome.stereotypes if evaluation.result is not None
+            for key in evaluation.stereotype.templates for row in rows_of[key]
+            if _released_stats(row) not in (None, {**evaluation.result.votes,
+                                                   NO_STEREO: evaluation.result.no_stereotype})]
+
+
+def _dropped_templates(outcome: SurveyOutcome) -> list[str]:
+    """The released templates the rules drop, each with the rule and the reason of its first drop."""
+    dropped = [t for t in outcome.templates if not t.keep]
+    if not dropped:
+        return []
+    reasons: dict[str, str] = {}
+    for decision in outcome.decisions:
+        if decision.subject_type == "template" and decision.outcome == "drop":
+            reasons.setdefault(decision.subject, decision.reason)
+    return ([f"{_templates(outcome).capitalize()} the rules drop:", ""]
+            + table(["Template", "Label", "Dropped by", "Reason"],
+                    [[f"{t.key[0]}|{t.key[1]}", t.label, t.survey_failure or "reading-comprehension",
+                      reasons.get(f"{t.key[0]}|{t.key[1]}", "")] for t in dropped])
+            + [""])
+
+
+def _unmatched_section(outcome: SurveyOutcome) -> list[str]:
+    lines = [f"## Results that match no {_templates(outcome)[:-1]}'s question", ""]
+    if not outcome.unmatched:
+        return lines + ["None.", ""]
+    lines.append(f"{len(outcome.unmatched)} results (type 1: "
+                 f"{sum(e.survey_type == 1 for e in outcome.unmatched)}, type 2: "
+                 f"{sum(e.survey_type == 2 for e in outcome.unmatched)}); for a release these are the "
+                 "stereotypes of templates that did not survive, or questions the release asked differently:")
+    lines.append("")
+    lines += table(["Category", "Stereotype", "Type", "Numbers"],
+                   [[e.category, e.stereotype, e.survey_type, e.as_stats()] for e in outcome.unmatched])
+    return lines + [""]
+
+
+def render_group_check(outcome: SurveyOutcome) -> str:
+    rows_of = rows_by_template(list(outcome.input_templates))
+    total = len(outcome.templates)
+    kept = sum(t.keep for t in outcome.templates)
+    which = ("all survivors of the paper's process" if outcome.survivors_only else
+             f"this build's candidates for {outcome.profile.culture.name} (no earlier release: the rules decide which "
+             "survive)")
+    lines = [f"# Survey rules against the {_templates(outcome)} ({outcome.profile.name})", "",
+             f"Results: `{Path(outcome.results.source).name}`. Templates: {total} template IDs "
+             f"({len(outcome.input_templates)} rows), {which}.", "",
+             f"- Template IDs the rules keep: **{kept} of {total}** ({pct(kept, total)}).", ""]
+    lines += _dropped_templates(outcome)
+    lines += ["## Type 2 (two groups compared)", ""] + _type2_results(outcome) + _type2_questions(outcome, rows_of)
+    lines += _type1_section(outcome, rows_of)
+    differing = _released_stats_differences(outcome, rows_of)
+    if outcome.survivors_only or differing:
+        lines += [f"## The release's own `{RELEASED_STATS_COLUMN}` column", "",
+                  f"Template rows whose `{RELEASED_STATS_COLUMN}` differs from the matched result: {len(differing)}"
+                  + (f" ({', '.join(differing)})." if differing else "."), ""]
+    lines += _unmatched_section(outcome)
+    if outcome.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in outcome.notes] + [""]
     return "\n".join(lines)

@@ -2,26 +2,15 @@
 checked), read one way for every entry point (the pipeline's survey stage, ``kobbq build --templates
 --survey-results`` and ``kobbq survey ingest``).
 
-- results: the released aggregated JSON, or respondent-level CSV/xlsx checked against the exported
-  ``questions.csv`` (given, else the one beside the results);
-- reading comprehension (optional): aggregated, or respondent answers scored against the
+- results: the released aggregated JSON, or respondent-level CSV/xlsx (one row per respondent x question:
+  ``question_id, respondent_id, gender, age_band, answer``, the answer's option labels separated by ``;``)
+  checked against the exported questionnaire (``questions.csv``) and the quota, and counted into the same
+  ``SurveyResult`` entries as the released JSON;
+- reading comprehension (optional): aggregated, or respondent answers scored against the exported
   ``reading_questions.csv`` beside them;
-- overrides: the given file, else ``overrides.csv`` in the profile's survey folder when it exists
-  (``SurveyInputs.resolve`` names it, so that a fingerprint of ``files()`` includes it);
+- overrides: the given file, else ``overrides.csv`` in the profile's survey folder when it exists;
 - ``allow_unmatched``: results that match no candidate template's question are refused unless allowed
-  (``--allow-unmatched``, or ``[survey] allow_unmatched = true``: a released template file holds only survivors).
-
-Respondent-level results (``load_respondent_results``): one row per respondent x question with the columns
-``question_id, respondent_id, gender, age_band, answer``; ``answer`` holds the chosen option labels separated
-by ``;`` (one for type 2), the "no stereotype" label written in the questionnaire, or ``no_stereo``. The question
-definitions come from the exported questionnaire (``questions.csv`` written by ``kobbq survey export``). Rows are
-checked against the quota (respondents per question, balanced by gender and age band) and counted into the same
-``SurveyResult`` entries as the released JSON.
-
-Reading-comprehension results (``load_reading_results``): the share of respondents who read each template's
-context right. Aggregated ``category, template_id, correct, total``, or ``question_id, respondent_id, answer``
-scored against the reading questionnaire (``reading_questions.csv``: ``question_id, category, template_id,
-correct_answer, options``); an answer must be one of its question's options, and a key must be among them.
+  (a released template file holds only survivors).
 
 Each table is a CSV or the first sheet of an xlsx; bad input raises ``UserError`` naming the file, (sheet,) row
 and column.
@@ -37,8 +26,8 @@ from core.errors import Location, UserError
 from core.profile import Profile
 from core.tables import at_column, read_table
 from core.text_files import check_input_file, read_json
-from tasks.survey.groups import norm, profile_group_lists, profile_survey_dir
-from tasks.survey.overrides import Override, load_overrides
+from tasks.survey.stereotypes import norm, profile_group_lists
+from tasks.survey.rule_table import Override, load_overrides
 from tasks.survey.results import (NO_STEREO, QuotaShortfall, SurveyResult, SurveyResults, check_votes,
                                   merge_duplicates, new_question_id, options, whole_number)
 
@@ -290,7 +279,7 @@ class SurveyInputs:
 def default_overrides_path(profile: Profile) -> Path | None:
     """The profile's curated overrides, ``overrides.csv`` in its survey folder (``[files] survey``), when the file
     exists."""
-    path = profile_survey_dir(profile) / "overrides.csv"
+    path = profile.file("survey") / "overrides.csv"
     return path if path.exists() else None
 
 

@@ -1,11 +1,5 @@
-"""Survey results: what one surveyed question's result is, and the checks every result passes.
-
-Results arrive in two formats, read by ``tasks.survey.inputs`` into the same ``SurveyResult`` entries:
-the released aggregated JSON (``load_survey_json``) and respondent-level exports
-(``load_respondent_results``: one row per respondent x question, counted into votes and checked
-against the quota). ``tasks.survey.inputs.load_survey_results`` chooses by the file. Bad input raises
-``UserError`` naming the file, (sheet,) row and column; nothing is written.
-"""
+"""Survey results: what one surveyed question's result is, and the checks every result passes, in whichever of
+the two formats ``tasks.survey.inputs`` read it."""
 
 from __future__ import annotations
 
@@ -13,8 +7,7 @@ from dataclasses import dataclass
 
 from core.errors import Location, UserError
 from core.tables import at_column
-from tasks.survey.groups import GroupList, norm
-from tasks.survey.stereotypes import question_key
+from tasks.survey.stereotypes import GroupList, norm, question_key
 
 NO_STEREO = "no_stereo"
 OPTION_SEPARATOR = ";"  # between the options of a questionnaire row and the answers of a respondent
@@ -55,9 +48,6 @@ class SurveyResults:
     entries: tuple[SurveyResult, ...]
     notes: tuple[str, ...] = ()  # e.g. identical duplicate entries merged
     quota: tuple[QuotaShortfall, ...] = ()
-
-    def index(self) -> dict[tuple, SurveyResult]:
-        return {e.key: e for e in self.entries}
 
 
 def check_votes(category: str, stereotype: str, votes: dict[str, int], no_stereo: int, kind: int,

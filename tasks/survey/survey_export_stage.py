@@ -6,9 +6,7 @@ One question per unique stereotype, rendered from the profile's jinja2 files, ex
 the same tables as CSV. Wording lives in the profile's survey folder (``core/profiles/<profile>/survey/``:
 ``type1.j2``, ``type2.j2``, ``reading.j2``, ``options.toml``), not in code. Type 1 lists the category's full
 group list plus "no stereotype"; type 2 shows the two groups in a seeded random order (seeded per question, so a
-question's order does not change when other questions are added) plus "no stereotype". The
-reading-comprehension questionnaire asks each template's counter-biased disambiguated sample of its first fill,
-with the release's choices as options (see ``build_reading``).
+question's order does not change when other questions are added) plus "no stereotype".
 """
 
 from __future__ import annotations
@@ -27,10 +25,10 @@ from core.profile import Profile, load_survey_options
 from core.stage_contract import Context, Stage, StageOutput
 from core.tables import csv_for_people
 from core.workbooks import reproducible_bytes, set_text
-from tasks.survey.groups import GroupList, norm, profile_group_lists, profile_survey_dir, type1_group_list
+from tasks.survey.stereotypes import (GroupList, Stereotype, collect_stereotypes, norm, profile_group_lists,
+                                      type1_group_list, type_decision)
 from tasks.survey.inputs import QUESTION_COLUMNS, READING_QUESTION_COLUMNS
 from tasks.survey.results import OPTION_SEPARATOR
-from tasks.survey.stereotypes import Stereotype, collect_stereotypes, type_decision
 from tasks.templates.kobbq_format import expand_templates
 from tasks.templates.load import TemplateRow
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
@@ -69,7 +67,7 @@ class Wording:
 
 
 def load_wording(profile: Profile) -> Wording:
-    folder = profile_survey_dir(profile)
+    folder = profile.file("survey")
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
                                      keep_trailing_newline=False, autoescape=False)
     try:

@@ -1,14 +1,15 @@
 """The survey stage: the survey results through the paper's rules, once per build.
 
 ``survey_stage(templates, inputs, profile)`` is the stage's one function, called by every entry point (``run``
-below, and ``kobbq survey ingest``). It reads the inputs, runs the rules and renders what the release needs: the
-decisions (which templates survive is read back from them by ``survivors``; the release never runs the rules
-again), ``funnel.md``, ``survey_agreement.md``, ``survey_votes.csv``, the results in the released aggregated format
-and the quota shortfalls.
+below, and ``kobbq survey ingest``): the decisions (the release reads which templates survive from them), the
+reports (``funnel.md``, ``survey_agreement.md``, ``survey_votes.csv``), the results in the released aggregated
+format and the quota shortfalls.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +21,11 @@ from core.stage_contract import Context, Stage, StageOutput, Waiting, require
 from core.tables import write_csv_rows
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from tasks.survey.apply import apply_survey_rules
-from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, rule_effects
-from tasks.survey.group_check import render_group_check
+from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, render_group_check, rule_effects
 from tasks.survey.inputs import SurveyInputs
-from tasks.survey.outcome import SurveyOutcome
+from tasks.survey.apply import SurveyOutcome
 from tasks.survey.results import NO_STEREO, SurveyResults
 from tasks.survey.rule_table import TEMPLATE, rules_of
-from tasks.survey.votes import VOTES, render_votes
 from tasks.templates.load import TemplateRow
 
 NAME = "survey"
@@ -36,6 +35,9 @@ GROUP_CHECK = "survey_agreement.md"  # the group check's file keeps its first na
 QUOTA_COLUMNS = ["question_id", "what", "expected", "actual"]
 RESULTS = "survey_results.json"
 QUOTA = "quota_shortfalls.csv"
+VOTES = "survey_votes.csv"
+VOTE_COLUMNS = ["question_id", "category", "stereotype", "survey_type", "respondents", "no_stereotype", "group",
+                "votes"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,23 @@ def survey_stage(templates: list[TemplateRow], inputs: SurveyInputs, profile: Pr
     return SurveyStage(outcome, {name: portable_text(text) for name, text in reports.items()})
 
 
+def render_votes(outcome: SurveyOutcome) -> str:
+    """``survey_votes.csv``: one row per (question with a result, group), for the audit report's charts. The decision
+    log holds each rule's cut-offs and outcome, but a type-1 question's rule looks at every group's votes, which
+    the log does not list. Questions in the order the stage judged them, groups in questionnaire order."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(VOTE_COLUMNS)
+    for evaluation in outcome.stereotypes:
+        result, stereotype = evaluation.result, evaluation.stereotype
+        if result is None:
+            continue
+        for group, votes in result.votes.items():
+            writer.writerow([stereotype.question_id, stereotype.category, stereotype.text, stereotype.survey_type,
+                             result.respondents, result.no_stereotype, group, votes])
+    return buffer.getvalue()
+
+
 def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[TemplateRow]:
     """The templates the survey stage's decisions keep (input order): the release reads the decisions
     instead of running the rules again. A template is dropped by a ``drop`` of its stereotype's survey
@@ -70,11 +89,6 @@ def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[T
     dropped = {d.subject for d in decisions
                if d.subject_type == "template" and d.rule in deciding and d.outcome == OUTCOME_DROP}
     return [t for t in templates if template_subject(*t.template_key) not in dropped]
-
-
-def write_reports(stage: SurveyStage, folder: Path) -> dict[str, Path]:
-    """The stage's reports as files, by the role that copies them into the release."""
-    return {f"report:{name}": write_text(folder / name, text) for name, text in stage.reports.items()}
 
 
 def released_format(results: SurveyResults) -> bytes:
@@ -150,7 +164,8 @@ def run(ctx: Context) -> StageOutput:
         return StageOutput({}, {}, [], f"profile {ctx.profile.name}: no survey; every template goes on")
     stage = outcome(ctx)
     folder = ctx.stage_dir(NAME)
-    reports = {**write_reports(stage, folder), **write_results(stage.outcome.results, folder)}
+    reports = {**{f"report:{name}": write_text(folder / name, text) for name, text in stage.reports.items()},
+               **write_results(stage.outcome.results, folder)}  # the role "report:..." copies it into the release
     write_decisions_parquet(stage.decisions, ctx.decisions_file(NAME, LOG).with_suffix(".parquet"))
     rows = checked_templates(ctx, ctx.templates_file())[0].templates  # type: ignore[arg-type]  (read once, by outcome)
     ids, kept = len({t.template_key for t in rows}), len({t.template_key for t in stage.kept})
