@@ -1,11 +1,10 @@
 """Fingerprints: one recipe for "is this still up to date?", used by every stage (the release is one).
 
-A stage's fingerprint hashes exactly what it reads (``tasks.pipeline.plan.stage_parts``): the contents of its input
-files and of the templates it renders (a folder: every file in it; a missing file counts as missing), the
-fingerprints of the stages it reads from, the profile settings it declares (``settings_text``), and its own code:
-the module that defines it and every project module that module imports, directly or not (``code_hash``). A typo fixed in the evaluation code, or a survey cut-off changed,
-re-runs no labelling. The code is hashed from the files on disk, not from loaded modules, so ``kobbq status``
-in another process computes the same value as the build did.
+A stage's fingerprint hashes exactly what it reads (``tasks.pipeline.plan.stage_parts``): its input files and the
+templates it renders, the fingerprints of the stages it reads from, its settings (``settings_text``), and its own
+code with every project module it imports (``code_hash``), so a typo fixed in the evaluation re-runs no labelling.
+The code is hashed from the files on disk, not from loaded modules, so ``kobbq status`` in another process computes
+the same value as the build did.
 """
 
 from __future__ import annotations

@@ -1,23 +1,16 @@
-"""A release folder as this project writes it: its paths (``ReleaseFolder``: ``<out>/<name>``, and beside it the
-stages' work, ``<name>.work``, and recorded states, ``<name>.pipeline``), its files' names, its manifest (one reader,
-``read_manifest``, once per process unless the file changes; one writer, ``write_manifest``), the marker that says
-this project wrote it, and whether its files are still the ones the manifest records (``release_problem``, for
-``kobbq status`` and the release stage; ``changed_files``, which ``publish`` and the evaluation call themselves).
+"""A release folder as this project writes it: its paths (``ReleaseFolder``), its files' names, its manifest (one
+reader, cached while the file is unchanged; one writer), the marker that says this project wrote it, and whether its
+files are still the ones the manifest records (``release_problem``; ``changed_files``).
 
-Hashing every file of a release on every ``kobbq status`` (95 MB for KoBBQ) is most of the bytes it reads, so
-the files as last verified are recorded beside the release (``<out>/.<name>.verified.json``; never inside it, which
-holds exactly what its manifest lists and what a user adds): each file's size, modification and change times and
-sha256, for one manifest. The build records its files when it publishes them; ``release_problem`` rewrites the
-record after a check. With ``trust_record`` (``kobbq status``) a file whose size and times are as recorded is not
-read again. Like make's and rsync's quick checks, this misses a change that leaves all three as they were (a clock
-set back, a file system without change times); ``kobbq status --verify`` hashes every file, and ``publish`` and the
-evaluation never trust the record.
+Hashing every file of a release on every ``kobbq status`` (95 MB for KoBBQ) is most of what it reads, so the files
+as last verified (size, modification and change times, sha256) are recorded beside the release, never inside it
+(``<out>/.<name>.verified.json``). With ``trust_record`` (``kobbq status``) a file whose size and times are as
+recorded is not read again: like make's and rsync's quick checks, this misses a change that keeps all three
+(``kobbq status --verify``, ``publish`` and the evaluation hash every file).
 
-A build replaces ``<out>/<name>`` only when that folder is a release this project wrote, of that name and profile
-(``check_replaceable``): a user's folder or another release is refused before anything is written, so a mistyped
-``--out`` or ``--name`` can never delete it; files a user adds inside a release (``user_entries``) are carried over
-to the new release. Releases built before the marker are recognised by the keys every build wrote (``LEGACY_KEYS``).
-No pandas here: a command checks this before anything heavy is imported.
+A build replaces ``<out>/<name>`` only when it is a release this project wrote, of that name and profile
+(``check_replaceable``), so a mistyped ``--out`` or ``--name`` never deletes a user's folder; what a user adds
+inside a release (``user_entries``) is carried over. No pandas here: a command checks this before anything heavy.
 """
 
 from __future__ import annotations
@@ -95,8 +88,7 @@ def manifest_text(manifest: dict[str, object]) -> str:
 
 
 def manifest_sha256(manifest: dict[str, object]) -> str:
-    """The sha256 of the manifest as this project writes it: the file's own for a manifest as the build wrote it.
-    Taken from what was parsed, not from the file again, so that it names the digests being compared."""
+    """Taken from what was parsed, not from the file again, so that it names the digests being compared."""
     return hashlib.sha256(manifest_text(manifest).encode("utf-8")).hexdigest()
 
 

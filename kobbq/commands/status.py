@@ -36,13 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The stage modules (pandas among their imports), loaded only when the command runs, not for --help.
-    from tasks.pipeline import folder, plan as plans
+    from tasks.pipeline import plan as plans, run as runner
 
     pipeline = load_pipeline(args.pipeline)
     ctx = replace(plans.context(pipeline, args.out), trust_record=not args.verify)
     plan = plans.Plan.of(ctx, plans.stages_for(pipeline))
     print(f"pipeline {args.pipeline} -> {plan.ctx.folder.path}")
-    running = folder.running_build(plan.ctx.folder.path)
+    running = runner.running_build(plan.ctx.folder.path)
     if running is not None:
         print(f"  a build is running on this release now (process {running}): the stages below are as it has left "
               "them so far")
