@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -90,8 +89,10 @@ def _imported(module: str) -> tuple[str, ...]:
     return tuple(sorted(name for name in found if name != module and module_path(name) is not None))
 
 
-def code_modules(roots: Iterable[str]) -> list[str]:
-    """``roots`` and every project module they import, directly or not, sorted."""
+@cache
+def code_hash(roots: tuple[str, ...] = CODE_PACKAGES) -> str:
+    """Hash of the code that ``roots`` (modules) run: their files and every project file they import, directly or
+    not. Changed code there invalidates what they made; code they never import does not."""
     seen: set[str] = set()
     todo = [root for root in roots if module_path(root) is not None]
     while todo:
@@ -99,15 +100,8 @@ def code_modules(roots: Iterable[str]) -> list[str]:
         if module not in seen:
             seen.add(module)
             todo += _imported(module)
-    return sorted(seen)
-
-
-@cache
-def code_hash(roots: tuple[str, ...] = CODE_PACKAGES) -> str:
-    """Hash of the code that ``roots`` (modules) run: their files and every project file they import. Changed
-    code there invalidates what they made; code they never import does not."""
     digest = hashlib.sha256()
-    for module in code_modules(roots):
+    for module in sorted(seen):
         path = module_path(module)
         assert path is not None
         digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode())

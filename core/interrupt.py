@@ -181,12 +181,6 @@ class RunRecord(BaseModel):
 
 # --- signals ------------------------------------------------------------------------------------
 
-def install() -> None:
-    """Handle SIGINT and SIGTERM here (again after a library replaced the handlers)."""
-    signal.signal(signal.SIGINT, _handle)
-    signal.signal(signal.SIGTERM, _handle)
-
-
 @contextmanager
 def handling_signals(handler: Callable[[int, object], None] | None = None) -> Iterator[None]:
     """SIGINT and SIGTERM handled by ``handler`` (default: here) for one block, and the caller's handlers back after
@@ -205,16 +199,16 @@ def handling_signals(handler: Callable[[int, object], None] | None = None) -> It
             signal.signal(signum, old)
 
 
-def take_over(build_folder: Path | None = None) -> None:
-    """First thing in a flow: our handlers again (Prefect installs its own SIGTERM handler for a flow run,
-    which prints a crash traceback), and this process's children on record in the build folder."""
-    install()
-    if build_folder is not None:  # this process and its children (now and later) recorded for ``reap_orphans``
-        Path(build_folder).mkdir(parents=True, exist_ok=True)
-        for pid in children_of(os.getpid()):
-            _children.setdefault(pid, "child process")  # e.g. Prefect's temporary API server
-        _records.add(Path(build_folder) / f"{RECORD_PREFIX}{os.getpid()}.json")
-        _write_records()
+def take_over(build_folder: Path) -> None:
+    """First thing in a flow: our handlers again (Prefect installs its own SIGTERM handler for a flow run, which
+    prints a crash traceback), and this process and its children (now and later) recorded for ``reap_orphans``."""
+    signal.signal(signal.SIGINT, _handle)
+    signal.signal(signal.SIGTERM, _handle)
+    Path(build_folder).mkdir(parents=True, exist_ok=True)
+    for pid in children_of(os.getpid()):
+        _children.setdefault(pid, "child process")  # e.g. Prefect's temporary API server
+    _records.add(Path(build_folder) / f"{RECORD_PREFIX}{os.getpid()}.json")
+    _write_records()
 
 
 @contextmanager

@@ -136,8 +136,7 @@ def listed_files(manifest: dict[str, object]) -> set[str]:
 
 
 def changed_files(folder: Path, manifest: dict[str, object]) -> list[str]:
-    """The release's files (as its manifest lists them) that are missing or differ from what the build wrote:
-    every one hashed."""
+    """The release's files that are missing or differ from what the build wrote: every one hashed."""
     return _check_files(Path(folder), manifest, {})[0]
 
 
@@ -176,8 +175,7 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 
 def verified_path(target: Path) -> Path:
-    """The record of the release's files as last verified: beside the release (``<out>/.<name>.verified.json``),
-    since a release holds exactly what its manifest lists (and what a user adds)."""
+    """``<out>/.<name>.verified.json``: beside the release, which holds exactly what its manifest lists."""
     target = Path(target)
     return target.parent / f".{target.name}{VERIFIED_SUFFIX}"
 
@@ -217,8 +215,7 @@ def record_published(target: Path, manifest: dict[str, object]) -> None:
 
 
 def verify_files(target: Path, manifest: dict[str, object], trust_record: bool) -> list[str]:
-    """``changed_files``, then the record rewritten when it changed. With ``trust_record``, a file whose size
-    and times are those recorded for this manifest is not read (``kobbq status``)."""
+    """``changed_files``, then the record rewritten when it changed; with ``trust_record``, the record trusted."""
     recorded = read_verified(target, manifest)
     changed, verified = _check_files(target, manifest, recorded if trust_record else {})
     if verified != recorded:
@@ -274,10 +271,8 @@ class ReleaseFolder:
 
 
 def release_problem(target: Path, fingerprint: str | None = None, trust_record: bool = False) -> str | None:
-    """What is wrong with a published release, in one line; None when it is there and every file is as its
-    manifest records. With ``fingerprint`` (what the caller built it from), a release built from something else
-    since is a problem too. ``trust_record``: files unchanged since their last check are not read again
-    (``verify_files``)."""
+    """What is wrong with a published release, in one line; None when every file is as its manifest records. With
+    ``fingerprint`` (what the caller built it from), a release built from something else since is a problem too."""
     target = Path(target)
     if not target.is_dir():
         retired = sorted(target.parent.glob(f"{RETIRED_PREFIX}{target.name}-*"))
