@@ -41,7 +41,7 @@ TABLE1_MD = "table1.md"
 CORRECTIONS_APPLIED = "corrections_applied.csv"
 NORMALISATIONS = "normalisations.csv"
 INPUT_WARNINGS = "input_warnings.txt"
-DATA_DOCS = "data_docs"  # Great Expectations' rendered pages: run times in them, so not in the manifest
+DATA_DOCS = "data_docs"  # Great Expectations' pages, written by older builds: dropped on a rebuild, not kept
 
 WRITTEN_BY = "kobbq-builder"  # the manifest's "written_by": the marker of a release this project wrote
 LEGACY_KEYS = frozenset({"release", "profile", "project_version", "build_fingerprint", "outputs"})
@@ -234,7 +234,7 @@ def user_entries(folder: Path, manifest: dict[str, object]) -> list[str]:
         found = []
         for entry in sorted((folder / relative).iterdir()):
             name = (relative / entry.name).as_posix()
-            if name in listed or (entry.name == DATA_DOCS and entry.is_dir()):  # the release's, or its twin's
+            if name in listed or (entry.name == DATA_DOCS and entry.is_dir()):  # the release's, or an older build's
                 continue
             if entry.is_dir() and not entry.is_symlink() and name in holding:
                 found += walk(relative / entry.name)

@@ -1,11 +1,5 @@
-"""``kobbq particles check --templates FILE``: regenerate every inline item's particle and compare.
-
-Every item of every inline slot list whose stem is its declared filler is regenerated from
-the filler and the particle written after it (tasks/translation/particles.py, with hgtk);
-disagreements are errors, items that do not start with their filler are warnings (the
-text names the person differently from ``Names``). The last line is
-``particles: AGREE/TOTAL (PERCENT)``.
-"""
+"""``kobbq particles check --templates FILE``: every inline item's particle regenerated from its filler
+(``tasks.translation.particles``) and compared; the last line is ``particles: AGREE/TOTAL (PERCENT)``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""``kobbq postedit export|import|reference``: the translator's round trip, and the release as reference.
-
-- ``export``: the post-edit workbooks from the recorded translation cache (no DeepL call).
-- ``import``: returned workbooks -> ``postedit_templates.tsv`` in the KoBBQ format, the post-edit
-  report and decisions; every problem is printed with its workbook, sheet, row and column.
-- ``reference``: a released KoBBQ template file as the post-edit, linked to BBQ via
-  ``BBQ_category``/``BBQ_id`` and compared with the paper's ST/TM counts.
-"""
+"""``kobbq postedit export|import|reference``: the translator's round trip (workbooks out from the recorded
+translation cache, their import when they come back), or a released KoBBQ template file taken as the post-edit."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """``kobbq status``: each stage of a pipeline's build folder: done, waiting, stale, failed, damaged, or not run.
-
 The release's files are hashed only when their size or times differ from the record of their last check
-(``core.release_folder.verify_files``): hashing all of them was most of what the command read. ``--verify`` hashes
-every one, for the change the record cannot see (one that keeps a file's size and times).
-"""
+(``core.release_folder.verify_files``); ``--verify`` hashes every one."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""``kobbq translate``: DeepL pre-translation of the ST/TM templates (``--dry-run`` first).
-
-The dry run prints what would be sent and its estimated cost, with no call. A real run
-sends only what the cache (``<out>/translation_cache.sqlite``) does not have; if DeepL stops
-it (quota, key), everything answered is kept and the same command resumes. Once every
-segment is drafted the post-edit workbooks and ``mtBBQ_templates.tsv`` are written.
-"""
+"""``kobbq translate``: DeepL pre-translation of the ST/TM templates (``--dry-run`` first: what would be sent and
+its cost). A run sends only what the cache does not have; if DeepL stops it (quota, key), everything answered is
+kept and the same command resumes."""
 
 from __future__ import annotations
 
