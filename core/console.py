@@ -13,9 +13,11 @@ _quiet = False
 _copies: list[Callable[[str], None]] = []  # where else each line goes (a Prefect flow run's log)
 
 
-def set_quiet(quiet: bool) -> None:
+def set_quiet(quiet: bool) -> bool:
+    """Progress lines off (or on again); what the setting was."""
     global _quiet
-    _quiet = quiet
+    was, _quiet = _quiet, quiet
+    return was
 
 
 def counts_text(counts: dict[str, int]) -> str:

@@ -1,11 +1,10 @@
 """Fingerprints: one recipe for "is this still up to date?", used by every stage (the release is one).
 
-A stage's fingerprint hashes exactly what it reads (``tasks.pipeline.plan.stage_parts``): the contents of its input
-files and of the templates it renders (a folder: every file in it; a missing file counts as missing), the
-fingerprints of the stages it reads from, the profile settings it declares (``settings_text``), and its own code:
-the module that defines it and every project module that module imports, directly or not (``code_hash``). A typo fixed in the evaluation code, or a survey cut-off changed,
-re-runs no labelling. The code is hashed from the files on disk, not from loaded modules, so ``kobbq status``
-in another process computes the same value as the build did.
+A stage's fingerprint hashes exactly what it reads (``tasks.pipeline.plan.stage_parts``): its input files and the
+templates it renders, the fingerprints of the stages it reads from, its settings (``settings_text``), and its own
+code with every project module it imports (``code_hash``), so a typo fixed in the evaluation re-runs no labelling.
+The code is hashed from the files on disk, not from loaded modules, so ``kobbq status`` in another process computes
+the same value as the build did.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -91,8 +89,10 @@ def _imported(module: str) -> tuple[str, ...]:
     return tuple(sorted(name for name in found if name != module and module_path(name) is not None))
 
 
-def code_modules(roots: Iterable[str]) -> list[str]:
-    """``roots`` and every project module they import, directly or not, sorted."""
+@cache
+def code_hash(roots: tuple[str, ...] = CODE_PACKAGES) -> str:
+    """Hash of the code that ``roots`` (modules) run: their files and every project file they import, directly or
+    not. Changed code there invalidates what they made; code they never import does not."""
     seen: set[str] = set()
     todo = [root for root in roots if module_path(root) is not None]
     while todo:
@@ -100,15 +100,8 @@ def code_modules(roots: Iterable[str]) -> list[str]:
         if module not in seen:
             seen.add(module)
             todo += _imported(module)
-    return sorted(seen)
-
-
-@cache
-def code_hash(roots: tuple[str, ...] = CODE_PACKAGES) -> str:
-    """Hash of the code that ``roots`` (modules) run: their files and every project file they import. Changed
-    code there invalidates what they made; code they never import does not."""
     digest = hashlib.sha256()
-    for module in code_modules(roots):
+    for module in sorted(seen):
         path = module_path(module)
         assert path is not None
         digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode())

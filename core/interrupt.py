@@ -1,17 +1,12 @@
 """Ctrl-C and SIGTERM stop a command at once, and a killed one is cleaned up by the next.
 
-What a build leaves running or half-written is registered here while it exists: its child processes (the release
-validation, Prefect's temporary API server) and its staging folder. On SIGINT or SIGTERM the handler ends the
-children, removes the staging folder, prints one line (naming a release published before the signal came) and exits
-(130 or 143) within a few seconds. During ``critical()`` (the two renames of a publication) a signal waits until the
-block is done, so a release is never half replaced.
-
-A SIGKILLed process cannot clean up: so every command records its children (pid and start time) in ``<build
-folder>/.kobbq-run-<pid>.json``, and the next command in the same build folder ends the children of records whose
-owner is gone (``reap_orphans``): by pid *and* start time, never by name, so a recycled pid is never hit.
-
-``checkpoint(phase)`` marks the phases of a build for the fault-injection tests: with ``KOBBQ_PAUSE_AT=<phase>`` the
-process writes ``KOBBQ_PAUSE_FILE`` and waits there, so a test can send a signal at exactly that phase.
+What a build leaves running or half-written is registered here while it exists: its child processes and its staging
+folder. On SIGINT or SIGTERM the handler ends the children, removes the staging folder, prints one line and exits
+(130 or 143) within seconds; during ``critical()`` (the two renames of a publication) a signal waits until the block
+is done, so a release is never half replaced. A SIGKILLed process cannot clean up, so every command records its
+children (pid and start time) in ``<build folder>/.kobbq-run-<pid>.json`` and the next command there ends those of a
+dead owner (``reap_orphans``): by pid *and* start time, never by name, so a recycled pid is never hit.
+``checkpoint(phase)`` lets the fault-injection tests stop a process at a phase (``KOBBQ_PAUSE_AT``).
 """
 
 from __future__ import annotations
@@ -121,8 +116,8 @@ def leaves(outcome: str, running: bool = False) -> None:
 
 
 def stop_message(signal_name: str, published: list[Path]) -> str:
-    """The line a signal prints: what was published before it came (or what the command says it leaves), and
-    that nothing is left running."""
+    """The line a signal prints: what was published before it came, else what the command said it leaves
+    (``leaves``), and that nothing is left running unless the command said its work runs on elsewhere."""
     if _left_as is not None and not published:
         return f"interrupted ({signal_name}): stopped; {_left_as}" + ("" if _left_running else
                                                                        "; nothing is left running")
@@ -131,14 +126,6 @@ def stop_message(signal_name: str, published: list[Path]) -> str:
         return (f"interrupted ({signal_name}): stopped after {done} was published (complete and validated); "
                 "nothing is left running")
     return f"interrupted ({signal_name}): stopped; nothing was published and nothing is left running"
-
-
-def record_run(build_folder: Path) -> None:
-    """Record this process and its children (now and later) in the build folder, for ``reap_orphans``."""
-    for pid in children_of(os.getpid()):
-        _children.setdefault(pid, "child process")  # e.g. Prefect's temporary API server
-    _records.add(Path(build_folder) / f"{RECORD_PREFIX}{os.getpid()}.json")
-    _write_records()
 
 
 def _write_records() -> None:
@@ -164,8 +151,9 @@ def reap_orphans(build_folder: Path) -> list[str]:
     """End the recorded children of commands that died (SIGKILL) in this build folder; what was ended."""
     ended = []
     for path in sorted(Path(build_folder).glob(f"{RECORD_PREFIX}*.json")):
-        record = _read_record(path)
-        if record is None:  # not a run record (truncated, edited, valid JSON of another shape): nothing to end
+        try:
+            record = RunRecord.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError):  # not a run record (truncated, edited, other JSON): nothing to end
             path.unlink(missing_ok=True)
             continue
         owner = record.owner
@@ -191,20 +179,7 @@ class RunRecord(BaseModel):
     children: list[RunProcess] = []
 
 
-def _read_record(path: Path) -> RunRecord | None:
-    try:
-        return RunRecord.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError):
-        return None
-
-
 # --- signals ------------------------------------------------------------------------------------
-
-def install() -> None:
-    """Handle SIGINT and SIGTERM here (again after a library replaced the handlers)."""
-    signal.signal(signal.SIGINT, _handle)
-    signal.signal(signal.SIGTERM, _handle)
-
 
 @contextmanager
 def handling_signals(handler: Callable[[int, object], None] | None = None) -> Iterator[None]:
@@ -224,13 +199,16 @@ def handling_signals(handler: Callable[[int, object], None] | None = None) -> It
             signal.signal(signum, old)
 
 
-def take_over(build_folder: Path | None = None) -> None:
-    """First thing in a flow: our handlers again (Prefect installs its own SIGTERM handler for a flow run,
-    which prints a crash traceback), and this process's children on record in the build folder."""
-    install()
-    if build_folder is not None:
-        Path(build_folder).mkdir(parents=True, exist_ok=True)
-        record_run(build_folder)
+def take_over(build_folder: Path) -> None:
+    """First thing in a flow: our handlers again (Prefect installs its own SIGTERM handler for a flow run, which
+    prints a crash traceback), and this process and its children (now and later) recorded for ``reap_orphans``."""
+    signal.signal(signal.SIGINT, _handle)
+    signal.signal(signal.SIGTERM, _handle)
+    Path(build_folder).mkdir(parents=True, exist_ok=True)
+    for pid in children_of(os.getpid()):
+        _children.setdefault(pid, "child process")  # e.g. Prefect's temporary API server
+    _records.add(Path(build_folder) / f"{RECORD_PREFIX}{os.getpid()}.json")
+    _write_records()
 
 
 @contextmanager

@@ -1,15 +1,10 @@
 """The whole pipeline's configuration and the state of each stage, kept beside the release.
 
-A pipeline file (TOML) names the inputs of every stage, relative to itself: the English BBQ
-templates, the annotators' labels and their consensus, the translation cache and the
-translator's returned workbooks, the template groups and newly-created templates, the survey
-results. A stage whose inputs are all there runs; the first stage that waits for people stops
-the pipeline with what it waits for and the command that produces what to send out.
-
-Each stage records its state in ``<out>/<name>.pipeline/<pipeline key>/<stage>.json``: done (counts and
-when), waiting (for what), or failed (why), and the fingerprint of everything it read. A stage
-whose fingerprint is unchanged is not run again; ``kobbq status`` compares fingerprints to tell
-a done stage from a stale one. Real-data mode: ``labels.reference`` and
+A pipeline file (TOML) names the inputs of every stage, relative to itself; a stage whose inputs are all there runs,
+and the first that waits for people stops the pipeline with what it waits for and what to send out. Each stage
+records its state (done, waiting or failed, with the fingerprint of everything it read) in
+``<out>/<name>.pipeline/<pipeline key>/<stage>.json``: a stage whose fingerprint is unchanged is not run again, and
+``kobbq status`` tells a done stage from a stale one. Real-data mode: ``labels.reference`` and
 ``translation.reference`` take a released template file as the labels and the post-edit.
 """
 

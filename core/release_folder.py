@@ -1,23 +1,16 @@
-"""A release folder as this project writes it: its paths (``ReleaseFolder``: ``<out>/<name>``, and beside it the
-stages' work, ``<name>.work``, and recorded states, ``<name>.pipeline``), its files' names, its manifest (one reader,
-``read_manifest``, once per process unless the file changes; one writer, ``write_manifest``), the marker that says
-this project wrote it, and whether its files are still the ones the manifest records (``release_problem``, for
-``kobbq status`` and the release stage; ``changed_files``, which ``publish`` and the evaluation call themselves).
+"""A release folder as this project writes it: its paths (``ReleaseFolder``), its files' names, its manifest (one
+reader, cached while the file is unchanged; one writer), the marker that says this project wrote it, and whether its
+files are still the ones the manifest records (``release_problem``; ``changed_files``).
 
-Hashing every file of a release on every ``kobbq status`` (95 MB for KoBBQ) is most of the bytes it reads, so
-the files as last verified are recorded beside the release (``<out>/.<name>.verified.json``; never inside it, which
-holds exactly what its manifest lists and what a user adds): each file's size, modification and change times and
-sha256, for one manifest. The build records its files when it publishes them; ``release_problem`` rewrites the
-record after a check. With ``trust_record`` (``kobbq status``) a file whose size and times are as recorded is not
-read again. Like make's and rsync's quick checks, this misses a change that leaves all three as they were (a clock
-set back, a file system without change times); ``kobbq status --verify`` hashes every file, and ``publish`` and the
-evaluation never trust the record.
+Hashing every file of a release on every ``kobbq status`` (95 MB for KoBBQ) is most of what it reads, so the files
+as last verified (size, modification and change times, sha256) are recorded beside the release, never inside it
+(``<out>/.<name>.verified.json``). With ``trust_record`` (``kobbq status``) a file whose size and times are as
+recorded is not read again: like make's and rsync's quick checks, this misses a change that keeps all three
+(``kobbq status --verify``, ``publish`` and the evaluation hash every file).
 
-A build replaces ``<out>/<name>`` only when that folder is a release this project wrote, of that name and profile
-(``check_replaceable``): a user's folder or another release is refused before anything is written, so a mistyped
-``--out`` or ``--name`` can never delete it; files a user adds inside a release (``user_entries``) are carried over
-to the new release. Releases built before the marker are recognised by the keys every build wrote (``LEGACY_KEYS``).
-No pandas here: a command checks this before anything heavy is imported.
+A build replaces ``<out>/<name>`` only when it is a release this project wrote, of that name and profile
+(``check_replaceable``), so a mistyped ``--out`` or ``--name`` never deletes a user's folder; what a user adds
+inside a release (``user_entries``) is carried over. No pandas here: a command checks this before anything heavy.
 """
 
 from __future__ import annotations
@@ -48,7 +41,7 @@ TABLE1_MD = "table1.md"
 CORRECTIONS_APPLIED = "corrections_applied.csv"
 NORMALISATIONS = "normalisations.csv"
 INPUT_WARNINGS = "input_warnings.txt"
-DATA_DOCS = "data_docs"  # Great Expectations' rendered pages: run times in them, so not in the manifest
+DATA_DOCS = "data_docs"  # Great Expectations' pages, written by older builds: dropped on a rebuild, not kept
 
 WRITTEN_BY = "kobbq-builder"  # the manifest's "written_by": the marker of a release this project wrote
 LEGACY_KEYS = frozenset({"release", "profile", "project_version", "build_fingerprint", "outputs"})
@@ -95,8 +88,7 @@ def manifest_text(manifest: dict[str, object]) -> str:
 
 
 def manifest_sha256(manifest: dict[str, object]) -> str:
-    """The sha256 of the manifest as this project writes it: the file's own for a manifest as the build wrote it.
-    Taken from what was parsed, not from the file again, so that it names the digests being compared."""
+    """Taken from what was parsed, not from the file again, so that it names the digests being compared."""
     return hashlib.sha256(manifest_text(manifest).encode("utf-8")).hexdigest()
 
 
@@ -144,8 +136,7 @@ def listed_files(manifest: dict[str, object]) -> set[str]:
 
 
 def changed_files(folder: Path, manifest: dict[str, object]) -> list[str]:
-    """The release's files (as its manifest lists them) that are missing or differ from what the build wrote:
-    every one hashed."""
+    """The release's files that are missing or differ from what the build wrote: every one hashed."""
     return _check_files(Path(folder), manifest, {})[0]
 
 
@@ -184,8 +175,7 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 
 def verified_path(target: Path) -> Path:
-    """The record of the release's files as last verified: beside the release (``<out>/.<name>.verified.json``),
-    since a release holds exactly what its manifest lists (and what a user adds)."""
+    """``<out>/.<name>.verified.json``: beside the release, which holds exactly what its manifest lists."""
     target = Path(target)
     return target.parent / f".{target.name}{VERIFIED_SUFFIX}"
 
@@ -225,8 +215,7 @@ def record_published(target: Path, manifest: dict[str, object]) -> None:
 
 
 def verify_files(target: Path, manifest: dict[str, object], trust_record: bool) -> list[str]:
-    """``changed_files``, then the record rewritten when it changed. With ``trust_record``, a file whose size
-    and times are those recorded for this manifest is not read (``kobbq status``)."""
+    """``changed_files``, then the record rewritten when it changed; with ``trust_record``, the record trusted."""
     recorded = read_verified(target, manifest)
     changed, verified = _check_files(target, manifest, recorded if trust_record else {})
     if verified != recorded:
@@ -245,7 +234,7 @@ def user_entries(folder: Path, manifest: dict[str, object]) -> list[str]:
         found = []
         for entry in sorted((folder / relative).iterdir()):
             name = (relative / entry.name).as_posix()
-            if name in listed or (entry.name == DATA_DOCS and entry.is_dir()):  # the release's, or its twin's
+            if name in listed or (entry.name == DATA_DOCS and entry.is_dir()):  # the release's, or an older build's
                 continue
             if entry.is_dir() and not entry.is_symlink() and name in holding:
                 found += walk(relative / entry.name)
@@ -282,10 +271,8 @@ class ReleaseFolder:
 
 
 def release_problem(target: Path, fingerprint: str | None = None, trust_record: bool = False) -> str | None:
-    """What is wrong with a published release, in one line; None when it is there and every file is as its
-    manifest records. With ``fingerprint`` (what the caller built it from), a release built from something else
-    since is a problem too. ``trust_record``: files unchanged since their last check are not read again
-    (``verify_files``)."""
+    """What is wrong with a published release, in one line; None when every file is as its manifest records. With
+    ``fingerprint`` (what the caller built it from), a release built from something else since is a problem too."""
     target = Path(target)
     if not target.is_dir():
         retired = sorted(target.parent.glob(f"{RETIRED_PREFIX}{target.name}-*"))

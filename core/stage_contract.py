@@ -1,16 +1,11 @@
 """The contract every pipeline stage keeps, and the context the runner hands it.
 
-A stage (``Stage``) declares what it reads: its input files by role (``inputs(ctx)``), the profile settings it
-uses (``settings``: ``"survey"``, ``"templates.versions"``), the stages whose outputs it reads (``after``) and the
-templates it renders. Its fingerprint covers exactly that, with its own code (``core.fingerprint``): one changed
-survey cut-off re-runs the survey stage and the stages after it, nothing before. ``run(ctx)`` returns a
-``StageOutput`` (counts, output files by role, decisions, a one-line summary), or raises ``Waiting`` with what it
-waits for and what to send out. ``prepare(ctx)``, when a stage has one, reads and checks its inputs into the
-context's memo before any flow run starts, so that bad input stops in one line before Prefect's start-up.
-
-The runner (``tasks.pipeline``), not the stage, wires stages together: it fingerprints them, skips a stage that
-is current, records each stage's state and outputs (``core.pipeline_file``), and hands later stages the outputs of
-earlier ones by role (``Context.output``), never by a literal path into another stage's folder.
+A stage (``Stage``) declares what it reads: input files by role, profile settings, the stages whose outputs it reads
+and the templates it renders. Its fingerprint covers exactly that and its own code, so one changed survey cut-off
+re-runs the survey stage and the stages after it, nothing before. ``run(ctx)`` returns a ``StageOutput`` or raises
+``Waiting``; ``prepare(ctx)`` checks its inputs before any flow run starts. The runner (``tasks.pipeline``), not the
+stage, wires stages together: it hands later stages the outputs of earlier ones by role (``Context.output``), never
+by a literal path into another stage's folder.
 """
 
 from __future__ import annotations

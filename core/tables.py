@@ -1,11 +1,8 @@
 """Delimited text files, read one way and written atomically.
 
-Every CSV/TSV input goes through ``read_rows``: UTF-8 with or without a byte-order mark, within the
-stated limits (``core.text_files.MAX_FILE_BYTES`` per file, counted as it is read; ``MAX_CELL_CHARS`` per
-cell), and any problem is a ``UserError`` naming the file and row. ``read_records`` adds the header; ``read_csv_table`` is the
-reader of the small curated tables (corrections, glossaries, group lists); ``read_table`` reads a
-table that may arrive as a CSV or as an xlsx (survey results, questionnaires, overrides: files
-people edit in a spreadsheet) with the location of every row, the sheet included.
+Every CSV/TSV input goes through ``read_rows``: UTF-8 with or without a byte-order mark, within the size limits, any
+problem a ``UserError`` naming the file and row. ``read_table`` reads a table people edit in a spreadsheet (survey
+results, questionnaires, overrides), which may arrive as a CSV or as an xlsx, with the location of every row.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """Workbooks: saved so that the same content gives the same bytes, atomically; read as text.
 
-Why: the pipeline fingerprints exported folders to tell whether a stage is stale, so an
-export that changes nothing must not change a byte. openpyxl stamps the save time in two
-places: ``docProps/core.xml`` (``dcterms:created`` is the time the Workbook object was made,
-``dcterms:modified`` is overwritten with "now" by ``Workbook.save``) and the date of every
-zip entry. ``save_workbook`` fixes both, and writes a temp file in the target folder that
-``os.replace`` moves into place, so a crash never leaves half a workbook under the real name.
-
-Entry points: ``save_workbook(workbook, path) -> Path``; ``read_sheets(path)``, every sheet as text
-(``core.tables.read_table`` reads a CSV and an xlsx's first sheet alike through it).
+Why: the pipeline fingerprints exported folders to tell whether a stage is stale, so an export that changes nothing
+must not change a byte. openpyxl stamps the save time in ``docProps/core.xml`` (created, and modified: "now" on each
+save) and on every zip entry; ``save_workbook`` fixes both and writes atomically.
 """
 
 from __future__ import annotations

@@ -1,28 +1,23 @@
 """What ``kobbq eval run --deployment`` keeps true on the Prefect server while units run on a work pool.
 
-An evaluation is orchestrated by one command (the flow ``kobbq-model-runs``, in its own process) and answered by
-unit runs on the pool's workers. What the server shows, and what the endpoint is asked, stays true whatever crashes
-or pauses:
+An evaluation is orchestrated by one command (the flow ``kobbq-model-runs``) and answered by unit runs on the pool's
+workers. What the server shows, and what the endpoint is asked, stays true whatever crashes or pauses:
 
-- **Unit leases.** The run answering a unit holds the unit's lease, kept in the answer cache's file
-  (``tasks.evaluation.answer_cache.UnitLease``) and renewed before each request and while it waits, so a run is
-  alive by its own progress, whatever the load; a second run of the unit waits for it. A run is **lost**
-  (``UnitWatch``) when it did not renew its lease for ``lost_after`` seconds of this machine's clock (only the
-  renewal count is compared, never another machine's clock), or did not take it within ``start_seconds`` (its
-  worker died first). A lost run's lease is revoked before the unit runs again: a run only paused stops there.
-- **One command per evaluation.** The command holds the file locks of its output folder and answer cache
-  (``tasks.evaluation.runs.run_lock``): a second one is refused, and the system frees them however the first dies.
+- **Unit leases.** The run answering a unit holds the unit's lease (in the answer cache's file,
+  ``tasks.evaluation.answer_cache.UnitLease``), renewed before each request and while it waits, so a run is alive by
+  its own progress whatever the load. A run is **lost** (``UnitWatch``) when it did not renew its lease for
+  ``lost_after`` seconds of this machine's clock (only renewal counts are compared, never another machine's clock),
+  or did not take it within ``start_seconds``; its lease is revoked before the unit runs again.
+- **One command per evaluation**: it holds the file locks of its output folder and answer cache.
 - **Outages.** A silent Prefect server (``ServerLink``) is waited for up to ``OUTAGE_SECONDS``; the units keep
-  answering meanwhile (their leases are not on the server).
+  answering meanwhile.
 - **Stops.** SIGINT/SIGTERM marks the command's run Crashed (``marked_on_signal``); the units keep running and the
   same command attaches to them again. One killed outright is marked Crashed by the next command of the same
-  evaluation, which says it took over (``take_over``). Cancelling the evaluation's run in Prefect's UI stops every
-  unit: each watch revokes its unit's lease and marks its run Cancelled, then the command ends Cancelled.
+  evaluation (``take_over``). Cancelling the evaluation's run in Prefect's UI stops every unit.
 
-The endpoint's concurrency limit is held with Prefect's leases, which must survive a restart of the server, or a
-restart leaves its slots taken:
-``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``
-(docs/several-machines.md).
+The endpoint's concurrency limit is held with Prefect's leases, which must survive a restart of the server
+(``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``,
+docs/several-machines.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The runner in Prefect: one flow run per command, one task run per stage, around the plain runner
-(``tasks.pipeline.run``), and Prefect's record of them true to what happened.
-
-A flow run is named ``<release> <command>`` and takes the command's arguments as parameters; its logs carry the
-progress lines. A stage's task run publishes its artifacts (``flows.artifacts``) and ends as the stage did: Failed
-with its error, "Waiting for ..." (what it waits for), "Unchanged" or Completed; the flow run ends as its last stage.
-A deployment run (``prefect.yaml``'s ``kobbq-build``) passes files instead (``build``) and makes the same plan.
+(``tasks.pipeline.run``), and Prefect's record of them true to what happened: a flow run named ``<release>
+<command>`` with the command's arguments as parameters and the progress lines as logs; a task run per stage that
+publishes its artifacts and ends as the stage did (Failed with its error, "Waiting for ...", "Unchanged" or
+Completed). A deployment run (``prefect.yaml``'s ``kobbq-build``) passes files instead (``build``).
 """
 
 from __future__ import annotations

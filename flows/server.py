@@ -1,15 +1,11 @@
 """Which Prefect server a command's flow run goes to, found answering before the flow run starts.
 
-- ``PREFECT_API_URL`` set (in the environment or the active Prefect profile): that server. One that does not
-  answer as a Prefect API (nothing listening, another program, a wrong ``PREFECT_API_AUTH_STRING``) is one line
-  naming the URL, what happened and what to do, before anything runs; so is one that stops answering during the
-  build (a release is published whole or not at all, so nothing is half-published).
-- Else the background server this project keeps for the working session: the first command that needs one
-  starts ``prefect server start --background`` (in ``PREFECT_HOME``, on a free port of 127.0.0.1; one line says
-  so, how to stop it and how to opt out), and the next commands reuse it (its address is kept in
-  ``PREFECT_HOME/kobbq-server.json``). Prefect's start-up is paid once per session, not once per command.
-- ``KOBBQ_PREFECT_SERVER=temporary``: Prefect's own temporary server, started and stopped by each command (5-20 s
-  each; what tests and CI use, so that they leave no server running).
+- ``PREFECT_API_URL`` set (in the environment or the active Prefect profile): that server. One that does not answer
+  as a Prefect API, before or during the build, is one line naming the URL, what happened and what to do.
+- Else the background server this project keeps for the working session: the first command that needs one starts
+  ``prefect server start --background`` (on a free port of 127.0.0.1, saying so), and the next commands reuse it
+  (its address in ``PREFECT_HOME/kobbq-server.json``): Prefect's start-up is paid once per session.
+- ``KOBBQ_PREFECT_SERVER=temporary``: Prefect's own temporary server per command (what tests and CI use).
 
 No Prefect import here until a flow run is about to start.
 """

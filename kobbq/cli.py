@@ -73,7 +73,7 @@ def dispatch(argv: list[str] | None) -> int:
         parser.print_help()
         return 1
     configure_environment(debug=args.debug)  # before any command imports Prefect
-    console.set_quiet(bool(getattr(args, "quiet", False)))
+    was_quiet = console.set_quiet(bool(getattr(args, "quiet", False)))
     try:
         return int(args.handler(args) or 0)
     except UserError as exc:
@@ -91,7 +91,7 @@ def dispatch(argv: list[str] | None) -> int:
         return 1
     finally:
         interrupt.forget_run()
-        console.set_quiet(False)  # a command run in-process (a test's) leaves the next one its progress lines
+        console.set_quiet(was_quiet)  # a command run in-process (a test's) leaves its caller's setting
 
 
 def complete(parser: argparse.ArgumentParser) -> NoReturn:

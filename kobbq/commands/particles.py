@@ -1,6 +1,5 @@
-"""``kobbq particles check --templates FILE``: regenerate every inline item's particle from its filler (hgtk) and
-compare; the last line is ``particles: AGREE/TOTAL (PERCENT)``.
-"""
+"""``kobbq particles check --templates FILE``: every inline item's particle regenerated from its filler
+(``tasks.translation.particles``) and compared; the last line is ``particles: AGREE/TOTAL (PERCENT)``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """``kobbq status``: each stage of a pipeline's build folder: done, waiting, stale, failed, damaged, or not run.
-
 The release's files are hashed only when their size or times differ from the record of their last check
-(``core.release_folder.verify_files``): hashing all of them was most of what the command read. ``--verify`` hashes
-every one, for the change the record cannot see (one that keeps a file's size and times).
-"""
+(``core.release_folder.verify_files``); ``--verify`` hashes every one."""
 
 from __future__ import annotations
 
@@ -36,13 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # The stage modules (pandas among their imports), loaded only when the command runs, not for --help.
-    from tasks.pipeline import folder, plan as plans
+    from tasks.pipeline import plan as plans, run as runner
 
     pipeline = load_pipeline(args.pipeline)
     ctx = replace(plans.context(pipeline, args.out), trust_record=not args.verify)
     plan = plans.Plan.of(ctx, plans.stages_for(pipeline))
     print(f"pipeline {args.pipeline} -> {plan.ctx.folder.path}")
-    running = folder.running_build(plan.ctx.folder.path)
+    running = runner.running_build(plan.ctx.folder.path)
     if running is not None:
         print(f"  a build is running on this release now (process {running}): the stages below are as it has left "
               "them so far")

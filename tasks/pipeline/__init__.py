@@ -1,4 +1,4 @@
 """The runner: what a command that builds decides and runs, without Prefect. A pipeline's stages, their
 fingerprints, which are current and what their inputs hold (``plan``), the stages run in order and reported to an
-observer (``run``), the build folder made ready (``folder``), and the release stage (``release_stage``). An
+observer, with the build folder made ready (``run``), and the release stage (``release_stage``). An
 up-to-date release or a bad input is found before anything starts; ``flows.pipeline`` runs the same in Prefect."""

@@ -1,13 +1,8 @@
-"""The one runner's decisions, without Prefect: which stages a pipeline has, their order, their fingerprints,
-which of them are current, and what their inputs hold before the flow run starts.
-
-A pipeline is a pipeline file (``kobbq build --pipeline``) or one made from a command's arguments (``kobbq build
---templates FILE``: ``[templates] file``, then the survey when results are given, then the release). Its stages
-are the ones of ``STAGE_LIST`` that apply (``stages_for``), in that order; the release is the last of them.
-``each_stage`` is the one walk over them (fingerprint, recorded state, what is wrong with what it made, current
-or not) that the flow, the up-to-date check and ``kobbq status`` share. ``prepare`` reads and checks, before any
-flow run, the inputs of every stage about to run whose inputs are already there: bad input stops in one line
-before Prefect starts, and what was read is kept for the run (``Context.once``).
+"""The one runner's decisions, without Prefect: which stages a pipeline has (a pipeline file's, or one made from
+``kobbq build --templates FILE``'s arguments), their fingerprints, which of them are current, and what their inputs
+hold before the flow run starts. ``each_stage`` is the one walk over them that the flow, the up-to-date check and
+``kobbq status`` share; ``Plan.prepare`` reads and checks the inputs already there, so that bad input stops in one
+line before Prefect starts, and keeps what was read for the run (``Context.once``).
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core import console
@@ -96,7 +91,7 @@ class StageCheck:
 
     @property
     def fingerprint(self) -> str:
-        return stage_fingerprint(self.parts)
+        return hashlib.sha256(settings_text(self.parts).encode()).hexdigest()
 
     @property
     def current(self) -> bool:
@@ -115,11 +110,6 @@ def stage_parts(ctx: Context, stage: Stage, upstream: dict[str, str]) -> dict[st
     return {"inputs": files_fingerprint({**stage.inputs(ctx), **renders}, after),
             "settings": hashlib.sha256(settings_text(settings_of(ctx, stage.settings)).encode()).hexdigest(),
             "code": code_fingerprint(stage.code)}
-
-
-def stage_fingerprint(parts: dict[str, str]) -> str:
-    """One stage's fingerprint: its three parts together."""
-    return hashlib.sha256(settings_text(parts).encode()).hexdigest()
 
 
 def output_problem(ctx: Context, state: StageState) -> str | None:
@@ -145,12 +135,12 @@ def each_stage(ctx: Context, stages: list[Stage], upstream: dict[str, str] | Non
     upstream = dict(upstream or {})
     for stage in stages:
         parts = stage_parts(ctx, stage, upstream)
-        upstream[stage.name] = ctx.fingerprints[stage.name] = stage_fingerprint(parts)
-        state = None if force else ctx.state(stage.name)
-        problem = None
-        if state is not None and state.status == DONE:
-            problem = output_problem(ctx, state) or (stage.made(ctx, state.fingerprint) if stage.made else None)
-        yield StageCheck(stage, parts, state, problem)
+        check = StageCheck(stage, parts, None if force else ctx.state(stage.name), None)
+        upstream[stage.name] = ctx.fingerprints[stage.name] = check.fingerprint
+        if check.state is not None and check.state.status == DONE:
+            check = replace(check, problem=output_problem(ctx, check.state)
+                            or (stage.made(ctx, check.state.fingerprint) if stage.made else None))
+        yield check
 
 
 def done_state(ctx: Context, check: StageCheck, counts: dict[str, object], outputs: dict[str, Path],
@@ -208,10 +198,21 @@ def templates_plan(templates: Path, out: Path, profile: Profile, name: str | Non
                    corrections: Path | None = None, seed: int | None = None, test_split: str = PROFILE,
                    survey: SurveyInputs | None = None, force: bool = False) -> Plan:
     """``kobbq build --templates``'s plan: a pipeline made from its arguments (``[templates] file``, the survey's
-    files when given), whose stages are the survey (with results) and the release."""
+    files when given), whose stages are the survey (with results) and the release. Its state and work folders are
+    its own (named after the template file), apart from any pipeline file's."""
     if not templates.exists():
         raise UserError("does not exist", templates)
-    pipeline = templates_pipeline(templates, profile.argument, name, corrections, seed, test_split, survey)
+
+    def given(path: Path | None) -> str:
+        return str(path.resolve()) if path is not None else ""
+
+    survey_section = SurveySection() if survey is None else SurveySection(
+        results=given(survey.results), reading=given(survey.reading), overrides=given(survey.overrides),
+        questions=given(survey.questions), allow_unmatched=survey.allow_unmatched)
+    config = PipelineConfig(profile=profile.argument, name=name, seed=seed, test_split=test_split,
+                            templates=TemplatesSection(file=given(templates), corrections=given(corrections)),
+                            survey=survey_section)
+    pipeline = Pipeline(Path.cwd() / "kobbq-build", config, pipeline_key("templates", given(templates)))
     return Plan.of(context(pipeline, out, profile), stages_for(pipeline), force)
 
 
@@ -235,19 +236,3 @@ def pipeline_plan(path: Path, out: Path, force: bool = False) -> Plan:
     for removed in check_states(ctx.states, rewrite=force):
         console.step(f"{removed}: unreadable, removed (--force); its stage runs again")
     return Plan.of(ctx, stages_for(pipeline), force)
-
-
-def templates_pipeline(templates: Path, profile: str, name: str | None, corrections: Path | None, seed: int | None,
-                       test_split: str, survey: SurveyInputs | None) -> Pipeline:
-    """A pipeline file's worth of settings, from a command's arguments; its state and work folders are its own
-    (named after the template file), apart from any pipeline file's."""
-    def given(path: Path | None) -> str:
-        return str(path.resolve()) if path is not None else ""
-
-    survey_section = SurveySection() if survey is None else SurveySection(
-        results=given(survey.results), reading=given(survey.reading), overrides=given(survey.overrides),
-        questions=given(survey.questions), allow_unmatched=survey.allow_unmatched)
-    config = PipelineConfig(profile=profile, name=name, seed=seed, test_split=test_split,
-                            templates=TemplatesSection(file=given(templates), corrections=given(corrections)),
-                            survey=survey_section)
-    return Pipeline(Path.cwd() / "kobbq-build", config, pipeline_key("templates", given(templates)))

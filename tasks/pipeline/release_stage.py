@@ -1,13 +1,10 @@
 """The release stage: the surviving templates expanded, every file written and validated, and the release
-published atomically. The last stage of every pipeline, and, with the survey before it when results are given,
-all of ``kobbq build --templates FILE``.
+published atomically; the last stage of every pipeline.
 
-It reads the template file (``Context.templates_file``: the one the pipeline names, else the templates stage's),
-the survey's decisions (which templates survive; the release never runs the rules again), every earlier stage's
-decisions (merged into the release's log) and reports (copied into the release), and the machine-translated
-twin's templates. ``prepare`` parses and checks the template file and fits it to the test split before any flow
-run starts; ``run`` takes them from the memo. ``made`` is the release's own check: its folder as its manifest
-records it, and built from this stage's inputs (not replaced since by another build).
+It reads the template file (``Context.templates_file``), the survey's decisions (the release never runs the rules
+again), every earlier stage's decisions and reports, and the machine-translated twin's templates. ``prepare`` checks
+the template file and fits it to the test split before any flow run starts; ``made`` checks the published folder
+against its manifest and that no other build has replaced it since.
 """
 
 from __future__ import annotations

@@ -1,31 +1,32 @@
-"""The runner: a command's plan, its stages run in order in plain Python, each stage's run handed to an observer.
+"""The runner: a command's plan (``tasks.pipeline.plan.Plan``), its stages run in order in plain Python.
 
-The command has made its plan (``tasks.pipeline.plan.Plan``). ``execute`` makes the build folder ready, answers a
-plan whose stages are all current at once (nothing started, nothing written: a read-only release can be checked),
-has every stage about to run read and check its inputs (a bad file stops in one line before anything starts), and
-only then hands the plan to ``launch``: the command's Prefect flow run (``flows.pipeline``), or ``run_plan`` as it
-is. ``run_plan`` runs the stages until one waits or fails; the observer (``Observer``) is called around each
-stage's run (Prefect makes it a task run and publishes what it returned), and nothing here knows of Prefect.
+``execute`` answers a plan whose stages are all current at once (nothing started, nothing written: a read-only
+release can be checked), has every stage about to run check its inputs (a bad file stops in one line before anything
+starts), makes the build folder ready, and only then hands the plan to ``launch``: the command's Prefect flow run
+(``flows.pipeline``), or ``run_plan`` as it is. ``run_plan`` calls an observer around each stage's run (Prefect makes
+it a task run); nothing here knows of Prefect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import fcntl
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import console
+from core import console, interrupt
 from core.atomic import check_writable, write_with
 from core.decisions import write_decisions_csv
 from core.errors import UserError
 from core.pipeline_file import DONE, FAILED, WAITING, PipelineConfig, StageState, write_state
 from core.profile import Profile
-from core.release_folder import check_replaceable
+from core.release_folder import ReleaseFolder, check_replaceable
 from core.stage_contract import Context, Stage, StageOutput, Waiting
-from tasks.pipeline.folder import build_folder, tidy
 from tasks.pipeline.plan import Plan, StageCheck, done_state, each_stage, one_off_plan
 from tasks.pipeline.release_stage import NAME as RELEASE
 from tasks.release.check_child import ready, warm_up
+from tasks.release.publish import build_lock, recover
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,39 @@ def run_plan(plan: Plan, observe: Observer = plainly) -> PipelineResult:
 
 
 Launch = Callable[[Plan], PipelineResult]
+
+
+def tidy(folder: ReleaseFolder) -> None:
+    """Processes a killed build left running are ended, and its staging or half-published folders cleaned up (also
+    when nothing is rebuilt). Writes nothing when there is nothing to clean up: a release on a read-only mount can be
+    found up to date."""
+    for ended in interrupt.reap_orphans(folder.out):
+        console.step(f"ended {ended}, left running by a build that was killed")
+    recover(folder.path)
+
+
+@contextmanager
+def build_folder(folder: ReleaseFolder) -> Iterator[None]:
+    """The build folder can be written and is tidy (``tidy``); one build at a time holds the release until the
+    block ends."""
+    check_writable(folder.out)
+    tidy(folder)
+    with build_lock(folder.path):
+        yield
+
+
+def running_build(target: Path) -> str | None:
+    """The process id of the build that holds the release's lock (``tasks.release.publish.build_lock``: the file
+    ``<out>/.<name>.lock`` with its holder's id), "?" when it wrote none; None when no build holds it. Reads only."""
+    try:
+        with (target.parent / f".{target.name}.lock").open("r", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return handle.read().strip() or "?"
+    except OSError:  # no lock file: no build has run here
+        return None
+    return None
 
 
 def execute(plan: Plan, launch: Launch = run_plan) -> PipelineResult | None:
