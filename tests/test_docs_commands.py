@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import functools
 import importlib.util
 import io
 import re
@@ -29,6 +30,7 @@ from kobbq.cli import build_parser
 DOCS = PROJECT_ROOT / "docs"
 
 
+@functools.cache
 def reference_hook():
     """docs/hooks/reference.py, the site's hook that fills in the reference pages, loaded as MkDocs loads it: a
     file, not a module of a package."""
@@ -38,14 +40,19 @@ def reference_hook():
     return hook
 
 
-def rendered_pages() -> dict[str, str]:
-    """Every page under docs/ as the site shows it: the generated sections filled in by the site's own hook."""
-    hook = reference_hook()
-    return {path.relative_to(DOCS).as_posix(): hook.render(path.read_text(encoding="utf-8"))
-            for path in sorted(DOCS.rglob("*.md"))}
+# The documents are read, rendered and walked when a test runs, not when pytest collects this file: every
+# pytest-xdist worker collects every file, and only one runs these tests.
+DOCUMENTS = ["README.md", *(path.relative_to(DOCS).as_posix() for path in sorted(DOCS.rglob("*.md")))]
 
 
-DOCUMENTS = {"README.md": (PROJECT_ROOT / "README.md").read_text(encoding="utf-8"), **rendered_pages()}
+@functools.cache
+def document(name: str) -> str:
+    """README.md, or a page under docs/ as the site shows it: the generated sections filled in by the site's own
+    hook."""
+    if name == "README.md":
+        return (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    return reference_hook().render((DOCS / name).read_text(encoding="utf-8"))
+
 # Code blocks that are not shell: a command's printed output or usage, a file's contents, Python.
 NOT_SHELL = {"text", "toml", "python", "yaml", "json", "csv", "tsv"}
 SHELL_OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "2>", "2>&1", "<"}
@@ -112,36 +119,47 @@ def shown_options(parser: argparse.ArgumentParser) -> set[str]:
     return {o for a in parser._actions if a.help is not argparse.SUPPRESS for o in a.option_strings}
 
 
-FENCED = [command for name, text in DOCUMENTS.items() for command in fenced_commands(Path(name), text)]
-INLINE_COMMANDS = [command for name, text in DOCUMENTS.items() for command in inline_commands(Path(name), text)]
-
-
 def test_the_documents_have_command_lines() -> None:
-    assert len(FENCED) >= 30 and len(INLINE_COMMANDS) >= 30
+    fenced = [command for name in DOCUMENTS for command in fenced_commands(Path(name), document(name))]
+    inline = [command for name in DOCUMENTS for command in inline_commands(Path(name), document(name))]
+    assert len(fenced) >= 30 and len(inline) >= 30
     assert {"README.md", "new-culture.md", "guides/score-a-model.md", "guides/adapt-a-culture.md"} <= {
-        where.split(":")[0] for where, _ in FENCED}
+        where.split(":")[0] for where, _ in fenced}
     # the command reference is walked as rendered (the --help texts it shows are checked as help texts, below)
-    assert any(where.startswith("reference/commands.md:") for where, _ in INLINE_COMMANDS)
+    assert any(where.startswith("reference/commands.md:") for where, _ in inline)
 
 
-@pytest.mark.parametrize("where, argv", FENCED, ids=[where for where, _ in FENCED])
-def test_every_command_line_in_a_code_block_parses(where: str, argv: list[str]) -> None:
+def code_block_problem(where: str, argv: list[str]) -> str:
+    """Why a command line of a code block is wrong (the parser refuses it, or it uses a spelling --help hides), or
+    "" when it is right."""
     errors = io.StringIO()
     with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
         try:
             PARSER.parse_args(argv)
         except SystemExit:
-            pytest.fail(f"{where}: kobbq {shlex.join(argv)}: {errors.getvalue().strip()}")
+            return f"{where}: kobbq {shlex.join(argv)}: {errors.getvalue().strip()}"
     parser, name = subcommand(argv)
     hidden = [t.split("=")[0] for t in argv if t.startswith("--") and t.split("=")[0] not in shown_options(parser)]
-    assert not hidden, f"{where}: {name} is given {hidden}, spellings its --help does not show"
+    return f"{where}: {name} is given {hidden}, spellings its --help does not show" if hidden else ""
 
 
-@pytest.mark.parametrize("where, text", INLINE_COMMANDS, ids=[where for where, _ in INLINE_COMMANDS])
-def test_every_inline_command_names_options_its_subcommand_has(where: str, text: str) -> None:
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_every_command_line_in_a_code_block_parses(name: str) -> None:
+    problems = [code_block_problem(where, argv) for where, argv in fenced_commands(Path(name), document(name))]
+    assert not any(problems), "\n".join(filter(None, problems))
+
+
+def inline_problem(where: str, text: str) -> str:
+    """The options an inline command names that its subcommand does not have, or "" when it has them all."""
     parser, name = subcommand(re.findall(r"[\w-]+", text.split("--")[0]))
     unknown = sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text)) - shown_options(parser))
-    assert not unknown, f"{where}: `kobbq {text}`: {name} has no {', '.join(unknown)}"
+    return f"{where}: `kobbq {text}`: {name} has no {', '.join(unknown)}" if unknown else ""
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_every_inline_command_names_options_its_subcommand_has(name: str) -> None:
+    problems = [inline_problem(where, text) for where, text in inline_commands(Path(name), document(name))]
+    assert not any(problems), "\n".join(filter(None, problems))
 
 
 def test_the_checks_catch_a_wrong_line(tmp_path: Path) -> None:
@@ -167,20 +185,24 @@ BACKTICKED = re.compile(r"(?<!`)`(kobbq [a-z][^`]*)`(?!`)")
 SOURCE_FOLDERS = ("core", "tasks", "flows", "kobbq")
 
 
+@functools.cache
 def message_commands() -> list[tuple[str, str]]:
     """(where, command) of every `kobbq ...` in a message the code composes (a stage's hint, an error), each
     ``{...}`` of an f-string standing for one word; docstrings and comments are not messages."""
     found = []
     for folder in SOURCE_FOLDERS:
         for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
-            for node in ast.walk(tree):
+            source = path.read_text(encoding="utf-8")
+            if "kobbq" not in source:  # no literal can name the command (a file that imports kobbq is parsed)
+                continue
+            docstrings = set()  # ast.walk visits an expression statement before the string it holds
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.Expr):
+                    docstrings.add(id(node.value))
                 if id(node) in docstrings or not isinstance(node, (ast.JoinedStr, ast.Constant)):
                     continue
-                text = _literal(node)
                 found += [(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}", m.group(1))
-                          for m in BACKTICKED.finditer(text)]
+                          for m in BACKTICKED.finditer(_literal(node))]
     return list(dict.fromkeys(found))  # an f-string's literal parts are nodes of their own too
 
 
@@ -190,6 +212,7 @@ def _literal(node: ast.AST) -> str:
     return "".join(part.value if isinstance(part, ast.Constant) else "WORD" for part in node.values)  # type: ignore[attr-defined]
 
 
+@functools.cache
 def help_commands() -> list[tuple[str, str]]:
     """(command, command line) of every `kobbq ...` in a --help text."""
     from test_help_text import COMMANDS
@@ -199,10 +222,6 @@ def help_commands() -> list[tuple[str, str]]:
         text = " ".join(parser.format_help().split())
         found += [(name, m.group(1)) for m in BACKTICKED.finditer(text)]
     return list(dict.fromkeys(found))
-
-
-MESSAGES = message_commands()
-HELP = help_commands()
 
 
 def parses(argv: list[str]) -> str:
@@ -217,8 +236,10 @@ def parses(argv: list[str]) -> str:
 
 
 def test_the_messages_and_help_texts_have_command_lines() -> None:
-    assert len(MESSAGES) >= 8 and any("labels_stage.py" in where for where, _ in MESSAGES)
-    assert any("pretranslate_stage.py" in where for where, _ in MESSAGES)
+    messages = message_commands()
+    assert len(messages) >= 8 and any("labels_stage.py" in where for where, _ in messages)
+    assert any("pretranslate_stage.py" in where for where, _ in messages)
+    assert help_commands()
 
 
 def check_generated(where: str, argv: list[str]) -> None:
@@ -234,9 +255,14 @@ def check_generated(where: str, argv: list[str]) -> None:
         assert parses(argv) == "", f"{where}: `kobbq {shlex.join(argv)}`"
 
 
-@pytest.mark.parametrize("where, text", MESSAGES + HELP, ids=[where for where, _ in MESSAGES + HELP])
-def test_every_command_a_message_or_a_help_names_has_its_options(where: str, text: str) -> None:
-    check_generated(where, shlex.split(text)[1:])
+def test_every_command_a_message_or_a_help_names_has_its_options() -> None:
+    problems = []
+    for where, text in message_commands() + help_commands():
+        try:
+            check_generated(where, shlex.split(text)[1:])
+        except AssertionError as problem:
+            problems.append(str(problem).splitlines()[0])
+    assert not problems, "\n".join(problems)
 
 
 @pytest.fixture(scope="module")
