@@ -1,6 +1,6 @@
 """Scoring against a published release as downloaded (no manifest) and the upstream pipeline's own raw files:
 `--release DIR --profile NAME` on KoBBQ's data/ folder and EsBBQ's per-category files; ``time, topic, guid, truth,
-raw`` TSVs with answers quoted over several lines (tasks/evaluation/published.py, predictions.py)."""
+raw`` TSVs with answers quoted over several lines (tasks/evaluation/bbq_columns.py, prompts.py, predictions.py)."""
 
 from __future__ import annotations
 

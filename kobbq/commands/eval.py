@@ -174,7 +174,7 @@ def run_compare(args: argparse.Namespace) -> int:
     table = compare.comparison(compare.read_results(args.results), compare.metric_names(args.metrics))
     text = compare.comparison_markdown(table)
     if args.out is not None:
-        write_text(args.out / "compare.tsv", compare.comparison_tsv(table))
+        write_text(args.out / "compare.tsv", report.tsv_text(list(table.columns), table.values.tolist()))
         write_text(args.out / "compare.md", text)
     print(text, end="")
     return 0

@@ -18,7 +18,6 @@ from core.errors import Location, UserError
 from core.profile import available_profiles, load_profile
 from tasks.evaluation.metrics import METRIC_TABLE, METRICS, TITLES, UPSTREAM_HEADER, over_prompts
 from tasks.evaluation.prompts import read_table
-from tasks.evaluation.report import tsv_text
 
 RESULTS_FILE = "results_intervals.tsv"
 COMPARED = [metric.name for metric in METRIC_TABLE]  # what --metrics may name
@@ -123,10 +122,6 @@ def comparison_markdown(table: pd.DataFrame) -> str:
     lines = ["| " + " | ".join(table.columns) + " |", "|---|" + "---:|" * (len(table.columns) - 1)]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in table.itertuples(index=False)]
     return "\n".join(lines) + "\n"
-
-
-def comparison_tsv(table: pd.DataFrame) -> str:
-    return tsv_text(list(table.columns), table.values.tolist())
 
 
 def metric_names(wanted: list[str] | None) -> list[str]:

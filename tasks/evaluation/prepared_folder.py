@@ -126,9 +126,5 @@ def publish_prepared(staging: Path, out: Path) -> None:
             path = out / name
             if path.is_file() and top in path.resolve().parents:
                 path.unlink()
-                _remove_if_empty(path.parent, out)
-
-
-def _remove_if_empty(folder: Path, top: Path) -> None:
-    if folder != top and folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
+                if path.parent != out and path.parent.is_dir() and not any(path.parent.iterdir()):
+                    path.parent.rmdir()

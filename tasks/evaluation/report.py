@@ -237,7 +237,7 @@ def write_outputs(out: Path, table: pd.DataFrame, runs: list[Run], notes: list[s
 
 @dataclass(frozen=True)
 class ScoreRequest:
-    """Everything `kobbq eval score` is asked; the flow and `kobbq eval run --score` build the same."""
+    """Everything `kobbq eval score` is asked; `kobbq eval run --score` builds the same."""
 
     release: Path
     predictions: list[Path]
