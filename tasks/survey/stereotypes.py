@@ -126,7 +126,9 @@ class Stereotype:
 
     @property
     def question_id(self) -> str:
-        return question_id(self.category, self.text, self.survey_type, self.groups)
+        """Stable across runs and input order: a hash of the question, prefixed for readability."""
+        digest = hashlib.sha1(repr(self.key).encode("utf-8")).hexdigest()[:8]
+        return f"{self.category}-t{self.survey_type}-{digest}"
 
     @property
     def label(self) -> str:
@@ -143,12 +145,6 @@ def type_decision(stage: str, stereotype: Stereotype, numbers: dict[str, object]
 
 def question_key(category: str, text: str, kind: int, groups: tuple[str, ...]) -> tuple:
     return (category, norm(text), kind, tuple(sorted(group_key(g) for g in groups)))
-
-
-def question_id(category: str, text: str, kind: int, groups: tuple[str, ...]) -> str:
-    """Stable across runs and input order: a hash of the question, prefixed for readability."""
-    digest = hashlib.sha1(repr(question_key(category, text, kind, groups)).encode("utf-8")).hexdigest()[:8]
-    return f"{category}-t{kind}-{digest}"
 
 
 def _marker(template: TemplateRow, findings: list[Finding]) -> tuple[bool, str]:
