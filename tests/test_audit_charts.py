@@ -9,7 +9,6 @@ import sys
 from fractions import Fraction
 
 import pytest
-from matplotlib.colors import to_hex
 
 from core.decisions import Decision
 from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
@@ -23,6 +22,14 @@ from test_release import build_into
 def row(category: str, templates: int, released: int, drops: dict[str, int], samples: int = 0,
         paper: int | None = None) -> FunnelRow:
     return FunnelRow(category, category, None, None, templates, drops, released, 0, samples, None, None, paper)
+
+
+def to_hex(colour) -> str:
+    """Matplotlib's hex spelling of a colour (imported here, when a chart is read, not when every pytest worker
+    collects this file)."""
+    from matplotlib.colors import to_hex as hex_of
+
+    return hex_of(colour)
 
 
 def bars(figure) -> list[tuple[float, float, float, str]]:

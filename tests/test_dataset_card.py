@@ -8,10 +8,10 @@ import json
 import re
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow.parquet as pq
 import pytest
-from huggingface_hub import DatasetCard
 
 from core.profile import load_profile
 from fake_hub import FAKE_TOKEN, FakeHubServer
@@ -22,6 +22,9 @@ from tasks.release.dataset_card import rule_counts, size_category
 from tasks.release.inputs import BuildInputs
 from tasks.templates.validate import load_checked
 from test_release import built_example
+
+if TYPE_CHECKING:
+    from huggingface_hub import DatasetCard
 
 
 def build_folder(folder: Path, profile_name: str, templates: Path, validate: bool = False) -> dict:
@@ -41,6 +44,8 @@ def example(tmp_path_factory, ko_profile) -> Path:
 
 
 def read_card(folder: Path) -> DatasetCard:
+    from huggingface_hub import DatasetCard  # its Hub API, imported when a card is read, not at collection
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # huggingface_hub's parser must read the card without a warning
         return DatasetCard.load(folder / "README.md", ignore_metadata_errors=False)

@@ -16,15 +16,17 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from mkdocs.commands import build as mkdocs_build  # the test extra installs mkdocs and mkdocs-material
-from mkdocs.config import load_config
-from mkdocs.exceptions import Abort
 
 from core.paths import PROJECT_ROOT
 from test_docs_commands import reference_hook
 
 
 def build_site(config_file: Path, site: Path) -> None:
+    # MkDocs is imported when a site is built, not when every pytest worker collects this file (the test extra
+    # installs mkdocs and mkdocs-material)
+    from mkdocs.commands import build as mkdocs_build
+    from mkdocs.config import load_config
+
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # Material's banner about MkDocs 2, printed on every build
     config = load_config(str(config_file), strict=True, site_dir=str(site))
     config.plugins.on_startup(command="build", dirty=False)
@@ -96,6 +98,8 @@ def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
     config = tmp_path / "mkdocs.yml"
     config.write_text("site_name: t\nnav:\n  - index.md\n  - guide.md\n"
                       "validation:\n  links:\n    not_found: warn\n    anchors: warn\n", encoding="utf-8")
+    from mkdocs.exceptions import Abort
+
     with pytest.raises(Abort, match="2 warnings"):
         build_site(config, tmp_path / "site")
 

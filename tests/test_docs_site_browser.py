@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import shutil
 
+from typing import TYPE_CHECKING
+
 import pytest
-from playwright.sync_api import Page, sync_playwright
 
 from core.paths import PROJECT_ROOT
 from test_docs_site import build_site
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.browser,
@@ -33,6 +37,8 @@ def browser_page(tmp_path_factory: pytest.TempPathFactory):
     what it records: every request that is not for a local file, every console error and every uncaught exception."""
     site = tmp_path_factory.mktemp("site")
     build_site(PROJECT_ROOT / "mkdocs.yml", site)
+    from playwright.sync_api import sync_playwright  # imported here: every pytest worker collects this slow file
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})

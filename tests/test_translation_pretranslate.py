@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import deepl
 import pytest
 
 from core.paths import EXAMPLE_DIR
@@ -28,7 +27,7 @@ def server():
 
 @pytest.fixture()
 def no_retries(monkeypatch):
-    monkeypatch.setattr(deepl.http_client, "max_network_retries", 0)
+    monkeypatch.setattr("deepl.http_client.max_network_retries", 0)  # the client, imported when used
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +116,7 @@ def test_wrong_key_stops_cleanly_without_showing_the_key(server, example_templat
 
 
 def test_rate_limit_and_server_error_are_retried(server, example_templates, ko_profile, tmp_path, monkeypatch):
-    monkeypatch.setattr(deepl.http_client, "max_network_retries", 2)
+    monkeypatch.setattr("deepl.http_client.max_network_retries", 2)
     server.state.fail(429, times=1)
     result = pretranslate(example_templates[:1], DeepLTranslator(FAKE_KEY, server.url), tmp_path / "a.sqlite",
                           ko_profile, profile_glossary(load_profile("ko")))
@@ -161,6 +160,8 @@ def test_replay_uses_only_the_recorded_cache(example_templates, ko_profile, tmp_
 def test_the_fake_serves_deepls_own_language_lists(server):
     """The fake answers what DeepL answers, so tests take production's path: Chinese is ZH, ZH-HANS and ZH-HANT as
     a target, and glossaries are listed by base language (en -> zh, never zh-hans)."""
+    import deepl
+
     client = deepl.Translator(FAKE_KEY, server_url=server.url)
     targets = {language.code.upper() for language in client.get_target_languages()}
     assert {"ZH", "ZH-HANS", "ZH-HANT", "JA", "KO", "AR", "ES"} <= targets and "CA" not in targets
