@@ -131,6 +131,8 @@ def test_the_report_draws_its_charts_inline_and_the_same_bytes_twice(tmp_path, k
     assert "<?xml" not in html and "<dc:date>" not in html  # inline, with no date
     assert ">template IDs</text>" in html and ">Age</text>" in html  # text stays text, found by the browser
     assert remote_loads(html) == []
+    ids = re.findall(r'\sid="([^"]+)"', html)
+    assert len(ids) > 100 and [i for i in set(ids) if ids.count(i) > 1] == []  # several SVGs, one page: unique ids
     assert "<h2 id=\"funnel\">" in html and "Paper samples</th>" in html  # the tables stay
 
 

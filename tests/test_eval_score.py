@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -184,6 +185,8 @@ def test_score_command_writes_the_same_bytes_twice(prepared: Path, release: Path
     assert "Mean ± standard deviation over prompts" in outputs[0]["results.md"].decode()
     page = outputs[0]["results.html"].decode()
     assert page.count("<svg") == 2  # inline: nothing is fetched
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert len(ids) > 50 and [i for i in set(ids) if ids.count(i) > 1] == []  # two SVGs, one page: unique ids
     assert not any(marker in page for marker in ('<script', '<link', 'src="http', 'href="http', "<img"))
     assert {"accuracy_bias.png", "accuracy_bias.svg", "categories.png", "categories.svg"} <= set(outputs[0])
 

@@ -55,12 +55,23 @@ def figure(rows: int, row_inches: float) -> tuple[Figure, Axes]:
     return drawing, drawing.add_subplot()
 
 
+def name_artists(drawing: Figure, key: str) -> None:
+    """Give every artist of the figure a ``key-N`` gid. Matplotlib numbers its SVG groups ``figure_1``,
+    ``axes_1``, ... in every figure, so two figures inline in one page would repeat those ids; a gid is the id it
+    writes instead. Ticks are made when the figure is laid out, hence the layout first."""
+    drawing.draw_without_rendering()
+    for number, artist in enumerate(drawing.findobj()):
+        if artist.get_gid() is None:
+            artist.set_gid(f"{key}-{number}")
+
+
 def svg_of(drawing: Figure, key: str) -> str:
-    """The figure as an ``<svg>`` element, the same bytes for the same figure: no date, and the ids it generates
-    salted with the chart's ``key`` (its clip paths' ids differ from another chart's on the page)."""
-    buffer = io.StringIO()
+    """The figure as an ``<svg>`` element, the same bytes for the same figure: no date, and ids unique on a page of
+    several charts (its groups named after ``key``, its clip paths' and markers' ids salted with it)."""
     from matplotlib import rc_context
 
+    name_artists(drawing, key)
+    buffer = io.StringIO()
     with rc_context({"svg.hashsalt": key}):
         drawing.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     text = buffer.getvalue()

@@ -17,6 +17,7 @@ import pandas as pd
 from core.atomic import write_bytes
 from core.errors import Location, UserError
 from core.paths import relative_path
+from tasks.audit.charts import name_artists
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.metrics import (BBQ_METRICS, METRICS, TITLES, UPSTREAM_HEADER, Bootstrap, over_prompts,
                                       score_rows)
@@ -339,7 +340,7 @@ def _pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.hashsalt": "kobbq-eval", "svg.fonttype": "path", "font.size": 9})
+    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9})  # text stays text, no glyph ids to repeat
     return plt
 
 
@@ -415,12 +416,17 @@ def _bar_values(rows: pd.DataFrame, groups: list[str], metric: str) -> tuple[lis
     return values, low, high
 
 
-def figure_bytes(figure) -> dict[str, bytes]:
-    """The figure as PNG and SVG, byte-stable (no dates, no software version, salted SVG ids)."""
+def figure_bytes(figure, key: str) -> dict[str, bytes]:
+    """The figure as PNG and SVG, byte-stable (no dates, no software version), its SVG ids its own (results.html
+    holds both figures: ``name_artists`` and a salt per figure)."""
+    from matplotlib import rc_context
+
+    name_artists(figure, key)
     rendered = {}
     for kind in ("png", "svg"):
         buffer = io.BytesIO()
-        figure.savefig(buffer, format=kind, dpi=150, metadata=PLOT_METADATA[kind])
+        with rc_context({"svg.hashsalt": key}):
+            figure.savefig(buffer, format=kind, dpi=150, metadata=PLOT_METADATA[kind])
         rendered[kind] = buffer.getvalue()
     _pyplot().close(figure)
     return rendered
@@ -463,7 +469,7 @@ def figures_and_page(table: pd.DataFrame, notes: list[str], display: dict[str, s
     files: dict[str, str | bytes] = {}
     svgs = {}
     for stem, (caption, figure) in figures.items():
-        rendered = figure_bytes(figure)
+        rendered = figure_bytes(figure, stem)
         files.update({f"{stem}.{kind}": data for kind, data in rendered.items()})
         svgs[caption] = rendered["svg"].decode("utf-8")
     files["results.html"] = results_html(notes, table, svgs, display)
