@@ -59,7 +59,7 @@ CHART_PROBE = """<script>
 var found = [];
 document.querySelectorAll("figure.chart").forEach(function (figure) {
   var svg = figure.querySelector("svg"), box = svg.getBoundingClientRect();
-  var marks = Array.prototype.slice.call(svg.querySelectorAll("g[id^=patch_] path, g[id^=PathCollection_] use"));
+  var marks = Array.prototype.slice.call(svg.querySelectorAll("g[id*='-rectangle-'] path, g[id*='-pathcollection-'] use"));
   var drawn = marks.filter(function (m) { var b = m.getBoundingClientRect(); return b.width > 0 && b.height > 0; });
   var texts = svg.querySelectorAll("text").length;
   found.push([figure.id, Math.round(box.width), Math.round(box.height), drawn.length, texts].join(","));

@@ -56,13 +56,13 @@ def figure(rows: int, row_inches: float) -> tuple[Figure, Axes]:
 
 
 def name_artists(drawing: Figure, key: str) -> None:
-    """Give every artist of the figure a ``key-N`` gid. Matplotlib numbers its SVG groups ``figure_1``,
-    ``axes_1``, ... in every figure, so two figures inline in one page would repeat those ids; a gid is the id it
-    writes instead. Ticks are made when the figure is laid out, hence the layout first."""
+    """Give every artist of the figure a ``key-kind-N`` gid (``chart-funnel-rectangle-17``). Matplotlib numbers its
+    SVG groups ``figure_1``, ``patch_1``, ... in every figure, so two figures inline in one page would repeat those
+    ids; a gid is the id it writes instead. Ticks are made when the figure is laid out, hence the layout first."""
     drawing.draw_without_rendering()
     for number, artist in enumerate(drawing.findobj()):
         if artist.get_gid() is None:
-            artist.set_gid(f"{key}-{number}")
+            artist.set_gid(f"{key}-{type(artist).__name__.lower()}-{number}")
 
 
 def svg_of(drawing: Figure, key: str) -> str:
