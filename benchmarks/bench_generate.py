@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.profile import load_profile  # noqa: E402
-from tasks.release.category_csv import write_category_csvs  # noqa: E402
+from tasks.release.write import write_category_csvs  # noqa: E402
 from tasks.templates.workbook_format import expand_workbook, records  # noqa: E402
 from tasks.templates.workbook import load_workbook_templates  # noqa: E402
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from core.profile import HOOK_KINDS, load_profile
-from tasks.release.category_csv import render_category_csv
+from tasks.release.write import render_category_csv
 from tasks.templates.workbook_format import expand_workbook, polish, records, swap_people
 from tasks.templates.hooks import HOOKS, occurs_after_article, sentence_case
 from tasks.templates.workbook import load_vocabulary, load_workbook_templates, parse_list, parse_mapping
