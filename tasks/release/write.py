@@ -15,8 +15,6 @@ the upstream files, so a rebuild can be compared with them with ``cmp``.
 from __future__ import annotations
 
 import ast
-import csv
-import io
 import json
 import re
 from collections.abc import Iterator
@@ -32,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from core.tables import delimited_text
 from tasks.templates.engine import Expansion
 from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 
@@ -302,12 +301,9 @@ def list_literal(items: object) -> str:
 
 
 def render_category_csv(records: list[Record], columns: list[str], list_columns: list[str]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
     lists = set(list_columns)
-    writer.writerows([list_literal(record[c]) if c in lists else record[c] for c in columns] for record in records)
-    return buffer.getvalue()
+    return delimited_text(columns, ([list_literal(record[c]) if c in lists else record[c] for c in columns]
+                                    for record in records))
 
 
 def category_folder(language: str) -> str:
