@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.profile import load_profile  # noqa: E402
-from tasks.release.category_csv import write_category_csvs  # noqa: E402
-from tasks.templates.workbook_format import expand_workbook, records  # noqa: E402
+from tasks.release.write import write_category_csvs  # noqa: E402
+from tasks.templates.workbook_format import expand_workbook  # noqa: E402
 from tasks.templates.workbook import load_workbook_templates  # noqa: E402
 
 
@@ -37,7 +37,8 @@ def measure(profile_name: str, folder: Path, runs: int) -> None:
         expansion = expand_workbook(loaded.templates, profile, loaded.vocabulary)
         generated = time.perf_counter()
         with tempfile.TemporaryDirectory() as out:
-            write_category_csvs(records(expansion), Path(out), "category", profile.category_names, fmt.output_columns,
+            records = [dict(zip(expansion.columns, values)) for values in zip(*expansion.columns.values())]
+            write_category_csvs(records, Path(out), "category", profile.category_names, fmt.output_columns,
                                 fmt.list_columns)
         written = time.perf_counter()
         reads.append(read - started)

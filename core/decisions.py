@@ -14,14 +14,13 @@ Subject identifiers (``subject`` column), one convention for every stage:
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from core.tables import read_records
+from core.tables import delimited_text, read_records
 
 # A path that is absolute or starts with ./ or ../, ending in a file name with an extension. Free text such as
 # "1/2.5" or "Korea/U.S." does not match; ``source`` cells (always locations) also lose plain relative folders.
@@ -90,11 +89,8 @@ def sort_decisions(decisions: Iterable[Decision]) -> list[Decision]:
 
 
 def write_decisions_csv(decisions: Iterable[Decision], path: Path) -> None:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=DECISION_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for decision in sort_decisions(decisions):
-            writer.writerow(decision.as_row())
+    rows = ([row[c] for c in DECISION_COLUMNS] for row in map(Decision.as_row, sort_decisions(decisions)))
+    path.write_text(delimited_text(DECISION_COLUMNS, rows), encoding="utf-8", newline="")
 
 
 def write_decisions_parquet(decisions: Iterable[Decision], path: Path) -> None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from core.atomic import replacing
+from core.atomic import replacing, write_text
 from core.errors import Location, UserError
 from core.text_files import read_text
 from core.workbooks import read_sheets
@@ -127,13 +128,18 @@ def csv_for_people(columns: list[str], rows: list[dict[str, str]]) -> bytes:
     return buffer.getvalue().encode("utf-8")
 
 
+def delimited_text(header: list[str], rows: Iterable[Sequence[object]], delimiter: str = ",") -> str:
+    """Rows as a plain CSV (or TSV: ``delimiter="\\t"``): minimal quoting, ``\\n`` line ends."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter=delimiter, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
 def write_csv_rows(path: Path, header: list[str], rows: list[list[str]]) -> Path:
-    """A plain CSV (comma, ``\\n`` line ends), written atomically."""
-    with replacing(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
-    return Path(path)
+    """A plain CSV (``delimited_text``), written atomically."""
+    return write_text(path, delimited_text(header, rows))
 
 
 def write_tsv_rows(path: Path, header: list[str], rows: list[dict[str, str]]) -> Path:

@@ -82,6 +82,16 @@ def prefect_harness():
 
 
 @pytest.fixture(scope="session")
+def prefect_api_url(prefect_harness) -> str:
+    """The session's temporary Prefect API, for ``kobbq`` child processes (``PREFECT_API_URL``) whose test is not
+    about Prefect's start-up: a child without it starts a temporary server of its own (5-20 s; over 100 s on a
+    loaded machine)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return PREFECT_API_URL.value()
+
+
+@pytest.fixture(scope="session")
 def example_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The embedded example's release, as ``kobbq build`` makes it (the whole example pipeline).
 

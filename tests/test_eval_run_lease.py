@@ -8,8 +8,10 @@ with a real cluster: ``tests/test_distributed_eval.py``.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,11 @@ from tasks.evaluation.client import OpenAIModel
 from tasks.evaluation.runs import Request, answer_requests
 
 UNIT = "unit-key"
+
+
+def answers_stored(path: Path) -> int:
+    with closing(sqlite3.connect(path)) as db:
+        return int(db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
 
 
 def requests(n: int) -> list[Request]:
@@ -37,7 +44,7 @@ def test_a_revoked_run_stops_before_its_next_request_and_keeps_what_was_in_fligh
 
     def revoke_after_four() -> None:  # the orchestrator, taking the run for lost from another process
         with AnswerCache(cache_path) as cache:
-            while len(cache) < 4:
+            while answers_stored(cache_path) < 4:
                 time.sleep(0.02)
             revoke(cache, UNIT, "run-1", "taken for lost: its lease was not renewed")
             revoked_at.append(sum(server.state.received.values()))
@@ -49,7 +56,7 @@ def test_a_revoked_run_stops_before_its_next_request_and_keeps_what_was_in_fligh
             with pytest.raises(LeaseLost, match=r"revoked \(taken for lost: its lease was not renewed\)"):
                 answer_requests(requests(72), model, cache, concurrency=2, progress=False, lease=lease)
             orchestrator.join()
-            cached = len(cache)
+            cached = answers_stored(cache_path)
     finally:
         server.stop()
     received = sum(server.state.received.values())

@@ -13,12 +13,18 @@ import pandas as pd
 import pytest
 
 from core.profile import HOOK_KINDS, load_profile
-from tasks.release.category_csv import render_category_csv
-from tasks.templates.workbook_format import expand_workbook, polish, records, swap_people
+from tasks.release.write import render_category_csv
+from tasks.templates.engine import Expansion
+from tasks.templates.workbook_format import expand_workbook, polish, swap_people
 from tasks.templates.hooks import HOOKS, occurs_after_article, sentence_case
 from tasks.templates.workbook import load_vocabulary, load_workbook_templates, parse_list, parse_mapping
 
 ARTICLES = ["el ", "la ", "al ", "els ", "las ", "los ", "l'"]
+
+
+def records(expansion: Expansion) -> list[dict[str, object]]:
+    """The instances as records (column -> value), in order: what the per-category CSVs are written from."""
+    return [dict(zip(expansion.columns, values)) for values in zip(*expansion.columns.values())]
 
 
 def test_list_cells_lose_brackets_and_quotes():

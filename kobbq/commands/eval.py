@@ -16,6 +16,7 @@ from core import interrupt
 from core.atomic import check_writable, write_text
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
+from core.tables import delimited_text
 from kobbq.arguments import (NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table, http_url,
                              real_number, release_of, whole_number)
 from tasks.evaluation.limits import LOST_AFTER_FLOOR, LOST_AFTER_SECONDS, REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
@@ -174,7 +175,7 @@ def run_compare(args: argparse.Namespace) -> int:
     table = compare.comparison(compare.read_results(args.results), compare.metric_names(args.metrics))
     text = compare.comparison_markdown(table)
     if args.out is not None:
-        write_text(args.out / "compare.tsv", report.tsv_text(list(table.columns), table.values.tolist()))
+        write_text(args.out / "compare.tsv", delimited_text(list(table.columns), table.values.tolist(), "\t"))
         write_text(args.out / "compare.md", text)
     print(text, end="")
     return 0

@@ -14,12 +14,11 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import UserError
+from core.sqlite_store import SqliteStore
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -71,41 +70,16 @@ class Answer:
     error: str = ""  # why it failed (never contains the key); not cached
 
 
-class AnswerCache:
-    """A small SQLite store; one connection per thread; use as a context manager so the connection is closed.
+class AnswerCache(SqliteStore):
+    """The answers a model was paid for, and the units' leases (see ``SqliteStore``); one connection per thread."""
 
-    SQLite's own errors (a full disk, a file that is not a database) are one ``UserError`` naming the
-    file: every answer committed before is still in it, so the message says to run the same command again.
-    """
+    schema = _SCHEMA
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._storing():
-            # Several processes (Prefect workers on one machine) may share the file: wait for each other's writes.
-            self._db = sqlite3.connect(self.path, timeout=60)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            # A commit survives the process being killed, not a power cut; it costs no fsync per answer.
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            self._db.commit()
+        super().__init__(path, shared=True)
 
-    @contextmanager
-    def _storing(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            raise cache_error(exc, self.path) from None
-
-    def __enter__(self) -> "AnswerCache":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if hasattr(self, "_db"):
-            self._db.close()
+    def error(self, exc: sqlite3.DatabaseError) -> UserError:
+        return cache_error(exc, self.path)
 
     def get(self, prompt: str, settings: GenerationSettings) -> Answer | None:
         with self._storing():
@@ -122,10 +96,6 @@ class AnswerCache:
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (cache_key(prompt, settings), settings.endpoint.rstrip("/"), settings.model, settings.settings_json,
                  prompt, answer.raw, answer.status, answer.prompt_tokens, answer.completion_tokens))
-
-    def __len__(self) -> int:
-        with self._storing():
-            return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
 
 
 class LeaseLost(UserError):

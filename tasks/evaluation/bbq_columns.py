@@ -34,7 +34,7 @@ from core.errors import Location, UserError
 from core.fingerprint import sha256_file
 from core.profile import Profile
 from core.text_files import check_input_file
-from tasks.release.category_csv import category_file_name, category_folder
+from tasks.release.write import category_file_name, category_folder
 from tasks.templates.hooks import names_a_target
 
 COLUMNS = ("instance_id", "template_id", "template_label", "category", "context_condition", "question_polarity",

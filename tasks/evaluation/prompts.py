@@ -33,8 +33,7 @@ from tasks.evaluation.bbq_columns import evaluation_view, read_category_files, r
 from tasks.evaluation.metrics import sample_attributes
 from tasks.evaluation.parse import answer_forms, changed_choice
 from tasks.evaluation.prepared_folder import SUMMARY, folder_files, publish_prepared, staged
-from tasks.release.category_csv import category_folder
-from tasks.release.write import all_samples_name
+from tasks.release.write import all_samples_name, category_folder
 
 PROMPT_COLUMNS = ("prompt_id", "instruction", "context", "question", "a", "b", "c", "answer", "unknown")
 LETTERS = ("A", "B", "C")

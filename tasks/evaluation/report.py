@@ -6,7 +6,6 @@ compared digit for digit; nothing carries a time, so two runs on the same predic
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import pandas as pd
 from core.atomic import write_bytes
 from core.errors import Location, UserError
 from core.paths import relative_path
+from core.tables import delimited_text
 from tasks.audit.charts import name_artists
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.metrics import (BBQ_METRICS, METRICS, TITLES, UPSTREAM_HEADER, Bootstrap, over_prompts,
@@ -33,19 +33,11 @@ def prompt_label(prompt: int) -> str:
     return str(prompt) if prompt else "release"
 
 
-def tsv_text(header: list[str], records: list[list[object]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(records)
-    return buffer.getvalue()
-
-
 def results_tsv(table: pd.DataFrame) -> str:
     """The upstream columns (model, category, five metrics) in upstream row order, then the prompt."""
     records = [[row.model, row.group, *(float(getattr(row, m)) for m in METRICS), prompt_label(row.prompt)]
                for row in table.itertuples(index=False)]
-    return tsv_text(UPSTREAM_HEADER + ["prompt"], records)
+    return delimited_text(UPSTREAM_HEADER + ["prompt"], records, "\t")
 
 
 def intervals_tsv(table: pd.DataFrame) -> str:
@@ -55,7 +47,7 @@ def intervals_tsv(table: pd.DataFrame) -> str:
     columns = ["model", "prompt", "grouping", "group", "templates", "rows", *METRICS, *BBQ_METRICS, *upstream, *bounds]
     records = [[prompt_label(v) if c == "prompt" else (float(v) if isinstance(v, float) else v)
                 for c, v in zip(columns, values)] for values in table[columns].itertuples(index=False)]
-    return tsv_text(columns, records)
+    return delimited_text(columns, records, "\t")
 
 
 def bias_score_tsv(table: pd.DataFrame) -> str:
@@ -63,7 +55,7 @@ def bias_score_tsv(table: pd.DataFrame) -> str:
     rows = table[table["grouping"].isin(("overall", "category"))]
     records = [[row["model"], prompt_label(row["prompt"]), row["esbbq_category"] or "overall",
                 *(float(row[m]) for m in esbbq_metrics.METRICS)] for _, row in rows.iterrows()]
-    return tsv_text(["model", "prompt", "category", *esbbq_metrics.METRICS], records)
+    return delimited_text(["model", "prompt", "category", *esbbq_metrics.METRICS], records, "\t")
 
 
 def ooc_tsv(runs: list[Run]) -> str:
@@ -73,12 +65,12 @@ def ooc_tsv(runs: list[Run]) -> str:
         for row in run.ooc.itertuples(index=False):
             choices = json.dumps({"A": row.A, "B": row.B, "C": row.C}, ensure_ascii=False)
             records.append([run.model, prompt_label(run.prompt_id or 0), row.id, choices, row.raw, row.parsed])
-    return tsv_text(["model", "prompt", "id", "choices", "raw", "parsed"], records)
+    return delimited_text(["model", "prompt", "id", "choices", "raw", "parsed"], records, "\t")
 
 
 def missing_tsv(runs: list[Run]) -> str:
     records = [[run.model, prompt_label(run.prompt_id or 0), sample] for run in runs for sample in run.missing]
-    return tsv_text(["model", "prompt", "id"], records)
+    return delimited_text(["model", "prompt", "id"], records, "\t")
 
 
 def _number(value: float) -> str:

@@ -14,7 +14,6 @@ interrupted:
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import itertools
 import json
@@ -31,7 +30,8 @@ from tqdm import tqdm
 
 from core.console import LineProgress
 from core.errors import Location, UserError
-from core.atomic import write_text, write_with
+from core.atomic import write_text
+from core.tables import delimited_text
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, UnitLease
 from tasks.evaluation.client import Model, prompt_sha256
 from tasks.evaluation.jsonl import json_records
@@ -277,13 +277,6 @@ def write_answer_files(requests: Sequence[Request], answers: Sequence[Answer], m
         write_text(staging / "answers.jsonl", "\n".join(lines) + "\n")
         for prompt_id in prompts:
             rows = [(r.id, a.raw) for r, a in zip(requests, answers) if r.prompt_id == prompt_id]
-            write_with(staging / f"raw_p{prompt_id}.tsv", lambda path, rows=rows: _write_raw_tsv(path, rows))
+            write_text(staging / f"raw_p{prompt_id}.tsv", delimited_text(["guid", "raw"], rows, "\t"))
         move_in(staging, Path(folder), "answers.jsonl")
     return [Path(folder) / name for name in ["answers.jsonl", *(f"raw_p{prompt_id}.tsv" for prompt_id in prompts)]]
-
-
-def _write_raw_tsv(path: Path, rows: Sequence[tuple[str, str]]) -> None:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
-        writer.writerow(["guid", "raw"])
-        writer.writerows(rows)

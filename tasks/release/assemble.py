@@ -38,11 +38,11 @@ from core.tables import write_csv_rows
 from core.release_folder import (CORRECTIONS_APPLIED, DECISIONS, DECISIONS_PARQUET, INPUT_WARNINGS,
                                  NORMALISATIONS, TABLE1_CSV, TABLE1_MD, WRITTEN_BY)
 from core.release_folder import write_manifest as write_manifest_file
-from tasks.release.category_csv import category_folder, write_category_csvs, write_records_jsonl
 from tasks.release.dataset_card import twin_manifest_entry, twin_not_published, write_dataset_card
 from tasks.release.hf_layout import DATA_DIR, write_layout
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import SampleFiles, all_samples_name, release_arrow_memory, samples_frame, test_samples_name
+from tasks.release.write import (SampleFiles, all_samples_name, category_folder, release_arrow_memory, samples_frame,
+                                  test_samples_name, write_category_csvs, write_records_jsonl)
 from tasks.release.check_child import ReleaseValidationError, ValidationChild, ValidationReport, warm_up
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
 from tasks.release.test_split import LISTED, NONE, SEEDED, TestSplit, listed_fills

@@ -8,12 +8,11 @@ else is flagged as unexplained, so a changed input never hides behind an old exc
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from core.profile import Profile
+from core.tables import delimited_text
 from tasks.templates.load import TemplateRow
 
 COMPARED = ("tm", "st", "nc", "templates_after", "samples")
@@ -200,8 +199,4 @@ def csv_rows(table: Table1) -> list[dict[str, str]]:
 
 
 def render_csv(table: Table1) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(csv_rows(table))
-    return buffer.getvalue()
+    return delimited_text(CSV_COLUMNS, [[row[c] for c in CSV_COLUMNS] for row in csv_rows(table)])

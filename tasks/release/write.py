@@ -1,9 +1,15 @@
-"""The release's sample files (TSV, JSONL, Parquet); their publication is ``tasks.release.publish``.
+"""The release's sample files (TSV, JSONL, Parquet; or one CSV per category); their publication is
+``tasks.release.publish``.
 
 The TSV files have exactly the public release's columns; ``choices`` is written as the
 Python-list literal the public files use, while JSONL and Parquet carry it as a real list.
 Everything is deterministic (no timestamps, sorted keys), so two builds of the same inputs
 are byte-identical and the manifest's hashes can be compared across machines.
+
+The per-category layout (EsBBQ's ``<Category>.full.csv``) has minimal quoting (a field is quoted only when it holds a
+comma, a quote or a line break), ``\\n`` line ends, integers in decimal, booleans as ``True``/``False``, and list-valued
+fields as Python list literals (``['abuelo', 'old']``; an item holding ``'`` is double-quoted): exactly the bytes of
+the upstream files, so a rebuild can be compared with them with ``cmp``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from core.tables import delimited_text
 from tasks.templates.engine import Expansion
 from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 
@@ -283,3 +290,45 @@ class SampleFiles:
             handle.close()
         if self.parquet is not None and kind is None:
             self.parquet.close()
+
+
+Record = dict[str, object]
+
+
+def list_literal(items: object) -> str:
+    """``['a', "b'c"]``: Python's own list literal, which is what the released files hold."""
+    return repr([str(item) for item in items])  # type: ignore[union-attr]
+
+
+def render_category_csv(records: list[Record], columns: list[str], list_columns: list[str]) -> str:
+    lists = set(list_columns)
+    return delimited_text(columns, ([list_literal(record[c]) if c in lists else record[c] for c in columns]
+                                    for record in records))
+
+
+def category_folder(language: str) -> str:
+    """Where the per-category CSVs go inside the release, named as upstream (``data_es``)."""
+    return f"data_{language}"
+
+
+def category_file_name(category: str) -> str:
+    return f"{category}.full.csv"
+
+
+def write_category_csvs(records: list[Record], folder: Path, category_field: str, categories: list[str],
+                        columns: list[str], list_columns: list[str]) -> list[str]:
+    """One file per category that has records, in profile order; returns the file names."""
+    names = []
+    for category in categories:
+        own = [r for r in records if r[category_field] == category]
+        if own:
+            name = category_file_name(category)
+            (folder / name).write_text(render_category_csv(own, columns, list_columns), encoding="utf-8")
+            names.append(name)
+    return names
+
+
+def write_records_jsonl(records: list[Record], path: Path) -> None:
+    """One JSON object per line, keys in column order, lists as lists, text unescaped."""
+    with path.open("w", encoding="utf-8", newline="\n") as handle:
+        handle.writelines(json.dumps(record, ensure_ascii=False) + "\n" for record in records)

@@ -8,8 +8,6 @@ format and the quota shortfalls.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +16,7 @@ from core.atomic import write_bytes, write_text
 from core.decisions import OUTCOME_DROP, Decision, portable_text, template_subject, write_decisions_parquet
 from core.profile import Profile
 from core.stage_contract import Context, Stage, StageOutput, Waiting, require
-from core.tables import write_csv_rows
+from core.tables import delimited_text, write_csv_rows
 from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, render_group_check, rule_effects
@@ -68,17 +66,14 @@ def render_votes(outcome: SurveyOutcome) -> str:
     """``survey_votes.csv``: one row per (question with a result, group), for the audit report's charts. The decision
     log holds each rule's cut-offs and outcome, but a type-1 question's rule looks at every group's votes, which
     the log does not list. Questions in the order the stage judged them, groups in questionnaire order."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(VOTE_COLUMNS)
+    rows: list[list[object]] = []
     for evaluation in outcome.stereotypes:
         result, stereotype = evaluation.result, evaluation.stereotype
         if result is None:
             continue
-        for group, votes in result.votes.items():
-            writer.writerow([stereotype.question_id, stereotype.category, stereotype.text, stereotype.survey_type,
-                             result.respondents, result.no_stereotype, group, votes])
-    return buffer.getvalue()
+        rows += [[stereotype.question_id, stereotype.category, stereotype.text, stereotype.survey_type,
+                  result.respondents, result.no_stereotype, group, votes] for group, votes in result.votes.items()]
+    return delimited_text(VOTE_COLUMNS, rows)
 
 
 def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[TemplateRow]:

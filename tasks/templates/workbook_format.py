@@ -321,9 +321,3 @@ def expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: 
     return expand(templates, Engine(lambda template: flip_variants(row_context(template, fmt, vocabulary)),
                                     lambda template, variant, grid: label_instances(template, variant, grid, separator),
                                     fmt.output_columns, fmt.dedup_key, fmt.number_output))
-
-
-def records(expansion: Expansion) -> list[dict[str, object]]:
-    """The instances as records (column -> value), in order: what the per-category CSVs are written from."""
-    names = list(expansion.columns)
-    return [dict(zip(names, values)) for values in zip(*expansion.columns.values())]

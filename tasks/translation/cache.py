@@ -13,12 +13,12 @@ import hashlib
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import UserError
+from core.sqlite_store import SqliteStore
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS translations (
@@ -90,28 +90,13 @@ def check_readable(path: Path) -> None:
         db.close()
 
 
-class TranslationCache:
-    """A small SQLite store; use as a context manager so the connection is closed."""
+class TranslationCache(SqliteStore):
+    """The translations and glossary modes DeepL was paid for (see ``SqliteStore``)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path)
-        try:
-            self._db.executescript(_SCHEMA)
-            self._db.commit()
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise unreadable(self.path, exc) from None
+    schema = _SCHEMA
 
-    def __enter__(self) -> "TranslationCache":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._db.close()
+    def error(self, exc: sqlite3.DatabaseError) -> UserError:
+        return unreadable(self.path, exc)
 
     def get_many(self, sents: Iterable[str], settings: RequestSettings) -> dict[str, CachedTranslation]:
         """The cached translations of the given texts (text as sent -> translation); misses are absent."""
@@ -123,18 +108,9 @@ class TranslationCache:
                 found[sent] = CachedTranslation(row[0], int(row[1]))
         return found
 
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """One transaction; SQLite's error (a full disk) as one line naming the cache."""
-        try:
-            with self._db:
-                yield
-        except sqlite3.DatabaseError as exc:
-            raise unreadable(self.path, exc) from None
-
     def put_many(self, results: dict[str, CachedTranslation], settings: RequestSettings) -> None:
         """Store one answered batch in one transaction: it is kept even if the next batch fails."""
-        with self._writing():
+        with self._storing(), self._db:
             self._db.executemany(
                 "INSERT OR REPLACE INTO translations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(cache_key(sent, settings), sent, settings.source_lang.upper(), settings.target_lang.upper(),
@@ -160,6 +136,6 @@ class TranslationCache:
         return mode, f"the cache holds {counts[mode]} translation(s) of this pair made with glossary mode {mode!r}"
 
     def record_mode(self, source_lang: str, target_lang: str, glossary: str, mode: str, reason: str) -> None:
-        with self._writing():
+        with self._storing(), self._db:
             self._db.execute("INSERT OR REPLACE INTO glossary_modes VALUES (?, ?, ?, ?, ?)",
                              (source_lang.upper(), target_lang.upper(), glossary, mode, reason))
