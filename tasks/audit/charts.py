@@ -58,8 +58,11 @@ def figure(rows: int, row_inches: float) -> tuple[Figure, Axes]:
 def name_artists(drawing: Figure, key: str) -> None:
     """Give every artist of the figure a ``key-kind-N`` gid (``chart-funnel-rectangle-17``). Matplotlib numbers its
     SVG groups ``figure_1``, ``patch_1``, ... in every figure, so two figures inline in one page would repeat those
-    ids; a gid is the id it writes instead. Ticks are made when the figure is laid out, hence the layout first."""
-    drawing.draw_without_rendering()
+    ids; a gid is the id it writes instead. Ticks are made when asked for (or at drawing), hence asked for first;
+    a layout pass to make them would cost another drawing of every chart."""
+    for axes in drawing.axes:
+        for axis in (axes.xaxis, axes.yaxis):
+            axis.get_major_ticks(), axis.get_minor_ticks()
     for number, artist in enumerate(drawing.findobj()):
         if artist.get_gid() is None:
             artist.set_gid(f"{key}-{type(artist).__name__.lower()}-{number}")
