@@ -39,9 +39,10 @@ def bars(figure) -> list[tuple[float, float, float, str]]:
 
 
 def dots(figure) -> list[tuple[float, float, str]]:
-    """Each dot drawn: (x, row, colour)."""
-    return [(float(x), float(y), to_hex(collection.get_facecolors()[0]))
-            for collection in figure.axes[0].collections for x, y in collection.get_offsets()]
+    """Each dot drawn: (x, row, colour), in the order drawn (a collection's colours cycle over its dots)."""
+    return [(float(x), float(y), to_hex(colours[index % len(colours)]))
+            for collection in figure.axes[0].collections for colours in [collection.get_facecolors()]
+            for index, (x, y) in enumerate(collection.get_offsets())]
 
 
 def notes(figure) -> dict[str, str]:

@@ -173,6 +173,14 @@ def _by_question(decisions: Iterable[Decision], rule: str) -> dict[str, Decision
             if d.subject_type == "stereotype" and d.rule == rule and d.numbers.get("question_id")}
 
 
+def dots(axes: Axes, points: list[tuple[float, float, str]]) -> None:
+    """Every (x, y, colour) dot in one scatter: a scatter per dot made the real KoBBQ's type-1 chart take seconds
+    (matplotlib rescales the axes for each collection added)."""
+    if points:
+        xs, ys, colours = zip(*points)
+        axes.scatter(xs, ys, s=16, zorder=3, color=list(colours))
+
+
 def type1_role(votes: int, decision: Decision) -> str:
     """A group's role by the rule's cut-offs: target, non-target or neither."""
     if votes >= Fraction(str(decision.numbers["target_cut"])):
@@ -190,12 +198,14 @@ def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profi
         return None
     drawing, axes = figure(len(judged), 0.22)
     low, high = RATIO_RANGE
+    points = []
     for index, question in enumerate(judged):
         decision = rule[question.question_id]
         equal = Fraction(str(decision.numbers["equal_share"]))
         for group, votes in question.votes.items():  # a group with no vote sits at the left edge
-            axes.scatter(float(min(max(Fraction(votes) / equal, low), high)), index, s=16, zorder=3,
-                         color=ROLES[type1_role(votes, decision)])
+            points.append((float(min(max(Fraction(votes) / equal, low), high)), index,
+                           ROLES[type1_role(votes, decision)]))
+    dots(axes, points)
     survey = profile.survey
     for ratio, what in ((survey.non_target_ratio, "non-target"), (survey.target_ratio, "target")):
         axes.axvline(float(ratio), color="#222222", linestyle="--", linewidth=0.8)
@@ -232,12 +242,13 @@ def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figur
     order += sorted(categories - set(order))
     display = {c.name: c.display for c in profile.categories}
     drawing, axes = figure(len(order), 0.32)
+    points = []
     for index, category in enumerate(order):
         for position, decision in enumerate(d for d in found if stereotype_text(d.subject)[0] == category):
             outcome = "dropped" if decision.outcome == "drop" else "kept"
             share = Fraction(str(decision.numbers["target_share" if two_thirds else "share"]))
-            axes.scatter(float(share), index + (position % 3 - 1) * 0.15, s=16, zorder=3,
-                         color=OUTCOMES[outcome])
+            points.append((float(share), index + (position % 3 - 1) * 0.15, OUTCOMES[outcome]))
+    dots(axes, points)
     axes.axvline(float(cut), color="#222222", linestyle="--", linewidth=0.8)
     axes.annotate(f"{fraction_text(cut)}: {'kept above' if two_thirds else 'dropped above'}", (float(cut), 1),
                   xycoords=("data", "axes fraction"), ha="center", va="bottom")
