@@ -33,6 +33,21 @@ def set_text(cell, value: object) -> None:
         cell.data_type = "s"
 
 
+def new_workbook(title: str, header: list[str]) -> Workbook:
+    """A workbook whose one sheet, ``title``, starts with ``header`` in bold: how every exported workbook
+    (labelling, post-edit) begins."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = title
+    sheet.append(header)
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    return workbook
+
+
 def reproducible_bytes(workbook: Workbook) -> bytes:
     """The xlsx bytes of ``workbook`` with created/modified and every zip entry time set to ``FIXED_TIME``."""
     from openpyxl.xml.functions import tostring

@@ -21,7 +21,7 @@ from core.findings import Finding
 from core.profile import Profile
 from core.tables import read_rows
 from core.text_files import read_text
-from core.workbooks import read_sheets, save_workbook, set_text
+from core.workbooks import new_workbook, read_sheets, save_workbook, set_text
 from tasks.labels.template_set import (ANNOTATOR_LABELS, LABEL_MEANINGS, LabelItem, categories_of, fingerprint,
                                        raise_if_errors)
 
@@ -65,16 +65,11 @@ def guide_rows(profile: Profile, annotator: str) -> list[list[str]]:
 
 
 def build_workbook(items: list[LabelItem], annotator: str, profile: Profile) -> Workbook:
-    from openpyxl import Workbook
-    from openpyxl.styles import Alignment, Font, PatternFill, Protection
+    from openpyxl.styles import Alignment, PatternFill, Protection
     from openpyxl.worksheet.datavalidation import DataValidation
 
-    workbook = Workbook()
+    workbook = new_workbook(LABELS_SHEET, HEADERS)
     sheet = workbook.active
-    sheet.title = LABELS_SHEET
-    sheet.append(HEADERS)
-    for cell in sheet[1]:
-        cell.font = Font(bold=True)
     editable = PatternFill("solid", fgColor="FFF2CC")
     for number, item in enumerate(items, start=2):
         for column, value in enumerate(row_values(item), start=1):

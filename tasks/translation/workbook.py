@@ -22,7 +22,7 @@ from core.profile import Profile
 from core.text import check_text, normalise_text
 from core.text_files import check_input_file, read_text
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
-from core.workbooks import save_workbook, set_text
+from core.workbooks import new_workbook, save_workbook, set_text
 
 SHEET = "templates"
 MANIFEST = "_manifest"
@@ -229,16 +229,11 @@ def instruction_lines(profile: Profile) -> list[str]:
 
 def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
     """Write one category's post-edit workbook atomically; the same rows give the same bytes."""
-    from openpyxl import Workbook
     from openpyxl.comments import Comment
-    from openpyxl.styles import Alignment, Font, Protection
+    from openpyxl.styles import Alignment, Protection
 
-    workbook = Workbook()
+    workbook = new_workbook(SHEET, HEADER)
     sheet = workbook.active
-    sheet.title = SHEET
-    sheet.append(HEADER)
-    for cell in sheet[1]:
-        cell.font = Font(bold=True)
     unlocked = Protection(locked=False)
     helps = {c.name: c.help for c in profile.translation.row_cells}
     for number, row in enumerate(rows, start=2):
