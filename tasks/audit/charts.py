@@ -62,7 +62,8 @@ def name_artists(drawing: Figure, key: str) -> None:
     a layout pass to make them would cost another drawing of every chart."""
     for axes in drawing.axes:
         for axis in (axes.xaxis, axes.yaxis):
-            axis.get_major_ticks(), axis.get_minor_ticks()
+            axis.get_major_ticks()
+            axis.get_minor_ticks()
     for number, artist in enumerate(drawing.findobj()):
         if artist.get_gid() is None:
             artist.set_gid(f"{key}-{type(artist).__name__.lower()}-{number}")
@@ -237,14 +238,16 @@ def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figur
         return None
     two_thirds = rule == RULE_TYPE2
     cut = profile.survey.type2_agreement if two_thirds else profile.survey.no_stereotype_max
-    categories = {stereotype_text(d.subject)[0] for d in found}
-    order = [c.name for c in profile.categories if c.name in categories]
-    order += sorted(categories - set(order))
+    by_category: dict[str, list[Decision]] = {}
+    for decision in found:
+        by_category.setdefault(stereotype_text(decision.subject)[0], []).append(decision)
+    order = [c.name for c in profile.categories if c.name in by_category]
+    order += sorted(by_category.keys() - set(order))
     display = {c.name: c.display for c in profile.categories}
     drawing, axes = figure(len(order), 0.32)
     points = []
     for index, category in enumerate(order):
-        for position, decision in enumerate(d for d in found if stereotype_text(d.subject)[0] == category):
+        for position, decision in enumerate(by_category[category]):
             outcome = "dropped" if decision.outcome == "drop" else "kept"
             share = Fraction(str(decision.numbers["target_share" if two_thirds else "share"]))
             points.append((float(share), index + (position % 3 - 1) * 0.15, OUTCOMES[outcome]))
