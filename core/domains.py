@@ -157,7 +157,9 @@ def validated(model: type[Model], data: dict[str, object], path: Path) -> Model:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise UserError("; ".join(_problem(model, error) for error in exc.errors()), path) from None
+        # An unknown key first: it is often the missing one misspelt, which then explains the rest.
+        errors = sorted(exc.errors(), key=lambda error: error["type"] != "extra_forbidden")
+        raise UserError("; ".join(_problem(model, error) for error in errors), path) from None
 
 
 def _problem(model: type[BaseModel], error: ErrorDetails) -> str:

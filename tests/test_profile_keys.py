@@ -146,8 +146,8 @@ def test_an_unknown_key_is_named_with_the_closest_known_one(tmp_path):
     pipeline = edited(tmp_path, EXAMPLE_PIPELINE, 'profile = "ko"', 'Profile = "ko"')
     with pytest.raises(UserError) as error:
         load_pipeline(pipeline)
-    assert str(error.value) == (f"{pipeline}: profile: missing (a required key); "
-                                "Profile: unknown key (did you mean profile?)")
+    assert str(error.value) == (f"{pipeline}: Profile: unknown key (did you mean profile?); "
+                                "profile: missing (a required key)")
     options = edited(tmp_path, PROFILE_DIR / "ko" / "survey" / "options.toml", "no_stereotype =", "no_stereotyp =")
     with pytest.raises(UserError, match="no_stereotyp: unknown key \\(did you mean no_stereotype\\?\\)"):
         load_survey_options(options)
