@@ -90,7 +90,7 @@ def _imported(module: str) -> tuple[str, ...]:
 
 
 @cache
-def code_hash(roots: tuple[str, ...] = CODE_PACKAGES) -> str:
+def code_hash(roots: tuple[str, ...]) -> str:
     """Hash of the code that ``roots`` (modules) run: their files and every project file they import, directly or
     not. Changed code there invalidates what they made; code they never import does not."""
     seen: set[str] = set()
