@@ -182,7 +182,7 @@ def render_funnel(outcome: SurveyOutcome) -> str:
                      sum(t.survey_keep for t in temps), sum(t.keep for t in temps), paper_counts])
     width = 7 if any(category.paper for category in profile.categories) else 6  # no paper column without numbers
     lines += markdown_table(["Category", "Stereotypes", "Kept", "Templates", "After survey", "After reading",
-                    "Paper templates before -> after"][:width], [row[:width] for row in rows])
+                             "Paper templates before -> after"][:width], [row[:width] for row in rows])
     lines.append("")
 
     overrides = sorted((d for d in outcome.decisions if d.override), key=lambda d: (d.subject, d.rule))
@@ -266,7 +266,7 @@ def _type2_results(outcome: SurveyOutcome) -> list[str]:
         lines += ["", "Results of surviving stereotypes that the rules would drop:" if outcome.survivors_only
                   else "Results that the rules drop:", ""]
         lines += markdown_table(["Category", "Stereotype", "Numbers", "Target taken from", "Why"],
-                       [[e.category, e.stereotype, e.as_stats(), how, reason] for e, how, reason in dropped])
+                                [[e.category, e.stereotype, e.as_stats(), how, reason] for e, how, reason in dropped])
     return lines + [""]
 
 
@@ -305,8 +305,8 @@ def _type2_questions(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
             near = "; ".join(n.as_stats() for n in evaluation.near) or "none"
             rows.append([ids, s.label, near, _stats_text(own) if own else "-",
                          _released_stats_verdict(evaluation, own, outcome)])
-        lines += markdown_table(["Templates", "Question", "Results file, same text", f"Release {RELEASED_STATS_COLUMN}",
-                        "Type-2 rule on the release's numbers"], rows)
+        lines += markdown_table(["Templates", "Question", "Results file, same text",
+                                 f"Release {RELEASED_STATS_COLUMN}", "Type-2 rule on the release's numbers"], rows)
     return lines + [""]
 
 
@@ -346,8 +346,8 @@ def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     lines.append("- Target / non-target groups below are per stereotype, over all rows (versions) of its templates.")
     lines.append("")
     title = own.capitalize()
-    lines += markdown_table(["Category", "IDs", "Stereotype", "Rule", "Rule targets", f"{title} targets", "Rule non-targets",
-                    f"{title} non-targets", "Differences"], [j[0] for j in judgements])
+    lines += markdown_table(["Category", "IDs", "Stereotype", "Rule", "Rule targets", f"{title} targets",
+                             "Rule non-targets", f"{title} non-targets", "Differences"], [j[0] for j in judgements])
     lines.append("")
     return lines
 
@@ -372,8 +372,8 @@ def _dropped_templates(outcome: SurveyOutcome) -> list[str]:
             reasons.setdefault(decision.subject, decision.reason)
     return ([f"{_templates(outcome).capitalize()} the rules drop:", ""]
             + markdown_table(["Template", "Label", "Dropped by", "Reason"],
-                    [[f"{t.key[0]}|{t.key[1]}", t.label, t.survey_failure or "reading-comprehension",
-                      reasons.get(f"{t.key[0]}|{t.key[1]}", "")] for t in dropped])
+                             [[f"{t.key[0]}|{t.key[1]}", t.label, t.survey_failure or "reading-comprehension",
+                               reasons.get(f"{t.key[0]}|{t.key[1]}", "")] for t in dropped])
             + [""])
 
 
@@ -387,7 +387,7 @@ def _unmatched_section(outcome: SurveyOutcome) -> list[str]:
                  "stereotypes of templates that did not survive, or questions the release asked differently:")
     lines.append("")
     lines += markdown_table(["Category", "Stereotype", "Type", "Numbers"],
-                   [[e.category, e.stereotype, e.survey_type, e.as_stats()] for e in outcome.unmatched])
+                            [[e.category, e.stereotype, e.survey_type, e.as_stats()] for e in outcome.unmatched])
     return lines + [""]
 
 
