@@ -6,7 +6,6 @@ compared digit for digit; nothing carries a time, so two runs on the same predic
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from core.atomic import write_bytes
 from core.errors import Location, UserError
 from core.paths import relative_path
 from core.tables import delimited_text, markdown_table
-from tasks.audit.charts import name_artists
+from tasks.audit.charts import saved
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.metrics import (BBQ_METRICS, METRICS, TITLES, UPSTREAM_HEADER, Bootstrap, over_prompts,
                                       score_rows)
@@ -316,7 +315,6 @@ def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
 
 # --- figures and results.html -----------------------------------------------------------------
 
-PLOT_METADATA = {"svg": {"Date": None, "Creator": None}, "png": {"Software": None}}
 # context, its name, and the (accuracy, diff-bias) pairs a model can reach: a triangle (amb) or a diamond (dis)
 CONTEXTS = (("amb", "ambiguous", "|diff-bias| <= 1 - acc", [(0.0, -1.0), (1.0, 0.0), (0.0, 1.0)]),
             ("dis", "disambiguated", "|diff-bias| <= 2 min(acc, 1 - acc)",
@@ -407,17 +405,9 @@ def _bar_values(rows: pd.DataFrame, groups: list[str], metric: str) -> tuple[lis
 
 
 def figure_bytes(figure, key: str) -> dict[str, bytes]:
-    """The figure as PNG and SVG, byte-stable (no dates, no software version), its SVG ids its own (results.html
-    holds both figures: ``name_artists`` and a salt per figure)."""
-    from matplotlib import rc_context
-
-    name_artists(figure, key)
-    rendered = {}
-    for kind in ("png", "svg"):
-        buffer = io.BytesIO()
-        with rc_context({"svg.hashsalt": key}):
-            figure.savefig(buffer, format=kind, dpi=150, metadata=PLOT_METADATA[kind])
-        rendered[kind] = buffer.getvalue()
+    """The figure as PNG and SVG (``tasks.audit.charts.saved``: byte-stable, its SVG ids its own, as results.html
+    holds both figures)."""
+    rendered = {kind: saved(figure, key, kind, dpi=150) for kind in ("png", "svg")}
     _pyplot().close(figure)
     return rendered
 
