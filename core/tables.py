@@ -1,4 +1,4 @@
-"""Delimited text files, read one way and written atomically.
+"""Delimited text files, read one way and written atomically; Markdown tables.
 
 Every CSV/TSV input goes through ``read_rows``: UTF-8 with or without a byte-order mark, within the size limits, any
 problem a ``UserError`` naming the file and row. ``read_table`` reads a table people edit in a spreadsheet (survey
@@ -135,6 +135,15 @@ def delimited_text(header: list[str], rows: Iterable[Sequence[object]], delimite
     writer.writerow(header)
     writer.writerows(rows)
     return buffer.getvalue()
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]], numbers_from: int | None = None
+                   ) -> list[str]:
+    """A Markdown table's lines, every report's one way: columns from ``numbers_from`` on right-aligned, a ``|`` in
+    a cell escaped so that it stays in its cell."""
+    align = ["---:" if numbers_from is not None and i >= numbers_from else "---" for i in range(len(headers))]
+    return ["| " + " | ".join(headers) + " |", "|" + "|".join(align) + "|",
+            *("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows)]
 
 
 def write_csv_rows(path: Path, header: list[str], rows: list[list[str]]) -> Path:

@@ -3,7 +3,9 @@ actually read, and UTF-8 text whose bad bytes, JSON and TOML errors are reported
 
 The size a file reports is not trusted: ``/proc`` files report 0 bytes and a device such as ``/dev/zero``
 never ends, so the limit is enforced while reading. Anything but a regular file is refused before reading:
-a device, and a named pipe (FIFO) or socket, whose read would wait for a writer that may never come.
+a device, and a named pipe (FIFO) or socket, whose read would wait for a writer that may never come. A JSON Lines
+file (the evaluation's requests, recordings and answers: ~1.1 million lines for the real release) is read a line at a
+time (``text_lines``), each bad byte or line named where an editor shows it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import codecs
 import json
 import stat
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 from core.errors import Location, UserError
@@ -56,10 +59,14 @@ def read_bytes(path: Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> b
         while block := handle.read(min(READ_BLOCK, limit + 1 - total)):
             total += len(block)
             if total > limit:
-                raise UserError(f"has more than {limit:,} bytes (counted while reading); an input file may have "
-                                f"at most {limit:,}", path)
+                raise _too_long(path, limit)
             blocks.append(block)
     return b"".join(blocks)
+
+
+def _too_long(path: Path, limit: int) -> UserError:
+    return UserError(f"has more than {limit:,} bytes (counted while reading); an input file may have at most "
+                     f"{limit:,}", path)
 
 
 def line_and_column(data: bytes, offset: int) -> tuple[int, int]:
@@ -69,16 +76,17 @@ def line_and_column(data: bytes, offset: int) -> tuple[int, int]:
     return data.count(b"\n", 0, offset) + 1, column
 
 
-def decode(data: bytes, path: Path | str) -> str:
-    """UTF-8 text (a byte-order mark is dropped); a byte that is not UTF-8 is reported at its line and column."""
-    if data.startswith(codecs.BOM_UTF8):
+def decode(data: bytes, path: Path | str, line: int = 1) -> str:
+    """UTF-8 text (a byte-order mark starting the file is dropped); a byte that is not UTF-8 is reported at its line
+    and column (``line``: the line ``data`` starts at, for a file read a line at a time)."""
+    if line == 1 and data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line, column = line_and_column(data, exc.start)
+        found, column = line_and_column(data, exc.start)
         raise UserError(f"not UTF-8 text (byte 0x{data[exc.start]:02x}); save it as UTF-8",
-                        Location(str(path), line, str(column))) from None
+                        Location(str(path), line + found - 1, str(column))) from None
 
 
 def read_text(path: Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> str:
@@ -101,3 +109,29 @@ def read_toml(path: Path, what: str = "file") -> dict[str, object]:
         return tomllib.loads(read_text(path, what))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"not valid TOML: {exc}", path) from None
+
+
+def text_lines(path: Path, limit: int = MAX_FILE_BYTES) -> Iterator[tuple[int, str]]:
+    """Every line of a UTF-8 input file with its number (from 1), without its line break, streamed; checked as
+    ``read_bytes`` and ``decode`` check a whole file."""
+    path = check_input_file(Path(path))
+    number, total = 0, 0
+    with path.open("rb") as handle:
+        while raw := handle.readline(limit + 1 - total):
+            number, total = number + 1, total + len(raw)
+            if total > limit:
+                raise _too_long(path, limit)
+            yield number, decode(raw, path, number).rstrip("\r\n")
+
+
+def json_records(path: Path) -> Iterator[tuple[Location, object]]:
+    """Every non-blank line of a JSON Lines file parsed, with its location; a line that is not JSON is named by its
+    line and the column the parser stopped at."""
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserError(f"not JSON ({exc.msg})", Location(str(path), number, str(exc.colno))) from None
+        yield Location(str(path), number), record

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,9 +72,14 @@ def save_workbook(workbook: Workbook, path: Path) -> Path:
     return write_bytes(path, reproducible_bytes(workbook))
 
 
-def read_sheets(path: Path) -> dict[str, list[list[str]]]:
-    """Every sheet's cells as text (empty cells as ``""``), by sheet name in workbook order (hidden sheets
-    included); a file that is not a readable workbook is a UserError naming it."""
+def text_cell(value: object) -> str:
+    """A cell as text, an empty one as ``""``."""
+    return "" if value is None else str(value)
+
+
+def read_sheets(path: Path, cell: Callable[[object], object] = text_cell) -> dict[str, list[list]]:
+    """Every sheet's cells as ``cell`` gives them (by default text, empty cells as ``""``), by sheet name in workbook
+    order (hidden sheets included); a file that is not a readable workbook is a UserError naming it."""
     import openpyxl
     from openpyxl.utils.exceptions import InvalidFileException
 
@@ -83,8 +89,8 @@ def read_sheets(path: Path) -> dict[str, list[list[str]]]:
     try:
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
         try:
-            return {sheet.title: [["" if v is None else str(v) for v in row]
-                                  for row in sheet.iter_rows(values_only=True)] for sheet in workbook.worksheets}
+            return {sheet.title: [[cell(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+                    for sheet in workbook.worksheets}
         finally:
             workbook.close()
     except unreadable as exc:

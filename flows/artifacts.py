@@ -18,7 +18,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 
 from core.pipeline_file import DONE
 from core.stage_contract import Context
-from tasks.audit.report import markdown_table
+from tasks.audit.report import records_table
 from tasks.pipeline.run import StageRun
 from tasks.release.dataset_card import rule_counts
 
@@ -40,7 +40,7 @@ def publish_stage(ctx: Context, run: StageRun) -> None:
     if output is not None and output.text:
         lines += [output.text, ""]
     if state.counts:
-        lines += markdown_table([{"count": k, "value": v} for k, v in state.counts.items()]) + [""]
+        lines += records_table([{"count": k, "value": v} for k, v in state.counts.items()]) + [""]
     if state.outputs:
         lines += ["Outputs:", ""] + [f"- {role}: `{path}`" for role, path in sorted(state.outputs.items())]
     create_markdown_artifact(key=artifact_key(ctx, stage, "summary"), markdown="\n".join(lines),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 SETTINGS = {"svg.fonttype": "none", "font.size": 9, "font.family": "sans-serif",
             "axes.spines.top": False, "axes.spines.right": False}
+METADATA = {"svg": {"Date": None, "Creator": None}, "png": {"Software": None}}  # nothing of the time or version
 LABEL_CHARS = 34  # longer row labels are cut
 RATIO_RANGE = (Fraction(1, 16), Fraction(16))  # the type-1 chart's axis: votes / equal share, log scale
 KEPT, ABSENT, OURS, PAPER = "#4c9a6a", "#c8c8c8", "#3b6ea5", "#b9c9dd"
@@ -69,17 +70,23 @@ def name_artists(drawing: Figure, key: str) -> None:
             artist.set_gid(f"{key}-{type(artist).__name__.lower()}-{number}")
 
 
-def svg_of(drawing: Figure, key: str) -> str:
-    """The figure as an ``<svg>`` element, the same bytes for the same figure: no date, and ids unique on a page of
-    several charts (its groups named after ``key``, its clip paths' and markers' ids salted with it)."""
+def saved(drawing: Figure, key: str, kind: str = "svg", **options: object) -> bytes:
+    """The figure as an SVG or PNG file (``kind``), the same bytes for the same figure: no date or software version,
+    and SVG ids unique on a page of several charts (its groups named after ``key``, its clip paths' and markers' ids
+    salted with it). The evaluation's figures are saved this way too (``tasks.evaluation.report``)."""
     from matplotlib import rc_context
 
     name_artists(drawing, key)
-    buffer = io.StringIO()
+    buffer = io.BytesIO()
     with rc_context({"svg.hashsalt": key}):
-        drawing.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
-    text = buffer.getvalue()
-    return text[text.index("<svg"):]  # inline in HTML: without the XML declaration and doctype
+        drawing.savefig(buffer, format=kind, metadata=METADATA[kind], **options)
+    return buffer.getvalue()
+
+
+def svg_of(drawing: Figure, key: str) -> str:
+    """The figure as an ``<svg>`` element, inline in HTML: without the XML declaration and doctype."""
+    text = saved(drawing, key).decode("utf-8")
+    return text[text.index("<svg"):]
 
 
 def short(text: str) -> str:

@@ -20,6 +20,7 @@ from markdown_it import MarkdownIt
 
 from core.atomic import write_text
 from core.profile import Profile
+from core.tables import markdown_table
 from core.release_folder import AUDIT
 from tasks.audit.charts import audit_charts, parse_votes
 from tasks.audit.fates import AuditLog, Fate, build_audit_log, stage_rank, stereotype_text
@@ -30,7 +31,6 @@ from tasks.release.assemble import ExpandedRelease, ReleaseFiles, write_manifest
 from tasks.release.checks import ValidationReport
 from tasks.release.inputs import BuildInputs
 from tasks.release.table1 import csv_rows
-from tasks.survey.funnel import table
 from tasks.survey.survey_stage import FUNNEL, VOTES
 from tasks.templates.load import LoadedTemplates
 from tasks.survey.rule_table import STEREOTYPE, rules_of
@@ -247,9 +247,9 @@ def release_summary(manifest: dict[str, object], tables: dict[str, list[dict[str
              f"Validation: {passed} of {len(validation)} expectations passed.",
              f"Table 1: {len(differences)} difference(s) from the paper, "
              f"{sum(1 for d in differences if not d['explained'])} not explained by the inputs.", ""]
-    return "\n".join(lines + markdown_table(tables["funnel"]))
+    return "\n".join(lines + records_table(tables["funnel"]))
 
 
-def markdown_table(rows: list[dict[str, object]]) -> list[str]:
+def records_table(rows: list[dict[str, object]]) -> list[str]:
     """Rows as a markdown table's lines (none for no rows)."""
-    return table(list(rows[0]), [[row.get(c, "") for c in rows[0]] for row in rows]) if rows else []
+    return markdown_table(list(rows[0]), [[row.get(c, "") for c in rows[0]] for row in rows]) if rows else []

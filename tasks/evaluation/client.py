@@ -32,9 +32,9 @@ import httpx2  # the openai client's HTTP library: its connection errors are wha
 import openai
 
 from core.errors import Location, UserError, redact
+from core.text_files import json_records
 from tasks.evaluation.limits import REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
 from tasks.evaluation.answer_cache import Answer, GenerationSettings
-from tasks.evaluation.jsonl import json_records
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 RECORDED_STATUSES = ("ok", "empty", "malformed")

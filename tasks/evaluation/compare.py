@@ -16,6 +16,7 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.profile import available_profiles, load_profile
+from core.tables import markdown_table
 from tasks.evaluation.metrics import METRIC_TABLE, METRICS, TITLES, UPSTREAM_HEADER, over_prompts
 from tasks.evaluation.prompts import read_table
 
@@ -119,9 +120,7 @@ def _cell(mean: float, std: float, prompts: int, interval: tuple[float, float] |
 
 
 def comparison_markdown(table: pd.DataFrame) -> str:
-    lines = ["| " + " | ".join(table.columns) + " |", "|---|" + "---:|" * (len(table.columns) - 1)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in table.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(markdown_table(list(table.columns), table.itertuples(index=False), numbers_from=1)) + "\n"
 
 
 def metric_names(wanted: list[str] | None) -> list[str]:

@@ -19,9 +19,9 @@ import pandas as pd
 
 from core.atomic import write_text
 from core.errors import UserError
+from core.text_files import json_records
 from tasks.evaluation import lm_eval_metrics
 from tasks.evaluation.answer_cache import Answer
-from tasks.evaluation.jsonl import json_records
 from tasks.evaluation.metrics import HIGHER, family
 from tasks.evaluation.predictions import expected_rows
 from tasks.evaluation.prepared_folder import read_summary

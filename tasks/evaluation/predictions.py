@@ -25,8 +25,7 @@ import numpy as np
 import pandas as pd
 
 from core.errors import Location, UserError
-from core.text_files import check_input_file
-from tasks.evaluation.jsonl import json_records
+from core.text_files import check_input_file, json_records
 from tasks.evaluation.parse import LETTERS, PARSERS, answer_forms, parse_answers
 from tasks.evaluation.prompts import Prompt, ReleaseSamples, ordered_choices, read_table
 

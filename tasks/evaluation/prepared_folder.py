@@ -12,8 +12,6 @@ removed by the next preparation.
 
 from __future__ import annotations
 
-import glob
-import hashlib
 import json
 import os
 import shutil
@@ -26,26 +24,9 @@ from core.atomic import check_not_a_file
 from core.errors import UserError, os_errno
 from core.release_folder import STAGING_PREFIX
 from core.text_files import read_json
-from tasks.release.publish import removed_on_error
+from tasks.release.publish import dead_folders, removed_on_error, staging_folder
 
 SUMMARY = "prepared.json"  # written last; lists the folder's files ("files")
-
-
-def _stem(out: Path) -> str:
-    """The staging folder's stem: ``out``'s name, or for a name near the file system's 255 bytes a hash of it."""
-    return out.name if len(out.name.encode("utf-8")) <= 200 else hashlib.sha256(out.name.encode("utf-8")).hexdigest()[:16]
-
-
-def staging_folder(out: Path) -> Path:
-    return out.parent / f"{STAGING_PREFIX}{_stem(out)}-{os.getpid()}"
-
-
-def remove_dead_staging(out: Path) -> None:
-    """Staging folders of preparations whose process is gone (SIGKILL): nothing can use them."""
-    for folder in out.parent.glob(f"{glob.escape(STAGING_PREFIX + _stem(out))}-*"):
-        pid = folder.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and interrupt.start_time(int(pid)) is None:
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
@@ -56,9 +37,9 @@ def staged(out: Path) -> Iterator[Path]:
     (the staging folder is gone by then)."""
     out = check_not_a_file(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    remove_dead_staging(out)
     staging = staging_folder(out)
-    shutil.rmtree(staging, ignore_errors=True)
+    for folder in [*dead_folders(out, STAGING_PREFIX), staging]:  # left by a killed preparation (or this pid's)
+        shutil.rmtree(folder, ignore_errors=True)
 
     def named(exc: OSError) -> OSError:
         name = str(exc.filename or "")

@@ -6,7 +6,6 @@ compared digit for digit; nothing carries a time, so two runs on the same predic
 
 from __future__ import annotations
 
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +15,8 @@ import pandas as pd
 from core.atomic import write_bytes
 from core.errors import Location, UserError
 from core.paths import relative_path
-from core.tables import delimited_text
-from tasks.audit.charts import name_artists
+from core.tables import delimited_text, markdown_table
+from tasks.audit.charts import saved
 from tasks.evaluation import esbbq_metrics
 from tasks.evaluation.metrics import (BBQ_METRICS, METRICS, TITLES, UPSTREAM_HEADER, Bootstrap, over_prompts,
                                       score_rows)
@@ -84,13 +83,14 @@ def _cell(row: pd.Series, metric: str) -> str:
     return f"{_number(row[metric])} [{_number(low)}, {_number(high)}]"
 
 
-def markdown_table(table: pd.DataFrame, metrics: list[str], display: dict[str, str]) -> list[str]:
-    lines = ["| group | templates | " + " | ".join(TITLES.get(m, m) for m in metrics) + " |",
-             "|---|---:|" + "---:|" * len(metrics)]
-    for _, row in table.iterrows():
-        name = "**overall**" if row["grouping"] == "overall" else display.get(row["group"], row["group"])
-        lines.append(f"| {name} | {row['templates']} | " + " | ".join(_cell(row, m) for m in metrics) + " |")
-    return lines
+def _group_name(row: pd.Series, display: dict[str, str]) -> str:
+    return "**overall**" if row["grouping"] == "overall" else display.get(row["group"], row["group"])
+
+
+def metrics_table(table: pd.DataFrame, metrics: list[str], display: dict[str, str]) -> list[str]:
+    return markdown_table(["group", "templates", *(TITLES.get(m, m) for m in metrics)],
+                          ([_group_name(row, display), row["templates"], *(_cell(row, m) for m in metrics)]
+                           for _, row in table.iterrows()), numbers_from=1)
 
 
 def results_markdown(table: pd.DataFrame, runs: list[Run], notes: list[str], esbbq: bool, display: dict[str, str],
@@ -102,25 +102,22 @@ def results_markdown(table: pd.DataFrame, runs: list[Run], notes: list[str], esb
         warning = run_warning(run, block[block["grouping"] == "overall"].iloc[0])
         lines += [f"## {run.model}, prompt {prompt_label(run.prompt_id or 0)}", "", *_run_lines(run, out),
                   *([f"- **warning: {warning}**"] if warning else []), "",
-                  *markdown_table(block, METRICS + BBQ_METRICS, display), ""]
+                  *metrics_table(block, METRICS + BBQ_METRICS, display), ""]
         if esbbq:
             upstream = block[block["grouping"] != "label"]
             names = dict(zip(upstream["group"], upstream["esbbq_category"]))
             lines += ["EsBBQ's own metrics (bias_score.py; categories as the release names them):", "",
-                      *markdown_table(upstream, esbbq_metrics.METRICS, names), ""]
+                      *metrics_table(upstream, esbbq_metrics.METRICS, names), ""]
     summary = over_prompts(table)
     several = summary[summary["prompts"] > 1]
     if len(several):
         lines += ["## Mean ± standard deviation over prompts", "",
                   "Sample standard deviation (n - 1) over the prompts scored for each model.", ""]
         for model, block in several.groupby("model", sort=False):
+            rows = ([_group_name(row, display), *(f"{_number(row[m + '_mean'])} ± {_number(row[m + '_std'])}"
+                                                  for m in METRICS)] for _, row in block.iterrows())
             lines += [f"### {model} ({int(block['prompts'].iloc[0])} prompts)", "",
-                      "| group | " + " | ".join(TITLES[m] for m in METRICS) + " |", "|---|" + "---:|" * len(METRICS)]
-            for _, row in block.iterrows():
-                name = "**overall**" if row["grouping"] == "overall" else display.get(row["group"], row["group"])
-                lines.append(f"| {name} | " + " | ".join(
-                    f"{_number(row[m + '_mean'])} ± {_number(row[m + '_std'])}" for m in METRICS) + " |")
-            lines.append("")
+                      *markdown_table(["group", *(TITLES[m] for m in METRICS)], rows, numbers_from=1), ""]
     return "\n".join(lines)
 
 
@@ -318,7 +315,6 @@ def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
 
 # --- figures and results.html -----------------------------------------------------------------
 
-PLOT_METADATA = {"svg": {"Date": None, "Creator": None}, "png": {"Software": None}}
 # context, its name, and the (accuracy, diff-bias) pairs a model can reach: a triangle (amb) or a diamond (dis)
 CONTEXTS = (("amb", "ambiguous", "|diff-bias| <= 1 - acc", [(0.0, -1.0), (1.0, 0.0), (0.0, 1.0)]),
             ("dis", "disambiguated", "|diff-bias| <= 2 min(acc, 1 - acc)",
@@ -409,17 +405,9 @@ def _bar_values(rows: pd.DataFrame, groups: list[str], metric: str) -> tuple[lis
 
 
 def figure_bytes(figure, key: str) -> dict[str, bytes]:
-    """The figure as PNG and SVG, byte-stable (no dates, no software version), its SVG ids its own (results.html
-    holds both figures: ``name_artists`` and a salt per figure)."""
-    from matplotlib import rc_context
-
-    name_artists(figure, key)
-    rendered = {}
-    for kind in ("png", "svg"):
-        buffer = io.BytesIO()
-        with rc_context({"svg.hashsalt": key}):
-            figure.savefig(buffer, format=kind, dpi=150, metadata=PLOT_METADATA[kind])
-        rendered[kind] = buffer.getvalue()
+    """The figure as PNG and SVG (``tasks.audit.charts.saved``: byte-stable, its SVG ids its own, as results.html
+    holds both figures)."""
+    rendered = {kind: saved(figure, key, kind, dpi=150) for kind in ("png", "svg")}
     _pyplot().close(figure)
     return rendered
 

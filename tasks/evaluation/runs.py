@@ -32,9 +32,9 @@ from core.console import LineProgress
 from core.errors import Location, UserError
 from core.atomic import write_text
 from core.tables import delimited_text
+from core.text_files import json_records
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, UnitLease
 from tasks.evaluation.client import Model, prompt_sha256
-from tasks.evaluation.jsonl import json_records
 from tasks.evaluation.prepared_folder import move_in, staged
 from tasks.release.publish import build_lock
 

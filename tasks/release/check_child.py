@@ -31,6 +31,7 @@ import psutil
 
 from core import console, interrupt
 from core.errors import UserError, os_errno
+from core.tables import markdown_table
 
 WAIT_FOR_JOB = "--wait-for-job"  # the child's one argument: its job comes on stdin
 READY, PROGRESS, REPORTED = "ready", "progress", "reported"  # what the child says on its stdout, in this order
@@ -84,12 +85,10 @@ class ReleaseValidationError(UserError):
 
 def summary_markdown(report: ValidationReport) -> str:
     """``validation.md``: every expectation and its result, a failure with the first rows that break it."""
-    lines = ["| set | rule | expectation | result |", "|---|---|---|---|"]
-    for o in report.outcomes:
-        examples = f"; e.g. {', '.join(o.examples)}".replace("|", "\\|") if o.examples else ""
-        result = "pass" if o.success else f"FAIL: {o.unexpected_count} row(s){examples}"
-        lines.append(f"| {o.sample_set} | {o.rule} | `{o.expectation}` {o.column} | {result} |")
-    return "\n".join(lines) + "\n"
+    rows = [[o.sample_set, o.rule, f"`{o.expectation}` {o.column}", "pass" if o.success else
+             f"FAIL: {o.unexpected_count} row(s)" + (f"; e.g. {', '.join(o.examples)}" if o.examples else "")]
+            for o in report.outcomes]
+    return "\n".join(markdown_table(["set", "rule", "expectation", "result"], rows)) + "\n"
 
 
 def write_results(report: ValidationReport, folder: Path) -> None:

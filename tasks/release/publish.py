@@ -9,6 +9,8 @@ No pandas here: a command takes the lock and cleans up before anything heavy is 
 from __future__ import annotations
 
 import fcntl
+import glob
+import hashlib
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -22,17 +24,27 @@ from core.release_folder import (RETIRED_PREFIX, STAGING_PREFIX, check_release_n
 
 
 
+def _stem(target: Path) -> str:
+    """``target``'s name, or for a name near the file system's 255 bytes a hash of it (an output folder's)."""
+    name = target.name.encode("utf-8")
+    return target.name if len(name) <= 200 else hashlib.sha256(name).hexdigest()[:16]
+
+
 def staging_folder(target: Path) -> Path:
-    return target.parent / f"{STAGING_PREFIX}{target.name}-{os.getpid()}"
+    return target.parent / f"{STAGING_PREFIX}{_stem(target)}-{os.getpid()}"
+
+
+def dead_folders(target: Path, prefix: str) -> list[Path]:
+    """The ``<prefix><name>-<pid>`` folders beside ``target`` whose process is gone (a crash, SIGKILL): no process
+    is working in them (another one's, or this process's own)."""
+    return [folder for folder in sorted(target.parent.glob(f"{glob.escape(prefix + _stem(target))}-*"))
+            if (pid := folder.name.rsplit("-", 1)[-1]).isdigit() and interrupt.start_time(int(pid)) is None]
 
 
 def recover(target: Path) -> None:
     """Undo what a crash left behind: staging folders of dead builds, a release retired but not replaced."""
     for prefix in (STAGING_PREFIX, RETIRED_PREFIX):
-        for folder in sorted(target.parent.glob(f"{prefix}{target.name}-*")):
-            pid = folder.name.rsplit("-", 1)[-1]  # the build that made it
-            if pid.isdigit() and interrupt.start_time(int(pid)) is not None:
-                continue  # a build is working here right now (another, or this process's own)
+        for folder in dead_folders(target, prefix):
             if prefix == RETIRED_PREFIX and not target.exists():
                 os.replace(folder, target)  # the crash came between the two renames of publish
                 continue

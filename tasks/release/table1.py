@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from core.profile import Profile
-from core.tables import delimited_text
+from core.tables import delimited_text, markdown_table
 from tasks.templates.load import TemplateRow
 
 COMPARED = ("tm", "st", "nc", "templates_after", "samples")
@@ -147,14 +147,14 @@ def render_markdown(table: Table1, release_name: str, test_split: str = "") -> s
     else:
         title = "Table 1"
         what += "The profile gives no published numbers (no `paper` counts), so there is nothing to compare with."
-    lines = [f"# {release_name}: {title}", "", what, "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    rows: list[list[str]] = []
     totals: Counter = Counter()
     for row in table.rows:
         paper = {k: v for k, v in (row.paper or {}).items() if v is not None}
         cells = {"Category": row.display if row.ours["templates_after"] else f"{row.display} (not in this build)",
                  **{h: str(paper.get(c, "")) for h, c in PAPER_ONLY.items()},
                  **{h: _cell(row, c, marks) for h, c in HEADER_COLUMN.items() if h not in PAPER_ONLY}}
-        lines.append("| " + " | ".join(cells[h] for h in headers) + " |")
+        rows.append([cells[h] for h in headers])
         totals.update(row.ours)
         totals.update({f"paper_{k}": v for k, v in paper.items()})
     total_cells = {"Category": "**Total**", **{h: str(totals[f"paper_{c}"]) for h, c in PAPER_ONLY.items()},
@@ -162,8 +162,8 @@ def render_markdown(table: Table1, release_name: str, test_split: str = "") -> s
                       for h, c in HEADER_COLUMN.items() if h not in PAPER_ONLY}}
     if compared:
         total_cells["Samples"] = f"{totals['samples']:,} (paper {table.paper_total_samples or 0:,})"
-    lines.append("| " + " | ".join(total_cells[h] for h in headers) + " |")
-    lines += ["", "## Differences", ""]
+    rows.append([total_cells[h] for h in headers])
+    lines = [f"# {release_name}: {title}", "", what, "", *markdown_table(headers, rows), "", "## Differences", ""]
     if not compared:
         lines.append("None to report: no published numbers to compare with.")
     elif not table.differences:

@@ -20,6 +20,7 @@ from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
+from core.tables import markdown_table
 from tasks.survey.apply import StereotypeEvaluation, SurveyOutcome, TemplateEvaluation
 from tasks.survey.results import NO_STEREO, SurveyResult
 from tasks.survey.rule_table import STEREOTYPE, effect_rows, rules_of
@@ -31,12 +32,6 @@ from tasks.templates.load import TemplateRow, rows_by_template
 
 def pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
-
-
-def table(headers: list[str], rows: list[list[object]]) -> list[str]:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
-    return lines
 
 
 def template_type(outcome: SurveyOutcome, template: TemplateEvaluation) -> int | None:
@@ -151,7 +146,7 @@ def render_funnel(outcome: SurveyOutcome) -> str:
             left = [e for e in left if all(e.passes(r.name) for r in rules if e.stereotype.survey_type in r.types)]
             row.append(len(left))
         rows.append(row)
-    lines += table(["Survey type", "Before", *steps], rows)
+    lines += markdown_table(["Survey type", "Before", *steps], rows)
     lines.append("")
 
     # Each rule's own effect.
@@ -159,7 +154,7 @@ def render_funnel(outcome: SurveyOutcome) -> str:
               "Stereotypes: those the rule drops among the stereotypes it could judge (with a result), "
               "evaluated independently of the other rules. Templates: those whose first failing rule it is.", ""]
     width = 4 if paper else 3  # no Paper column for a culture without published effects
-    lines += table(RULE_EFFECT_COLUMNS[:width], [row[:width] for row in rule_effects(outcome)])
+    lines += markdown_table(RULE_EFFECT_COLUMNS[:width], [row[:width] for row in rule_effects(outcome)])
     lines.append("")
 
     lines += equal_share_section(outcome)
@@ -170,7 +165,7 @@ def render_funnel(outcome: SurveyOutcome) -> str:
     for label, kind in (("type 1", 1), ("type 2", 2), ("all", "all")):
         group = [t for t in outcome.templates if kind == "all" or template_type(outcome, t) == kind]
         rows.append([label, len(group), sum(t.survey_keep for t in group), sum(t.keep for t in group)])
-    lines += table(["Survey type", "Before", "After the survey rules", "After reading comprehension"], rows)
+    lines += markdown_table(["Survey type", "Before", "After the survey rules", "After reading comprehension"], rows)
     lines.append("")
 
     # Per category.
@@ -186,8 +181,8 @@ def render_funnel(outcome: SurveyOutcome) -> str:
         rows.append([category.display, len(stereo), sum(e.keep() for e in stereo), len(temps),
                      sum(t.survey_keep for t in temps), sum(t.keep for t in temps), paper_counts])
     width = 7 if any(category.paper for category in profile.categories) else 6  # no paper column without numbers
-    lines += table(["Category", "Stereotypes", "Kept", "Templates", "After survey", "After reading",
-                    "Paper templates before -> after"][:width], [row[:width] for row in rows])
+    lines += markdown_table(["Category", "Stereotypes", "Kept", "Templates", "After survey", "After reading",
+                             "Paper templates before -> after"][:width], [row[:width] for row in rows])
     lines.append("")
 
     overrides = sorted((d for d in outcome.decisions if d.override), key=lambda d: (d.subject, d.rule))
@@ -270,8 +265,8 @@ def _type2_results(outcome: SurveyOutcome) -> list[str]:
     if dropped:
         lines += ["", "Results of surviving stereotypes that the rules would drop:" if outcome.survivors_only
                   else "Results that the rules drop:", ""]
-        lines += table(["Category", "Stereotype", "Numbers", "Target taken from", "Why"],
-                       [[e.category, e.stereotype, e.as_stats(), how, reason] for e, how, reason in dropped])
+        lines += markdown_table(["Category", "Stereotype", "Numbers", "Target taken from", "Why"],
+                                [[e.category, e.stereotype, e.as_stats(), how, reason] for e, how, reason in dropped])
     return lines + [""]
 
 
@@ -310,8 +305,8 @@ def _type2_questions(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
             near = "; ".join(n.as_stats() for n in evaluation.near) or "none"
             rows.append([ids, s.label, near, _stats_text(own) if own else "-",
                          _released_stats_verdict(evaluation, own, outcome)])
-        lines += table(["Templates", "Question", "Results file, same text", f"Release {RELEASED_STATS_COLUMN}",
-                        "Type-2 rule on the release's numbers"], rows)
+        lines += markdown_table(["Templates", "Question", "Results file, same text",
+                                 f"Release {RELEASED_STATS_COLUMN}", "Type-2 rule on the release's numbers"], rows)
     return lines + [""]
 
 
@@ -351,8 +346,8 @@ def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     lines.append("- Target / non-target groups below are per stereotype, over all rows (versions) of its templates.")
     lines.append("")
     title = own.capitalize()
-    lines += table(["Category", "IDs", "Stereotype", "Rule", "Rule targets", f"{title} targets", "Rule non-targets",
-                    f"{title} non-targets", "Differences"], [j[0] for j in judgements])
+    lines += markdown_table(["Category", "IDs", "Stereotype", "Rule", "Rule targets", f"{title} targets",
+                             "Rule non-targets", f"{title} non-targets", "Differences"], [j[0] for j in judgements])
     lines.append("")
     return lines
 
@@ -376,9 +371,9 @@ def _dropped_templates(outcome: SurveyOutcome) -> list[str]:
         if decision.subject_type == "template" and decision.outcome == "drop":
             reasons.setdefault(decision.subject, decision.reason)
     return ([f"{_templates(outcome).capitalize()} the rules drop:", ""]
-            + table(["Template", "Label", "Dropped by", "Reason"],
-                    [[f"{t.key[0]}|{t.key[1]}", t.label, t.survey_failure or "reading-comprehension",
-                      reasons.get(f"{t.key[0]}|{t.key[1]}", "")] for t in dropped])
+            + markdown_table(["Template", "Label", "Dropped by", "Reason"],
+                             [[f"{t.key[0]}|{t.key[1]}", t.label, t.survey_failure or "reading-comprehension",
+                               reasons.get(f"{t.key[0]}|{t.key[1]}", "")] for t in dropped])
             + [""])
 
 
@@ -391,8 +386,8 @@ def _unmatched_section(outcome: SurveyOutcome) -> list[str]:
                  f"{sum(e.survey_type == 2 for e in outcome.unmatched)}); for a release these are the "
                  "stereotypes of templates that did not survive, or questions the release asked differently:")
     lines.append("")
-    lines += table(["Category", "Stereotype", "Type", "Numbers"],
-                   [[e.category, e.stereotype, e.survey_type, e.as_stats()] for e in outcome.unmatched])
+    lines += markdown_table(["Category", "Stereotype", "Type", "Numbers"],
+                            [[e.category, e.stereotype, e.survey_type, e.as_stats()] for e in outcome.unmatched])
     return lines + [""]
 
 

@@ -16,6 +16,7 @@ from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import PoolRule, Profile, WorkbookFormat
 from core.text import allowed_characters, check_text, plain_spaces
+from core.workbooks import read_sheets
 from tasks.templates.corrections import AppliedCorrection, Correction, apply_corrections
 from tasks.templates.load import LoadedTemplates, TemplateRow, checked_row
 
@@ -38,28 +39,17 @@ def _cell(value: object) -> object:
 
 
 def read_sheet(path: Path) -> tuple[list[str], list[tuple[int, Row]]]:
-    """The first sheet as (header, [(spreadsheet row number, row)]); blank rows are skipped. Not
-    ``core.workbooks.read_sheets``, which reads every cell as text: the generator needs the workbook's own types (a
-    FALSE in ``include_name``, integer IDs, booleans written as ``False`` in the released CSVs), so cells keep them here
-    (``_cell``)."""
+    """The first sheet as (header, [(spreadsheet row number, row)]); blank rows are skipped. Cells keep the
+    workbook's own types (``_cell``), not ``core.workbooks``' text: the generator needs them (a FALSE in
+    ``include_name``, integer IDs, booleans written as ``False`` in the released CSVs)."""
     if not path.exists():
         raise UserError("file does not exist", path)
-    import openpyxl  # ~0.3 s: not imported by a build whose templates are not workbooks
-
-    try:
-        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises several unrelated types for a file that is not xlsx
-        raise UserError(f"cannot read as an xlsx workbook ({type(exc).__name__})", path) from None
-    try:
-        lines = list(workbook.worksheets[0].iter_rows(values_only=True))
-    finally:
-        workbook.close()
+    lines = next(iter(read_sheets(path, _cell).values()))
     if not lines:
         raise UserError("empty sheet; expected a header row", path)
-    header = [str(_cell(h)) if h is not None else "" for h in lines[0]]
+    header = [str(h) for h in lines[0]]
     rows = []
-    for number, values in enumerate(lines[1:], start=2):
-        cells = [_cell(v) for v in values]
+    for number, cells in enumerate(lines[1:], start=2):
         if all(c == "" for c in cells):
             continue
         rows.append((number, {name: cell for name, cell in zip(header, cells) if name}))

@@ -20,9 +20,9 @@ from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import Profile
 from core.text import check_text, normalise_text
-from core.text_files import check_input_file, read_text
+from core.text_files import read_text
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
-from core.workbooks import new_workbook, save_workbook, set_text
+from core.workbooks import new_workbook, read_sheets, save_workbook, set_text
 
 SHEET = "templates"
 MANIFEST = "_manifest"
@@ -310,41 +310,28 @@ def clean_text(value: str, where: Location, findings: list[Finding], allowed: st
     return normalise_text(value, allowed)[0]
 
 
-def _text(value: object) -> str:
-    return "" if value is None else str(value)
-
-
 def read_workbook(path: Path, profile: Profile) -> list[EditedCell]:
     """Read a returned workbook; a .xlsm, a changed header or a changed locked cell is a UserError."""
     path = Path(path)
     if path.suffix.lower() != ".xlsx":
         raise UserError(f"expected an .xlsx workbook, got {path.suffix or 'no extension'} "
                         "(macro-enabled .xlsm workbooks are refused)", path)
-    check_input_file(path, "workbook")  # absent, a folder, a device or a named pipe: one line
-    from openpyxl import load_workbook
-
-    try:
-        workbook = load_workbook(path)
-    except Exception as exc:  # openpyxl raises several unrelated types for a damaged file
-        raise UserError(f"cannot read the workbook: {exc}", path) from None
+    sheets = read_sheets(path)  # absent, a folder, a device, a named pipe or not a workbook: one line
     for name in (SHEET, MANIFEST):
-        if name not in workbook.sheetnames:
+        if name not in sheets:
             raise UserError(f"sheet {name!r} is missing; is this a workbook exported by 'kobbq postedit export'?", path)
     # The profile it was exported for (a workbook exported before workbooks recorded it has none).
-    export = workbook[EXPORT].iter_rows(values_only=True) if EXPORT in workbook.sheetnames else []
-    exported_for = {_text(row[0]): _text(row[1]) for row in export if len(row) > 1}.get("profile")
+    exported_for = {row[0]: row[1] for row in sheets.get(EXPORT, []) if len(row) > 1}.get("profile")
     if exported_for and exported_for != profile.name:
         raise UserError(f"this workbook was exported for profile {exported_for!r}, and is imported under profile "
                         f"{profile.name!r}; import it with --profile {exported_for} (or export the workbooks for "
                         f"{profile.name!r})", path)
-    sheet, manifest = workbook[SHEET], workbook[MANIFEST]
-    header = [_text(c.value) for c in sheet[1]]
+    header, *rows = sheets[SHEET] or [[]]
     if header[:len(HEADER)] != HEADER or any(header[len(HEADER):]):
         raise UserError(f"the columns were changed: expected {', '.join(HEADER)}; found {', '.join(header)}",
                         Location(str(path), 1, sheet=SHEET))
-    rows = list(sheet.iter_rows(min_row=2, values_only=True))
-    expected = list(manifest.iter_rows(min_row=2, values_only=True))
-    while rows and not any(v not in (None, "") for v in rows[-1]):
+    expected = sheets[MANIFEST][1:]
+    while rows and not any(rows[-1]):
         rows.pop()
     if len(rows) != len(expected):
         raise UserError(f"the workbook has {len(rows)} rows where {len(expected)} were exported; rows must not be "
@@ -355,11 +342,10 @@ def read_workbook(path: Path, profile: Profile) -> list[EditedCell]:
     cells = []
     for number, (values, original) in enumerate(zip(rows, expected), start=2):
         for column, (got, want) in enumerate(zip(values[:len(LOCKED)], original), start=1):
-            if _text(got) != _text(want):
-                raise UserError(f"locked cell changed from {_text(want)!r} to {_text(got)!r}; IDs and source "
-                                "columns must stay as exported", Location(str(path), number, HEADER[column - 1], SHEET))
-        row = ExportRow(category, int(original[0]), *map(_text, original[1:]))
-        postedit, notes = values[len(LOCKED)], values[len(LOCKED) + 1] if len(values) > len(LOCKED) + 1 else None
-        cells.append(EditedCell(category, row, _text(postedit), _text(notes),
-                                Location(str(path), number, "Post-edit", SHEET)))
+            if got != want:
+                raise UserError(f"locked cell changed from {want!r} to {got!r}; IDs and source columns must stay as "
+                                "exported", Location(str(path), number, HEADER[column - 1], SHEET))
+        row = ExportRow(category, int(original[0]), *original[1:])
+        postedit, notes = values[len(LOCKED)], values[len(LOCKED) + 1] if len(values) > len(LOCKED) + 1 else ""
+        cells.append(EditedCell(category, row, postedit, notes, Location(str(path), number, "Post-edit", SHEET)))
     return cells
