@@ -44,6 +44,17 @@ class SqliteStore:
         except sqlite3.DatabaseError as exc:
             raise self.error(exc) from None
 
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection, in one transaction: committed when the block ends, rolled back if it raises."""
+        with self._storing(), self._db:
+            yield self._db
+
+    def fetch_one(self, sql: str, parameters: tuple = ()) -> tuple | None:
+        """The first row of a query (None: no row)."""
+        with self._storing():
+            return self._db.execute(sql, parameters).fetchone()
+
     def __enter__(self) -> "SqliteStore":
         return self
 

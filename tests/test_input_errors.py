@@ -253,8 +253,8 @@ def test_a_translation_cache_that_cannot_grow_is_one_error_and_keeps_what_it_sto
     path, settings = tmp_path / "translation_cache.sqlite", RequestSettings("EN", "KO")
     with TranslationCache(path) as cache:
         cache.put_many({"paid": CachedTranslation("지불함", 4)}, settings)
-        pages = cache._db.execute("PRAGMA page_count").fetchone()[0]
-        cache._db.execute(f"PRAGMA max_page_count = {pages}")
+        pages = cache.fetch_one("PRAGMA page_count")[0]
+        cache.fetch_one(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(UserError, match=r"the translation cache cannot grow: the disk is full \(database or disk "
                                             r"is full\); every translation stored before is kept") as error:
             cache.put_many({f"text {n}": CachedTranslation("번역" * 500, 1000) for n in range(50)}, settings)

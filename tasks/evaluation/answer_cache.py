@@ -82,17 +82,16 @@ class AnswerCache(SqliteStore):
         return cache_error(exc, self.path)
 
     def get(self, prompt: str, settings: GenerationSettings) -> Answer | None:
-        with self._storing():
-            row = self._db.execute("SELECT raw, status, prompt_tokens, completion_tokens FROM answers WHERE key = ?",
-                                   (cache_key(prompt, settings),)).fetchone()
+        row = self.fetch_one("SELECT raw, status, prompt_tokens, completion_tokens FROM answers WHERE key = ?",
+                             (cache_key(prompt, settings),))
         return None if row is None else Answer(row[0], row[1], int(row[2]), int(row[3]))
 
     def put(self, prompt: str, settings: GenerationSettings, answer: Answer) -> None:
         """Store one answer in its own transaction: it is kept whatever happens next."""
         if answer.status == "failed":
             raise ValueError("a failed request is not an answer; it is retried, not cached")
-        with self._storing(), self._db:
-            self._db.execute(
+        with self.transaction() as db:
+            db.execute(
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (cache_key(prompt, settings), settings.endpoint.rstrip("/"), settings.model, settings.settings_json,
                  prompt, answer.raw, answer.status, answer.prompt_tokens, answer.completion_tokens))
@@ -129,8 +128,7 @@ class UnitLease:
 
     def _take(self, stale: tuple | None) -> tuple | None:
         """Take the lease if it is free, or still ``stale`` (held, not renewed since); else the holder's state."""
-        db = self.cache._db
-        with self.cache._storing(), db:
+        with self.cache.transaction() as db:
             db.execute("BEGIN IMMEDIATE")
             self._refuse_if_revoked()
             row = db.execute("SELECT holder, beats FROM leases WHERE unit = ?", (self.unit,)).fetchone()
@@ -141,14 +139,13 @@ class UnitLease:
         return None
 
     def _refuse_if_revoked(self) -> None:
-        revoked = self.cache._db.execute("SELECT why FROM revoked WHERE holder = ?", (self.holder,)).fetchone()
+        revoked = self.cache.fetch_one("SELECT why FROM revoked WHERE holder = ?", (self.holder,))
         if revoked:
             raise LeaseLost(f"this run's lease was revoked ({revoked[0]}); it sends nothing more")
 
     def keep(self) -> None:
         """Renew the lease; ``LeaseLost`` once it is this run's no more."""
-        db = self.cache._db
-        with self.cache._storing(), db:
+        with self.cache.transaction() as db:
             renewed = db.execute("UPDATE leases SET beats = beats + 1 WHERE unit = ? AND holder = ?",
                                  (self.unit, self.holder)).rowcount
         if not renewed:
@@ -157,20 +154,19 @@ class UnitLease:
                             "another run took it over; it sends nothing more")
 
     def __exit__(self, *exc: object) -> None:
-        with self.cache._storing(), self.cache._db as db:
+        with self.cache.transaction() as db:
             db.execute("UPDATE leases SET holder = NULL WHERE unit = ? AND holder = ?", (self.unit, self.holder))
 
 
 def lease_state(cache: AnswerCache, unit: str) -> tuple[str | None, int]:
     """The unit's lease holder (None: free) and how often it was renewed: a change is a sign of life."""
-    with cache._storing():
-        row = cache._db.execute("SELECT holder, beats FROM leases WHERE unit = ?", (unit,)).fetchone()
+    row = cache.fetch_one("SELECT holder, beats FROM leases WHERE unit = ?", (unit,))
     return (None, 0) if row is None else (row[0], int(row[1]))
 
 
 def revoke(cache: AnswerCache, unit: str, holder: str, why: str) -> None:
     """Take the lease from ``holder`` for good: its next ``keep`` (or its first ``UnitLease``) raises ``LeaseLost``."""
-    with cache._storing(), cache._db as db:
+    with cache.transaction() as db:
         db.execute("INSERT OR IGNORE INTO revoked VALUES (?, ?)", (holder, why))
         db.execute("UPDATE leases SET holder = NULL WHERE unit = ? AND holder = ?", (unit, holder))
 

@@ -102,16 +102,16 @@ class TranslationCache(SqliteStore):
         """The cached translations of the given texts (text as sent -> translation); misses are absent."""
         found: dict[str, CachedTranslation] = {}
         for sent in dict.fromkeys(sents):
-            row = self._db.execute("SELECT translated, billed_characters FROM translations WHERE key = ?",
-                                   (cache_key(sent, settings),)).fetchone()
+            row = self.fetch_one("SELECT translated, billed_characters FROM translations WHERE key = ?",
+                                 (cache_key(sent, settings),))
             if row is not None:
                 found[sent] = CachedTranslation(row[0], int(row[1]))
         return found
 
     def put_many(self, results: dict[str, CachedTranslation], settings: RequestSettings) -> None:
         """Store one answered batch in one transaction: it is kept even if the next batch fails."""
-        with self._storing(), self._db:
-            self._db.executemany(
+        with self.transaction() as db:
+            db.executemany(
                 "INSERT OR REPLACE INTO translations VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(cache_key(sent, settings), sent, settings.source_lang.upper(), settings.target_lang.upper(),
                   settings.glossary, settings.options_json, r.translated, r.billed_characters)
@@ -123,12 +123,13 @@ class TranslationCache(SqliteStore):
         recorded by a live run; else, for a cache recorded before choices were kept, the mode its stored translations of
         this pair and glossary were made with (the one with most rows)."""
         key = (source_lang.upper(), target_lang.upper(), glossary)
-        row = self._db.execute("SELECT glossary_mode, reason FROM glossary_modes WHERE source_lang = ? AND "
-                               "target_lang = ? AND glossary = ?", key).fetchone()
+        row = self.fetch_one("SELECT glossary_mode, reason FROM glossary_modes WHERE source_lang = ? AND "
+                             "target_lang = ? AND glossary = ?", key)
         if row is not None:
             return str(row[0]), str(row[1])
-        rows = self._db.execute("SELECT options FROM translations WHERE source_lang = ? AND target_lang = ? AND "
-                                "glossary = ?", key)
+        with self.transaction() as db:
+            rows = db.execute("SELECT options FROM translations WHERE source_lang = ? AND target_lang = ? AND "
+                              "glossary = ?", key).fetchall()
         counts = Counter(mode for (options,) in rows if (mode := json.loads(options).get("glossary_mode")))
         if not counts:
             return None
@@ -136,6 +137,6 @@ class TranslationCache(SqliteStore):
         return mode, f"the cache holds {counts[mode]} translation(s) of this pair made with glossary mode {mode!r}"
 
     def record_mode(self, source_lang: str, target_lang: str, glossary: str, mode: str, reason: str) -> None:
-        with self._storing(), self._db:
-            self._db.execute("INSERT OR REPLACE INTO glossary_modes VALUES (?, ?, ?, ?, ?)",
-                             (source_lang.upper(), target_lang.upper(), glossary, mode, reason))
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO glossary_modes VALUES (?, ?, ?, ?, ?)",
+                       (source_lang.upper(), target_lang.upper(), glossary, mode, reason))
