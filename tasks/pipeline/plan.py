@@ -21,7 +21,7 @@ from core.pipeline_file import (DONE, FAILED, Pipeline, PipelineConfig, StageSta
 from core.profile import Profile, load_profile
 from core.release_folder import ReleaseFolder
 from core.stage_contract import Context, Stage
-from tasks.pipeline.stages import STAGE_LIST, STAGE_OF
+from tasks.pipeline.stages import STAGE_LIST, STAGE_OF, STAGES
 from tasks.release.test_split import PROFILE
 from tasks.survey.inputs import SurveyInputs
 
@@ -221,6 +221,6 @@ def pipeline_plan(path: Path, out: Path, force: bool = False) -> Plan:
     pipeline = load_pipeline(path)
     check_start_inputs(pipeline)  # a mistyped path is an error now, not a stage waiting after Prefect's start-up
     ctx = context(pipeline, out)
-    for removed in check_states(ctx.states, [stage.name for stage in STAGE_LIST], rewrite=force):
+    for removed in check_states(ctx.states, STAGES, rewrite=force):
         console.step(f"{removed}: unreadable, removed (--force); its stage runs again")
     return Plan.of(ctx, stages_for(pipeline), force)
