@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/bench_runner.py [--runs 3] [--skip-memory] [--k 5]
 
 Printed, each a median of --runs runs in new processes (a noisy 2-core machine: the load average is printed
-with each figure), after compiling the checkout's modules as installing it would (``compile_checkout``):
+with each figure; a command compared with a reference runs in turn with it, so that a load that changes during the
+run weighs on both), after compiling the checkout's modules as installing it would (``compile_checkout``):
 
 1. ``kobbq --help`` against ``python -c "import prefect"`` (goal: at most 0.5x);
 2. the commands that only read, on the real release: ``kobbq status`` of the real pipeline, ``kobbq why`` of a
@@ -67,11 +68,6 @@ def wall(command: list[str], env: dict[str, str]) -> float:
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return seconds
-
-
-def timed(command: list[str], env: dict[str, str], runs: int) -> tuple[float, str]:
-    """Median wall seconds of ``command`` over ``runs`` runs, and the load when the last one ended."""
-    return statistics.median(wall(command, env) for _ in range(runs)), load()
 
 
 def alternated(first: list[str], second: list[str], env: dict[str, str], runs: int,
@@ -150,10 +146,10 @@ def main() -> int:
         work = Path(scratch)
         temporary = {**base_env, "PREFECT_HOME": str(work / "temporary-home"), "KOBBQ_PREFECT_SERVER": "temporary"}
 
-        print("1. start-up")
-        prefect_import, where = timed([sys.executable, "-c", "import prefect"], temporary, args.runs)
+        print("1. start-up (each command run in turn with the reference; medians)")
+        reference = [sys.executable, "-c", "import prefect"]
+        prefect_import, seconds, where = alternated(reference, [*KOBBQ, "--help"], temporary, args.runs)
         show("python -c 'import prefect' (the reference)", prefect_import, where)
-        seconds, where = timed([*KOBBQ, "--help"], temporary, args.runs)
         show("kobbq --help", seconds, where, prefect_import, 0.5)
 
         print("2. the real release, built (temporary API), then read")
@@ -173,9 +169,9 @@ def main() -> int:
             "kobbq build --templates, up to date": direct[len(KOBBQ):],
         }
         for label, argv in readers.items():
-            seconds, where = timed([*KOBBQ, *argv], temporary, args.runs)
+            prefect_now, seconds, where = alternated(reference, [*KOBBQ, *argv], temporary, args.runs)
             goal = 1.0 if label.startswith(("kobbq status", "kobbq why")) else 0.5 if "up to date" in label else None
-            show(label, seconds, where, prefect_import, goal)
+            show(label, seconds, where, prefect_now, goal)
             if imports_prefect([*KOBBQ, *argv], temporary):
                 print(f"  {label}: imports Prefect", flush=True)
 

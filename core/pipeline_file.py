@@ -27,7 +27,6 @@ from core.domains import ReleaseName, Strict, Text, load_model
 from core.profile import Profile, is_profile_path
 from core.text_files import read_json
 
-STAGES = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
 DONE, WAITING, FAILED, STALE, NOT_RUN, DAMAGED = "done", "waiting", "failed", "stale", "not run", "damaged"
 
 
@@ -205,11 +204,11 @@ def read_state(folder: Path, stage: str) -> StageState | None:
     return state
 
 
-def check_states(folder: Path, rewrite: bool = False) -> list[Path]:
-    """Before a run: every stage's state file can be read. A corrupt one is an error, or with ``rewrite``
+def check_states(folder: Path, stages: list[str], rewrite: bool = False) -> list[Path]:
+    """Before a run: the state file of every stage of ``stages`` can be read. A corrupt one is an error, or with ``rewrite``
     (``--force``) removed so that its stage runs again and records its state anew; the files removed."""
     removed = []
-    for stage in STAGES:
+    for stage in stages:
         try:
             read_state(folder, stage)
         except UserError:

@@ -10,6 +10,7 @@ by a literal path into another stage's folder.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,6 +127,12 @@ class Context:
     def corrections(self) -> Path | None:
         return self.file(self.pipeline.config.templates.corrections)
 
+    @property
+    def glossary(self) -> Path:
+        """The glossary the translation stages read: the one the pipeline names (``[translation] glossary``), else
+        the profile's."""
+        return self.file(self.pipeline.config.translation.glossary) or self.profile.file("glossary")
+
     def templates_file(self) -> Path | None:
         """The template file the release is built from: the one the pipeline names (a build from one file), else
         the templates stage's output."""
@@ -143,23 +150,33 @@ def require(path: Path | None, what: str, hint: str) -> Path:
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage: what it reads (``inputs``, ``settings``, ``after``) and what it does (``run``).
+    """One stage's contract: what it reads (``inputs``, ``settings``, ``after``, ``renders``) and the module that does
+    its work (``module``), imported only when the stage runs: planning and the up-to-date check read the contract
+    alone (``tasks.pipeline.stages`` lists every stage's).
 
-    ``prepare``: reads and checks the inputs ahead of the flow run (into ``Context.once``), when it can.
-    ``made``: what is wrong with what the stage made (None when intact), beyond its recorded output files: the
-    release checks its folder against its manifest."""
+    The module defines ``run(ctx)`` and, when ``prepares``, ``prepare(ctx)``: it reads and checks the inputs ahead of
+    the flow run (into ``Context.once``). ``made``: what is wrong with what the stage made (None when intact), beyond
+    its recorded output files: the release checks its folder against its manifest."""
 
     name: str
     inputs: Callable[[Context], dict[str, Path | None]]
-    run: Callable[[Context], StageOutput]
+    module: str  # e.g. "tasks.survey.survey_stage"
     settings: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
-    prepare: Callable[[Context], None] | None = None
+    prepares: bool = False
     made: Callable[[Context, str], str | None] | None = None
     log: str = ""  # a one-off command's decisions file is decisions_<log>.csv (default: the stage's name)
     renders: tuple[Path, ...] = ()  # the project's templates (Jinja) it renders: part of its fingerprint
 
     @property
     def code(self) -> tuple[str, ...]:
-        """The module that defines the stage: its code and the code it imports make part of its fingerprint."""
-        return (self.run.__module__,)
+        """The module that does its work: its code and the code it imports make part of its fingerprint (hashed from
+        the files, without importing them)."""
+        return (self.module,)
+
+    def run(self, ctx: Context) -> StageOutput:
+        return importlib.import_module(self.module).run(ctx)
+
+    def prepare(self, ctx: Context) -> None:
+        if self.prepares:
+            importlib.import_module(self.module).prepare(ctx)

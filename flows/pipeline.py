@@ -28,7 +28,6 @@ from tasks.pipeline.plan import Plan, templates_plan
 from tasks.pipeline.run import PipelineResult, StageRun, run_plan
 from tasks.release.test_split import PROFILE
 from tasks.translation.deepl_client import KEY_VARIABLE
-from tasks.translation.pretranslate_stage import NAME as PRETRANSLATE
 
 FLOW = "kobbq-build"
 
@@ -106,7 +105,7 @@ def build(templates: Path, out: Path = DEFAULT_BUILD_DIR, profile: str | None = 
 def deepl_key_from_block(plan: Plan) -> None:
     """A stage that may pay DeepL and no ``DEEPL_AUTH_KEY``: the key of the profile's Prefect Secret block, when
     there is one, for this process only (never printed or written); without either the stage replays the cache."""
-    if plan.ctx.offline or os.environ.get(KEY_VARIABLE) or PRETRANSLATE not in {s.name for s in plan.stages}:
+    if plan.ctx.offline or os.environ.get(KEY_VARIABLE) or "pretranslate" not in {s.name for s in plan.stages}:
         return
     from prefect.blocks.system import Secret
 

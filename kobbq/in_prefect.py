@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the runner imports every stage: not for --help
     from core.pipeline_file import PipelineConfig
     from core.profile import Profile
-    from core.stage_contract import Stage, StageOutput
+    from core.stage_contract import StageOutput
     from tasks.pipeline.plan import Plan
     from tasks.pipeline.run import Launch, PipelineResult
 
@@ -29,9 +29,9 @@ def launcher(args: argparse.Namespace) -> Launch:
     return lambda plan: in_prefect(plan, args)
 
 
-def run_alone(stage: Stage, config: PipelineConfig, profile: Profile, out: Path, args: argparse.Namespace,
+def run_alone(stage: str, config: PipelineConfig, profile: Profile, out: Path, args: argparse.Namespace,
               given: dict | None = None, offline: bool = False) -> StageOutput:
-    """A one-off command's stage (``tasks.pipeline.run.run_alone``) in one flow run."""
+    """A one-off command's stage, by its name (``tasks.pipeline.run.run_alone``), in one flow run."""
     from tasks.pipeline.run import run_alone as run  # the runner and every stage: not for --help
 
     return run(stage, config, profile, out, launcher(args), given, offline)

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import strategies as st
 
 from core.paths import EXAMPLE_TEMPLATES
-from core.pipeline_file import DONE, STAGES, StageState, load_pipeline
+from core.pipeline_file import DONE, StageState, load_pipeline
+from tasks.pipeline.stages import STAGES
 from core.release_folder import ReleaseFolder
 from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, STATUS_RECORD, check_command, fuzz, malformed_json,
                      previous_release, run_subprocess, workspace, write)

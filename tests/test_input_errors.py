@@ -14,6 +14,7 @@ from core.errors import UserError, describe_os_error
 from core.interrupt import stop_message
 from core.paths import EXAMPLE_DIR, EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROFILE_DIR
 from core.pipeline_file import load_pipeline, check_states, read_state
+from tasks.pipeline.stages import STAGES
 from core.text_files import line_and_column, read_bytes, read_json, read_text
 from kobbq.cli import main
 from tasks.release.check_child import os_error_from, os_error_line
@@ -160,8 +161,8 @@ def test_a_corrupt_stage_state_is_reported_by_status_and_build_and_removed_by_fo
     assert f"{states / 'labels.json'}" in one_error_line(capsys)
     with pytest.raises(UserError):
         read_state(states, "labels")
-    assert check_states(states, rewrite=True) == [states / "labels.json"]  # what --force does first
-    assert read_state(states, "labels") is None and check_states(states) == []
+    assert check_states(states, STAGES, rewrite=True) == [states / "labels.json"]  # what --force does first
+    assert read_state(states, "labels") is None and check_states(states, STAGES) == []
 
 
 def test_a_truncated_stage_state_names_its_line_and_column(tmp_path):

@@ -7,7 +7,8 @@ import pytest
 
 from core.decisions import read_decisions
 from core.paths import PROJECT_ROOT
-from core.pipeline_file import DONE, STAGES, read_state
+from core.pipeline_file import DONE, read_state
+from tasks.pipeline.stages import STAGES
 from runs import run
 from tasks.pipeline.plan import pipeline_plan
 from tasks.templates.bbq import load_bbq_templates, template_ids

@@ -13,7 +13,8 @@ from core.text import normalise_text
 from core.profile import load_profile
 from runs import run
 from tasks.pipeline.plan import pipeline_plan, templates_plan
-from core.pipeline_file import DONE, STAGES, read_state
+from core.pipeline_file import DONE, read_state
+from tasks.pipeline.stages import STAGES
 
 REAL_PIPELINE = PROJECT_ROOT / "templates_raw" / "real" / "kobbq_release.toml"
 

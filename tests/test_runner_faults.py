@@ -138,7 +138,9 @@ def test_an_annotations_pattern_that_matches_nothing_is_one_error_not_a_silent_v
     from core.paths import EXAMPLE_DIR
     from core.pipeline_file import load_pipeline
     from tasks.pipeline.plan import context
-    from tasks.labels.labels_stage import STAGE
+    from tasks.pipeline.stages import STAGE_OF
+
+    STAGE = STAGE_OF["labels"]
 
     pipeline = tmp_path / "pipeline.toml"
     pipeline.write_text(f'profile = "ko"\n[labels]\nbbq = "{EXAMPLE_DIR / "bbq"}"\n'

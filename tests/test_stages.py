@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from fractions import Fraction
 
 import pytest
@@ -9,15 +10,24 @@ import pytest
 from core.decisions import Decision
 from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
-from core.pipeline_file import DONE, STAGES, StageState, load_pipeline, write_state
+from core.pipeline_file import DONE, StageState, load_pipeline, write_state
+from tasks.pipeline.stages import STAGES
 from tasks.pipeline.plan import STAGE_LIST, check_order, context, each_stage, stages_for
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
-from tasks.templates.templates_stage import STAGE as TEMPLATES_STAGE
+from tasks.pipeline.stages import STAGE_OF
 from tasks.templates.stage_templates import loaded_templates
 
 EXAMPLE_SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"
+
+
+def test_each_contract_names_the_module_that_does_its_work():
+    """A stage's module is imported only when it runs: it defines ``run``, and ``prepare`` exactly when its contract
+    says it prepares (a contract naming a wrong module fails here, not in the middle of a build)."""
+    for stage in STAGE_LIST:
+        module = importlib.import_module(stage.module)
+        assert callable(module.run) and hasattr(module, "prepare") == stage.prepares, stage.name
 
 
 def test_stage_names_are_the_pipeline_vocabulary():
@@ -79,8 +89,8 @@ def test_a_workbook_profile_passes_its_post_edited_workbooks_on(tmp_path, shared
     pipeline_path.write_text('profile = "es"\nname = "EsBBQ"\n', encoding="utf-8")
     ctx = context(load_pipeline(pipeline_path), tmp_path / "out")
     write_state(ctx.states, StageState("postedit", DONE, "f", "", {}, {"templates": str(released)}))
-    assert TEMPLATES_STAGE.inputs(ctx) == {"postedit": released, "corrections": None}
-    result = TEMPLATES_STAGE.run(ctx)
+    assert STAGE_OF["templates"].inputs(ctx) == {"postedit": released, "corrections": None}
+    result = STAGE_OF["templates"].run(ctx)
     assert result.outputs == {"templates": released}
     # Every row of the twelve workbooks, labelled t, m or n.
     rows = loaded_templates(ctx, released).templates
@@ -88,7 +98,7 @@ def test_a_workbook_profile_passes_its_post_edited_workbooks_on(tmp_path, shared
 
     pipeline_path.write_text('profile = "es"\nname = "EsBBQ"\n[templates]\ngroups = "groups.csv"\n', encoding="utf-8")
     with pytest.raises(UserError, match="keeps groups and new templates in its workbooks"):
-        TEMPLATES_STAGE.run(context(load_pipeline(pipeline_path), tmp_path / "out"))
+        STAGE_OF["templates"].run(context(load_pipeline(pipeline_path), tmp_path / "out"))
 
 
 def fingerprints(ctx) -> dict[str, str]:

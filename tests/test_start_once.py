@@ -1,5 +1,6 @@
-"""Start once: ``--help`` of every command imports neither Prefect, pandas nor Great Expectations, and the commands
-that only read start no Prefect. Each check runs in a new interpreter (this one has imported them all)."""
+"""Start once: ``--help`` of every command imports neither Prefect, pandas nor Great Expectations, the commands
+that only read start no Prefect, and an up-to-date build imports no stage. Each check runs in a new interpreter (this
+one has imported them all)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
+from tasks.pipeline.plan import templates_plan
+from tasks.pipeline.run import execute
 from test_release import built_example
 
 HEAVY = ("prefect", "pandas", "great_expectations")
@@ -68,3 +71,20 @@ def test_commands_that_only_read_import_no_prefect(argv, tmp_path: Path, release
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'prefect')))")
     heavy, _ = heavy_modules(code)
     assert heavy == []
+
+
+@pytest.mark.subprocess  # the release's checks run in their child process
+def test_an_up_to_date_build_imports_no_stage_nor_their_libraries(tmp_path: Path, ko_profile):
+    """Planning reads the stages' contracts alone (``tasks.pipeline.stages``): a build with nothing to do imports
+    no stage's module, nor what they need to work (pandas, numpy), nor Prefect."""
+    plan = templates_plan(EXAMPLE_TEMPLATES, tmp_path, ko_profile, test_split="seeded")  # the example lists no IDs
+    assert execute(plan).finished  # built, without Prefect
+    argv = ["build", "--templates", str(EXAMPLE_TEMPLATES), "--test-split", "seeded", "--no-corrections", "--out",
+            str(tmp_path)]
+    code = (f"import contextlib, io, json, sys\nfrom kobbq.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()) as said:\n    assert main({argv!r}) == 0\n"
+            "print(said.getvalue().strip())\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.endswith('_stage') or m.split('.')[0] in "
+            "(*HEAVY, 'numpy'))))")
+    heavy, said = heavy_modules(code)
+    assert "up to date" in said[-1] and heavy == []

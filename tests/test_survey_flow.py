@@ -18,7 +18,9 @@ EXAMPLE = SURVEY_DIR / "ko" / "example"
 @pytest.mark.flow
 def test_ingest_writes_every_output_in_one_flow_run(prefect_harness, tmp_path):
     from tasks.pipeline.plan import one_off_plan
-    from tasks.survey.survey_stage import STAGE
+    from tasks.pipeline.stages import STAGE_OF
+
+    STAGE = STAGE_OF["survey"]
 
     ko = load_profile("ko")
     config = PipelineConfig(profile="ko", templates=TemplatesSection(file=str(EXAMPLE_TEMPLATES)),

@@ -62,7 +62,9 @@ def test_waiting_for_deepl_says_once_what_is_missing_and_never_that_deepl_stoppe
     from core.pipeline_file import LabelsSection, PipelineConfig
     from tasks.pipeline.plan import one_off_plan
     from core.stage_contract import Waiting
-    from tasks.translation.pretranslate_stage import STAGE
+    from tasks.pipeline.stages import STAGE_OF
+
+    STAGE = STAGE_OF["pretranslate"]
 
     monkeypatch.delenv("DEEPL_AUTH_KEY", raising=False)
     ko = load_profile("ko")
@@ -102,8 +104,9 @@ def test_translate_then_import_flows(prefect_harness, tmp_path, monkeypatch):
     from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
     from runs import run
     from tasks.pipeline.plan import one_off_plan
-    from tasks.translation.postedit_stage import STAGE as POSTEDIT
-    from tasks.translation.pretranslate_stage import STAGE as PRETRANSLATE
+    from tasks.pipeline.stages import STAGE_OF
+
+    POSTEDIT, PRETRANSLATE = STAGE_OF["postedit"], STAGE_OF["pretranslate"]
 
     ko = load_profile("ko")
     server = FakeDeepLServer().start()

@@ -132,7 +132,7 @@ def run_consensus(args: argparse.Namespace) -> int:
     labels = LabelsSection(bbq=str(bbq_of(args)), consensus=str(args.consensus),
                            annotations=[str(path) for path in args.annotations], categories=args.categories or [],
                            not_taken=args.not_taken or [])
-    output = run_alone(labels_stage.STAGE, PipelineConfig(profile=profile.argument, labels=labels), profile, args.out, args)
+    output = run_alone("labels", PipelineConfig(profile=profile.argument, labels=labels), profile, args.out, args)
     agreement_file = output.outputs.get("report:labels_agreement.txt")
     if agreement_file is not None:
         print(agreement_file.read_text(encoding="utf-8"))

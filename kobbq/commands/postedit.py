@@ -48,12 +48,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The action named, with its stage (and the stage's libraries: pandas, openpyxl) imported now, not for --help."""
-    from tasks.translation import postedit_stage, pretranslate_stage, workbook
+    """The action named, with the workbook reader (pandas, openpyxl) imported now, not for --help."""
+    from tasks.translation import workbook
 
-    profile, stage = profile_of(args), postedit_stage.STAGE
+    profile, stage = profile_of(args), "postedit"
     if args.postedit_command == "export":
-        return run_stage(args, profile, pretranslate_stage.STAGE, replay=True)
+        return run_stage(args, profile, replay=True)
     if args.postedit_command == "reference":
         config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
                                 translation=TranslationSection(reference=str(args.templates)),
@@ -67,5 +67,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"{output.counts['rows']} template rows imported")
     for path in output.outputs.values():
         print(f"wrote {path}")
-    print(f"wrote {args.out / f'decisions_{stage.name}.csv'}")
+    print(f"wrote {args.out / f'decisions_{stage}.csv'}")
     return 0

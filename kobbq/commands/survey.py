@@ -55,9 +55,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The step named, with its stage (and the stage's libraries: pandas, openpyxl) imported now, not for --help."""
-    from tasks.survey import survey_export_stage, survey_stage
-
+    """The step named: its stage alone (the runner imports the stage's module and libraries when it runs)."""
     templates = TemplatesSection(corrections=blank(args.corrections), file=str(
         args.templates or default_said("the embedded example's Korean templates", EXAMPLE_TEMPLATES, "--templates")))
     survey = SurveySection()
@@ -67,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                                allow_unmatched=args.allow_unmatched)
     profile = profile_of(args)
     config = PipelineConfig(profile=profile.argument, templates=templates, survey=survey)
-    stage = survey_export_stage.STAGE if args.survey_command == "export" else survey_stage.STAGE
+    stage = "survey-export" if args.survey_command == "export" else "survey"
     c = run_alone(stage, config, profile, args.out, args).counts
     if args.survey_command == "export":
         print(f"{args.out}: {c['questions']} questions ({c['type1']} type 1, {c['type2']} type 2), "

@@ -20,7 +20,7 @@ from core.decisions import Decision, bbq_subject, template_subject
 from core.errors import Location, UserError
 from core.findings import Finding
 from core.profile import PaperCounts, Profile
-from core.stage_contract import Context, Stage, StageOutput, require
+from core.stage_contract import Context, StageOutput, require
 from core.tables import write_csv_rows
 from core.text import allowed_characters
 from tasks.labels.agreement import AgreementReport, agreement, agreement_table, aligned
@@ -29,7 +29,7 @@ from tasks.labels.consensus import Consensus, load_consensus, require_final_labe
 from tasks.labels.template_set import KEPT_LABELS, LabelItem, NC, group_templates, load_label_items
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.templates.load import TemplateRow
-from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
+from tasks.templates.stage_templates import checked_templates
 
 NAME = "labels"
 LABELS_COLUMNS = ["subject", "label", "rationale"]
@@ -289,14 +289,6 @@ def labels_from_links(templates: list[TemplateRow], bbq: Path, profile: Profile)
 
 # --- the stage in a pipeline -------------------------------------------------------------------
 
-def inputs(ctx: Context) -> dict[str, Path | None]:
-    cfg = ctx.pipeline.config.labels
-    files = {"bbq": ctx.file(cfg.bbq), "consensus": ctx.file(cfg.consensus), "reference": ctx.file(cfg.reference),
-             "corrections": ctx.corrections}
-    files.update({f"annotations_{i}": p for i, p in enumerate(ctx.pipeline.files(cfg.annotations))})
-    return files
-
-
 def run(ctx: Context) -> StageOutput:
     cfg = ctx.pipeline.config.labels
     bbq_path = require(ctx.file(cfg.bbq), "English BBQ templates", "Set labels.bbq to their folder.")
@@ -331,7 +323,3 @@ def _from_reference(ctx: Context, bbq_path: Path) -> StageOutput:
     outcomes = dict(sorted(Counter(d.outcome.split(":")[0] for d in result.decisions).items()))
     return StageOutput(outcomes, {"report:labels_reference.txt": report}, result.decisions,
                        f"labels from the release's BBQ links: {counts_text(outcomes)}")
-
-
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "labels", "pipeline.labels.categories",
-                                           "pipeline.labels.not_taken"))

@@ -8,7 +8,6 @@ line before Prefect starts, and keeps what was read for the run (``Context.once`
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,28 +15,17 @@ from pathlib import Path
 from core import console
 from core.errors import UserError
 from core.fingerprint import code_fingerprint, content_hash, files_fingerprint, settings_text
-from core.paths import PROJECT_ROOT
-from core.pipeline_file import (DONE, FAILED, STAGES, Pipeline, PipelineConfig, StageState, SurveySection,
+from core.pipeline_file import (DONE, FAILED, Pipeline, PipelineConfig, StageState, SurveySection,
                                 TemplatesSection, check_start_inputs, check_states, load_pipeline, pipeline_key,
                                 write_state)
 from core.profile import Profile, load_profile
 from core.release_folder import ReleaseFolder
 from core.stage_contract import Context, Stage
+from tasks.pipeline.stages import STAGE_LIST, STAGE_OF, STAGES
 from tasks.release.test_split import PROFILE
 from tasks.survey.inputs import SurveyInputs
 
-
-def stage_of(name: str) -> Stage:
-    """The stage ``name``: the ``STAGE`` of its one module, ``tasks/<package>/<name>_stage.py``."""
-    (path,) = (PROJECT_ROOT / "tasks").glob(f"*/{name.replace('-', '_')}_stage.py")
-    stage = importlib.import_module(f"tasks.{path.parent.name}.{path.stem}").STAGE
-    assert stage.name == name, f"{path} defines stage {stage.name}, not {name}"
-    return stage
-
-
-# The stages in the order they run: each one's module, found by its name in ``core.pipeline_file.STAGES``.
-STAGE_LIST: list[Stage] = [stage_of(name) for name in STAGES]
-SURVEY, RELEASE = stage_of("survey"), stage_of("release")
+SURVEY, RELEASE = STAGE_OF["survey"], STAGE_OF["release"]
 # Settings every stage reads: the culture's identity.
 IDENTITY = ("name", "language", "source_language")
 PIPELINE = "pipeline."  # a setting of the pipeline file rather than the profile
@@ -184,7 +172,7 @@ class Plan:
         ctx = self.ctx
         ctx.pending = {check.stage.name for check in self.checks if not check.current}
         for check in self.checks:
-            if check.current or check.stage.prepare is None:
+            if check.current or not check.stage.prepares:
                 continue
             try:
                 check.stage.prepare(ctx)
@@ -233,6 +221,6 @@ def pipeline_plan(path: Path, out: Path, force: bool = False) -> Plan:
     pipeline = load_pipeline(path)
     check_start_inputs(pipeline)  # a mistyped path is an error now, not a stage waiting after Prefect's start-up
     ctx = context(pipeline, out)
-    for removed in check_states(ctx.states, rewrite=force):
+    for removed in check_states(ctx.states, STAGES, rewrite=force):
         console.step(f"{removed}: unreadable, removed (--force); its stage runs again")
     return Plan.of(ctx, stages_for(pipeline), force)

@@ -3,8 +3,8 @@ published atomically; the last stage of every pipeline.
 
 It reads the template file (``Context.templates_file``), the survey's decisions (the release never runs the rules
 again), every earlier stage's decisions and reports, and the machine-translated twin's templates. ``prepare`` checks
-the template file and fits it to the test split before any flow run starts; ``made`` checks the published folder
-against its manifest and that no other build has replaced it since.
+the template file and fits it to the test split before any flow run starts. What it reads, and the check of the
+published folder against its manifest, are its contract's (``tasks.pipeline.stages``).
 """
 
 from __future__ import annotations
@@ -14,59 +14,16 @@ from pathlib import Path
 
 from core import console, interrupt
 from core.errors import UserError
-from core.pipeline_file import STAGES
-from core.release_folder import AUDIT, release_problem
-from tasks.audit.report import TEMPLATE_DIR as AUDIT_TEMPLATES, write_release_folder
-from tasks.release.dataset_card import TEMPLATE_DIR as CARD_TEMPLATES
+from core.release_folder import AUDIT
+from core.stage_contract import Context, StageOutput, Waiting
+from tasks.audit.report import write_release_folder
 from tasks.release.assemble import ExpandedRelease, expand_release
-from tasks.release.inputs import BuildInputs
+from tasks.pipeline.stages import RELEASE, build_inputs, earlier_stages, reports, twins
 from tasks.release.publish import publish, staged_release
-from core.stage_contract import Context, Stage, StageOutput, Waiting
-from tasks.survey.survey_stage import pipeline_inputs, survey_decisions, survivors
+from tasks.survey.survey_stage import survey_decisions, survivors
 from tasks.templates.stage_templates import checked_templates
 
-NAME = "release"
-MACHINE_TWIN = "mtBBQ"  # the unedited machine translation's release, beside the main one
-EARLIER = tuple(STAGES[:STAGES.index(NAME)])  # it reads every stage before it: their decisions and reports
-
-
-def inputs(ctx: Context) -> dict[str, Path | None]:
-    """Its input files by role (the manifest lists each with its hash): the template file, the corrections, the
-    survey's inputs, the listed test split, the twin's templates, the earlier stages' decisions and reports."""
-    return dict(build_inputs(ctx).files())
-
-
-def build_inputs(ctx: Context) -> BuildInputs:
-    config = ctx.pipeline.config
-    survey = pipeline_inputs(ctx).files() if config.survey.results else {}
-    extra = {**survey, **{f"decisions_{stage}": ctx.decisions_file(stage) for stage in earlier_stages(ctx)},
-             **{f"parallel_{twin}": path for twin, path in twins(ctx).items()},
-             **{f"report_{name}": path for name, path in reports(ctx).items()}}
-    seed = ctx.profile.release.seed if config.seed is None else config.seed
-    return BuildInputs(ctx.profile, ctx.templates_file() or Path("<templates not made yet>"), ctx.corrections, seed,
-                       extra, config.test_split, ctx.fingerprints.get(NAME, ""))
-
-
-def earlier_stages(ctx: Context) -> list[str]:
-    """The earlier stages whose decisions the release merges: those that ran in this pipeline."""
-    return [stage for stage in EARLIER if ("decisions", stage) in ctx.memo or ctx.decisions_file(stage).exists()]
-
-
-def twins(ctx: Context) -> dict[str, Path]:
-    machine = ctx.output("pretranslate", "mt_templates")
-    return {MACHINE_TWIN: machine} if machine else {}
-
-
-def reports(ctx: Context) -> dict[str, Path]:
-    """Reports the earlier stages recorded (roles ``report:<name>``), to be copied into the release."""
-    found = {}
-    for stage in EARLIER:
-        state = ctx.state(stage)
-        for role in (state.outputs if state else ()):
-            path = ctx.output(stage, role)
-            if role.startswith("report:") and path is not None and path.exists():
-                found[role.removeprefix("report:")] = path
-    return found
+NAME = RELEASE
 
 
 def expansion(ctx: Context) -> ExpandedRelease:
@@ -133,15 +90,3 @@ def summary(manifest: dict[str, object]) -> str:
     if test == 0 and manifest.get("test_split", {}).get("method") == "none":  # type: ignore[union-attr]
         return f"{samples:,} samples, every one of them in the test split (a generated release)"
     return f"{samples:,} samples, {test:,} in the test split"
-
-
-def made(ctx: Context, fingerprint: str) -> str | None:
-    """The published release as its manifest records it, and built from this stage's inputs (``fingerprint``)."""
-    return release_problem(ctx.folder.path, fingerprint, ctx.trust_record)
-
-
-STAGE = Stage(NAME, inputs, run,
-              settings=("release", "templates", "categories", "table1_notes", "card", "culture", "particles", "files",
-                        "survey", "evaluation", "writing", "description", "pipeline.seed", "pipeline.test_split"),
-              after=EARLIER, prepare=prepare, made=made,
-              renders=tuple(sorted([*CARD_TEMPLATES.glob("*.j2"), *AUDIT_TEMPLATES.glob("*.j2")])))

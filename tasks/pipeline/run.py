@@ -24,7 +24,7 @@ from core.profile import Profile
 from core.release_folder import ReleaseFolder, check_replaceable
 from core.stage_contract import Context, Stage, StageOutput, Waiting
 from tasks.pipeline.plan import Plan, StageCheck, done_state, each_stage, one_off_plan
-from tasks.pipeline.release_stage import NAME as RELEASE
+from tasks.pipeline.stages import RELEASE, STAGE_OF
 from tasks.release.check_child import ready, warm_up
 from tasks.release.publish import build_lock, recover
 
@@ -172,11 +172,12 @@ def execute(plan: Plan, launch: Launch = run_plan) -> PipelineResult | None:
         return launch(plan)
 
 
-def run_alone(stage: Stage, config: PipelineConfig, profile: Profile, out: Path, launch: Launch = run_plan,
+def run_alone(name: str, config: PipelineConfig, profile: Profile, out: Path, launch: Launch = run_plan,
               given: dict | None = None, offline: bool = False) -> StageOutput:
-    """A one-off command: ``stage`` alone on the command's files (``config``: a pipeline file's settings made from
+    """A one-off command: the stage ``name`` alone on the command's files (``config``: a pipeline file's settings made from
     its arguments), everything written to ``out``; what the stage returned. A stage that fails or waits is one
     error paragraph."""
+    stage = STAGE_OF[name]
     result = execute(one_off_plan(stage, config, profile, out, given, offline), launch)
     assert result is not None, "a one-off plan is never current"
     if result.stage == stage.name:

@@ -24,7 +24,6 @@ import jinja2
 import pyarrow.parquet as pq
 
 from core.decisions import Decision
-from core.pipeline_file import STAGES
 from core.profile import Profile
 from core.release_folder import CARD
 from tasks.release.check_child import ValidationReport
@@ -36,6 +35,7 @@ TEMPLATE_DIR = Path(__file__).parent / "templates"
 # The Hub's size categories, by number of samples (upper bounds, exclusive).
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"))
+# What each stage does, in the order they run (the card lists the stages that recorded decisions in this order).
 STAGE_WORK = {
     "labels": "each English BBQ template labelled (kept as is, target-modified, or removed), and newly-created "
               "templates added",
@@ -96,8 +96,9 @@ def stages_run(decisions: list[Decision]) -> list[tuple[str, str, int]]:
 
 
 def stage_rank(stage: str) -> tuple[int, str]:
-    """Pipeline order; a stage the pipeline does not know last, by name."""
-    return (STAGES.index(stage) if stage in STAGES else len(STAGES), stage)
+    """Pipeline order (``STAGE_WORK``'s); a stage it does not name last, by name."""
+    order = list(STAGE_WORK)
+    return (order.index(stage) if stage in order else len(order), stage)
 
 
 def demoted(markdown: str, levels: int = 2) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from core.errors import Location, UserError
 from core.profile import Profile
+from core.stage_contract import Context
 from core.tables import at_column, read_table
 from core.text_files import check_input_file, read_json
 from tasks.survey.stereotypes import norm, profile_group_lists
@@ -274,6 +275,16 @@ class SurveyInputs:
         reading = load_reading_results(self.reading) if self.reading else None
         overrides = self.resolve(profile).overrides
         return SurveyData(survey, reading, load_overrides(overrides) if overrides else [])
+
+
+def pipeline_inputs(ctx: Context) -> SurveyInputs:
+    """The survey files a pipeline file names; the questions default to the ones this pipeline sent out."""
+    cfg = ctx.pipeline.config.survey
+    exported = ctx.output("survey-export", "questions")
+    return SurveyInputs(results=ctx.file(cfg.results), reading=ctx.file(cfg.reading),
+                        overrides=ctx.file(cfg.overrides),
+                        questions=ctx.file(cfg.questions) or (exported if exported and exported.exists() else None),
+                        allow_unmatched=cfg.allow_unmatched).resolve(ctx.profile)
 
 
 def default_overrides_path(profile: Profile) -> Path | None:

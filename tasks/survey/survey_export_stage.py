@@ -22,7 +22,7 @@ from core.atomic import write_bytes
 from core.decisions import Decision, write_decisions_parquet
 from core.errors import UserError
 from core.profile import Profile, load_survey_options
-from core.stage_contract import Context, Stage, StageOutput
+from core.stage_contract import Context, StageOutput
 from core.tables import csv_for_people
 from core.workbooks import reproducible_bytes, set_text
 from tasks.survey.stereotypes import (GroupList, Stereotype, collect_stereotypes, norm, profile_group_lists,
@@ -31,7 +31,7 @@ from tasks.survey.inputs import QUESTION_COLUMNS, READING_QUESTION_COLUMNS
 from tasks.survey.results import OPTION_SEPARATOR
 from tasks.templates.kobbq_format import expand_templates
 from tasks.templates.load import TemplateRow
-from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
+from tasks.templates.stage_templates import checked_templates
 
 NAME = "survey-export"
 
@@ -184,13 +184,6 @@ def write_export(out: Path, question_rows: list[dict[str, str]], reading: list[d
     return {name: path for name, (path, _) in files.items()}
 
 
-def inputs(ctx: Context) -> dict[str, Path | None]:
-    # The profile's survey folder: the questionnaire wording (type1.j2, type2.j2, reading.j2, options.toml) and
-    # the group lists; changing any of them makes the questionnaires stale.
-    return {"templates": ctx.templates_file(), "corrections": ctx.corrections,
-            "survey_wording": ctx.profile.file("survey")}
-
-
 def prepare(ctx: Context) -> None:
     """Before the flow run: the stereotypes of the template file collected (a template without the groups its
     survey question needs stops in one line before Prefect starts), unless the templates stage is about to
@@ -211,8 +204,3 @@ def run(ctx: Context) -> StageOutput:
                        f"questionnaires for {counts['questions']} questions ({counts['type1']} type 1, "
                        f"{counts['type2']} type 2) and {counts['reading_questions']} reading-comprehension questions "
                        f"written to {folder}")
-
-
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey.enabled", "survey.type1_categories",
-                                                   "survey.seed", "culture"), after=("templates",),
-              prepare=prepare, log="survey")

@@ -15,12 +15,12 @@ from pathlib import Path
 from core.atomic import write_bytes, write_text
 from core.decisions import OUTCOME_DROP, Decision, portable_text, template_subject, write_decisions_parquet
 from core.profile import Profile
-from core.stage_contract import Context, Stage, StageOutput, Waiting, require
+from core.stage_contract import Context, StageOutput, Waiting, require
 from core.tables import delimited_text, write_csv_rows
-from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
+from tasks.templates.stage_templates import checked_templates
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, render_group_check, rule_effects
-from tasks.survey.inputs import SurveyInputs
+from tasks.survey.inputs import SurveyInputs, pipeline_inputs
 from tasks.survey.apply import SurveyOutcome
 from tasks.survey.results import NO_STEREO, SurveyResults
 from tasks.survey.rule_table import TEMPLATE, rules_of
@@ -104,22 +104,6 @@ def write_results(results: SurveyResults, folder: Path) -> dict[str, Path]:
 
 # --- the stage in a pipeline -------------------------------------------------------------------
 
-def pipeline_inputs(ctx: Context) -> SurveyInputs:
-    """The survey files a pipeline file names; the questions default to the ones this pipeline sent out."""
-    cfg = ctx.pipeline.config.survey
-    exported = ctx.output("survey-export", "questions")
-    return SurveyInputs(results=ctx.file(cfg.results), reading=ctx.file(cfg.reading),
-                        overrides=ctx.file(cfg.overrides),
-                        questions=ctx.file(cfg.questions) or (exported if exported and exported.exists() else None),
-                        allow_unmatched=cfg.allow_unmatched).resolve(ctx.profile)
-
-
-def inputs(ctx: Context) -> dict[str, Path | None]:
-    # The profile's survey folder too: its group lists decide type-1 targets, its options the 'no stereotype' answer.
-    return {"templates": ctx.templates_file(), "corrections": ctx.corrections, **pipeline_inputs(ctx).files(),
-            "survey_profile": ctx.profile.file("survey")}
-
-
 def outcome(ctx: Context) -> SurveyStage:
     """The survey stage's outcome on the pipeline's template file, computed once (before the flow run when its
     inputs are there: a bad survey file stops in one line before Prefect starts)."""
@@ -171,7 +155,3 @@ def run(ctx: Context) -> StageOutput:
               "quota_shortfalls": len(result.results.quota)}
     return StageOutput(counts, reports, stage.decisions, f"{kept} of {ids} template IDs pass the survey filters",
                        {"funnel": funnel})
-
-
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "survey", "culture", "pipeline.survey.allow_unmatched"),
-              after=("templates", "survey-export"), prepare=prepare, log=LOG)

@@ -23,10 +23,12 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from tasks.templates.load import TemplateRow
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,10 @@ class Expansion:
 
 
 def object_array(values: list[object]) -> np.ndarray:
-    """A numpy object array holding ``values`` as they are (lists stay lists, strings are not copied)."""
+    """A numpy object array holding ``values`` as they are (lists stay lists, strings are not copied). numpy is
+    imported here, by the expansion: checking a template file, or whether a release is up to date, needs none."""
+    import numpy as np
+
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out

@@ -1,7 +1,8 @@
 """A template file as the pipeline's stages read it: loaded with the pipeline's corrections and checked once per
 process while it is unchanged, so that every stage that reads it, and the release, share one parse.
 
-Every stage that reads a template file declares ``TEMPLATE_SETTINGS``, the profile settings the reading depends on.
+Every stage that reads a template file declares the profile settings the reading depends on
+(``tasks.pipeline.stages.TEMPLATE_SETTINGS``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,6 @@ from core.stage_contract import Context
 from tasks.templates.corrections import Correction, load_corrections
 from tasks.templates.load import LoadedTemplates
 from tasks.templates.validate import check_loaded, load_templates
-
-# The profile settings that reading a template file depends on (the scripts its texts are checked against among
-# them): every stage that reads one declares them, and the pipeline's corrections among its inputs.
-TEMPLATE_SETTINGS = ("templates", "categories", "particles", "release.unknown_expression", "writing")
 
 
 def loaded_templates(ctx: Context, path: Path) -> LoadedTemplates:

@@ -20,12 +20,12 @@ from core.decisions import Decision, template_subject
 from core.errors import Location, UserError
 from core.findings import Finding, raise_if_errors
 from core.profile import Profile
-from core.stage_contract import Context, Stage, StageOutput, require
+from core.stage_contract import Context, StageOutput, require
 from core.tables import read_csv_table, write_tsv_rows
 from core.text import allowed_characters, check_text, normalise_text
 from tasks.templates.corrections import Correction
 from tasks.templates.load import LoadedTemplates, NC, TemplateRow, load_kobbq_templates, read_tsv, rows_by_template
-from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates, corrections, loaded_templates
+from tasks.templates.stage_templates import checked_templates, corrections, loaded_templates
 from tasks.templates.validate import validate_loaded
 from tasks.templates.versions import version_decisions, version_findings
 
@@ -89,16 +89,6 @@ def import_newly_created(path: Path, profile: Profile, corrections: list[Correct
     findings += clash_findings(loaded.templates, others or [])
     raise_if_errors(f"newly-created template file {Path(path).name}", findings, "nothing was imported")
     return NewlyCreated(loaded, findings, nc_decisions(loaded.templates, profile))
-
-
-def inputs(ctx: Context) -> dict[str, Path | None]:
-    cfg = ctx.pipeline.config.templates
-    if ctx.pipeline.reference_mode:
-        return {"reference": ctx.file(ctx.pipeline.config.translation.reference), "corrections": ctx.corrections}
-    if ctx.profile.templates.workbook is not None:
-        return {"postedit": ctx.output("postedit", "templates"), "corrections": ctx.corrections}
-    return {"postedit": ctx.output("postedit", "templates"), "groups": ctx.file(cfg.groups),
-            "newly_created": ctx.file(cfg.newly_created), "corrections": ctx.corrections}
 
 
 def group_table(ctx: Context, path: Path) -> list[tuple[int, dict[str, str]]]:
@@ -220,6 +210,3 @@ def _workbook_folder(ctx: Context, folder: Path) -> StageOutput:
         raise UserError(f"profile {ctx.profile.name} keeps groups and new templates in its workbooks; remove "
                         "[templates] groups / newly_created from the pipeline file", ctx.pipeline.path)
     return _templates_output(ctx, folder, [])
-
-
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "culture"), after=("postedit",), prepare=prepare)

@@ -17,13 +17,13 @@ from core.atomic import write_text
 from core.decisions import Decision, bbq_subject, template_subject
 from core.findings import raise_if_errors
 from core.profile import Profile
-from core.stage_contract import Context, Stage, StageOutput, Waiting, require
+from core.stage_contract import Context, StageOutput, Waiting, require
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.templates.load import TemplateRow
-from tasks.templates.stage_templates import TEMPLATE_SETTINGS, checked_templates
+from tasks.templates.stage_templates import checked_templates
 from tasks.translation.glossary import Glossary
 from tasks.translation.postedit import import_postedit, render_report
-from tasks.translation.pretranslate_stage import glossary_file, glossary_of
+from tasks.translation.pretranslate_stage import glossary_of
 
 NAME = "postedit"
 REPORT = "postedit_report.md"
@@ -106,16 +106,6 @@ def link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile
     return ReferenceLinks(decisions, linked, unlinked, rows_linked, rows_total, substitutions, shared)
 
 
-def inputs(ctx: Context) -> dict[str, Path | None]:
-    cfg = ctx.pipeline.config
-    if ctx.pipeline.reference_mode:
-        return {"reference": ctx.file(cfg.translation.reference), "bbq": ctx.file(cfg.labels.bbq),
-                "corrections": ctx.corrections}
-    workbooks = {f"workbook_{i}": ctx.file(path) for i, path in enumerate(cfg.translation.workbooks)}
-    return {"returned": ctx.file(cfg.translation.returned), "sent": ctx.output("pretranslate", "workbooks"),
-            **workbooks, "glossary": glossary_file(ctx)}  # the substitutions the report and decisions name
-
-
 def returned_workbooks(ctx: Context) -> list[Path]:
     """The translator's workbooks: the ones the pipeline names one by one, else each workbook sent out, by its
     name in the folder they are returned to (waits for any not there yet)."""
@@ -162,6 +152,3 @@ def _from_reference(ctx: Context) -> StageOutput:
     return StageOutput(counts, {"templates": reference}, result.decisions,
                        f"{result.rows_linked} of {result.rows} ST/TM rows of {reference.name} linked to BBQ",
                        text=result.render(ctx.profile))
-
-
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "translation", "culture"), after=("pretranslate",))

@@ -13,8 +13,7 @@ from pathlib import Path
 from core.atomic import write_with
 from core.errors import UserError
 from core.profile import Profile
-from core.stage_contract import Context, Stage, StageOutput, Waiting, require
-from tasks.templates.stage_templates import TEMPLATE_SETTINGS
+from core.stage_contract import Context, StageOutput, Waiting, require
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.translation.cache import check_readable
 from tasks.translation.deepl_client import KEY_VARIABLE, TranslationStopped, set_network_retries, translator_for
@@ -46,23 +45,9 @@ def check_target_language(profile: Profile) -> None:
             pass  # DeepL did not answer; the run itself stops cleanly and keeps what it has
 
 
-def glossary_file(ctx: Context) -> Path:
-    """The glossary the pipeline names (``[translation] glossary``), else the profile's."""
-    return ctx.file(ctx.pipeline.config.translation.glossary) or ctx.profile.file("glossary")
-
-
 def glossary_of(ctx: Context) -> Glossary:
-    path = glossary_file(ctx)
+    path = ctx.glossary
     return load_glossary(path) if path.exists() else EMPTY_GLOSSARY
-
-
-def inputs(ctx: Context) -> dict[str, Path | None]:
-    cfg = ctx.pipeline.config
-    # The profile's files it reads: the glossary (the drafts) and the translator's instructions (the workbooks
-    # sent out); adding or changing either makes the stage stale.
-    return {"bbq": ctx.file(cfg.labels.bbq), "labels": ctx.output("labels", "labels"),
-            "cache_seed": ctx.file(cfg.translation.cache), "glossary": glossary_file(ctx),
-            "instructions": ctx.profile.file("postedit_instructions")}
 
 
 def translation_cache(ctx: Context) -> Path:
@@ -132,7 +117,3 @@ def run(ctx: Context) -> StageOutput:
         outputs["mt_templates"] = machine.tsv_path
     return StageOutput(counts, outputs, result.decisions + (machine.decisions if machine else []),
                        f"{len(templates)} BBQ rows drafted; {len(workbooks)} post-edit workbook(s) to send out")
-
-
-STAGE = Stage(NAME, inputs, run, settings=(*TEMPLATE_SETTINGS, "translation", "culture"), after=("labels",),
-              log="translation", prepare=prepare)
