@@ -9,6 +9,8 @@ here, so a new real-data or Prefect test cannot slip into the fast run by forget
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,19 @@ def offline_datasets(monkeypatch, tmp_path):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     return lambda folder, config, split: datasets.load_dataset(str(folder), config, split=split,
                                                                cache_dir=str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def closed_port() -> Iterator[Callable[[], int]]:
+    """Ports where nothing listens, held until the test ends: bound and never listening, so a connection is refused
+    and no other process can start listening there meanwhile (a port that was only free when looked at can be)."""
+    held: list[socket.socket] = []
+
+    def port() -> int:
+        held.append(socket.socket())
+        held[-1].bind(("127.0.0.1", 0))
+        return held[-1].getsockname()[1]
+
+    yield port
+    for sock in held:
+        sock.close()

@@ -100,6 +100,7 @@ class FakeState:
     log: "RequestLog | None" = None  # one JSON line per request received and per answer sent
     lock: threading.Lock = field(default_factory=threading.Lock)
     slots_taken: int = 0  # answers granted under hold_after
+    held_since: float | None = None  # time.monotonic() when the first request was held (hold_after, never_answer)
 
     def fail(self, status: int, times: int = 1, retry_after: str | None = None) -> None:
         self.fail_status, self.fail_times, self.retry_after = status, times, retry_after
@@ -203,6 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
                 state.in_flight -= 1
 
     def _hold(self, state: FakeState) -> None:
+        with state.lock:
+            state.held_since = state.held_since or time.monotonic()
         state.release.wait()  # held until the test is done with the client (or the server stops): never answered
         self.close_connection = True
 

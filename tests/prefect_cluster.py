@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,13 +37,30 @@ import psutil
 PREFECT = Path(sys.executable).with_name("prefect")
 QUIET = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_UI_ENABLED": "false",
          "PREFECT_SERVER_LOGGING_LEVEL": "WARNING", "PREFECT_LOGGING_LEVEL": "WARNING"}
+PORT_ATTEMPTS = 5  # a server given a port found free may find it taken by then: it tries another
 LEASES_ON_DISK = {"PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": "prefect.server.concurrency.lease_storage.filesystem"}
 
 
 def free_port() -> int:
+    """A port free now, for a process that can only be given one (another process may take it before it binds:
+    ``listening_port`` tells whether the one that listens there is ours)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def listening_port(pid: int) -> int | None:
+    """The TCP port ``pid`` or one of its descendants listens on (None: not yet, or gone)."""
+    try:
+        tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return None
+    for process in tree:
+        with suppress(psutil.Error):
+            for connection in process.net_connections(kind="tcp"):
+                if connection.status == psutil.CONN_LISTEN:
+                    return connection.laddr.port
+    return None
 
 
 def descendants(pid: int) -> list[int]:
@@ -145,19 +163,15 @@ class Cluster:
         log = self.root / "postgres.log"
         subprocess.run([str(binaries / "initdb"), "-D", str(data / "db"), "-U", "postgres", "--auth=trust",
                         "-E", "UTF8", "--no-sync"], check=True, capture_output=True, cwd=data, timeout=120, **as_user)
-        port = free_port()
-        process = self.start([str(binaries / "postgres"), "-D", str(data / "db"), "-p", str(port), "-k", str(data),
-                              "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"],
-                             {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}, data, log, **as_user)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"postgres exited with {process.returncode}: {log.read_text()[-2000:]}")
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    return f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
-            time.sleep(0.3)
-        raise TimeoutError("postgres did not start")
+        for _ in range(PORT_ATTEMPTS):
+            port, logged = free_port(), log.stat().st_size if log.exists() else 0
+            process = self.start([str(binaries / "postgres"), "-D", str(data / "db"), "-p", str(port), "-k",
+                                  str(data), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c",
+                                  "max_connections=200"],
+                                 {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}, data, log, **as_user)
+            if _listens(process, port, log, logged):
+                return f"postgresql+asyncpg://postgres@127.0.0.1:{port}/postgres"
+        raise RuntimeError(f"postgres found no free port in {PORT_ATTEMPTS} tries: {log.read_text()[-2000:]}")
 
     def start_server(self, database_url: str | None = None, auth: str | None = None) -> str:
         """``prefect server start`` on a free port (SQLite in its home, or ``database_url``); returns the API URL.
@@ -174,8 +188,7 @@ class Cluster:
         if auth:
             env["PREFECT_SERVER_API_AUTH_STRING"] = auth
         self.server_env = env
-        self.api_url = f"http://127.0.0.1:{free_port()}/api"
-        self._run_server()
+        self._run_server(port=0)  # the system picks a free port as the server binds: no port taken meanwhile
         self.env = {**os.environ, **QUIET, "PREFECT_API_URL": self.api_url}
         self.env.pop("PREFECT_API_DATABASE_CONNECTION_URL", None)
         self.env.pop("PREFECT_API_AUTH_STRING", None)
@@ -183,13 +196,26 @@ class Cluster:
             self.env["PREFECT_API_AUTH_STRING"] = auth
         return self.api_url
 
-    def _run_server(self) -> None:
-        port = self.api_url.rsplit(":", 1)[1].split("/")[0]
+    def _run_server(self, port: int) -> None:
+        """``prefect server start`` on ``port`` (0: one the system picks, read from the listening socket)."""
         home = Path(self.server_env["PREFECT_HOME"])
-        self.server = self.start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", port],
-                                 self.server_env, home, self.root / "server.log")
-        wait_healthy(self.api_url, lambda: self.server.poll() is not None and RuntimeError(
-            f"prefect server exited: {(self.root / 'server.log').read_text()[-3000:]}"))
+        log = self.root / "server.log"
+        self.server = self.start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                                 self.server_env, home, log)
+
+        def exited() -> RuntimeError | None:
+            return RuntimeError(f"prefect server exited: {log.read_text()[-3000:]}") if self.server.poll() is not None \
+                else None
+
+        deadline = time.monotonic() + 180
+        while not (bound := listening_port(self.server.pid)) or (port and bound != port):
+            if error := exited():
+                raise error
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"prefect server did not listen: {log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        self.api_url = f"http://127.0.0.1:{bound}/api"
+        wait_healthy(self.api_url, exited)
 
     def stop_server(self) -> None:
         """The server goes away (SIGKILL: no goodbye to its clients); its database and leases stay."""
@@ -198,7 +224,7 @@ class Cluster:
 
     def restart_server(self) -> None:
         """The same server back on the same port, with the same database and lease storage."""
-        self._run_server()
+        self._run_server(int(self.api_url.rsplit(":", 1)[1].split("/")[0]))
 
     def client_env(self, name: str) -> dict[str, str]:
         """The environment of a machine called ``name``: its own Prefect home, the server's URL."""
@@ -233,6 +259,22 @@ class Cluster:
         """The worker's machine is gone: SIGKILL the worker and every process it started."""
         kill_tree(worker.process.pid)
         worker.process.wait(timeout=10)
+
+
+def _listens(process: subprocess.Popen, port: int, log: Path, logged: int) -> bool:
+    """Until PostgreSQL listens on ``port`` (True), or exits because another process took the port (False); what
+    it logged from byte ``logged`` on is this start's."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if listening_port(process.pid) == port:
+            return True
+        if process.poll() is not None:
+            said = log.read_bytes()[logged:].decode(errors="replace")
+            if "already in use" in said:
+                return False
+            raise RuntimeError(f"postgres exited with {process.returncode}: {said[-2000:]}")
+        time.sleep(0.3)
+    raise TimeoutError("postgres did not start")
 
 
 def _user_exists(name: str) -> bool:

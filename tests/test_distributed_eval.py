@@ -22,7 +22,7 @@ import pytest
 
 from core.paths import PROJECT_ROOT
 from fake_openai import FAKE_KEY, FakeOpenAIServer, RequestLog, count_log, write_prepared
-from prefect_cluster import PREFECT, Cluster, descendants, free_port, kill_tree, postgres_binaries
+from prefect_cluster import PREFECT, Cluster, descendants, kill_tree, postgres_binaries
 
 pytestmark = pytest.mark.flow
 
@@ -248,7 +248,7 @@ def test_losing_a_worker_and_the_orchestrator_costs_only_requests_in_flight(clon
     assert len([r for r in runs if r.state.is_completed()]) == 4  # every unit completed once
 
 
-def test_a_prefect_server_not_there_foreign_or_failing_is_one_line(tmp_path: Path) -> None:
+def test_a_prefect_server_not_there_foreign_or_failing_is_one_line(tmp_path: Path, closed_port) -> None:
     """Before: a traceback ending in ``RuntimeError: Failed to reach API``. Unreachable (nothing listens), foreign
     (an OpenAI-compatible server, whose /health is not Prefect's), failing (a proxy answering 503 while the server
     restarts): each one line naming the URL, what happened and what to do."""
@@ -269,7 +269,7 @@ def test_a_prefect_server_not_there_foreign_or_failing_is_one_line(tmp_path: Pat
     requests.mkdir()
     (requests / "requests.jsonl").write_text('{"id": "a-0", "sample_id": "a", "prompt_id": 1, "prompt": "q", '
                                              '"choices": {"A": "x", "B": "y"}, "answer": "A"}\n', encoding="utf-8")
-    closed = f"http://127.0.0.1:{free_port()}/api"
+    closed = f"http://127.0.0.1:{closed_port()}/api"
     cases = {closed: f"error: cannot reach the Prefect server at {closed} (ConnectError: [Errno 111] Connection "
                      "refused): start it (prefect server start) or correct PREFECT_API_URL; or unset PREFECT_API_URL "
                      "to run without a work pool",

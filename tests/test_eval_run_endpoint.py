@@ -23,7 +23,6 @@ import openai
 import pytest
 
 from fake_openai import FAKE_KEY, FakeOpenAIServer, FakeState, fake_answer, write_prepared
-from prefect_cluster import free_port
 from tasks.evaluation import client
 from tasks.evaluation.answer_cache import GenerationSettings
 from tasks.evaluation.client import ConnectionWatch, EndpointDown, OpenAIModel, RunStopped, WatchedHttpClient
@@ -196,8 +195,8 @@ def cached(cache: Path) -> int:
 
 
 @pytest.mark.subprocess
-def test_dead_endpoint_is_one_line_before_any_progress_bar(prepared: Path, tmp_path: Path) -> None:
-    dead = f"http://127.0.0.1:{free_port()}/v1"
+def test_dead_endpoint_is_one_line_before_any_progress_bar(prepared: Path, tmp_path: Path, closed_port) -> None:
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
     started = time.monotonic()
     done = subprocess.run(run_argv(prepared, dead, tmp_path / "out"), env=kobbq_env(), capture_output=True, text=True)
     elapsed = time.monotonic() - started
@@ -224,9 +223,9 @@ def test_refused_key_is_one_line_and_no_request_is_sent(prepared: Path, tmp_path
 
 
 @pytest.mark.subprocess
-def test_deployment_checks_the_endpoint_before_dispatching(prepared: Path, tmp_path: Path) -> None:
-    dead = f"http://127.0.0.1:{free_port()}/v1"
-    env = {**kobbq_env(), "PREFECT_API_URL": f"http://127.0.0.1:{free_port()}/api"}  # never reached
+def test_deployment_checks_the_endpoint_before_dispatching(prepared: Path, tmp_path: Path, closed_port) -> None:
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    env = {**kobbq_env(), "PREFECT_API_URL": f"http://127.0.0.1:{closed_port()}/api"}  # never reached
     done = subprocess.run(run_argv(prepared, dead, tmp_path / "out", "--deployment", "kobbq-model-run/local"),
                           env=env, capture_output=True, text=True)
     assert done.returncode == 1
@@ -234,19 +233,21 @@ def test_deployment_checks_the_endpoint_before_dispatching(prepared: Path, tmp_p
                                         "check --endpoint and that the server is running"]
 
 
-def start_fake_server(port: int) -> subprocess.Popen:
-    """The fake server in a process of its own (so that it can be SIGKILLed), answering in 0.1 s."""
-    server = subprocess.Popen([sys.executable, str(FAKE_SERVER), "serve", "--port", str(port), "--delay", "0.1"],
+def start_fake_server() -> tuple[subprocess.Popen, str]:
+    """The fake server in a process of its own (so that it can be SIGKILLed), answering in 0.1 s, on a port the
+    system picks as it binds; its endpoint."""
+    server = subprocess.Popen([sys.executable, str(FAKE_SERVER), "serve", "--port", "0", "--delay", "0.1"],
                               stdout=subprocess.PIPE, text=True)
-    assert "fake OpenAI server at" in server.stdout.readline()
-    return server
+    said = server.stdout.readline()
+    assert said.startswith("fake OpenAI server at http://127.0.0.1:"), said
+    return server, said.split()[4]
 
 
 @pytest.mark.subprocess
 def test_server_killed_mid_run_stops_it_within_seconds_and_a_rerun_resumes(prepared: Path, tmp_path: Path) -> None:
-    port, out = free_port(), tmp_path / "out"
-    endpoint, cache = f"http://127.0.0.1:{port}/v1", out / "answer_cache.sqlite"
-    server = start_fake_server(port)
+    out = tmp_path / "out"
+    cache = out / "answer_cache.sqlite"
+    server, endpoint = start_fake_server()
     try:
         run = subprocess.Popen(run_argv(prepared, endpoint, out, "--concurrency", "4"), env=kobbq_env(),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -269,7 +270,7 @@ def test_server_killed_mid_run_stops_it_within_seconds_and_a_rerun_resumes(prepa
     assert not (out / "fake-model").exists()  # no answer files from half a run
     print(f"stopped {stopped_after:.1f} s after the server was killed, {kept} answers kept")
 
-    again = FakeOpenAIServer(port).start()  # the server is back, on the same address
+    again = FakeOpenAIServer(int(endpoint.rsplit(":", 1)[1].split("/")[0])).start()  # back, on the same address
     try:
         resumed = subprocess.run(run_argv(prepared, endpoint, out, "--quiet"), env=kobbq_env(), capture_output=True,
                                  text=True)
@@ -286,13 +287,12 @@ def test_server_killed_mid_run_stops_it_within_seconds_and_a_rerun_resumes(prepa
 @pytest.mark.subprocess
 def test_server_that_never_answers_is_one_line_at_the_model_check(prepared: Path, tmp_path: Path) -> None:
     silent = FakeOpenAIServer(state=FakeState(never_answer=True)).start()
-    started = time.monotonic()
     try:
         done = subprocess.run(run_argv(prepared, silent.url, tmp_path / "out", "--timeout", "2"), env=kobbq_env(),
                               capture_output=True, text=True, timeout=120)
     finally:
         silent.stop()
-    elapsed = time.monotonic() - started
+    elapsed = time.monotonic() - silent.state.held_since  # from the model check on: the start-up is the machine's
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines() == [f"error: {silent.url} accepts connections but did not list its models within "
                                         "2 s: the server is stalled or still starting; check it, then run the same "
@@ -309,13 +309,12 @@ def test_server_that_stops_answering_mid_run_stops_the_run_in_one_line(prepared:
     used to keep the example at 20/144 for hours; now no answer at all for two timeouts stops the run."""
     out = tmp_path / "out"
     server = FakeOpenAIServer(state=FakeState(hold_after=20)).start()
-    started = time.monotonic()
     try:
         done = subprocess.run(run_argv(prepared, server.url, out, *(("--timeout", timeout) if timeout else ())),
                               env=kobbq_env(), capture_output=True, text=True, timeout=300)
     finally:
         server.stop()
-    elapsed = time.monotonic() - started
+    elapsed = time.monotonic() - server.state.held_since  # from the first request held: start-up is the machine's
     seconds = float(timeout or client.REQUEST_SECONDS)
     last = done.stderr.splitlines()[-1]
     assert done.returncode == 1 and last.startswith(f"error: {server.url} accepted connections but sent no answer for ")

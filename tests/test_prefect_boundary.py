@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from core.paths import PROJECT_ROOT
-from prefect_cluster import Cluster, free_port
+from prefect_cluster import Cluster
 
 BUILD = [sys.executable, "-m", "kobbq", "build", "--quiet"]
 
@@ -38,8 +38,8 @@ def nothing_published(out: Path) -> None:
 
 
 @pytest.mark.flow
-def test_a_dead_port_is_one_line_and_status_is_not_affected(tmp_path):
-    url = f"http://127.0.0.1:{free_port()}/api"
+def test_a_dead_port_is_one_line_and_status_is_not_affected(tmp_path, closed_port):
+    url = f"http://127.0.0.1:{closed_port()}/api"
     env = {**os.environ, "PREFECT_API_URL": url, "PREFECT_HOME": str(tmp_path / "home")}
     result = kobbq(BUILD, env, tmp_path / "out")
     assert_one_line(result, f"no Prefect server answers at {url}", "prefect server start", "unset PREFECT_API_URL")
