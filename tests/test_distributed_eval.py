@@ -426,7 +426,9 @@ def test_a_paused_unit_pays_nothing_twice_and_cancelling_stops_every_unit(clone:
         # Cancel a running evaluation as the UI does (Cancelling): every unit stops, the run ends Cancelled.
         fake.stop()
         (tmp_path / "cancel").mkdir()
-        fake, log = logged_fake(tmp_path / "cancel", delay=0.5)
+        # 12 requests a unit at 2 s: ~24 s a unit, so the units are still answering when the cancellation (a
+        # `prefect` command, seconds to start on a loaded machine) reaches them; at 0.5 s they could all finish first.
+        fake, log = logged_fake(tmp_path / "cancel", delay=2.0)
         cancelled_out = tmp_path / "cancelled"
         command_run = cluster.start(eval_command(cluster, prepared, cancelled_out, fake.url, "kobbq-model-run/git",
                                                  "--shards", "6", "--concurrency", "1"),

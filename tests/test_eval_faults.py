@@ -60,7 +60,9 @@ def test_a_second_eval_run_on_the_same_out_is_refused_and_nothing_is_paid_twice(
                                                                                  tmp_path: Path) -> None:
     """Before: both runs sent (and paid for) every request."""
     out = tmp_path / "runs"
-    server = FakeOpenAIServer(state=FakeState(delay_seconds=0.05, slow_times=10**9)).start()
+    # After five answers the server holds the first run's requests until the second has been refused: on a loaded
+    # machine the first run could otherwise finish before the second one starts.
+    server = FakeOpenAIServer(state=FakeState(hold_after=5)).start()
     env = {**os.environ, "OPENAI_API_KEY": FAKE_KEY}
     argv = [*KOBBQ, "eval", "run", "--prepared", str(prepared), "--endpoint", server.url, "--model", "fake-model",
             "--out", str(out), "--concurrency", "1", "--quiet"]
@@ -70,6 +72,8 @@ def test_a_second_eval_run_on_the_same_out_is_refused_and_nothing_is_paid_twice(
         while cached(out / "answer_cache.sqlite") < 5 and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        server.state.hold_after = None  # answer from now on; the held request is dropped and the client retries it
+        server.state.release.set()
         first_out, first_err = first.communicate(timeout=300)
     finally:
         server.stop()
