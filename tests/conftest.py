@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from core.runtime import configure_environment
+# The test run keeps its compiled modules even where PYTHONDONTWRITEBYTECODE is set: otherwise pytest rewrites the
+# asserts of every test module and compiles it again in each xdist worker, and the project's changed modules too
+# (about 5 s of each worker's ~12 s collection). They go where Python keeps them anyway (__pycache__, ignored by
+# git) and are used only while their source is unchanged; the `kobbq` processes the tests start are not affected.
+sys.dont_write_bytecode = False
+
+from core.runtime import configure_environment  # noqa: E402
 
 configure_environment()
 # Every command a test runs starts Prefect's temporary server, never the background one: a test leaves no server

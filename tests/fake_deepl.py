@@ -33,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 FAKE_KEY = "fake-key-0000:fx"
+STOP_POLL = 0.05  # seconds between serve_forever's checks for stop(): its default 0.5 s is each test's wait at the end
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _TAG_OR_TEXT = re.compile(r"(<[^>]+>|&[a-z]+;|&#[0-9]+;)")  # tags and XML entities pass through
 _PLACEHOLDER_TAG = re.compile(r'<ph\s+n="[^"]*"\s*/>')
@@ -260,7 +261,7 @@ class FakeDeepLServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
     def start(self) -> "FakeDeepLServer":
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, args=(STOP_POLL,), daemon=True)
         self._thread.start()
         return self
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FAKE_TOKEN = "hf_fake_token_for_tests"
+STOP_POLL = 0.05  # seconds between serve_forever's checks for stop(): its default 0.5 s is each test's wait at the end
 _REPO_PATH = re.compile(r"^/api/(?P<type>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+)/(?P<what>preupload|commit)/")
 
 
@@ -94,7 +95,7 @@ class FakeHubServer:
         handler = type("Handler", (_Handler,), {"state": self.state})
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(STOP_POLL,), daemon=True)
 
     def start(self) -> FakeHubServer:
         self.thread.start()

@@ -50,6 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 FAKE_KEY = "sk-fake-0000"
+STOP_POLL = 0.05  # seconds between serve_forever's checks for stop(): its default 0.5 s is each test's wait at the end
 EMPTY = "<empty>"  # scripted answer: a 200 whose message content is ""
 MALFORMED = "<malformed>"  # scripted answer: a 200 whose JSON has no choices
 
@@ -350,7 +351,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
     def start(self) -> "FakeOpenAIServer":
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, args=(STOP_POLL,), daemon=True)
         self._thread.start()
         return self
 

@@ -57,20 +57,46 @@ def release(tmp_path_factory, ko_profile) -> Path:
     return built_example(tmp_path_factory, ko_profile)
 
 
-@pytest.mark.parametrize("argv", [
-    ["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", "{tmp}/nothing-built"],
-    ["diff", str(EXAMPLE_TEMPLATES), str(EXAMPLE_TEMPLATES)],
-    ["validate", str(EXAMPLE_TEMPLATES)],
-    ["why", "bbq:Age:1", "--release", "{release}"],
-    ["publish", "--release", "{release}", "--to-hub", "someone/kobbq", "--dry-run"],
-], ids=["status", "diff", "validate", "why", "publish-dry-run"])
-def test_commands_that_only_read_import_no_prefect(argv, tmp_path: Path, release: Path):
-    argv = [arg.replace("{tmp}", str(tmp_path)).replace("{release}", str(release)) for arg in argv]
-    code = (f"import contextlib, io, json, sys\nfrom kobbq.cli import main\n"
-            f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'prefect')))")
-    heavy, _ = heavy_modules(code)
-    assert heavy == []
+READERS = {
+    "status": ["status", "--pipeline", str(EXAMPLE_PIPELINE), "--out", "{tmp}/nothing-built"],
+    "diff": ["diff", str(EXAMPLE_TEMPLATES), str(EXAMPLE_TEMPLATES)],
+    "validate": ["validate", str(EXAMPLE_TEMPLATES)],
+    "why": ["why", "bbq:Age:1", "--release", "{release}"],
+    "publish-dry-run": ["publish", "--release", "{release}", "--to-hub", "someone/kobbq", "--dry-run"],
+}
+
+# The commands that only read, one after the other in one new interpreter (a new one each costs its start-up and
+# the imports they share again): after each, its exit code and every Prefect module loaded so far. Prefect loaded
+# by one command stays loaded, so a command that loads it is never hidden by another (only the first can be the
+# cause).
+EVERY_READER = """
+import contextlib, io, json, sys, traceback
+from kobbq.cli import main
+for name, argv in json.loads(sys.argv[1]).items():
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(argv)
+    except BaseException:
+        code = traceback.format_exc()
+    print(json.dumps([name, code, sorted(m for m in sys.modules if m.split('.')[0] == 'prefect')]))
+"""
+
+
+@pytest.fixture(scope="module")
+def after_each_reader(tmp_path_factory, release: Path) -> dict[str, tuple[int | str, list[str]]]:
+    """Each command of ``READERS``: (its exit code or traceback, the Prefect modules loaded once it ran)."""
+    tmp = tmp_path_factory.mktemp("readers")
+    argvs = {name: [arg.replace("{tmp}", str(tmp)).replace("{release}", str(release)) for arg in argv]
+             for name, argv in READERS.items()}
+    done = subprocess.run([sys.executable, "-c", EVERY_READER, json.dumps(argvs)], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return {name: (code, loaded) for name, code, loaded in map(json.loads, done.stdout.strip().splitlines())}
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_commands_that_only_read_import_no_prefect(name: str, after_each_reader):
+    assert after_each_reader[name] == (0, [])
 
 
 @pytest.mark.subprocess  # the release's checks run in their child process
