@@ -14,6 +14,9 @@ SURVEY_DIR = PROJECT_ROOT / "survey"  # the survey examples; each culture's word
 PROFILE_DIR = PROJECT_ROOT / "core" / "profiles"
 DEFAULT_CORRECTIONS = PROFILE_DIR / "ko" / "corrections.csv"  # the ko profile's; the embedded example uses it
 DEFAULT_BUILD_DIR = Path("build")
+# The Jinja templates of the dataset card and of the audit page (the release stage's contract names them).
+CARD_TEMPLATES = PROJECT_ROOT / "tasks" / "release" / "templates"
+AUDIT_TEMPLATES = PROJECT_ROOT / "tasks" / "audit" / "templates"
 
 
 def relative_path(path: Path | str, folder: Path) -> str:

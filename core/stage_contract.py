@@ -97,7 +97,7 @@ class Context:
         """Where the runner keeps a stage's decisions (the release merges them into its log); a one-off command's
         are ``decisions_<log>.csv`` in its folder."""
         if self.one_off is not None:
-            return self.one_off / f"decisions_{log or stage}.csv"
+            return one_off_decisions(self.one_off, stage, log)
         return self.work / stage / DECISIONS
 
     def state(self, stage: str) -> StageState | None:
@@ -148,6 +148,11 @@ def require(path: Path | None, what: str, hint: str) -> Path:
     return path
 
 
+def one_off_decisions(folder: Path, stage: str, log: str = "") -> Path:
+    """Where a one-off command keeps a stage's decisions: ``decisions_<log>.csv`` (default log: the stage's name)."""
+    return folder / f"decisions_{log or stage}.csv"
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage's contract: what it reads (``inputs``, ``settings``, ``after``, ``renders``) and the module that does
@@ -173,6 +178,10 @@ class Stage:
         """The module that does its work: its code and the code it imports make part of its fingerprint (hashed from
         the files, without importing them)."""
         return (self.module,)
+
+    def decisions_in(self, folder: Path) -> Path:
+        """The decisions file a one-off command of this stage writes into ``folder``."""
+        return one_off_decisions(folder, self.name, self.log)
 
     def run(self, ctx: Context) -> StageOutput:
         return importlib.import_module(self.module).run(ctx)

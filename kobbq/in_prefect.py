@@ -37,6 +37,13 @@ def run_alone(stage: str, config: PipelineConfig, profile: Profile, out: Path, a
     return run(stage, config, profile, out, launcher(args), given, offline)
 
 
+def decisions_written(stage: str, out: Path) -> Path:
+    """The decisions file the one-off command of ``stage`` wrote into ``out``, as its contract names it."""
+    from tasks.pipeline.stages import STAGE_OF  # the stages' contracts: not for --help
+
+    return STAGE_OF[stage].decisions_in(out)
+
+
 def in_prefect(plan: Plan, args: argparse.Namespace) -> PipelineResult:
     from flows.server import connect  # Prefect, imported once the command has work for it
 

@@ -9,7 +9,7 @@ from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TemplatesSection, TranslationSection
 from kobbq.arguments import add_profile, add_quiet, blank, profile_of
 from kobbq.commands.translate import add_common, run_stage
-from kobbq.in_prefect import run_alone
+from kobbq.in_prefect import decisions_written, run_alone
 
 POSTEDIT_DIR = DEFAULT_BUILD_DIR / "postedit"
 
@@ -67,5 +67,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"{output.counts['rows']} template rows imported")
     for path in output.outputs.values():
         print(f"wrote {path}")
-    print(f"wrote {args.out / f'decisions_{stage}.csv'}")
+    print(f"wrote {decisions_written(stage, args.out)}")
     return 0

@@ -11,7 +11,7 @@ from core.paths import DEFAULT_BUILD_DIR
 from core.pipeline_file import LabelsSection, PipelineConfig, TranslationSection
 from core.errors import UserError
 from kobbq.arguments import add_profile, add_quiet, blank, profile_of
-from kobbq.in_prefect import run_alone
+from kobbq.in_prefect import decisions_written, run_alone
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,6 +76,6 @@ def run_stage(args: argparse.Namespace, profile, replay: bool) -> int:
         print(f"wrote {path}")
     if "mt_templates" in output.outputs:
         print(f"wrote {output.outputs['mt_templates']}")
-    print(f"wrote {args.out / 'decisions_translation.csv'}")  # its contract's log
+    print(f"wrote {decisions_written('pretranslate', args.out)}")
     return 0
 

@@ -19,6 +19,7 @@ import markupsafe
 from markdown_it import MarkdownIt
 
 from core.atomic import write_text
+from core.paths import AUDIT_TEMPLATES
 from core.profile import Profile
 from core.tables import markdown_table
 from core.release_folder import AUDIT
@@ -35,7 +36,6 @@ from tasks.survey.survey_stage import FUNNEL, VOTES
 from tasks.templates.load import LoadedTemplates
 from tasks.survey.rule_table import STEREOTYPE, rules_of
 
-TEMPLATE_DIR = Path(__file__).parent / "templates"
 SR_RULE = "sample-removed"  # labelling: the BBQ template was excluded (SR)
 
 
@@ -169,7 +169,7 @@ def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> 
         fates = sorted((f for f in log.fates.values() if f.category == row.category), key=lambda f: f.template_id)
         sections.append({"category": row.category, "display": row.display, "anchor": row.category.lower(),
                          "released": row.released, "templates": [_template_entry(f, profile) for f in fates]})
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=True,
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(AUDIT_TEMPLATES), autoescape=True,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     environment.filters["thousands"] = lambda value: f"{int(value):,}" if str(value).lstrip("-").isdigit() else value
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")  # input files' text stays escaped

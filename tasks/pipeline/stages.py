@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.paths import PROJECT_ROOT
+from core.paths import AUDIT_TEMPLATES, CARD_TEMPLATES
 from core.release_folder import release_problem
 from core.stage_contract import Context, Stage
 from tasks.release.inputs import BuildInputs
@@ -120,8 +120,7 @@ def release_made(ctx: Context, fingerprint: str) -> str | None:
 
 
 # The dataset card's and the audit page's templates.
-RELEASE_TEMPLATES = tuple(sorted(path for folder in ("tasks/release/templates", "tasks/audit/templates")
-                                 for path in (PROJECT_ROOT / folder).glob("*.j2")))
+RELEASE_TEMPLATES = tuple(sorted(path for folder in (CARD_TEMPLATES, AUDIT_TEMPLATES) for path in folder.glob("*.j2")))
 
 # The stages before the release, whose decisions and reports it reads.
 EARLIER_STAGES = [

@@ -24,6 +24,7 @@ import jinja2
 import pyarrow.parquet as pq
 
 from core.decisions import Decision
+from core.paths import CARD_TEMPLATES
 from core.profile import Profile
 from core.release_folder import CARD
 from tasks.release.check_child import ValidationReport
@@ -31,7 +32,6 @@ from tasks.release.hf_layout import DATA_DIR, TEST_SPLIT, Config, category_order
 from tasks.release.write import lm_eval_task_name
 from tasks.templates.load import NC, TemplateRow
 
-TEMPLATE_DIR = Path(__file__).parent / "templates"
 # The Hub's size categories, by number of samples (upper bounds, exclusive).
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                    (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"))
@@ -179,7 +179,7 @@ def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], fa
     from huggingface_hub import DatasetCardData  # imported when a card is written, not for every command
 
     twins = twins or {}
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR), autoescape=False,
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(CARD_TEMPLATES), autoescape=False,
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                      keep_trailing_newline=True)
     environment.filters["thousands"] = lambda value: f"{int(value):,}"
