@@ -11,12 +11,12 @@ from core.decisions import Decision
 from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import DONE, StageState, load_pipeline, write_state
-from tasks.pipeline.stages import STAGES
+from tasks.pipeline.stages import STAGE_OF, STAGES
 from tasks.pipeline.plan import STAGE_LIST, check_order, context, each_stage, stages_for
+from tasks.release.dataset_card import STAGE_WORK
 from tasks.survey.inputs import SurveyInputs
 from tasks.survey.survey_stage import survey_stage, survivors
 from tasks.templates.load import load_kobbq_templates
-from tasks.pipeline.stages import STAGE_OF
 from tasks.templates.stage_templates import loaded_templates
 
 EXAMPLE_SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"
@@ -33,6 +33,9 @@ def test_each_contract_names_the_module_that_does_its_work():
 def test_stage_names_are_the_pipeline_vocabulary():
     assert [s.name for s in STAGE_LIST] == STAGES == [
         "labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
+    # The card and the audit order decisions by the card's descriptions of the stages (tasks.release cannot import
+    # the runner's list): a new or moved stage changes both.
+    assert list(STAGE_WORK) == STAGES
 
 
 def test_outputs_are_found_by_role_once_recorded_relative_to_the_build_folder(tmp_path):
