@@ -20,6 +20,7 @@ from core.text_files import check_input_file
 
 if TYPE_CHECKING:  # openpyxl takes ~0.3 s to import: only the functions that use it import it
     from openpyxl import Workbook
+    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 # Not the real save time: the output must depend on the content only.
 FIXED_TIME = datetime(2000, 1, 1)
@@ -89,9 +90,18 @@ def read_sheets(path: Path, cell: Callable[[object], object] = text_cell) -> dic
     try:
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
         try:
-            return {sheet.title: [[cell(v) for v in row] for row in sheet.iter_rows(values_only=True)]
-                    for sheet in workbook.worksheets}
+            return {sheet.title: _cells(sheet, cell) for sheet in workbook.worksheets}
         finally:
             workbook.close()
     except unreadable as exc:
         raise UserError(f"not a readable .xlsx workbook ({type(exc).__name__}: {exc})", path) from None
+
+
+def _cells(sheet: ReadOnlyWorksheet, cell: Callable[[object], object]) -> list[list]:
+    """Every row the sheet holds, each as wide as the widest. Read-only mode reads the used range the file declares,
+    which some applications write wrong (``A1:B2`` for a full sheet: the rest silently cut off); openpyxl's
+    ``reset_dimensions`` makes it read what the sheet holds, and the padding gives back the rectangle it gave."""
+    sheet.reset_dimensions()
+    rows = [list(row) for row in sheet.iter_rows(values_only=True)]
+    width = max(map(len, rows), default=0)
+    return [[cell(v) for v in row + [None] * (width - len(row))] for row in rows]
