@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.tables import delimited_text, read_records
@@ -44,7 +44,8 @@ class Decision:
     source: str = ""  # the input file (and row) the decision came from
 
     def as_row(self) -> dict[str, str]:
-        row = asdict(self.portable())
+        portable = self.portable()  # its fields one by one: ``asdict`` would deep-copy the numbers, then dropped
+        row = {column: getattr(portable, column) for column in DECISION_COLUMNS}
         row["numbers"] = numbers_text(self) or "{}"
         row["override"] = "true" if self.override else "false"
         return row

@@ -45,11 +45,14 @@ def decisions_written(stage: str, out: Path) -> Path:
 
 
 def in_prefect(plan: Plan, args: argparse.Namespace) -> PipelineResult:
-    from flows.server import connect  # Prefect, imported once the command has work for it
+    """Prefect is imported (once the command has work for it) while the release checks' child imports its own
+    library; a library that cannot be imported is then one line, before a server is asked for."""
+    from flows.pipeline import run_command
+    from flows.server import connect
+    from tasks.release.check_child import ready
 
+    ready()
     with connect():
-        from flows.pipeline import run_command
-
         return run_command(plan, shlex.join(args.words), arguments(args))
 
 

@@ -25,7 +25,7 @@ from core.release_folder import ReleaseFolder, check_replaceable
 from core.stage_contract import Context, Stage, StageOutput, Waiting
 from tasks.pipeline.plan import Plan, StageCheck, done_state, each_stage, one_off_plan
 from tasks.pipeline.stages import RELEASE, STAGE_OF
-from tasks.release.check_child import ready, warm_up
+from tasks.release.check_child import warm_up
 from tasks.release.publish import build_lock, recover
 
 
@@ -167,7 +167,6 @@ def execute(plan: Plan, launch: Launch = run_plan) -> PipelineResult | None:
     if RELEASE in {check.stage.name for check in plan.checks if not check.current}:
         warm_up()  # the release checks' child imports its library (~4 s) while the stages read their inputs
     plan.prepare()  # bad input stops here, before anything is written
-    ready()  # and a Great Expectations that cannot be imported, before the flow run starts
     with build_folder(plan.ctx.folder):
         return launch(plan)
 
