@@ -17,15 +17,11 @@ machine, or a shared file system with working file locks).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
-import re
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from urllib.parse import urlparse
 from uuid import UUID
 
 from prefect import flow, task, unmapped
@@ -37,91 +33,17 @@ from prefect.runtime import flow_run as current_run
 from prefect.states import Cancelled, State
 
 from core.errors import UserError
-from flows.orchestration import (START_SECONDS, CodePin, EvaluationCancelled, ServerLink, UnitWatch, check_code,
-                                 evaluation_key, marked_on_signal, notice, pin_code, take_over)
-from tasks.evaluation.answer_cache import (Answer, AnswerCache, GenerationSettings, LeaseLost, UnitLease,
-                                           lease_state, revoke)
-from tasks.evaluation.client import Model, ReplayModel, model_from_environment, prompt_sha256
+from flows.orchestration import (START_SECONDS, EvaluationCancelled, ServerLink, UnitWatch, marked_on_signal, notice,
+                                 pin_code, take_over)
+from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, LeaseLost, UnitLease
 from tasks.evaluation.limits import LOST_AFTER_SECONDS
-from tasks.evaluation.runs import (Request, RunSummary, answer_requests, cached_answers, load_requests, model_slug,
+from tasks.evaluation.pool import CodePin, RunUnit, check_code, evaluation_key, limit_name
+from tasks.evaluation.runs import (RunSummary, answer_requests, cached_answers, load_requests, model_slug,
                                    write_answer_files)
 
-LIMIT_PREFIX = "kobbq-endpoint-"
 LIMIT_LEASE_SECONDS = 60  # a dead unit's slot of the endpoint's limit lapses after this (Prefect's shortest lease)
 UNIT_FLOW = "kobbq-model-run"
 CODE_ROOT = Path(__file__).resolve().parents[1]  # the checkout (or clone) this module was imported from
-
-
-def limit_name(endpoint: str) -> str:
-    """The endpoint's global concurrency limit: ``http://10.0.0.5:8000/v1`` -> ``kobbq-endpoint-10.0.0.5-8000``."""
-    parsed = urlparse(endpoint)
-    where = parsed.netloc or endpoint
-    return LIMIT_PREFIX + (re.sub(r"[^A-Za-z0-9.]+", "-", where).strip("-") or "local")
-
-
-@dataclass(frozen=True)
-class RunUnit:
-    """One (model, prompt[, shard]) unit of work; plain values only, so it travels as deployment parameters."""
-
-    prepared: str
-    endpoint: str
-    model: str
-    prompt_id: int
-    cache: str
-    chat: bool = True
-    max_tokens: int = 30
-    concurrency: int = 4
-    key_env: str = "OPENAI_API_KEY"
-    replay: str | None = None
-    shard: int = 0  # this unit answers the prompt's requests whose prompt text hashes to `shard` ...
-    shards: int = 1  # ... modulo `shards` (more, smaller units share out better among workers)
-    max_retries: int = 5  # the client's retries per request
-    timeout: float = 120.0  # seconds per request attempt
-    code_commit: str | None = None  # the commit the evaluation pinned: a run with other code refuses
-    lost_after: float = LOST_AFTER_SECONDS  # a run that did not renew the unit's lease for this long is lost
-
-    # What decides the unit's answers (and where they go): the rest says only how to get them.
-    IDENTITY = ("prepared", "endpoint", "model", "prompt_id", "cache", "chat", "max_tokens", "replay", "shard",
-                "shards")
-
-    @property
-    def settings(self) -> GenerationSettings:
-        return GenerationSettings(self.endpoint, self.model, chat=self.chat, max_tokens=self.max_tokens)
-
-    @property
-    def key(self) -> str:
-        """A stable name for this unit: the same answers to the same cache, the same key (however they are asked)."""
-        identity = {name: getattr(self, name) for name in self.IDENTITY}
-        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:24]
-
-    def describe(self) -> str:
-        shard = f" shard {self.shard + 1}/{self.shards}" if self.shards > 1 else ""
-        return f"{self.model} prompt {self.prompt_id}{shard}"
-
-    def requests(self) -> list[Request]:
-        """The unit's requests; a prompt text always falls in one shard, so it is never asked by two units."""
-        requests = load_requests(Path(self.prepared), [self.prompt_id])
-        return [r for r in requests if int(prompt_sha256(r.prompt)[:16], 16) % self.shards == self.shard]
-
-    def unanswered(self) -> int:
-        """How many of the unit's distinct prompts the answer cache does not hold yet."""
-        requests = self.requests()
-        with AnswerCache(Path(self.cache)) as cache:
-            found = cached_answers(requests, self.settings, cache)
-        return len({r.prompt for r in requests} - found.keys())
-
-    def lease(self) -> tuple[str | None, int]:
-        with AnswerCache(Path(self.cache)) as cache:
-            return lease_state(cache, self.key)
-
-    def revoke(self, holder: str, why: str) -> None:
-        with AnswerCache(Path(self.cache)) as cache:
-            revoke(cache, self.key, holder, why)
-
-    def model_client(self) -> Model:
-        if self.replay:
-            return ReplayModel(self.settings, Path(self.replay))
-        return model_from_environment(self.settings, self.key_env, self.max_retries, self.timeout)
 
 
 class RequestsFailed(Exception):

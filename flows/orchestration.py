@@ -22,10 +22,7 @@ docs/several-machines.md).
 
 from __future__ import annotations
 
-import hashlib
-import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -45,6 +42,7 @@ from prefect.utilities.templating import resolve_variables
 
 from core import interrupt
 from core.errors import UserError
+from tasks.evaluation.pool import CodePin, head_commit, lost_state, resolve_ref, server_problem
 
 START_SECONDS = 600  # a unit's run that did not take its lease within this (from Pending) is lost
 OUTAGE_SECONDS = 600  # how long a silent Prefect server is waited for
@@ -111,32 +109,6 @@ def check_server(url: str, auth_set: bool) -> None:
         if problem is None:
             raise
         raise UserError(problem) from exc
-
-
-def server_problem(url: str, exc: BaseException, auth_set: bool) -> str | None:
-    """What a failure of Prefect's client says about the server at ``url``, and what to do, in one line; None
-    when it says nothing of the server (a bug: its traceback is for ``--debug``)."""
-    cause = exc.__cause__ if isinstance(exc, RuntimeError) and exc.__cause__ else exc
-    unset = "unset PREFECT_API_URL to run without a work pool"
-    if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == 401:
-        fix = ("PREFECT_API_AUTH_STRING is not the server's auth string: set it to the content of the server's "
-               "PREFECT_SERVER_API_AUTH_STRING") if auth_set else "set PREFECT_API_AUTH_STRING to the server's auth string"
-        return f"the Prefect server at {url} refused this command (HTTP 401 Unauthorized): {fix}"
-    if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code >= 500:
-        return (f"the Prefect server at {url} answers HTTP {cause.response.status_code} ({cause.response.reason_phrase}"
-                "): it is starting, stopping or failing (its database?): look at its log, then run the same command "
-                "again")
-    if isinstance(cause, httpx.TransportError):
-        return (f"cannot reach the Prefect server at {url} ({type(cause).__name__}: {cause or 'no answer'}): start it "
-                f"(prefect server start) or correct PREFECT_API_URL; or {unset}")
-    if isinstance(exc, RuntimeError) and "incompatible versions" in str(exc):
-        return f"the Prefect server at {url}: {exc}: use the server's Prefect version here (pip install prefect==...)"
-    return None
-
-
-def evaluation_key(unit_keys: list[str]) -> str:
-    """The evaluation's name: its units, whatever their order."""
-    return hashlib.sha256("\n".join(sorted(unit_keys)).encode("utf-8")).hexdigest()[:24]
 
 
 # --- the orchestrating run ---------------------------------------------------------------------------
@@ -242,8 +214,9 @@ class UnitWatch:
         return run, state is not None and (state.is_cancelling() or state.is_cancelled())
 
     def mark_lost(self, run: object, holding: bool, silent: float) -> None:
-        state = lost_state(self.is_finished(), holding, silent)
-        self.revoke(str(run.id), f"taken for lost: {state.message}")  # first: a run only paused stops there
+        completed, message = lost_state(self.is_finished(), holding, silent)
+        state = Completed(message=message) if completed else Crashed(message=message)
+        self.revoke(str(run.id), f"taken for lost: {message}")  # first: a run only paused stops there
         self.link.call("marking a lost unit run", lambda client: client.set_flow_run_state(run.id, state, force=True))
 
     def stop(self, run: object) -> None:
@@ -255,38 +228,7 @@ class UnitWatch:
         raise EvaluationCancelled("the evaluation was cancelled")
 
 
-def lost_state(finished: bool, holding: bool, silent: float) -> object:
-    """What a lost run is: Completed if the cache holds every answer of its unit (it wrote them, then its
-    process ended without reporting: its work is not a failure), Crashed otherwise."""
-    if finished:
-        return Completed(message=f"every answer of the unit is in the answer cache; its process stopped reporting "
-                                 f"({silent:.0f} s without a sign of life)")
-    if holding:
-        return Crashed(message=f"its unit's lease was not renewed for {silent:.0f} s: its process is gone or stopped "
-                               "(it sends nothing more); the unit runs again")
-    return Crashed(message=f"it did not start answering within {silent:.0f} s: its worker is gone; the unit runs "
-                           "again")
-
-
 # --- the code every unit runs ------------------------------------------------------------------------
-
-SHA = re.compile(r"[0-9a-f]{40}")
-
-
-@dataclass(frozen=True)
-class CodePin:
-    """The commit every unit of an evaluation runs, resolved once as the command starts."""
-
-    commit: str | None  # None: the deployment's code is not a git checkout seen from here
-    where: str  # what was resolved, for the command's first line
-    clone: bool  # the deployment clones (the commit goes to its pull step as KOBBQ_COMMIT)
-    folder: str | None = None  # the shared folder the units run (checked again before each unit run)
-
-    def check(self) -> None:
-        """The shared folder must still be the pinned commit, without uncommitted changes."""
-        if self.folder:
-            check_code(self.commit, Path(self.folder))
-
 
 def pin_code(link: ServerLink, deployment: object) -> CodePin:
     """Resolve the deployment's code to one commit: ``kobbq_ref`` of ``kobbq_repository``, or the shared folder's HEAD
@@ -310,60 +252,6 @@ def pin_code(link: ServerLink, deployment: object) -> CodePin:
             pin.check()
             return pin
     return CodePin(None, "the deployment's own code", clone=False)
-
-
-def resolve_ref(repository: str, ref: str) -> str:
-    """The commit ``ref`` (a branch, a tag or a commit) names in ``repository`` now."""
-    if SHA.fullmatch(ref.lower()):
-        return ref.lower()
-    result = subprocess.run(["git", "ls-remote", "--", repository, ref, f"{ref}^{{}}"], capture_output=True,
-                            text=True, timeout=120)
-    if result.returncode != 0:
-        raise UserError(f"cannot read {repository} from here (git ls-remote: "
-                        f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}); "
-                        "the command resolves kobbq_ref to one commit before any unit starts")
-    found = {name: commit for commit, _, name in (line.partition("\t") for line in result.stdout.splitlines())}
-    for name in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
-        if name in found:
-            return found[name]
-    raise UserError(f"kobbq_ref {ref!r} is not a branch or tag of {repository}")
-
-
-def git_output(folder: Path, *args: str) -> str | None:
-    """What ``git -C folder ARGS`` prints (None: not a git checkout, or git is missing)."""
-    try:
-        result = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=60)
-    except OSError:
-        return None
-    return result.stdout.rstrip() if result.returncode == 0 else None
-
-
-def head_commit(folder: Path) -> str | None:
-    """The commit checked out in ``folder`` (None: not a git checkout, or git is missing)."""
-    return git_output(folder, "rev-parse", "HEAD")
-
-
-def code_change(pinned: str, folder: Path) -> str | None:
-    """How the code in ``folder`` differs from the ``pinned`` commit: another commit, or uncommitted changes to
-    its files (files git does not track are not code the units import from a clean checkout); None: it does not."""
-    actual = head_commit(folder)
-    if actual != pinned:
-        return f"it is at commit {actual[:12] if actual else '(none: not a git checkout)'}"
-    changed = (git_output(folder, "status", "--porcelain", "--untracked-files=no") or "").splitlines()
-    if changed:
-        names = [line[3:] for line in changed]
-        return f"{len(names)} file(s) changed and not committed: {', '.join(names[:3])}" + (" ..." if len(names) > 3
-                                                                                           else "")
-    return None
-
-
-def check_code(pinned: str | None, folder: Path) -> None:
-    """A unit run (and the command, before each one) refuses other code than the commit its evaluation pinned."""
-    change = code_change(pinned, folder) if pinned else None
-    if change:
-        raise UserError(f"the units' code is not the commit the evaluation pinned ({pinned[:12]}): {change}; commit "
-                        "the change (or undo it), then run the same command again: it pins the code as it is then",
-                        folder)
 
 
 def notice(line: str) -> None:

@@ -358,7 +358,7 @@ def test_a_unit_is_never_answered_twice_whatever_lost_after_says(clone: Path, ex
         runs = unit_runs(cluster)
         # Two runs of one unit at once, as an orchestrator that took a live run for lost would start them.
         fake.state.delay_seconds = 0.5
-        from flows.model_runs import RunUnit
+        from tasks.evaluation.pool import RunUnit
         unit = RunUnit(str(prepared), fake.url, "model-b", 1, str(out / "answer_cache.sqlite"), concurrency=2,
                        code_commit=head(clone))
         job_variables = {"env": {"KOBBQ_COMMIT": head(clone)}}
@@ -456,7 +456,7 @@ def test_a_paused_unit_pays_nothing_twice_and_cancelling_stops_every_unit(clone:
     stopped = [r for r in runs if r.state.is_cancelled()]  # a unit may have finished before the cancellation
     # A run cancelled just after its unit's last answer stopped nothing unfinished: the message counts units the
     # answer cache does not complete, which is what a rerun has left to do.
-    from flows.model_runs import RunUnit
+    from tasks.evaluation.pool import RunUnit
     unfinished = [r for r in stopped if RunUnit(**r.parameters["unit"]).unanswered()]
     assert f"the evaluation was cancelled in Prefect: its {len(unfinished)} unfinished unit run(s) were stopped" in said
     assert stopped_within < 30 and asked_after == 0

@@ -11,7 +11,7 @@ from test_eval_run import read_jsonl
 
 
 def test_limit_name() -> None:
-    from flows.model_runs import limit_name
+    from tasks.evaluation.pool import limit_name
 
     assert limit_name("http://10.0.0.5:8000/v1") == "kobbq-endpoint-10.0.0.5-8000"
     assert limit_name("https://api.openai.com/v1") == "kobbq-endpoint-api.openai.com"
@@ -23,7 +23,8 @@ def test_model_runs_flow_limits_the_endpoint_and_publishes_the_table(
     from prefect.artifacts import Artifact
     from prefect.client.orchestration import get_client
 
-    from flows.model_runs import limit_name, model_runs_flow
+    from flows.model_runs import model_runs_flow
+    from tasks.evaluation.pool import limit_name
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(1,))
@@ -57,7 +58,7 @@ def test_model_runs_flow_limits_the_endpoint_and_publishes_the_table(
 def test_shards_split_a_prompt_so_that_no_prompt_text_is_asked_by_two_units(tmp_path: Path) -> None:
     import json
 
-    from flows.model_runs import RunUnit
+    from tasks.evaluation.pool import RunUnit
 
     # 40 requests of prompt 1 over 20 prompt texts (each text twice, as two choice orders that read the same).
     rows = [{"id": f"s{i}-{k}", "sample_id": f"s{i}", "prompt_id": 1, "prompt": f"질문 {i % 20}",

@@ -14,13 +14,12 @@ import pytest
 
 from core.errors import UserError
 
-# flows.model_runs and flows.orchestration import Prefect (about 2.5 s of CPU): each test imports what it uses, so
-# that only the pytest-xdist worker that runs these tests pays it, not every worker when it collects this file.
+# tasks.evaluation.pool imports no Prefect, but the openai client: each test imports what it uses, so that only the
+# pytest-xdist worker that runs these tests pays it, not every worker when it collects this file.
 
 
 def test_a_units_key_is_what_decides_its_answers_not_how_they_are_asked() -> None:
-    from flows.model_runs import RunUnit
-    from flows.orchestration import evaluation_key
+    from tasks.evaluation.pool import RunUnit, evaluation_key
 
     unit = RunUnit("/p", "http://10.0.0.5:8000/v1", "model-a", 1, "/out/answer_cache.sqlite")
     how = RunUnit("/p", "http://10.0.0.5:8000/v1", "model-a", 1, "/out/answer_cache.sqlite", concurrency=16,
@@ -35,7 +34,7 @@ def test_a_units_key_is_what_decides_its_answers_not_how_they_are_asked() -> Non
 
 
 def test_the_units_client_gets_the_commands_retries_and_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows.model_runs import RunUnit
+    from tasks.evaluation.pool import RunUnit
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     unit = RunUnit("/p", "http://127.0.0.1:1/v1", "model-a", 1, "/c.sqlite", max_retries=0, timeout=7.5)
@@ -44,12 +43,12 @@ def test_the_units_client_gets_the_commands_retries_and_timeout(monkeypatch: pyt
 
 
 def test_a_lost_run_whose_answers_are_all_in_is_completed_not_crashed() -> None:
-    from flows.orchestration import lost_state
+    from tasks.evaluation.pool import lost_state
 
     finished, holding, starting = lost_state(True, True, 130), lost_state(False, True, 130), lost_state(False, False, 610)
-    assert finished.is_completed() and "every answer of the unit is in the answer cache" in finished.message
-    assert holding.is_crashed() and "lease was not renewed for 130 s" in holding.message
-    assert starting.is_crashed() and "did not start answering within 610 s" in starting.message
+    assert finished[0] and "every answer of the unit is in the answer cache" in finished[1]
+    assert not holding[0] and "lease was not renewed for 130 s" in holding[1]
+    assert not starting[0] and "did not start answering within 610 s" in starting[1]
 
 
 def git(folder: Path, *args: str) -> str:
@@ -68,7 +67,7 @@ def repository(tmp_path: Path) -> Path:
 
 
 def test_the_ref_is_resolved_to_the_commit_it_names_now(repository: Path) -> None:
-    from flows.orchestration import resolve_ref
+    from tasks.evaluation.pool import resolve_ref
 
     first, second = git(repository, "rev-parse", "v1^{commit}"), git(repository, "rev-parse", "main")
     assert resolve_ref(str(repository), "main") == second
@@ -81,7 +80,7 @@ def test_the_ref_is_resolved_to_the_commit_it_names_now(repository: Path) -> Non
 
 
 def test_a_unit_refuses_code_other_than_the_pinned_commit(repository: Path) -> None:
-    from flows.orchestration import check_code
+    from tasks.evaluation.pool import check_code
 
     head = git(repository, "rev-parse", "HEAD")
     check_code(head, repository)
@@ -108,7 +107,7 @@ def test_a_prefect_server_that_stops_answering_on_the_way_is_one_line() -> None:
     one line naming the URL; anything else is a bug and keeps its traceback."""
     import httpx
 
-    from flows.orchestration import server_problem
+    from tasks.evaluation.pool import server_problem
 
     url = "http://10.0.0.2:4200/api"
     request = httpx.Request("GET", f"{url}/admin/version")

@@ -42,8 +42,9 @@ def run_step(args: argparse.Namespace) -> int:
     """The step named (``kobbq eval STEP``), once the evaluation package's modules are imported. They become this
     module's names (``prompts.prepare_release``): one import for every step, and a test may replace a function in
     its module."""
-    global answer_cache, client, compare, lm_eval_task, prepared_folder, prompts, report, runs
-    from tasks.evaluation import answer_cache, client, compare, lm_eval_task, prepared_folder, prompts, report, runs
+    global answer_cache, client, compare, lm_eval_task, pool, prepared_folder, prompts, report, runs
+    from tasks.evaluation import (answer_cache, client, compare, lm_eval_task, pool, prepared_folder, prompts, report,
+                                  runs)
 
     return args.step(args)
 
@@ -336,7 +337,7 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1
     except Exception as exc:
-        problem = orchestration.server_problem(url, exc, auth_set)  # it stopped answering, or failed, on the way
+        problem = pool.server_problem(url, exc, auth_set)  # it stopped answering, or failed, on the way
         if problem is None or isinstance(exc, UserError):
             raise
         raise UserError(problem) from exc  # the server's fault, said in one line (the traceback: --debug)
