@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from dataclasses import fields
 from pathlib import Path
 
 from core import interrupt
@@ -140,13 +141,9 @@ def run_score(args: argparse.Namespace) -> int:
     check_writable(args.out, create=False)  # a read-only folder: one line now, not after the scoring
     interrupt.leaves(f"the result files in {args.out} are the previous ones (the new ones are moved in only once "
                      "all are written)")
-    request = report.ScoreRequest(release=release_of(args, args.prepared), split=args.split,
-                           predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
-                           prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
-                           allow_missing=args.allow_missing, allow_modified=args.allow_modified,
-                           bootstrap=args.bootstrap, seed=args.seed, out=args.out,
-                           figures=not args.no_figures)
-    outcome = report.score(request)
+    given = {f.name: getattr(args, f.name) for f in fields(report.ScoreRequest) if hasattr(args, f.name)}
+    outcome = report.score(report.ScoreRequest(**{**given, "release": release_of(args, args.prepared),
+                                                  "figures": not args.no_figures}))
     print(outcome.summary)
     return 0
 
@@ -327,12 +324,9 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
         live.check(key_required=bool(live.api_key))
     orchestration.check_server(url, auth_set)
     try:
-        table = model_runs.model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,
-                                prompts=args.prompts, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
-                                concurrency=args.concurrency, endpoint_limit=args.endpoint_limit,
-                                key_env=args.key_env, replay=args.replay, deployment=args.deployment,
-                                shards=args.shards, lost_after=args.lost_after, max_retries=args.max_retries,
-                                timeout=args.timeout)
+        given = ("prepared", "out", "prompts", "cache", "chat", "max_tokens", "concurrency", "endpoint_limit", "key_env",
+                 "replay", "deployment", "shards", "lost_after", "max_retries", "timeout")
+        table = model_runs.model_runs_flow(endpoint=endpoint, models=args.model, **{n: getattr(args, n) for n in given})
     except model_runs.RequestsFailed as exc:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1
