@@ -185,9 +185,11 @@ def prepared_release(prepared: Path) -> Path | None:
     return prepared / release if isinstance(release, str) else None
 
 
-def add_corrections(parser: argparse.ArgumentParser, applied_to: str = "before validation") -> None:
+def add_corrections(parser: argparse.ArgumentParser, without: str, applied_to: str = "before validation") -> None:
+    """``--corrections FILE`` and ``--no-corrections`` (``without``: what the command then does)."""
     parser.add_argument("--corrections", type=Path, default=None,
                         help=f"corrections CSV applied {applied_to} (default: the profile's corrections.csv)")
+    parser.add_argument("--no-corrections", action="store_true", help=without)
 
 
 def corrections_file(args: argparse.Namespace, profile: Profile) -> Path | None:

@@ -27,8 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_profile(parser)
     parser.add_argument("--templates", type=Path, default=None,
                         help="KoBBQ-format template TSV: build from it directly (no pipeline)")
-    add_corrections(parser)
-    parser.add_argument("--no-corrections", action="store_true", help="apply no corrections file")
+    add_corrections(parser, "apply no corrections file")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
     parser.add_argument("--name", default=None, help="release folder name (default: the profile's release name)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the evaluation split (default: the profile's)")
