@@ -322,8 +322,8 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     if args.replay is None:  # the workers use the same URL; the key is checked only if this machine has it
         live = client.model_from_environment(answer_cache.GenerationSettings(endpoint, args.model[0]), args.key_env)
         live.check(key_required=bool(live.api_key))
-    orchestration.check_server(url, auth_set)
     try:
+        orchestration.check_server(url)
         given = ("prepared", "out", "prompts", "cache", "chat", "max_tokens", "concurrency", "endpoint_limit", "key_env",
                  "replay", "deployment", "shards", "lost_after", "max_retries", "timeout")
         table = model_runs.model_runs_flow(endpoint=endpoint, models=args.model, **{n: getattr(args, n) for n in given})
@@ -331,7 +331,7 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1
     except Exception as exc:
-        problem = pool.server_problem(url, exc, auth_set)  # it stopped answering, or failed, on the way
+        problem = pool.server_problem(url, exc, auth_set)  # it is not there, or failed on the way
         if problem is None or isinstance(exc, UserError):
             raise
         raise UserError(problem) from exc  # the server's fault, said in one line (the traceback: --debug)
