@@ -10,6 +10,7 @@ read back. Text from input files (stereotypes, reasons) is escaped by jinja2's a
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,8 +72,7 @@ def funnel_rows(log: AuditLog, profile: Profile) -> tuple[list[str], list[Funnel
         by_category[fate.category].append(fate)
     rules = sorted({f.drop_rule for f in log.fates.values() if f.drop_rule},
                    key=lambda r: (stage_rank(r.split(": ", 1)[0]), r))
-    labelled, removed = _bbq_counts(log, profile)
-    has_labelling = any(d.stage == "labels" and d.subject_type == "bbq_template" for d in log.decisions)
+    bbq = _bbq_counts(log, profile)
     manifest_categories = log.manifest.get("categories", {})
     names = [c.name for c in profile.categories] + sorted(set(by_category) - set(profile.category_names))
     rows = []
@@ -86,7 +86,7 @@ def funnel_rows(log: AuditLog, profile: Profile) -> tuple[list[str], list[Funnel
             continue
         rows.append(FunnelRow(
             category=name, display=category.display if category else name,
-            bbq_labelled=labelled[name] if has_labelling else None, bbq_removed=removed[name] if has_labelling else None,
+            bbq_labelled=bbq[0][name] if bbq else None, bbq_removed=bbq[1][name] if bbq else None,
             templates=len(fates), drops=dict(Counter(f.drop_rule for f in fates if f.drop_rule)),
             released=len(released), rows=int(in_manifest.get("template_rows", 0)),
             samples=int(in_manifest.get("samples", 0)),
@@ -95,20 +95,18 @@ def funnel_rows(log: AuditLog, profile: Profile) -> tuple[list[str], list[Funnel
     return rules, rows
 
 
-def _bbq_counts(log: AuditLog, profile: Profile) -> tuple[Counter[str], Counter[str]]:
-    """BBQ templates labelled and removed (SR), per category of this profile."""
+def _bbq_counts(log: AuditLog, profile: Profile) -> tuple[Counter[str], Counter[str]] | None:
+    """BBQ templates labelled and removed (SR), per category of this profile; None when labelling is not in the
+    log."""
     category_of = {bbq: c.name for c in profile.categories for bbq in c.bbq_categories}
-    labelled: dict[str, set[str]] = defaultdict(set)
-    removed: dict[str, set[str]] = defaultdict(set)
-    for decision in log.decisions:
-        if decision.stage != "labels" or decision.subject_type != "bbq_template":
-            continue
-        bbq_category = decision.subject.split(":")[1]
-        name = category_of.get(bbq_category, bbq_category)
-        labelled[name].add(decision.subject)
-        if decision.rule == SR_RULE and decision.outcome == "drop":
-            removed[name].add(decision.subject)
-    return Counter({k: len(v) for k, v in labelled.items()}), Counter({k: len(v) for k, v in removed.items()})
+    labels = [d for d in log.decisions if d.stage == "labels" and d.subject_type == "bbq_template"]
+
+    def per_category(decisions: Iterable[Decision]) -> Counter[str]:
+        categories = (subject.split(":")[1] for subject in {d.subject for d in decisions})  # each template once
+        return Counter(category_of.get(category, category) for category in categories)
+
+    removed = (d for d in labels if d.rule == SR_RULE and d.outcome == "drop")
+    return (per_category(labels), per_category(removed)) if labels else None
 
 
 def table1_cells(rows: list[dict[str, str]]) -> tuple[list[str], dict[str, dict[str, Table1Cell]]]:
