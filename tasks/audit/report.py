@@ -149,19 +149,12 @@ def _template_entry(fate: Fate, profile: Profile) -> dict[str, object]:
             "drop_reason": fate.drops[0].reason if fate.drops else "", "decisions": decisions}
 
 
-@dataclass(frozen=True)
-class ReportInputs:
-    """What the report shows besides the decision log: Table 1's rows, the survey's funnel (markdown) and votes
-    (``survey_votes.csv``'s text); empty when the release has none."""
-
-    table1: list[dict[str, str]]
-    funnel_markdown: str | None = None
-    votes: str = ""
-
-
-def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> str:
+def render_audit_html(log: AuditLog, profile: Profile, table1_rows: list[dict[str, str]],
+                      funnel_markdown: str | None = None, votes: str = "") -> str:
+    """The page, from the decision log and what else it shows: Table 1's rows, the survey's funnel (markdown) and
+    votes (``survey_votes.csv``'s text); those are empty when the release has none."""
     rules, funnel = funnel_rows(log, profile)
-    table1_columns, table1 = table1_cells(inputs.table1)
+    table1_columns, table1 = table1_cells(table1_rows)
     sections = []
     for row in funnel:
         fates = sorted((f for f in log.fates.values() if f.category == row.category), key=lambda f: f.template_id)
@@ -173,14 +166,14 @@ def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> 
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")  # input files' text stays escaped
     environment.filters["markdown"] = lambda text: markupsafe.Markup(markdown.render(text))
     return environment.get_template("audit.html.j2").render(
-        charts=audit_charts(funnel, rules, parse_votes(inputs.votes), log.decisions, profile),
+        charts=audit_charts(funnel, rules, parse_votes(votes), log.decisions, profile),
         survey_questions=survey_questions(log.decisions),
         manifest=log.manifest, profile=profile, rules=rules, funnel=funnel,
         published=profile.release.paper_total_samples is not None or any(c.paper for c in profile.categories),
         drop_totals={rule: sum(row.drops.get(rule, 0) for row in funnel) for rule in rules}, table1_columns=table1_columns,
         table1=table1, table1_categories=[r.category for r in funnel if r.category in table1]
         + sorted(set(table1) - {r.category for r in funnel}),
-        displays={c.name: c.display for c in profile.categories}, funnel_markdown=inputs.funnel_markdown,
+        displays={c.name: c.display for c in profile.categories}, funnel_markdown=funnel_markdown,
         sections=sections, decision_count=len(log.decisions),
         overrides=sum(1 for d in log.decisions if d.override))
 
@@ -205,8 +198,8 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
         """Written while the checks' child validates the samples."""
         log = build_audit_log(folder, files.decisions, files.facts)
         table1 = csv_rows(files.table)
-        report = ReportInputs(table1, files.reports.get(FUNNEL), files.reports.get(VOTES, ""))
-        write_text(folder / AUDIT, render_audit_html(log, inputs.profile, report))
+        write_text(folder / AUDIT, render_audit_html(log, inputs.profile, table1, files.reports.get(FUNNEL),
+                                                     files.reports.get(VOTES, "")))
         manifest = write_manifest(folder, inputs.profile, files.facts)
         tables = release_tables(log, inputs.profile, table1, files.validation)
         return WrittenRelease(manifest, tables, release_summary(manifest, tables))
