@@ -50,13 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
+# Options a pipeline run would otherwise silently ignore: its file sets them.
 PIPELINE_SETS = ("profile", "corrections", "no_corrections", "name", "seed", "test_split", "reading_results",
                  "overrides", "questions", "allow_unmatched")
-
-
-def pipeline_ignores(args: argparse.Namespace) -> list[str]:
-    """Options a pipeline run would otherwise silently ignore: its file sets them."""
-    return [f"--{name.replace('_', '-')}" for name in PIPELINE_SETS if getattr(args, name) not in (None, False)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.name is not None:
         check_release_name(args.name)
     if args.templates is None and args.survey_results is None:
-        ignored = pipeline_ignores(args)
+        ignored = [f"--{name.replace('_', '-')}" for name in PIPELINE_SETS if getattr(args, name) not in (None, False)]
         if ignored:
             raise UserError(f"{', '.join(ignored)}: a pipeline takes these from its file "
                             f"({args.pipeline or EXAMPLE_PIPELINE}); give --templates FILE to build from one file")

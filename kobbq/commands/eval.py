@@ -17,7 +17,7 @@ from core import interrupt
 from core.atomic import check_writable, write_text
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
-from core.tables import delimited_text
+from core.tables import delimited_text, markdown_table
 from kobbq.arguments import (NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table, http_url,
                              real_number, release_of, whole_number)
 from tasks.evaluation.limits import LOST_AFTER_FLOOR, LOST_AFTER_SECONDS, REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
@@ -171,7 +171,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_writable(args.out, create=False)
     table = compare.comparison(compare.read_results(args.results), compare.metric_names(args.metrics))
-    text = compare.comparison_markdown(table)
+    text = "\n".join(markdown_table(list(table.columns), table.itertuples(index=False), numbers_from=1)) + "\n"
     if args.out is not None:
         write_text(args.out / "compare.tsv", delimited_text(list(table.columns), table.values.tolist(), "\t"))
         write_text(args.out / "compare.md", text)
@@ -324,8 +324,8 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
         live.check(key_required=bool(live.api_key))
     try:
         orchestration.check_server(url)
-        given = ("prepared", "out", "prompts", "cache", "chat", "max_tokens", "concurrency", "endpoint_limit", "key_env",
-                 "replay", "deployment", "shards", "lost_after", "max_retries", "timeout")
+        given = ("prepared", "out", "prompts", "cache", "chat", "max_tokens", "concurrency", "endpoint_limit",
+                 "key_env", "replay", "deployment", "shards", "lost_after", "max_retries", "timeout")
         table = model_runs.model_runs_flow(endpoint=endpoint, models=args.model, **{n: getattr(args, n) for n in given})
     except model_runs.RequestsFailed as exc:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
