@@ -220,20 +220,16 @@ def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], start_s
         problems = wait_for_units(units, run_deployed_unit.map(
             deployment, pinned, job_variables=unmapped(unit_job_variables(target, pin)), pin=unmapped(pin),
             evaluation_run=me, start_seconds=start_seconds))
-        if problems:
-            end_if_cancelled(link, me, [u for u in units if u.unanswered()])
+        if problems:  # cancelled in Prefect (its UI), its units stopped: say so (the flow ends Cancelled)
+            state = link.call("reading the evaluation's run", lambda client: client.read_flow_run(me).state)
+            if state is not None and (state.is_cancelling() or state.is_cancelled()):
+                stopped = [u for u in units if u.unanswered()]
+                raise EvaluationCancelled(f"the evaluation was cancelled in Prefect: its {len(stopped)} unfinished "
+                                          "unit run(s) were stopped, each before its next request (the answers "
+                                          "received are kept in the answer cache); nothing of it keeps running: run "
+                                          "the same command again to resume")
             pin.check()  # the units refused a changed shared folder: say so in one line
     return problems
-
-
-def end_if_cancelled(link: ServerLink, me: UUID, stopped: list[RunUnit]) -> None:
-    """This run was cancelled in Prefect (its UI), so its units stopped: say so (the flow ends Cancelled)."""
-    state = link.call("reading the evaluation's run", lambda client: client.read_flow_run(me).state)
-    if state is None or not (state.is_cancelling() or state.is_cancelled()):
-        return
-    raise EvaluationCancelled(f"the evaluation was cancelled in Prefect: its {len(stopped)} unfinished unit run(s) "
-                              "were stopped, each before its next request (the answers received are kept in the "
-                              "answer cache); nothing of it keeps running: run the same command again to resume")
 
 
 def wait_for_units(units: list[RunUnit], futures: list) -> dict[str, str]:
