@@ -1,18 +1,11 @@
-"""Model answers at scale as Prefect flows: (model x prompt[, shard]) units with a concurrency limit per endpoint.
+"""Model answers at scale as Prefect flows over (model x prompt[, shard]) units (``tasks.evaluation.pool.RunUnit``).
 
-``model_prompt_flow`` answers one unit, holding the unit's lease in the answer cache (no two runs of a unit answer at
-once) and one slot of the endpoint's global concurrency limit (``limit_name``); Prefect retries it while requests still
-fail (the cache makes a retry send only what failed). ``model_runs_flow`` maps every unit, as tasks in its own process
-or, with ``deployment``, as runs of the deployed ``model_prompt_flow`` that the work pool's workers share; then it
-writes each model's answer files from the cache and publishes the runs table as an artifact.
-
-It runs where it is started (``kobbq eval run --deployment``), so no worker holds it and losing a worker costs only its
-requests in flight: a run that did not renew its unit's lease for ``lost_after`` seconds is marked Crashed (its lease
-revoked first) and the unit runs again. Each run of a unit has an idempotency key (unit and attempt), so an orchestrator
-started again waits for the runs still going instead of starting them twice; the code is pinned to one commit, which
-every unit checks. The limit lives on the server (``endpoint_limit`` upserts it; ``prefect gcl create
-kobbq-endpoint-HOST-PORT --limit N`` by hand). Every worker must reach ``prepared`` and ``out`` at the same paths (one
-machine, or a shared file system with working file locks).
+``model_prompt_flow`` answers one unit under the unit's lease and one slot of the endpoint's global concurrency limit
+(``limit_name``, upserted with ``endpoint_limit``); Prefect retries it while requests still fail (the cache makes a retry
+send only what failed). ``model_runs_flow`` maps every unit, as tasks in its own process or, with ``deployment``, as runs
+of the deployed ``model_prompt_flow`` on the work pool's workers (``flows.orchestration`` keeps them true), then writes
+each model's answer files from the cache and publishes the runs table. Every worker must reach ``prepared`` and ``out``
+at the same paths (one machine, or a shared file system with working file locks).
 """
 
 from __future__ import annotations
@@ -227,33 +220,22 @@ def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], start_s
         problems = wait_for_units(units, run_deployed_unit.map(
             deployment, pinned, job_variables=unmapped(unit_job_variables(target, pin)), pin=unmapped(pin),
             evaluation_run=me, start_seconds=start_seconds))
-        if problems:
-            end_if_cancelled(link, me, [u for u in units if u.unanswered()])
+        if problems:  # cancelled in Prefect (its UI), its units stopped: say so (the flow ends Cancelled)
+            state = link.call("reading the evaluation's run", lambda client: client.read_flow_run(me).state)
+            if state is not None and (state.is_cancelling() or state.is_cancelled()):
+                stopped = [u for u in units if u.unanswered()]
+                raise EvaluationCancelled(f"the evaluation was cancelled in Prefect: its {len(stopped)} unfinished "
+                                          "unit run(s) were stopped, each before its next request (the answers "
+                                          "received are kept in the answer cache); nothing of it keeps running: run "
+                                          "the same command again to resume")
             pin.check()  # the units refused a changed shared folder: say so in one line
     return problems
 
 
-def end_if_cancelled(link: ServerLink, me: UUID, stopped: list[RunUnit]) -> None:
-    """This run was cancelled in Prefect (its UI), so its units stopped: say so (the flow ends Cancelled)."""
-    state = link.call("reading the evaluation's run", lambda client: client.read_flow_run(me).state)
-    if state is None or not (state.is_cancelling() or state.is_cancelled()):
-        return
-    raise EvaluationCancelled(f"the evaluation was cancelled in Prefect: its {len(stopped)} unfinished unit run(s) "
-                              "were stopped, each before its next request (the answers received are kept in the "
-                              "answer cache); nothing of it keeps running: run the same command again to resume")
-
-
 def wait_for_units(units: list[RunUnit], futures: list) -> dict[str, str]:
-    """Wait for every unit's task; what stopped the ones that failed (their exceptions' messages), by unit key."""
+    """Wait for every unit's task; what stopped the ones that failed (their exceptions' messages), by unit key
+    (reported, not raised: the answer cache decides)."""
     for future in futures:
         future.wait()
-    problems = {}
-    for unit, future in zip(units, futures):
-        if future.state.is_failed():
-            try:
-                future.result()
-            except Exception as exc:  # noqa: BLE001 (reported, not raised: the answer cache decides)
-                problems[unit.key] = str(exc)
-            else:
-                problems[unit.key] = ""
-    return problems
+    return {unit.key: str(future.result(raise_on_failure=False)) for unit, future in zip(units, futures)
+            if future.state.is_failed()}

@@ -42,7 +42,7 @@ from prefect.utilities.templating import resolve_variables
 
 from core import interrupt
 from core.errors import UserError
-from tasks.evaluation.pool import CodePin, head_commit, lost_state, resolve_ref, server_problem
+from tasks.evaluation.pool import CodePin, head_commit, lost_state, resolve_ref
 
 START_SECONDS = 600  # a unit's run that did not take its lease within this (from Pending) is lost
 OUTAGE_SECONDS = 600  # how long a silent Prefect server is waited for
@@ -90,25 +90,17 @@ class ServerLink:
                 time.sleep(self.poll_seconds)
 
 
-def check_server(url: str, auth_set: bool) -> None:
+def check_server(url: str) -> None:
     """Before anything else: the server at ``url`` is a Prefect server (its open health check says so) that
-    accepts this command's auth string, or one line says what is wrong and what to do."""
-    try:
-        health = httpx.get(f"{url.rstrip('/')}/health", timeout=10)
-        if health.status_code < 500 and health.text.strip() != "true":
-            raise UserError(f"{url} does not answer as a Prefect API (its /health: HTTP {health.status_code}): "
-                            "correct PREFECT_API_URL (the server's address, ending in /api), or unset it to run "
-                            "without a work pool")
-        health.raise_for_status()
-        with get_client(sync_client=True) as client:
-            client.read_work_pools(limit=1)
-    except UserError:
-        raise
-    except Exception as exc:  # noqa: BLE001 (sorted by server_problem)
-        problem = server_problem(url, exc, auth_set)
-        if problem is None:
-            raise
-        raise UserError(problem) from exc
+    accepts this command's auth string; what else it raises, ``server_problem`` says in one line."""
+    health = httpx.get(f"{url.rstrip('/')}/health", timeout=10)
+    if health.status_code < 500 and health.text.strip() != "true":
+        raise UserError(f"{url} does not answer as a Prefect API (its /health: HTTP {health.status_code}): "
+                        "correct PREFECT_API_URL (the server's address, ending in /api), or unset it to run "
+                        "without a work pool")
+    health.raise_for_status()
+    with get_client(sync_client=True) as client:
+        client.read_work_pools(limit=1)
 
 
 # --- the orchestrating run ---------------------------------------------------------------------------

@@ -164,9 +164,13 @@ def release_of(args: argparse.Namespace, prepared: Path | None = None) -> Path:
     ``--profile`` writes, said in one line: a command never reads build/KoBBQ without a word."""
     if args.release is not None:
         return args.release
-    recorded = prepared_release(prepared) if prepared is not None else None
-    if recorded is not None:
-        return recorded
+    if prepared is not None and (prepared / "prepared.json").is_file():  # relative to the folder
+        from core.text_files import read_json
+
+        summary = read_json(prepared / "prepared.json", "prepared summary")
+        release = summary.get("release") if isinstance(summary, dict) else None
+        if isinstance(release, str):
+            return prepared / release
     from tasks.audit.fates import default_release  # reads the profile
 
     folder = default_release(getattr(args, "profile", None))
@@ -174,20 +178,11 @@ def release_of(args: argparse.Namespace, prepared: Path | None = None) -> Path:
     return folder
 
 
-def prepared_release(prepared: Path) -> Path | None:
-    """The release a prepared folder was made from, as its ``prepared.json`` records it, relative to the folder
-    (None when it has none: the command then reports the folder itself)."""
-    from core.text_files import read_json
-
-    path = prepared / "prepared.json"
-    summary = read_json(path, "prepared summary") if path.is_file() else None
-    release = summary.get("release") if isinstance(summary, dict) else None
-    return prepared / release if isinstance(release, str) else None
-
-
-def add_corrections(parser: argparse.ArgumentParser, applied_to: str = "before validation") -> None:
+def add_corrections(parser: argparse.ArgumentParser, without: str, applied_to: str = "before validation") -> None:
+    """``--corrections FILE`` and ``--no-corrections`` (``without``: what the command then does)."""
     parser.add_argument("--corrections", type=Path, default=None,
                         help=f"corrections CSV applied {applied_to} (default: the profile's corrections.csv)")
+    parser.add_argument("--no-corrections", action="store_true", help=without)
 
 
 def corrections_file(args: argparse.Namespace, profile: Profile) -> Path | None:

@@ -27,8 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_profile(parser)
     parser.add_argument("--templates", type=Path, default=None,
                         help="KoBBQ-format template TSV: build from it directly (no pipeline)")
-    add_corrections(parser)
-    parser.add_argument("--no-corrections", action="store_true", help="apply no corrections file")
+    add_corrections(parser, "apply no corrections file")
     parser.add_argument("--out", type=Path, default=DEFAULT_BUILD_DIR, help="build folder (default: %(default)s)")
     parser.add_argument("--name", default=None, help="release folder name (default: the profile's release name)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the evaluation split (default: the profile's)")
@@ -51,13 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
+# Options a pipeline run would otherwise silently ignore: its file sets them.
 PIPELINE_SETS = ("profile", "corrections", "no_corrections", "name", "seed", "test_split", "reading_results",
                  "overrides", "questions", "allow_unmatched")
-
-
-def pipeline_ignores(args: argparse.Namespace) -> list[str]:
-    """Options a pipeline run would otherwise silently ignore: its file sets them."""
-    return [f"--{name.replace('_', '-')}" for name in PIPELINE_SETS if getattr(args, name) not in (None, False)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.name is not None:
         check_release_name(args.name)
     if args.templates is None and args.survey_results is None:
-        ignored = pipeline_ignores(args)
+        ignored = [f"--{name.replace('_', '-')}" for name in PIPELINE_SETS if getattr(args, name) not in (None, False)]
         if ignored:
             raise UserError(f"{', '.join(ignored)}: a pipeline takes these from its file "
                             f"({args.pipeline or EXAMPLE_PIPELINE}); give --templates FILE to build from one file")

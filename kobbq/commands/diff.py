@@ -24,8 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_profile(parser,
                 help=f"culture profile name or .toml path (default: for releases, the one they were built with; "
                      f"for template files, {DEFAULT_PROFILE})")
-    add_corrections(parser, applied_to="to template files")
-    parser.add_argument("--no-corrections", action="store_true", help="compare the template files exactly as they are")
+    add_corrections(parser, "compare the template files exactly as they are", applied_to="to template files")
     parser.set_defaults(handler=run)
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from dataclasses import fields
 from pathlib import Path
 
 from core import interrupt
 from core.atomic import check_writable, write_text
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR
-from core.tables import delimited_text
+from core.tables import delimited_text, markdown_table
 from kobbq.arguments import (NOT_NEGATIVE, POSITIVE, add_profile, add_prompt_selection, add_prompt_table, http_url,
                              real_number, release_of, whole_number)
 from tasks.evaluation.limits import LOST_AFTER_FLOOR, LOST_AFTER_SECONDS, REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
@@ -140,13 +141,9 @@ def run_score(args: argparse.Namespace) -> int:
     check_writable(args.out, create=False)  # a read-only folder: one line now, not after the scoring
     interrupt.leaves(f"the result files in {args.out} are the previous ones (the new ones are moved in only once "
                      "all are written)")
-    request = report.ScoreRequest(release=release_of(args, args.prepared), split=args.split,
-                           predictions=list(args.predictions), profile=args.profile, prompts=args.prompts,
-                           prepared=args.prepared, prompt=args.prompt, model=args.model, mode=args.mode, parser=args.parser, ooc_as_wrong=args.ooc_as_wrong,
-                           allow_missing=args.allow_missing, allow_modified=args.allow_modified,
-                           bootstrap=args.bootstrap, seed=args.seed, out=args.out,
-                           figures=not args.no_figures)
-    outcome = report.score(request)
+    given = {f.name: getattr(args, f.name) for f in fields(report.ScoreRequest) if hasattr(args, f.name)}
+    outcome = report.score(report.ScoreRequest(**{**given, "release": release_of(args, args.prepared),
+                                                  "figures": not args.no_figures}))
     print(outcome.summary)
     return 0
 
@@ -174,7 +171,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_writable(args.out, create=False)
     table = compare.comparison(compare.read_results(args.results), compare.metric_names(args.metrics))
-    text = compare.comparison_markdown(table)
+    text = "\n".join(markdown_table(list(table.columns), table.itertuples(index=False), numbers_from=1)) + "\n"
     if args.out is not None:
         write_text(args.out / "compare.tsv", delimited_text(list(table.columns), table.values.tolist(), "\t"))
         write_text(args.out / "compare.md", text)
@@ -325,19 +322,16 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     if args.replay is None:  # the workers use the same URL; the key is checked only if this machine has it
         live = client.model_from_environment(answer_cache.GenerationSettings(endpoint, args.model[0]), args.key_env)
         live.check(key_required=bool(live.api_key))
-    orchestration.check_server(url, auth_set)
     try:
-        table = model_runs.model_runs_flow(prepared=args.prepared, endpoint=endpoint, models=args.model, out=args.out,
-                                prompts=args.prompts, cache=args.cache, chat=args.chat, max_tokens=args.max_tokens,
-                                concurrency=args.concurrency, endpoint_limit=args.endpoint_limit,
-                                key_env=args.key_env, replay=args.replay, deployment=args.deployment,
-                                shards=args.shards, lost_after=args.lost_after, max_retries=args.max_retries,
-                                timeout=args.timeout)
+        orchestration.check_server(url)
+        given = ("prepared", "out", "prompts", "cache", "chat", "max_tokens", "concurrency", "endpoint_limit",
+                 "key_env", "replay", "deployment", "shards", "lost_after", "max_retries", "timeout")
+        table = model_runs.model_runs_flow(endpoint=endpoint, models=args.model, **{n: getattr(args, n) for n in given})
     except model_runs.RequestsFailed as exc:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1
     except Exception as exc:
-        problem = pool.server_problem(url, exc, auth_set)  # it stopped answering, or failed, on the way
+        problem = pool.server_problem(url, exc, auth_set)  # it is not there, or failed on the way
         if problem is None or isinstance(exc, UserError):
             raise
         raise UserError(problem) from exc  # the server's fault, said in one line (the traceback: --debug)

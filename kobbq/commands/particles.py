@@ -20,8 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Exit code 1 when an item disagrees; items whose stem is not their filler are warnings.")
     check.add_argument("--templates", type=Path, required=True, help="KoBBQ-format template TSV")
     add_profile(check)
-    add_corrections(check, applied_to="first")
-    check.add_argument("--no-corrections", action="store_true", help="check the file exactly as it is")
+    add_corrections(check, "check the file exactly as it is", applied_to="first")
     check.add_argument("--quiet", action="store_true", help="do not list the warnings")
     check.set_defaults(handler=run)
 

@@ -20,8 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "BBQ templates, and anything else as a KoBBQ-format TSV.")
     parser.add_argument("path", type=Path)
     add_profile(parser)
-    add_corrections(parser)
-    parser.add_argument("--no-corrections", action="store_true", help="validate the file exactly as it is")
+    add_corrections(parser, "validate the file exactly as it is")
     parser.add_argument("--errors-only", action="store_true", help="do not list warnings")
     parser.set_defaults(handler=run)
 

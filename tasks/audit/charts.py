@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import warnings
-from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -176,11 +175,6 @@ def parse_votes(text: str) -> list[QuestionVotes]:
     return list(questions.values())
 
 
-def _by_question(decisions: Iterable[Decision], rule: str) -> dict[str, Decision]:
-    return {str(d.numbers.get("question_id")): d for d in decisions
-            if d.subject_type == "stereotype" and d.rule == rule and d.numbers.get("question_id")}
-
-
 def dots(axes: Axes, points: list[tuple[float, float, str]]) -> None:
     """Every (x, y, colour) dot in one scatter: a scatter per dot made the real KoBBQ's type-1 chart take seconds
     (matplotlib rescales the axes for each collection added)."""
@@ -199,7 +193,8 @@ def type1_role(votes: int, decision: Decision) -> str:
 def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profile: Profile) -> Figure | None:
     """Every type-1 question, one row: each group's votes as a multiple of the equal share, against the
     target (2x) and non-target (0.5x) cut-offs of the rule (log scale: 2x and 0.5x sit symmetrically)."""
-    rule = _by_question(decisions, RULE_TYPE1)
+    rule = {str(d.numbers.get("question_id")): d for d in decisions
+            if d.subject_type == "stereotype" and d.rule == RULE_TYPE1 and d.numbers.get("question_id")}
     order = {name: index for index, name in enumerate(profile.category_names)}
     judged = sorted((q for q in questions if q.question_id in rule), key=lambda q: order.get(q.category, len(order)))
     if not judged:

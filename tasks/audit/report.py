@@ -10,6 +10,7 @@ read back. Text from input files (stereotypes, reasons) is escaped by jinja2's a
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,8 +72,7 @@ def funnel_rows(log: AuditLog, profile: Profile) -> tuple[list[str], list[Funnel
         by_category[fate.category].append(fate)
     rules = sorted({f.drop_rule for f in log.fates.values() if f.drop_rule},
                    key=lambda r: (stage_rank(r.split(": ", 1)[0]), r))
-    labelled, removed = _bbq_counts(log, profile)
-    has_labelling = any(d.stage == "labels" and d.subject_type == "bbq_template" for d in log.decisions)
+    bbq = _bbq_counts(log, profile)
     manifest_categories = log.manifest.get("categories", {})
     names = [c.name for c in profile.categories] + sorted(set(by_category) - set(profile.category_names))
     rows = []
@@ -86,7 +86,7 @@ def funnel_rows(log: AuditLog, profile: Profile) -> tuple[list[str], list[Funnel
             continue
         rows.append(FunnelRow(
             category=name, display=category.display if category else name,
-            bbq_labelled=labelled[name] if has_labelling else None, bbq_removed=removed[name] if has_labelling else None,
+            bbq_labelled=bbq[0][name] if bbq else None, bbq_removed=bbq[1][name] if bbq else None,
             templates=len(fates), drops=dict(Counter(f.drop_rule for f in fates if f.drop_rule)),
             released=len(released), rows=int(in_manifest.get("template_rows", 0)),
             samples=int(in_manifest.get("samples", 0)),
@@ -95,20 +95,18 @@ def funnel_rows(log: AuditLog, profile: Profile) -> tuple[list[str], list[Funnel
     return rules, rows
 
 
-def _bbq_counts(log: AuditLog, profile: Profile) -> tuple[Counter[str], Counter[str]]:
-    """BBQ templates labelled and removed (SR), per category of this profile."""
+def _bbq_counts(log: AuditLog, profile: Profile) -> tuple[Counter[str], Counter[str]] | None:
+    """BBQ templates labelled and removed (SR), per category of this profile; None when labelling is not in the
+    log."""
     category_of = {bbq: c.name for c in profile.categories for bbq in c.bbq_categories}
-    labelled: dict[str, set[str]] = defaultdict(set)
-    removed: dict[str, set[str]] = defaultdict(set)
-    for decision in log.decisions:
-        if decision.stage != "labels" or decision.subject_type != "bbq_template":
-            continue
-        bbq_category = decision.subject.split(":")[1]
-        name = category_of.get(bbq_category, bbq_category)
-        labelled[name].add(decision.subject)
-        if decision.rule == SR_RULE and decision.outcome == "drop":
-            removed[name].add(decision.subject)
-    return Counter({k: len(v) for k, v in labelled.items()}), Counter({k: len(v) for k, v in removed.items()})
+    labels = [d for d in log.decisions if d.stage == "labels" and d.subject_type == "bbq_template"]
+
+    def per_category(decisions: Iterable[Decision]) -> Counter[str]:
+        categories = (subject.split(":")[1] for subject in {d.subject for d in decisions})  # each template once
+        return Counter(category_of.get(category, category) for category in categories)
+
+    removed = (d for d in labels if d.rule == SR_RULE and d.outcome == "drop")
+    return (per_category(labels), per_category(removed)) if labels else None
 
 
 def table1_cells(rows: list[dict[str, str]]) -> tuple[list[str], dict[str, dict[str, Table1Cell]]]:
@@ -151,19 +149,12 @@ def _template_entry(fate: Fate, profile: Profile) -> dict[str, object]:
             "drop_reason": fate.drops[0].reason if fate.drops else "", "decisions": decisions}
 
 
-@dataclass(frozen=True)
-class ReportInputs:
-    """What the report shows besides the decision log: Table 1's rows, the survey's funnel (markdown) and votes
-    (``survey_votes.csv``'s text); empty when the release has none."""
-
-    table1: list[dict[str, str]]
-    funnel_markdown: str | None = None
-    votes: str = ""
-
-
-def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> str:
+def render_audit_html(log: AuditLog, profile: Profile, table1_rows: list[dict[str, str]],
+                      funnel_markdown: str | None = None, votes: str = "") -> str:
+    """The page, from the decision log and what else it shows: Table 1's rows, the survey's funnel (markdown) and
+    votes (``survey_votes.csv``'s text); those are empty when the release has none."""
     rules, funnel = funnel_rows(log, profile)
-    table1_columns, table1 = table1_cells(inputs.table1)
+    table1_columns, table1 = table1_cells(table1_rows)
     sections = []
     for row in funnel:
         fates = sorted((f for f in log.fates.values() if f.category == row.category), key=lambda f: f.template_id)
@@ -175,14 +166,14 @@ def render_audit_html(log: AuditLog, profile: Profile, inputs: ReportInputs) -> 
     markdown = MarkdownIt("commonmark", {"html": False}).enable("table")  # input files' text stays escaped
     environment.filters["markdown"] = lambda text: markupsafe.Markup(markdown.render(text))
     return environment.get_template("audit.html.j2").render(
-        charts=audit_charts(funnel, rules, parse_votes(inputs.votes), log.decisions, profile),
+        charts=audit_charts(funnel, rules, parse_votes(votes), log.decisions, profile),
         survey_questions=survey_questions(log.decisions),
         manifest=log.manifest, profile=profile, rules=rules, funnel=funnel,
         published=profile.release.paper_total_samples is not None or any(c.paper for c in profile.categories),
         drop_totals={rule: sum(row.drops.get(rule, 0) for row in funnel) for rule in rules}, table1_columns=table1_columns,
         table1=table1, table1_categories=[r.category for r in funnel if r.category in table1]
         + sorted(set(table1) - {r.category for r in funnel}),
-        displays={c.name: c.display for c in profile.categories}, funnel_markdown=inputs.funnel_markdown,
+        displays={c.name: c.display for c in profile.categories}, funnel_markdown=funnel_markdown,
         sections=sections, decision_count=len(log.decisions),
         overrides=sum(1 for d in log.decisions if d.override))
 
@@ -207,8 +198,8 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
         """Written while the checks' child validates the samples."""
         log = build_audit_log(folder, files.decisions, files.facts)
         table1 = csv_rows(files.table)
-        report = ReportInputs(table1, files.reports.get(FUNNEL), files.reports.get(VOTES, ""))
-        write_text(folder / AUDIT, render_audit_html(log, inputs.profile, report))
+        write_text(folder / AUDIT, render_audit_html(log, inputs.profile, table1, files.reports.get(FUNNEL),
+                                                     files.reports.get(VOTES, "")))
         manifest = write_manifest(folder, inputs.profile, files.facts)
         tables = release_tables(log, inputs.profile, table1, files.validation)
         return WrittenRelease(manifest, tables, release_summary(manifest, tables))

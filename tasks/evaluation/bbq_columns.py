@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import csv
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,23 +57,20 @@ def read_samples(path: Path) -> pd.DataFrame:
     return frame
 
 
-class Where:
+Where = Callable[[int, str], Location]  # an instance's row and a column -> where a person finds it
+
+
+def rows_in(samples: pd.DataFrame, csv_folder: Path) -> Where:
     """Where an instance is for a person: its row in the release's per-category CSV (``instance_id`` + 2)."""
-
-    def __init__(self, samples: pd.DataFrame, csv_folder: Path) -> None:
-        self.samples, self.folder = samples, csv_folder
-
-    def __call__(self, row: int, column: str) -> Location:
-        category = self.samples["category"].iloc[row]
-        return Location(str(self.folder / category_file_name(category)), int(self.samples["instance_id"].iloc[row]) + 2,
-                        column)
+    return lambda row, column: Location(str(csv_folder / category_file_name(samples["category"].iloc[row])),
+                                        int(samples["instance_id"].iloc[row]) + 2, column)
 
 
 def evaluation_view(samples: pd.DataFrame, profile: Profile, csv_folder: Path
                     ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """(samples as the evaluation reads them, per-sample attributes, notes); a row that breaks a rule stops
     here, named by its row in ``csv_folder``'s per-category CSV."""
-    where = Where(samples, csv_folder)
+    where = rows_in(samples, csv_folder)
     prefix = _prefixes(samples, profile, where)
     polarity = samples["question_polarity"].to_numpy(object)
     condition = samples["context_condition"].to_numpy(object)

@@ -3,18 +3,11 @@
 ``OpenAIModel`` wraps the official ``openai`` client (thread-safe: one instance serves every worker thread), which
 retries 408/409/429/5xx, timeouts and dropped connections itself, honouring ``Retry-After``; this module only sorts what
 comes back. An answer with text is ``ok``, without text ``empty``, a 200 with no usable choice ``malformed``: all three
-are cached (a greedy model gives the same again) and score as out-of-choice when they are not a choice. A request still
-failing after the retries, or refused for itself (400: a prompt longer than the context), is ``failed``: not cached,
-retried by the next run.
-
-What concerns every request stops the run at once (``RunStopped``, never showing the key), so that a dead run does not
-retry each remaining request for its whole backoff (~14 s a request, a day and a half for the real release): a refused
-key, an unknown model or route (401/403/404), a model name the listing lacks, three requests in a row failing with a 5xx
-on every attempt, a server that cannot be reached, or one that connects and never answers (``check`` before anything is
-sent, then the ``ConnectionWatch`` shared by every thread). Answers received before are in the answer cache.
-
-``ReplayModel`` answers from a recording (``--replay``) by the sha256 of the prompt text, with no network and no key; a
-request not recorded is ``failed``. The key comes from an environment variable.
+are cached (a greedy model gives the same again). A request still failing after the retries, or refused for itself
+(400: a prompt longer than the context), is ``failed``: not cached, retried by the next run. What concerns every request
+(a refused key, an unknown model or route, a server down, stalled or failing every request) stops the run at once
+(``RunStopped``, never showing the key) rather than retrying each remaining request for its whole backoff (~14 s a
+request, a day and a half for the real release). ``ReplayModel`` answers from a recording (``--replay``).
 """
 
 from __future__ import annotations

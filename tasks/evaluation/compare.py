@@ -16,7 +16,6 @@ import pandas as pd
 
 from core.errors import Location, UserError
 from core.profile import available_profiles, load_profile
-from core.tables import markdown_table
 from tasks.evaluation.metrics import METRIC_TABLE, METRICS, TITLES, UPSTREAM_HEADER, over_prompts
 from tasks.evaluation.prompts import read_table
 
@@ -117,10 +116,6 @@ def _cell(mean: float, std: float, prompts: int, interval: tuple[float, float] |
             return f"{mean:.4f} [{interval[0]:.4f}, {interval[1]:.4f}]"
         return f"{mean:.4f}"
     return f"{mean:.4f} ± {std:.4f} ({prompts})"
-
-
-def comparison_markdown(table: pd.DataFrame) -> str:
-    return "\n".join(markdown_table(list(table.columns), table.itertuples(index=False), numbers_from=1)) + "\n"
 
 
 def metric_names(wanted: list[str] | None) -> list[str]:

@@ -1,11 +1,9 @@
 """A release as an lm-evaluation-harness task folder, and the harness's answers back as answer files.
 
-The folder follows the harness's BBQ-family layout (one shared YAML holding everything, a three-line YAML per task, a
-group YAML): a task ``<release>_p<N>`` per prompt of the prepared folder, its data the prepared requests as JSONL beside
-the YAML, each with its row as ``kobbq eval score`` scores it. ``utils.py`` is a copy of ``lm_eval_metrics.py``: the
-answers read and scored by this project's own code. The task generates (``generate_until``, greedy, 30 new tokens as
-upstream), so it runs on any model the harness supports, API models included. The harness's ``--log_samples`` files come
-back as this project's answer files, which ``kobbq eval score`` reads.
+The folder follows the harness's BBQ-family layout (one shared YAML, a three-line YAML per task, a group YAML): a task
+``<release>_p<N>`` per prompt of the prepared folder, its data the prepared requests as JSONL, each with its row as
+``kobbq eval score`` scores it, and ``utils.py``, a copy of ``lm_eval_metrics.py``. The task generates
+(``generate_until``, greedy, 30 new tokens as upstream), so it runs on any model the harness supports, API models too.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """An output folder of ``kobbq eval`` (prepare, score, export-lm-eval) is replaced whole or not at all, and never loses
-a user's file.
-
-Everything is written into a staging folder beside the target (``.staging-<name>-<pid>``, on the same file system),
-which a signal or an error removes, so an interrupted or failed preparation leaves the previous one as it was (and no 94
-MB of half-written files). Then the staged files are moved in, ``prepared.json`` last (a folder without it is not a
-prepared folder), and the files of the previous preparation that this one does not write (another prompt selection,
-split or release) are removed: those ``prepared.json`` lists, so a file the user put in the folder is never touched. A
-signal during the moves takes effect after them (``interrupt.critical``); a staging folder left by a killed process is
-removed by the next preparation.
+a user's file: everything is written into a staging folder beside it (``staged``: on the same file system, removed on
+a signal or an error, or by the next run when a killed process left it), then moved in (``move_in``), the file that
+makes the folder complete last; a new preparation removes only the previous one's files that ``prepared.json`` lists.
 """
 
 from __future__ import annotations

@@ -404,14 +404,6 @@ def _bar_values(rows: pd.DataFrame, groups: list[str], metric: str) -> tuple[lis
     return values, low, high
 
 
-def figure_bytes(figure, key: str) -> dict[str, bytes]:
-    """The figure as PNG and SVG (``tasks.audit.charts.saved``: byte-stable, its SVG ids its own, as results.html
-    holds both figures)."""
-    rendered = {kind: saved(figure, key, kind, dpi=150) for kind in ("png", "svg")}
-    _pyplot().close(figure)
-    return rendered
-
-
 def results_html(notes: list[str], table: pd.DataFrame, svgs: dict[str, str], display: dict[str, str]) -> str:
     """One offline page: the figures inline (SVG) and every run's table; no script, no external file. The notes are
     results.md's, their Markdown rendered (raw HTML in them escaped)."""
@@ -448,8 +440,9 @@ def figures_and_page(table: pd.DataFrame, notes: list[str], display: dict[str, s
                               "over prompts for a model scored on several", category_figure(table, display))}
     files: dict[str, str | bytes] = {}
     svgs = {}
-    for stem, (caption, figure) in figures.items():
-        rendered = figure_bytes(figure, stem)
+    for stem, (caption, figure) in figures.items():  # tasks.audit.charts.saved: byte-stable, SVG ids its own
+        rendered = {kind: saved(figure, stem, kind, dpi=150) for kind in ("png", "svg")}
+        _pyplot().close(figure)
         files.update({f"{stem}.{kind}": data for kind, data in rendered.items()})
         svgs[caption] = rendered["svg"].decode("utf-8")
     files["results.html"] = results_html(notes, table, svgs, display)

@@ -1,11 +1,8 @@
 """A run: the prepared requests of a release -> one model's answers, in the files scoring reads.
 
-Requests come from a prepared folder (``requests.jsonl``, one line per prompt x sample x choice order). Answers already
-in the cache are taken from it; the rest are sent, each distinct prompt text once, by a pool of worker threads (the
-openai client is thread-safe), and every answer is committed to the cache as it arrives. Only the calling thread touches
-the cache, so SQLite sees one writer. Once every request has an answer or has failed, the answer files are written
-atomically from the cache, in request order, so a run killed midway and resumed writes the same bytes as a run never
-interrupted:
+Answers already in the answer cache are taken from it; the rest are sent, each distinct prompt text once, by a pool of
+worker threads, and cached as they arrive (``answer_requests``). The answer files are then written atomically from the
+cache, in request order, so a run killed midway and resumed writes the same bytes as a run never interrupted:
 
 - ``<out>/<model-slug>/answers.jsonl``: ``id, sample_id, prompt_id, prompt_sha256, model, raw, status`` (a recording
   ``--replay`` reads: it matches answers by the prompt's sha256);
