@@ -28,7 +28,7 @@ from tasks.labels.annotations import import_annotations, votes_by_template
 from tasks.labels.consensus import Consensus, load_consensus, require_final_labels
 from tasks.labels.template_set import KEPT_LABELS, LabelItem, NC, group_templates, load_label_items
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
-from tasks.templates.load import TemplateRow
+from tasks.templates.load import TemplateRow, rows_by_template
 from tasks.templates.stage_templates import checked_templates
 
 NAME = "labels"
@@ -106,11 +106,8 @@ class ReferenceLabels:
 def released_templates(templates: list[TemplateRow], profile: Profile) -> tuple[list[KoTemplate], list[Finding]]:
     """Collapse released rows into templates (labels in KoBBQ's terms, ``TemplateFormat.meaning``); rows of
     one template that disagree are findings."""
-    rows_by_template: dict[tuple[str, int], list[TemplateRow]] = {}
-    for row in templates:
-        rows_by_template.setdefault(row.template_key, []).append(row)
     result, findings = [], []
-    for (category, template_id), rows in rows_by_template.items():
+    for (category, template_id), rows in rows_by_template(templates).items():
         labels = tuple(dict.fromkeys(profile.templates.meaning(r.label) for r in rows))
         links = tuple(dict.fromkeys(bbq_subject(r.bbq_category, r.bbq_id) if r.bbq_category and r.bbq_id else ""
                                     for r in rows))
