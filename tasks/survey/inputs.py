@@ -323,37 +323,35 @@ def load_survey_json(path: Path, profile: Profile) -> SurveyResults:
     respondents = profile.survey.respondents_per_question
     entries = []
     for number, item in enumerate(data, start=1):
-        category, stereotype, stats = _entry(item, profile, Location(str(path), number))
+        where = Location(str(path), number)
+        category, stereotype, stats = _entry(item, profile, where)
         votes = {norm(g): v for g, v in stats.items() if g != NO_STEREO}
         if len(votes) < 2:
-            raise UserError("a question needs at least two groups", Location(str(path), number, "survey_stats"))
+            raise UserError("a question needs at least two groups", at_column(where, "survey_stats"))
         kind = 2 if len(votes) == 2 else 1
         check_votes(category, stereotype, votes, stats[NO_STEREO], kind, respondents, lists,
-                    Location(str(path), number, "survey_stats"))
-        entries.append(SurveyResult(category, stereotype, votes, stats[NO_STEREO], respondents, kind,
-                                    Location(str(path), number)))
+                    at_column(where, "survey_stats"))
+        entries.append(SurveyResult(category, stereotype, votes, stats[NO_STEREO], respondents, kind, where))
     merged, notes = merge_duplicates(entries)
     return SurveyResults(str(path), tuple(merged), tuple(notes))
 
 
 def _entry(item: object, profile: Profile, where: Location) -> tuple[str, str, dict[str, int]]:
     """One entry's category, normalised stereotype and vote counts, each checked."""
-    def at(column: str) -> Location:
-        return Location(where.file, where.row, column)
-
     if not isinstance(item, dict):
         raise UserError("entry is not an object", where)
     for key in ("category", "stereotype", "survey_stats"):
         if key not in item:
-            raise UserError(f"entry has no {key!r}", at(key))
+            raise UserError(f"entry has no {key!r}", at_column(where, key))
     category, stereotype, stats = item["category"], norm(str(item["stereotype"])), item["survey_stats"]
     if profile.category(category) is None:
-        raise UserError(f"unknown category {category!r}", at("category"))
+        raise UserError(f"unknown category {category!r}", at_column(where, "category"))
     if not stereotype:
-        raise UserError("empty stereotype", at("stereotype"))
+        raise UserError("empty stereotype", at_column(where, "stereotype"))
     if not isinstance(stats, dict) or NO_STEREO not in stats:
-        raise UserError(f"survey_stats must be an object with a {NO_STEREO!r} count", at("survey_stats"))
+        raise UserError(f"survey_stats must be an object with a {NO_STEREO!r} count", at_column(where, "survey_stats"))
     for group, value in stats.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise UserError(f"votes must be a whole number >= 0, got {value!r}", at(f"survey_stats.{group}"))
+            raise UserError(f"votes must be a whole number >= 0, got {value!r}",
+                            at_column(where, f"survey_stats.{group}"))
     return category, stereotype, stats
