@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import UserError
-from core.findings import Finding
-from core.findings import raise_if_errors as raise_findings
+from core.findings import Finding, raise_if_errors as raise_findings
 from core.profile import Profile
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.templates.load import NC, SR, ST, TM

@@ -18,10 +18,9 @@ from core.profile import Profile
 from core.stage_contract import Context, StageOutput, Waiting, require
 from core.tables import delimited_text, write_csv_rows
 from tasks.templates.stage_templates import checked_templates
-from tasks.survey.apply import apply_survey_rules
+from tasks.survey.apply import SurveyOutcome, apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, render_group_check, rule_effects
 from tasks.survey.inputs import SurveyInputs, pipeline_inputs
-from tasks.survey.apply import SurveyOutcome
 from tasks.survey.results import NO_STEREO, SurveyResults
 from tasks.survey.rule_table import TEMPLATE, rules_of
 from tasks.templates.load import TemplateRow
