@@ -287,13 +287,9 @@ TEMPLATE_FORMATS = {fmt.name: fmt for fmt in (
 )}
 
 
-def format_name(profile: Profile) -> str:
-    """The profile's template format: ``workbook`` when it describes its workbooks, else ``kobbq``."""
-    return "workbook" if profile.templates.workbook is not None else "kobbq"
-
-
 def template_format(profile: Profile) -> TemplateFormat:
-    return TEMPLATE_FORMATS[format_name(profile)]
+    """The profile's template format: ``workbook`` when it describes its workbooks, else ``kobbq``."""
+    return TEMPLATE_FORMATS["workbook" if profile.templates.workbook is not None else "kobbq"]
 
 
 def load_templates(path: Path, profile: Profile, corrections: list[Correction] | None = None) -> LoadedTemplates:
