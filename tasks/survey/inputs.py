@@ -261,8 +261,10 @@ class SurveyInputs:
         return {role: path for role, path in files.items() if path is not None}
 
     def resolve(self, profile: Profile) -> SurveyInputs:
-        """The same inputs with the overrides file that will be used: the given one, else the profile's default."""
-        return replace(self, overrides=self.overrides or default_overrides_path(profile))
+        """The same inputs with the overrides file that will be used: the given one, else the profile's curated
+        overrides, ``overrides.csv`` in its survey folder (``[files] survey``), when the file exists."""
+        default = profile.file("survey") / "overrides.csv"
+        return replace(self, overrides=self.overrides or (default if default.exists() else None))
 
     def check_exist(self) -> None:
         """Each input is there and a regular file (a folder, a device or a named pipe is named as such)."""
@@ -285,13 +287,6 @@ def pipeline_inputs(ctx: Context) -> SurveyInputs:
                         overrides=ctx.file(cfg.overrides),
                         questions=ctx.file(cfg.questions) or (exported if exported and exported.exists() else None),
                         allow_unmatched=cfg.allow_unmatched).resolve(ctx.profile)
-
-
-def default_overrides_path(profile: Profile) -> Path | None:
-    """The profile's curated overrides, ``overrides.csv`` in its survey folder (``[files] survey``), when the file
-    exists."""
-    path = profile.file("survey") / "overrides.csv"
-    return path if path.exists() else None
 
 
 def load_survey_results(path: Path, profile: Profile, questions: Path | None = None) -> SurveyResults:
