@@ -214,11 +214,6 @@ def _names(labels: set[str]) -> str:
     return ", ".join(sorted(labels)) or "-"
 
 
-def _release_groups(rows: list[TemplateRow]) -> tuple[set[str], set[str]]:
-    groups = [row_groups(row) for row in rows]
-    return set().union(*(t for t, _ in groups)), set().union(*(n for _, n in groups))
-
-
 def _templates(outcome: SurveyOutcome) -> str:
     """How the reports name the templates: a release's survivors, or this build's candidates."""
     return "released templates" if outcome.survivors_only else "templates"
@@ -306,8 +301,8 @@ def _type2_questions(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
 
 def _type1_row(evaluation: StereotypeEvaluation, rows_of: dict, own: str) -> tuple[list[object], bool, bool, bool]:
     """One stereotype's groups: the rule's beside those its templates use (``own``: "release" or "template")."""
-    rows = [r for key in evaluation.stereotype.templates for r in rows_of[key]]
-    used_t, used_n = _release_groups(rows)
+    groups = [row_groups(row) for key in evaluation.stereotype.templates for row in rows_of[key]]
+    used_t, used_n = set().union(*(t for t, _ in groups)), set().union(*(n for _, n in groups))
     rule_t, rule_n = set(evaluation.targets), set(evaluation.non_targets)
     user, verb = ("the release", "does") if own == "release" else ("the templates", "do")
     differences = [text for text, differ in (
