@@ -126,9 +126,7 @@ def rule_decision(subject_type: str, subject: str, rule: RuleResult, source: str
 
 def passes(rule: RuleResult, override: Override | None) -> bool:
     """The outcome that counts: a curated override replaces the rule's own keep / drop."""
-    if override is not None:
-        return override.outcome == "keep"
-    return rule.keep
+    return override.outcome == "keep" if override is not None else rule.keep
 
 
 def _stereotype_decisions(evaluation: StereotypeEvaluation) -> list[Decision]:

@@ -132,9 +132,7 @@ class Stereotype:
 
     @property
     def label(self) -> str:
-        if self.survey_type == 2:
-            return f"{self.text} ({self.groups[0]} vs {self.groups[1]})"
-        return self.text
+        return f"{self.text} ({self.groups[0]} vs {self.groups[1]})" if self.survey_type == 2 else self.text
 
 
 def type_decision(stage: str, stereotype: Stereotype, numbers: dict[str, object]) -> Decision:
