@@ -281,8 +281,7 @@ def _type2_questions(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     with_result = [e for e in questions if e.result is not None]
     lines = [f"- Type-2 questions asked by the {_templates(outcome)}: {len(questions)}; with a result of the same "
              f"two groups: {len(with_result)}; kept: {sum(e.keep() for e in with_result)}."]
-    missing = [e for e in questions if e.result is None]
-    if missing:
+    if missing := [e for e in questions if e.result is None]:
         lines += ["", f"Questions of {_templates(outcome)} with no result for the same two groups. The "
                   f"{'released ' if outcome.survivors_only else ''}template file's own `{RELEASED_STATS_COLUMN}` "
                   "numbers for them, judged by the same rule:", ""]

@@ -64,8 +64,7 @@ def _choices(row: dict[str, str], question: Question, at: Location) -> tuple[str
     chosen = tuple(NO_STEREO if c == question.no_stereotype_label else c for c in options(row["answer"]))
     if not chosen:
         raise UserError("empty answer", at_column(at, "answer"))
-    unknown = [c for c in chosen if c != NO_STEREO and c not in question.options]
-    if unknown:
+    if unknown := [c for c in chosen if c != NO_STEREO and c not in question.options]:
         raise UserError(f"answer {', '.join(map(repr, unknown))} is not an option of question "
                         f"{question.question_id}", at_column(at, "answer"))
     if NO_STEREO in chosen and len(chosen) > 1:

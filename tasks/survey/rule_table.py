@@ -221,8 +221,7 @@ class OverrideIndex:
 
     def check_all_claimed(self, overrides: list[Override]) -> None:
         """Raise for the first override (file order) that matched no candidate template or stereotype rule."""
-        stale = [o for o in overrides if id(o) not in self.claimed]
-        if stale:
+        if stale := [o for o in overrides if id(o) not in self.claimed]:
             first = stale[0]
             raise UserError(f"override for {override_subject(first)} ({first.rule}) matches no candidate template "
                             "or stereotype rule", first.where)

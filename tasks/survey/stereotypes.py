@@ -155,8 +155,7 @@ def _marker(template: TemplateRow, findings: list[Finding]) -> tuple[bool, str]:
             findings.append(Finding("error", template.where(MARKER_COLUMN), "bad-marker",
                                     f"{value!r} is not yes or no"))
         return False, MARKER_COLUMN
-    stats = template.columns.get(RELEASED_STATS_COLUMN, "").strip()
-    if stats:
+    if stats := template.columns.get(RELEASED_STATS_COLUMN, "").strip():
         try:
             parsed = ast.literal_eval(stats)
         except (ValueError, SyntaxError):

@@ -57,8 +57,7 @@ def list_findings(where: Location, name: str, items: tuple[str, ...], profile: P
     language written without spaces between words, an item with a space is probably two: a warning."""
     first = profile.templates.list_separators[0]
     findings = []
-    foreign = foreign_separators(items, profile.templates.separators)
-    if foreign:
+    if foreign := foreign_separators(items, profile.templates.separators):
         accepted = " ".join(repr(s) for s in profile.templates.separators)
         written = " ".join(repr(c) for c in foreign)
         addable = f", or add {foreign[0]!r} to [templates] list_separators" if foreign[0] != ";" else ""
