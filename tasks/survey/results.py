@@ -30,8 +30,7 @@ class SurveyResult:
                             tuple(self.votes) if self.survey_type == 2 else ())
 
     def as_stats(self) -> str:
-        parts = [f"{g} {v}" for g, v in self.votes.items()] + [f"no stereotype {self.no_stereotype}"]
-        return ", ".join(parts)
+        return ", ".join([f"{g} {v}" for g, v in self.votes.items()] + [f"no stereotype {self.no_stereotype}"])
 
 
 @dataclass(frozen=True)
