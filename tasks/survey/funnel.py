@@ -133,7 +133,6 @@ def render_funnel(outcome: SurveyOutcome) -> str:
               f"Reading comprehension: {f'`{Path(outcome.reading.source).name}`' if outcome.reading else 'not given'}.",
               ""]
 
-    # Stereotypes, sequentially through the rules.
     rows = []
     steps: dict[str, list] = {}  # each "rule by rule" column's heading -> the stereotype rules counted by it
     for rule in rules_of(STEREOTYPE):
@@ -155,7 +154,6 @@ def render_funnel(outcome: SurveyOutcome) -> str:
               *markdown_table(RULE_EFFECT_COLUMNS[:width], [row[:width] for row in rule_effects(outcome)]), ""]
     lines += equal_share_section(outcome)
 
-    # Templates per type.
     rows = []
     for label, kind in (("type 1", 1), ("type 2", 2), ("all", "all")):
         group = [t for t in outcome.templates if kind == "all" or template_type(outcome, t) == kind]
@@ -164,7 +162,6 @@ def render_funnel(outcome: SurveyOutcome) -> str:
               *markdown_table(["Survey type", "Before", "After the survey rules", "After reading comprehension"], rows),
               ""]
 
-    # Per category.
     rows = []
     for category in profile.categories:
         stereo = [e for e in outcome.stereotypes if e.stereotype.category == category.name]
