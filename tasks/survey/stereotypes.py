@@ -41,9 +41,7 @@ def norm(text: str) -> str:
     return normalise_text(text)[0]
 
 
-def group_key(label: str) -> tuple[str, ...]:
-    """A group label as a set of names (``tasks.templates.versions.group_names``): "a, b" and "b, a" are one group."""
-    return group_names(label)
+group_key = group_names  # a group label as a set of names: "a, b" and "b, a" are one group
 
 
 def row_groups(row: TemplateRow) -> tuple[set[str], set[str]]:
