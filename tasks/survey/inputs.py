@@ -139,8 +139,7 @@ def load_respondent_results(path: Path, questions_path: Path, profile: Profile) 
         entries.append(SurveyResult(question.category, question.stereotype, group_votes, votes.get(NO_STEREO, 0),
                                     respondents, question.survey_type, first_row[qid], qid))
         shortfalls.extend(_quota(qid, [cell for cell, _ in answers[qid].values()], profile))
-    missing = sorted(set(questions) - set(answers))
-    notes = tuple(f"question {qid} has no answers" for qid in missing)
+    notes = tuple(f"question {qid} has no answers" for qid in sorted(set(questions) - set(answers)))
     merged, merge_notes = merge_duplicates(entries)
     return SurveyResults(str(path), tuple(merged), notes + tuple(merge_notes), tuple(shortfalls))
 

@@ -138,7 +138,6 @@ def bracket_problems(text: str) -> list[str]:
     if depth:
         problems.append("a '[' is never closed")
     # Anything bracketed that is not slot syntax, e.g. '[n1: a]' or '[N1 a, b]'.
-    stripped = INLINE_SLOT.sub("", text)
-    for match in _BRACKETED.finditer(stripped):
+    for match in _BRACKETED.finditer(INLINE_SLOT.sub("", text)):
         problems.append(f"{match.group(0)[:40]!r} is bracketed but is not slot syntax '[NAME: item, item]'")
     return problems

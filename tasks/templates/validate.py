@@ -105,8 +105,7 @@ def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
     used: set[str] = set()
     parsed = template.parsed
     for field, column in TEXT_COLUMNS.items():
-        text = template.texts[field]
-        for problem in bracket_problems(text):
+        for problem in bracket_problems(template.texts[field]):
             add("error", column, "brackets", problem)
         if profile.writing is not None:
             findings.extend(script_findings(template.where(column), slot_text(parsed[field]), profile.writing,
