@@ -98,8 +98,7 @@ def write_decisions_parquet(decisions: Iterable[Decision], path: Path) -> None:
     import pandas as pd
 
     rows = [d.as_row() for d in sort_decisions(decisions)]
-    frame = pd.DataFrame(rows, columns=DECISION_COLUMNS).astype("string")
-    frame.to_parquet(path, index=False)
+    pd.DataFrame(rows, columns=DECISION_COLUMNS).astype("string").to_parquet(path, index=False)
 
 
 def read_decisions(path: Path) -> list[Decision]:

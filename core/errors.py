@@ -69,9 +69,7 @@ OS_ERROR_HINTS = {
 
 def os_errno(exc: OSError) -> int | None:
     """The error's number; pyarrow's writers give none for a full disk, only its message."""
-    if exc.errno is None and "No space left on device" in str(exc):
-        return errno.ENOSPC
-    return exc.errno
+    return errno.ENOSPC if exc.errno is None and "No space left on device" in str(exc) else exc.errno
 
 
 def describe_os_error(exc: OSError) -> str:

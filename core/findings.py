@@ -46,6 +46,5 @@ class FindingsError(UserError):
 
 def raise_if_errors(what: str, findings: list[Finding], consequence: str, limit: int = 30, hint: str = "") -> None:
     """Stop with a ``FindingsError`` when any finding is an error (warnings never stop anything)."""
-    found = errors(findings)
-    if found:
+    if found := errors(findings):
         raise FindingsError(what, found, consequence, limit, hint)

@@ -252,8 +252,7 @@ def checkpoint(phase: str) -> None:
     """Pause at ``phase`` when ``KOBBQ_PAUSE_AT`` names it (fault-injection tests only)."""
     if os.environ.get("KOBBQ_PAUSE_AT") != phase:
         return
-    marker = os.environ.get("KOBBQ_PAUSE_FILE")
-    if marker:
+    if marker := os.environ.get("KOBBQ_PAUSE_FILE"):
         Path(marker).write_text(f"{phase} {os.getpid()}\n", encoding="utf-8")
     deadline = time.monotonic() + PAUSE_SECONDS
     while time.monotonic() < deadline and _pending is None:  # a deferred signal ends the pause

@@ -153,12 +153,10 @@ def missing_start_inputs(pipeline: Pipeline) -> list[str]:
 def check_start_inputs(pipeline: Pipeline) -> None:
     """Before anything runs: every start input the pipeline file names exists, and no input that is one file is a
     folder (else one error naming each)."""
-    missing = missing_start_inputs(pipeline)
-    if missing:
+    if missing := missing_start_inputs(pipeline):
         raise UserError(f"{'; '.join(missing)}: does not exist (paths are relative to the pipeline file); "
                         "correct the path", pipeline.path)
-    folders = _named(pipeline, FILE_INPUTS, Path.is_dir)
-    if folders:
+    if folders := _named(pipeline, FILE_INPUTS, Path.is_dir):
         raise UserError(f"{'; '.join(folders)}: a folder, where the pipeline reads one file; name the file",
                         pipeline.path)
 

@@ -275,8 +275,7 @@ def release_problem(target: Path, fingerprint: str | None = None, trust_record: 
     ``fingerprint`` (what the caller built it from), a release built from something else since is a problem too."""
     target = Path(target)
     if not target.is_dir():
-        retired = sorted(target.parent.glob(f"{RETIRED_PREFIX}{target.name}-*"))
-        if retired:
+        if retired := sorted(target.parent.glob(f"{RETIRED_PREFIX}{target.name}-*")):
             return (f"{target} is missing: a build was stopped while publishing it, and the previous release is in "
                     f"{retired[0]}; `kobbq build` puts it back")
         return f"{target} does not exist (removed since it was built); `kobbq build` builds it again"
@@ -289,8 +288,7 @@ def release_problem(target: Path, fingerprint: str | None = None, trust_record: 
     if fingerprint is not None and manifest.get("build_fingerprint") != fingerprint:
         return (f"{target} was built by another build since (another pipeline, or a build from a template file, "
                 "writing the same release); `kobbq build` builds it again from these inputs")
-    changed = verify_files(target, manifest, trust_record)
-    if changed:
+    if changed := verify_files(target, manifest, trust_record):
         return (f"{len(changed)} file(s) of {target} differ from its manifest ({', '.join(changed[:3])}); "
                 "`kobbq build` builds it again")
     return None

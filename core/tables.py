@@ -52,8 +52,7 @@ def read_csv_table(path: Path, columns: list[str] | tuple[str, ...], what: str) 
     if not Path(path).exists():
         raise UserError(f"{what} does not exist", path)
     header, records = read_records(path)
-    missing = [c for c in columns if c not in header]
-    if missing:
+    if missing := [c for c in columns if c not in header]:
         raise UserError(f"missing column(s) {', '.join(missing)}; {what} needs {', '.join(columns)}", path)
     return records
 
@@ -93,8 +92,7 @@ def _checked_header(cells: list[str], required: list[str], path: Path, sheet: st
         if name and name in seen:  # a second column of the same name would silently replace the first
             raise UserError(f"duplicate column {name!r} (column {index + 1})", Location(str(path), 1, name, sheet))
         seen.add(name)
-    missing = [c for c in required if c not in header]
-    if missing:
+    if missing := [c for c in required if c not in header]:
         raise UserError(f"missing column(s) {', '.join(missing)}; expected {', '.join(required)}",
                         Location(str(path), 1, None, sheet))
     return header

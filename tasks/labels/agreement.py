@@ -50,7 +50,15 @@ class AgreementReport:
 
     @property
     def text(self) -> str:
-        return format_agreement(self)
+        text = aligned(agreement_cells(self))
+        text += ["", "Raw agreement: share of templates on which all annotators gave the same label. "
+                     "Fleiss' kappa: n/a where one label was used throughout."]
+        text += ["", f"{len(self.disagreements)} template(s) with disagreement (for the consensus meeting):"]
+        for disagreement in self.disagreements:
+            text.append(f"  {disagreement.subject}")
+            for given in disagreement.annotations:
+                text.append(f"    {given.annotator}: {given.label} - {given.rationale or '(no rationale)'}")
+        return "\n".join(text)
 
 
 def fleiss_kappa(counts: list[list[int]]) -> float | None:
@@ -120,18 +128,6 @@ def aligned(lines: list[list[str]]) -> list[str]:
     text = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
             for line in lines]
     return [text[0], "  ".join("-" * w for w in widths), *text[1:]]
-
-
-def format_agreement(report: AgreementReport) -> str:
-    text = aligned(agreement_cells(report))
-    text += ["", "Raw agreement: share of templates on which all annotators gave the same label. "
-                 "Fleiss' kappa: n/a where one label was used throughout."]
-    text += ["", f"{len(report.disagreements)} template(s) with disagreement (for the consensus meeting):"]
-    for disagreement in report.disagreements:
-        text.append(f"  {disagreement.subject}")
-        for given in disagreement.annotations:
-            text.append(f"    {given.annotator}: {given.label} - {given.rationale or '(no rationale)'}")
-    return "\n".join(text)
 
 
 def draft_consensus_rows(annotators: list[AnnotatorLabels], items: list[LabelItem]) -> list[dict[str, str]]:

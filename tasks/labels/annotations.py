@@ -57,8 +57,7 @@ def row_values(item: LabelItem) -> list[str]:
 def guide_rows(profile: Profile, annotator: str) -> list[list[str]]:
     """The guide sheet, one row a line: the culture's own (its folder's labelling_guide.txt, a tab between the cells
     of a line), else a neutral English text with the labels' meanings and the annotator's name."""
-    path = profile.existing_file("labelling_guide")
-    if path:
+    if path := profile.existing_file("labelling_guide"):
         return [line.split("\t") for line in read_text(path, "labelling guide file").splitlines()]
     return [["Label each BBQ template on the 'labels' sheet: choose a label and write why."], [],
             *([label, LABEL_MEANINGS[label]] for label in ANNOTATOR_LABELS), [], ["annotator", annotator]]
@@ -277,8 +276,7 @@ def check_annotator_files(files: list[AnnotatorFile], items: list[LabelItem], re
                 problem(row.rationale_where, "no-rationale",
                         f"{row.template} is labelled {label} without a rationale (the profile requires one)")
             labels[row.template] = Annotation(file.annotator, row.template, label, row.rationale, row.label_where)
-        absent = [subject for subject in known if subject not in labels]
-        if absent:
+        if absent := [subject for subject in known if subject not in labels]:
             listed = ", ".join(absent[:10]) + (" ..." if len(absent) > 10 else "")
             problem(Location(file.path.name), "missing-templates",
                     f"{len(absent)} template(s) of the set are not labelled: {listed}")

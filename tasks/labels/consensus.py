@@ -46,8 +46,7 @@ def read_consensus_rows(path: Path, require_rationale: bool) -> list[tuple[int, 
     header = [ALIASES.get(h, h) for h in names]
     rows = [(number, {ALIASES.get(k, k): v.strip() for k, v in row.items()}) for number, row in records]
     required = CONSENSUS_COLUMNS if require_rationale else CONSENSUS_COLUMNS[:2]
-    missing = [c for c in required if c not in header]
-    if missing:
+    if missing := [c for c in required if c not in header]:
         raise UserError(f"missing column(s) {', '.join(missing)}; a consensus file has columns "
                         f"{', '.join(CONSENSUS_COLUMNS)}", path)
     return rows
@@ -107,23 +106,19 @@ def consensus_decisions(final: FinalLabel, votes: dict[str, str] | None) -> list
         override = counts.get(final.label, 0) < top
         if override:
             vote_text += f" The consensus differs from the most-voted label ({top} of {len(votes)})."
-    decisions = [Decision(
-        stage=STAGE, subject_type="bbq_template", subject=final.subject, rule="consensus-label",
-        outcome=final.label, reason=f"Consensus label {final.label} ({LABEL_MEANINGS[final.label]}): "
-                                    f"{final.rationale or '(no rationale)'}.{vote_text}",
-        numbers=numbers, override=override, source=str(final.where))]
+    decisions = [Decision(STAGE, "bbq_template", final.subject, "consensus-label", final.label,
+                          f"Consensus label {final.label} ({LABEL_MEANINGS[final.label]}): "
+                          f"{final.rationale or '(no rationale)'}.{vote_text}", numbers, override, str(final.where))]
     if final.label == SR:
-        decisions.append(Decision(
-            stage=STAGE, subject_type="bbq_template", subject=final.subject, rule="sample-removed",
-            outcome="drop", reason="Labelled SR at consensus: excluded from translation and from the survey.",
-            numbers={"label": SR}, source=str(final.where)))
+        decisions.append(Decision(STAGE, "bbq_template", final.subject, "sample-removed", "drop",
+                                  "Labelled SR at consensus: excluded from translation and from the survey.",
+                                  {"label": SR}, source=str(final.where)))
     return decisions
 
 
 def require_final_labels(templates: list[BBQTemplate], consensus: Consensus) -> None:
     """Refuse to go on while any BBQ template has no final label: every one must be decided."""
-    missing = [item for item in group_templates(templates) if item.subject not in consensus.labels]
-    if missing:
+    if missing := [item for item in group_templates(templates) if item.subject not in consensus.labels]:
         listed = ", ".join(item.subject for item in missing[:20]) + (" ..." if len(missing) > 20 else "")
         raise UserError(f"{len(missing)} BBQ template(s) have no final label in the consensus file: {listed}. "
                         "Decide them (label and rationale) before translation.", consensus.path)

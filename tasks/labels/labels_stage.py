@@ -28,7 +28,7 @@ from tasks.labels.annotations import import_annotations, votes_by_template
 from tasks.labels.consensus import Consensus, load_consensus, require_final_labels
 from tasks.labels.template_set import KEPT_LABELS, LabelItem, NC, group_templates, load_label_items
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
-from tasks.templates.load import TemplateRow
+from tasks.templates.load import TemplateRow, rows_by_template
 from tasks.templates.stage_templates import checked_templates
 
 NAME = "labels"
@@ -106,11 +106,8 @@ class ReferenceLabels:
 def released_templates(templates: list[TemplateRow], profile: Profile) -> tuple[list[KoTemplate], list[Finding]]:
     """Collapse released rows into templates (labels in KoBBQ's terms, ``TemplateFormat.meaning``); rows of
     one template that disagree are findings."""
-    rows_by_template: dict[tuple[str, int], list[TemplateRow]] = {}
-    for row in templates:
-        rows_by_template.setdefault(row.template_key, []).append(row)
     result, findings = [], []
-    for (category, template_id), rows in rows_by_template.items():
+    for (category, template_id), rows in rows_by_template(templates).items():
         labels = tuple(dict.fromkeys(profile.templates.meaning(r.label) for r in rows))
         links = tuple(dict.fromkeys(bbq_subject(r.bbq_category, r.bbq_id) if r.bbq_category and r.bbq_id else ""
                                     for r in rows))
@@ -141,19 +138,16 @@ def reference_labels(kobbq_templates: list[TemplateRow], bbq_templates: list[BBQ
         for link in template.links:
             linked_by.setdefault(link, []).append(template)
         if not template.links:
-            decisions.append(Decision(
-                stage=NAME, subject_type="template", subject=template.subject, rule="reference-no-bbq-link",
-                outcome=template.label,
-                reason=f"released template {template.subject} has no BBQ link and label {template.label}: "
-                       "written directly in the target language",
-                numbers={"label": template.label}, source=str(template.where)))
+            decisions.append(Decision(NAME, "template", template.subject, "reference-no-bbq-link", template.label,
+                                      f"released template {template.subject} has no BBQ link and label "
+                                      f"{template.label}: written directly in the target language",
+                                      {"label": template.label}, source=str(template.where)))
     for item in items:
         linking = linked_by.get(item.subject, [])
         source = f"{item.rows[0].source} row {item.rows[0].row}"
         if not linking:
-            decisions.append(Decision(stage=NAME, subject_type="bbq_template", subject=item.subject,
-                                      rule="reference-unlinked", outcome=UNLINKED, reason=UNLINKED_REASON,
-                                      numbers={"linked_templates": 0}, source=source))
+            decisions.append(Decision(NAME, "bbq_template", item.subject, "reference-unlinked", UNLINKED,
+                                      UNLINKED_REASON, {"linked_templates": 0}, source=source))
             continue
         labels = sorted({t.label for t in linking})
         names = [t.subject for t in linking]
@@ -163,9 +157,8 @@ def reference_labels(kobbq_templates: list[TemplateRow], bbq_templates: list[BBQ
         if outcome == "conflict":
             findings.append(Finding("error", linking[0].where, "link-label-conflict",
                                     f"{item.subject} is linked with different labels: {reason}"))
-        decisions.append(Decision(stage=NAME, subject_type="bbq_template", subject=item.subject,
-                                  rule="reference-link", outcome=outcome, reason=reason,
-                                  numbers={"linked_templates": len(linking), "templates": names},
+        decisions.append(Decision(NAME, "bbq_template", item.subject, "reference-link", outcome, reason,
+                                  {"linked_templates": len(linking), "templates": names},
                                   source=", ".join(str(t.where) for t in linking)))
     shared = {subject: tuple(t.subject for t in linking) for subject, linking in linked_by.items() if len(linking) > 1}
     rows = _table_rows(items, released, decisions, profile)

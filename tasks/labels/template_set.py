@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import UserError
-from core.findings import Finding
-from core.findings import raise_if_errors as raise_findings
+from core.findings import Finding, raise_if_errors as raise_findings
 from core.profile import Profile
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
 from tasks.templates.load import NC, SR, ST, TM
@@ -57,8 +56,7 @@ def fingerprint(items: list[LabelItem]) -> str:
     that text; if a context is later corrected, labels given to the old text should be reviewed, not silently carried
     over."""
     payload = [[item.subject, [[row.version, *row.texts.values()] for row in item.rows]] for item in items]
-    digest = hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
-    return digest[:16]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 def categories_of(items: list[LabelItem]) -> list[str]:

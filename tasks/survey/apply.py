@@ -126,9 +126,7 @@ def rule_decision(subject_type: str, subject: str, rule: RuleResult, source: str
 
 def passes(rule: RuleResult, override: Override | None) -> bool:
     """The outcome that counts: a curated override replaces the rule's own keep / drop."""
-    if override is not None:
-        return override.outcome == "keep"
-    return rule.keep
+    return override.outcome == "keep" if override is not None else rule.keep
 
 
 def _stereotype_decisions(evaluation: StereotypeEvaluation) -> list[Decision]:
@@ -255,8 +253,7 @@ def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | 
         result = reading_rule(*reading.rates[key], profile.survey)
     else:  # dropped, never kept silently
         result = RuleResult(RULE_READING, False, "no reading-comprehension result for this template", {})
-    decision = rule_decision("template", subject, result, reading.source, override)
-    return result, passes(result, override), decision
+    return result, passes(result, override), rule_decision("template", subject, result, reading.source, override)
 
 
 def evaluate_template(key: tuple[str, int], rows: list[TemplateRow], evaluations: list[StereotypeEvaluation],

@@ -125,16 +125,14 @@ def render_funnel(outcome: SurveyOutcome) -> str:
     if not paper:
         lines += ["The profile gives no published effects of the rules (`[survey.paper_effects]`): the counts below "
                   "are this survey's own, with nothing to compare them with.", ""]
-    lines.append(f"Survey results: `{Path(outcome.results.source).name}`: {len(entries)} questions "
-                 f"({kinds[1]} type 1, {kinds[2]} type 2); mean 'no stereotype' share "
-                 f"{'-' if mean is None else f'{float(mean) * 100:.2f}%'}"
-                 + (f" (paper: {paper.get(RULE_NO_STEREOTYPE, '-')})." if paper else "."))
-    lines.append(f"Results that match no template's question: {len(outcome.unmatched)}. "
-                 f"Reading comprehension: {f'`{Path(outcome.reading.source).name}`' if outcome.reading else 'not given'}.")
-    lines.append("")
+    lines += [f"Survey results: `{Path(outcome.results.source).name}`: {len(entries)} questions "
+              f"({kinds[1]} type 1, {kinds[2]} type 2); mean 'no stereotype' share "
+              f"{'-' if mean is None else f'{float(mean) * 100:.2f}%'}"
+              + (f" (paper: {paper.get(RULE_NO_STEREOTYPE, '-')})." if paper else "."),
+              f"Results that match no template's question: {len(outcome.unmatched)}. "
+              f"Reading comprehension: {f'`{Path(outcome.reading.source).name}`' if outcome.reading else 'not given'}.",
+              ""]
 
-    # Stereotypes, sequentially through the rules.
-    lines += ["## Stereotypes (unique survey questions), rule by rule", ""]
     rows = []
     steps: dict[str, list] = {}  # each "rule by rule" column's heading -> the stereotype rules counted by it
     for rule in rules_of(STEREOTYPE):
@@ -146,30 +144,24 @@ def render_funnel(outcome: SurveyOutcome) -> str:
             left = [e for e in left if all(e.passes(r.name) for r in rules if e.stereotype.survey_type in r.types)]
             row.append(len(left))
         rows.append(row)
-    lines += markdown_table(["Survey type", "Before", *steps], rows)
-    lines.append("")
+    lines += ["## Stereotypes (unique survey questions), rule by rule", "",
+              *markdown_table(["Survey type", "Before", *steps], rows), ""]
 
-    # Each rule's own effect.
+    width = 4 if paper else 3  # no Paper column for a culture without published effects
     lines += ["## Each rule's own effect", "",
               "Stereotypes: those the rule drops among the stereotypes it could judge (with a result), "
-              "evaluated independently of the other rules. Templates: those whose first failing rule it is.", ""]
-    width = 4 if paper else 3  # no Paper column for a culture without published effects
-    lines += markdown_table(RULE_EFFECT_COLUMNS[:width], [row[:width] for row in rule_effects(outcome)])
-    lines.append("")
-
+              "evaluated independently of the other rules. Templates: those whose first failing rule it is.", "",
+              *markdown_table(RULE_EFFECT_COLUMNS[:width], [row[:width] for row in rule_effects(outcome)]), ""]
     lines += equal_share_section(outcome)
 
-    # Templates per type.
-    lines += ["## Templates (template IDs)", ""]
     rows = []
     for label, kind in (("type 1", 1), ("type 2", 2), ("all", "all")):
         group = [t for t in outcome.templates if kind == "all" or template_type(outcome, t) == kind]
         rows.append([label, len(group), sum(t.survey_keep for t in group), sum(t.keep for t in group)])
-    lines += markdown_table(["Survey type", "Before", "After the survey rules", "After reading comprehension"], rows)
-    lines.append("")
+    lines += ["## Templates (template IDs)", "",
+              *markdown_table(["Survey type", "Before", "After the survey rules", "After reading comprehension"], rows),
+              ""]
 
-    # Per category.
-    lines += ["## Per category", ""]
     rows = []
     for category in profile.categories:
         stereo = [e for e in outcome.stereotypes if e.stereotype.category == category.name]
@@ -181,14 +173,13 @@ def render_funnel(outcome: SurveyOutcome) -> str:
         rows.append([category.display, len(stereo), sum(e.keep() for e in stereo), len(temps),
                      sum(t.survey_keep for t in temps), sum(t.keep for t in temps), paper_counts])
     width = 7 if any(category.paper for category in profile.categories) else 6  # no paper column without numbers
-    lines += markdown_table(["Category", "Stereotypes", "Kept", "Templates", "After survey", "After reading",
-                             "Paper templates before -> after"][:width], [row[:width] for row in rows])
-    lines.append("")
+    lines += ["## Per category", "", *markdown_table(["Category", "Stereotypes", "Kept", "Templates", "After survey",
+                                                      "After reading", "Paper templates before -> after"][:width],
+                                                     [row[:width] for row in rows]), ""]
 
     overrides = sorted((d for d in outcome.decisions if d.override), key=lambda d: (d.subject, d.rule))
-    lines += ["## Overrides", ""]
-    lines += [f"- `{d.subject}` {d.rule}: **{d.outcome}** — {d.reason}" for d in overrides] or ["None."]
-    lines.append("")
+    lines += ["## Overrides", "",
+              *([f"- `{d.subject}` {d.rule}: **{d.outcome}** — {d.reason}" for d in overrides] or ["None."]), ""]
     if outcome.notes or outcome.findings or outcome.results.quota:
         lines += ["## Notes", ""]
         lines += [f"- {note}" for note in outcome.notes]
@@ -218,11 +209,6 @@ def _stats_text(stats: dict[str, int]) -> str:
 
 def _names(labels: set[str]) -> str:
     return ", ".join(sorted(labels)) or "-"
-
-
-def _release_groups(rows: list[TemplateRow]) -> tuple[set[str], set[str]]:
-    groups = [row_groups(row) for row in rows]
-    return set().union(*(t for t, _ in groups)), set().union(*(n for _, n in groups))
 
 
 def _templates(outcome: SurveyOutcome) -> str:
@@ -292,8 +278,7 @@ def _type2_questions(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     with_result = [e for e in questions if e.result is not None]
     lines = [f"- Type-2 questions asked by the {_templates(outcome)}: {len(questions)}; with a result of the same "
              f"two groups: {len(with_result)}; kept: {sum(e.keep() for e in with_result)}."]
-    missing = [e for e in questions if e.result is None]
-    if missing:
+    if missing := [e for e in questions if e.result is None]:
         lines += ["", f"Questions of {_templates(outcome)} with no result for the same two groups. The "
                   f"{'released ' if outcome.survivors_only else ''}template file's own `{RELEASED_STATS_COLUMN}` "
                   "numbers for them, judged by the same rule:", ""]
@@ -312,8 +297,8 @@ def _type2_questions(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
 
 def _type1_row(evaluation: StereotypeEvaluation, rows_of: dict, own: str) -> tuple[list[object], bool, bool, bool]:
     """One stereotype's groups: the rule's beside those its templates use (``own``: "release" or "template")."""
-    rows = [r for key in evaluation.stereotype.templates for r in rows_of[key]]
-    used_t, used_n = _release_groups(rows)
+    groups = [row_groups(row) for key in evaluation.stereotype.templates for row in rows_of[key]]
+    used_t, used_n = set().union(*(t for t, _ in groups)), set().union(*(n for _, n in groups))
     rule_t, rule_n = set(evaluation.targets), set(evaluation.non_targets)
     user, verb = ("the release", "does") if own == "release" else ("the templates", "do")
     differences = [text for text, differ in (
@@ -330,7 +315,6 @@ def _type1_row(evaluation: StereotypeEvaluation, rows_of: dict, own: str) -> tup
 
 
 def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
-    lines = ["## Type 1 (all groups listed)", ""]
     evaluations = [e for e in outcome.stereotypes if e.stereotype.survey_type == 1]
     judged = [e for e in evaluations if e.result is not None]
     own = "release" if outcome.survivors_only else "template"
@@ -338,18 +322,17 @@ def _type1_section(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
     equal, subset_t, subset_n = (sum(j[i] for j in judgements) for i in (1, 2, 3))
     kept = sum(e.keep() for e in judged)
     used = "Released" if outcome.survivors_only else "The templates'"
-    lines.append(f"- Type-1 questions asked by the {_templates(outcome)}: {len(evaluations)}; with a result: "
-                 f"{len(judged)}; kept by the rules: **{kept} of {len(judged)}**.")
-    lines.append(f"- {used} target groups equal to the rule's targets: {equal} of {len(judged)}; within the rule's "
-                 f"targets: {subset_t}; {used[0].lower() + used[1:]} non-targets within the rule's non-targets: "
-                 f"{subset_n} of {len(judged)}.")
-    lines.append("- Target / non-target groups below are per stereotype, over all rows (versions) of its templates.")
-    lines.append("")
     title = own.capitalize()
-    lines += markdown_table(["Category", "IDs", "Stereotype", "Rule", "Rule targets", f"{title} targets",
-                             "Rule non-targets", f"{title} non-targets", "Differences"], [j[0] for j in judgements])
-    lines.append("")
-    return lines
+    return [
+        "## Type 1 (all groups listed)", "",
+        f"- Type-1 questions asked by the {_templates(outcome)}: {len(evaluations)}; with a result: "
+        f"{len(judged)}; kept by the rules: **{kept} of {len(judged)}**.",
+        f"- {used} target groups equal to the rule's targets: {equal} of {len(judged)}; within the rule's "
+        f"targets: {subset_t}; {used[0].lower() + used[1:]} non-targets within the rule's non-targets: "
+        f"{subset_n} of {len(judged)}.",
+        "- Target / non-target groups below are per stereotype, over all rows (versions) of its templates.", "",
+        *markdown_table(["Category", "IDs", "Stereotype", "Rule", "Rule targets", f"{title} targets",
+                         "Rule non-targets", f"{title} non-targets", "Differences"], [j[0] for j in judgements]), ""]
 
 
 def _released_stats_differences(outcome: SurveyOutcome, rows_of: dict) -> list[str]:
@@ -381,14 +364,13 @@ def _unmatched_section(outcome: SurveyOutcome) -> list[str]:
     lines = [f"## Results that match no {_templates(outcome)[:-1]}'s question", ""]
     if not outcome.unmatched:
         return lines + ["None.", ""]
-    lines.append(f"{len(outcome.unmatched)} results (type 1: "
-                 f"{sum(e.survey_type == 1 for e in outcome.unmatched)}, type 2: "
-                 f"{sum(e.survey_type == 2 for e in outcome.unmatched)}); for a release these are the "
-                 "stereotypes of templates that did not survive, or questions the release asked differently:")
-    lines.append("")
-    lines += markdown_table(["Category", "Stereotype", "Type", "Numbers"],
-                            [[e.category, e.stereotype, e.survey_type, e.as_stats()] for e in outcome.unmatched])
-    return lines + [""]
+    return lines + [f"{len(outcome.unmatched)} results (type 1: "
+                    f"{sum(e.survey_type == 1 for e in outcome.unmatched)}, type 2: "
+                    f"{sum(e.survey_type == 2 for e in outcome.unmatched)}); for a release these are the "
+                    "stereotypes of templates that did not survive, or questions the release asked differently:", "",
+                    *markdown_table(["Category", "Stereotype", "Type", "Numbers"],
+                                    [[e.category, e.stereotype, e.survey_type, e.as_stats()]
+                                     for e in outcome.unmatched]), ""]
 
 
 def render_group_check(outcome: SurveyOutcome) -> str:

@@ -64,8 +64,7 @@ def _choices(row: dict[str, str], question: Question, at: Location) -> tuple[str
     chosen = tuple(NO_STEREO if c == question.no_stereotype_label else c for c in options(row["answer"]))
     if not chosen:
         raise UserError("empty answer", at_column(at, "answer"))
-    unknown = [c for c in chosen if c != NO_STEREO and c not in question.options]
-    if unknown:
+    if unknown := [c for c in chosen if c != NO_STEREO and c not in question.options]:
         raise UserError(f"answer {', '.join(map(repr, unknown))} is not an option of question "
                         f"{question.question_id}", at_column(at, "answer"))
     if NO_STEREO in chosen and len(chosen) > 1:
@@ -140,8 +139,7 @@ def load_respondent_results(path: Path, questions_path: Path, profile: Profile) 
         entries.append(SurveyResult(question.category, question.stereotype, group_votes, votes.get(NO_STEREO, 0),
                                     respondents, question.survey_type, first_row[qid], qid))
         shortfalls.extend(_quota(qid, [cell for cell, _ in answers[qid].values()], profile))
-    missing = sorted(set(questions) - set(answers))
-    notes = tuple(f"question {qid} has no answers" for qid in missing)
+    notes = tuple(f"question {qid} has no answers" for qid in sorted(set(questions) - set(answers)))
     merged, merge_notes = merge_duplicates(entries)
     return SurveyResults(str(path), tuple(merged), notes + tuple(merge_notes), tuple(shortfalls))
 
@@ -261,8 +259,10 @@ class SurveyInputs:
         return {role: path for role, path in files.items() if path is not None}
 
     def resolve(self, profile: Profile) -> SurveyInputs:
-        """The same inputs with the overrides file that will be used: the given one, else the profile's default."""
-        return replace(self, overrides=self.overrides or default_overrides_path(profile))
+        """The same inputs with the overrides file that will be used: the given one, else the profile's curated
+        overrides, ``overrides.csv`` in its survey folder (``[files] survey``), when the file exists."""
+        default = profile.file("survey") / "overrides.csv"
+        return replace(self, overrides=self.overrides or (default if default.exists() else None))
 
     def check_exist(self) -> None:
         """Each input is there and a regular file (a folder, a device or a named pipe is named as such)."""
@@ -285,13 +285,6 @@ def pipeline_inputs(ctx: Context) -> SurveyInputs:
                         overrides=ctx.file(cfg.overrides),
                         questions=ctx.file(cfg.questions) or (exported if exported and exported.exists() else None),
                         allow_unmatched=cfg.allow_unmatched).resolve(ctx.profile)
-
-
-def default_overrides_path(profile: Profile) -> Path | None:
-    """The profile's curated overrides, ``overrides.csv`` in its survey folder (``[files] survey``), when the file
-    exists."""
-    path = profile.file("survey") / "overrides.csv"
-    return path if path.exists() else None
 
 
 def load_survey_results(path: Path, profile: Profile, questions: Path | None = None) -> SurveyResults:
@@ -323,37 +316,35 @@ def load_survey_json(path: Path, profile: Profile) -> SurveyResults:
     respondents = profile.survey.respondents_per_question
     entries = []
     for number, item in enumerate(data, start=1):
-        category, stereotype, stats = _entry(item, profile, Location(str(path), number))
+        where = Location(str(path), number)
+        category, stereotype, stats = _entry(item, profile, where)
         votes = {norm(g): v for g, v in stats.items() if g != NO_STEREO}
         if len(votes) < 2:
-            raise UserError("a question needs at least two groups", Location(str(path), number, "survey_stats"))
+            raise UserError("a question needs at least two groups", at_column(where, "survey_stats"))
         kind = 2 if len(votes) == 2 else 1
         check_votes(category, stereotype, votes, stats[NO_STEREO], kind, respondents, lists,
-                    Location(str(path), number, "survey_stats"))
-        entries.append(SurveyResult(category, stereotype, votes, stats[NO_STEREO], respondents, kind,
-                                    Location(str(path), number)))
+                    at_column(where, "survey_stats"))
+        entries.append(SurveyResult(category, stereotype, votes, stats[NO_STEREO], respondents, kind, where))
     merged, notes = merge_duplicates(entries)
     return SurveyResults(str(path), tuple(merged), tuple(notes))
 
 
 def _entry(item: object, profile: Profile, where: Location) -> tuple[str, str, dict[str, int]]:
     """One entry's category, normalised stereotype and vote counts, each checked."""
-    def at(column: str) -> Location:
-        return Location(where.file, where.row, column)
-
     if not isinstance(item, dict):
         raise UserError("entry is not an object", where)
     for key in ("category", "stereotype", "survey_stats"):
         if key not in item:
-            raise UserError(f"entry has no {key!r}", at(key))
+            raise UserError(f"entry has no {key!r}", at_column(where, key))
     category, stereotype, stats = item["category"], norm(str(item["stereotype"])), item["survey_stats"]
     if profile.category(category) is None:
-        raise UserError(f"unknown category {category!r}", at("category"))
+        raise UserError(f"unknown category {category!r}", at_column(where, "category"))
     if not stereotype:
-        raise UserError("empty stereotype", at("stereotype"))
+        raise UserError("empty stereotype", at_column(where, "stereotype"))
     if not isinstance(stats, dict) or NO_STEREO not in stats:
-        raise UserError(f"survey_stats must be an object with a {NO_STEREO!r} count", at("survey_stats"))
+        raise UserError(f"survey_stats must be an object with a {NO_STEREO!r} count", at_column(where, "survey_stats"))
     for group, value in stats.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise UserError(f"votes must be a whole number >= 0, got {value!r}", at(f"survey_stats.{group}"))
+            raise UserError(f"votes must be a whole number >= 0, got {value!r}",
+                            at_column(where, f"survey_stats.{group}"))
     return category, stereotype, stats

@@ -30,8 +30,7 @@ class SurveyResult:
                             tuple(self.votes) if self.survey_type == 2 else ())
 
     def as_stats(self) -> str:
-        parts = [f"{g} {v}" for g, v in self.votes.items()] + [f"no stereotype {self.no_stereotype}"]
-        return ", ".join(parts)
+        return ", ".join([f"{g} {v}" for g, v in self.votes.items()] + [f"no stereotype {self.no_stereotype}"])
 
 
 @dataclass(frozen=True)
@@ -63,12 +62,10 @@ def check_votes(category: str, stereotype: str, votes: dict[str, int], no_stereo
     group_list = lists.get(category)
     if group_list is None:
         raise UserError(f"type-1 result for {category}, but the profile has no group list for {category}", where)
-    unknown = [g for g in votes if g not in group_list.groups]
-    if unknown:
+    if unknown := [g for g in votes if g not in group_list.groups]:
         raise UserError(f"unknown group name(s) {', '.join(map(repr, unknown))} for {category}; "
                         f"known: {', '.join(group_list.groups)}", where)
-    over = {g: v for g, v in {**votes, NO_STEREO: no_stereo}.items() if v > respondents}
-    if over:
+    if over := {g: v for g, v in {**votes, NO_STEREO: no_stereo}.items() if v > respondents}:
         raise UserError(f"more votes than the {respondents} respondents: {over}", where)
 
 

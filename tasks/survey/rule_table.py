@@ -123,10 +123,6 @@ def rules_of(subject: str) -> tuple[SurveyRule, ...]:
     return tuple(rule for rule in RULE_TABLE if rule.subject == subject)
 
 
-def rule_named(name: str) -> SurveyRule | None:
-    return next((rule for rule in RULE_TABLE if rule.name == name), None)
-
-
 def effect_rows() -> list[SurveyRule]:
     """The rules with a row in funnel.md's "each rule's own effect", in their rows' order."""
     return sorted((rule for rule in RULE_TABLE if rule.funnel_row), key=lambda rule: rule.funnel_row)
@@ -171,7 +167,7 @@ def load_overrides(path: Path) -> list[Override]:
         subject = STEREOTYPE if template_id is None else TEMPLATE
         if subject == STEREOTYPE and not row["stereotype"]:
             raise UserError("give a stereotype or a template_id", at_column(at, "stereotype"))
-        named = rule_named(rule)
+        named = next((known for known in RULE_TABLE if known.name == rule), None)
         if named is None or named.subject != subject:
             names = sorted(r.name for r in rules_of(subject))
             raise UserError(f"rule {rule!r} is not a {subject} rule ({', '.join(names)})", at_column(at, "rule"))
@@ -225,8 +221,7 @@ class OverrideIndex:
 
     def check_all_claimed(self, overrides: list[Override]) -> None:
         """Raise for the first override (file order) that matched no candidate template or stereotype rule."""
-        stale = [o for o in overrides if id(o) not in self.claimed]
-        if stale:
+        if stale := [o for o in overrides if id(o) not in self.claimed]:
             first = stale[0]
             raise UserError(f"override for {override_subject(first)} ({first.rule}) matches no candidate template "
                             "or stereotype rule", first.where)

@@ -41,9 +41,7 @@ def norm(text: str) -> str:
     return normalise_text(text)[0]
 
 
-def group_key(label: str) -> tuple[str, ...]:
-    """A group label as a set of names (``tasks.templates.versions.group_names``): "a, b" and "b, a" are one group."""
-    return group_names(label)
+group_key = group_names  # a group label as a set of names: "a, b" and "b, a" are one group
 
 
 def row_groups(row: TemplateRow) -> tuple[set[str], set[str]]:
@@ -132,9 +130,7 @@ class Stereotype:
 
     @property
     def label(self) -> str:
-        if self.survey_type == 2:
-            return f"{self.text} ({self.groups[0]} vs {self.groups[1]})"
-        return self.text
+        return f"{self.text} ({self.groups[0]} vs {self.groups[1]})" if self.survey_type == 2 else self.text
 
 
 def type_decision(stage: str, stereotype: Stereotype, numbers: dict[str, object]) -> Decision:
@@ -157,8 +153,7 @@ def _marker(template: TemplateRow, findings: list[Finding]) -> tuple[bool, str]:
             findings.append(Finding("error", template.where(MARKER_COLUMN), "bad-marker",
                                     f"{value!r} is not yes or no"))
         return False, MARKER_COLUMN
-    stats = template.columns.get(RELEASED_STATS_COLUMN, "").strip()
-    if stats:
+    if stats := template.columns.get(RELEASED_STATS_COLUMN, "").strip():
         try:
             parsed = ast.literal_eval(stats)
         except (ValueError, SyntaxError):

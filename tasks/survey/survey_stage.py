@@ -18,16 +18,14 @@ from core.profile import Profile
 from core.stage_contract import Context, StageOutput, Waiting, require
 from core.tables import delimited_text, write_csv_rows
 from tasks.templates.stage_templates import checked_templates
-from tasks.survey.apply import apply_survey_rules
+from tasks.survey.apply import SurveyOutcome, apply_survey_rules
 from tasks.survey.funnel import RULE_EFFECT_COLUMNS, render_funnel, render_group_check, rule_effects
 from tasks.survey.inputs import SurveyInputs, pipeline_inputs
-from tasks.survey.apply import SurveyOutcome
 from tasks.survey.results import NO_STEREO, SurveyResults
 from tasks.survey.rule_table import TEMPLATE, rules_of
 from tasks.templates.load import TemplateRow
 
 NAME = "survey"
-LOG = "survey"  # a one-off run's decisions: decisions_survey.csv (and .parquet)
 FUNNEL = "funnel.md"
 GROUP_CHECK = "survey_agreement.md"  # the group check's file keeps its first name
 QUOTA_COLUMNS = ["question_id", "what", "expected", "actual"]
@@ -145,7 +143,7 @@ def run(ctx: Context) -> StageOutput:
     folder = ctx.stage_dir(NAME)
     reports = {**{f"report:{name}": write_text(folder / name, text) for name, text in stage.reports.items()},
                **write_results(stage.outcome.results, folder)}  # the role "report:..." copies it into the release
-    write_decisions_parquet(stage.decisions, ctx.decisions_file(NAME, LOG).with_suffix(".parquet"))
+    write_decisions_parquet(stage.decisions, ctx.decisions_file(NAME, "survey").with_suffix(".parquet"))
     rows = checked_templates(ctx, ctx.templates_file())[0].templates  # type: ignore[arg-type]  (read once, by outcome)
     ids, kept = len({t.template_key for t in rows}), len({t.template_key for t in stage.kept})
     funnel = [dict(zip(RULE_EFFECT_COLUMNS, row)) for row in rule_effects(stage.outcome)]

@@ -89,8 +89,7 @@ def template_files(path: Path, categories: list[str] | None = None) -> list[Path
 
 def read_bbq_file(path: Path) -> tuple[list[BBQTemplate], list[Finding]]:
     header, records = read_records(path)
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
+    if missing := [c for c in REQUIRED_COLUMNS if c not in header]:
         raise UserError(f"missing column(s) {', '.join(missing)}; found {', '.join(header)}", path)
     category = category_of(path)
     templates, findings = [], []

@@ -112,8 +112,7 @@ def read_tsv(path: Path) -> tuple[list[str], list[dict[str, str]], list[int]]:
     if not lines or not any(lines[0]):
         raise UserError("empty file; expected a header row", path)
     header = [h.strip() for h in lines[0]]
-    repeated = sorted({h for h in header if header.count(h) > 1})
-    if repeated:
+    if repeated := sorted({h for h in header if header.count(h) > 1}):
         raise UserError(f"duplicate column(s) {', '.join(repeated)} in the header", Location(str(path), 1))
     rows, numbers = [], []
     for number, values in enumerate(lines[1:], start=2):
@@ -165,8 +164,7 @@ def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None
     ``allowed`` characters), then parsing (slot lists split at the profile's ``separators``). Missing columns are fatal
     (nothing else can be checked); every other problem is a finding."""
     header, rows, numbers = read_tsv(path)
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
+    if missing := [c for c in REQUIRED_COLUMNS if c not in header]:
         raise UserError(f"missing required column(s): {', '.join(missing)}; "
                         f"a KoBBQ template file needs {', '.join(REQUIRED_COLUMNS)}", path)
     applied = apply_corrections(rows, numbers, [_row_key(r) for r in rows], path, corrections or [])

@@ -60,39 +60,29 @@ class CharKind(NamedTuple):
 
 
 @cache
-def _char_kinds(own: tuple[str, ...], sentence: tuple[str, ...]) -> dict[str, CharKind]:
-    """The kinds of the characters met so far under one writing: texts share a few hundred characters, and three
-    Unicode-property matches for every character of every text were most of the template checks' time."""
-    return {}
-
-
 def _char_kind(char: str, own: tuple[str, ...], sentence: tuple[str, ...]) -> CharKind:
-    """A character's kind under a writing; letters of the Common and Inherited scripts (the long-vowel mark ー,
-    combining marks) belong to every language, so they are not counted."""
+    """A character's kind under a writing, worked out once (texts share a few hundred characters, and three
+    Unicode-property matches for every character of every text were most of the template checks' time); letters of
+    the Common and Inherited scripts (the long-vowel mark ー, combining marks) belong to every language, so they are
+    not counted."""
     if not _LETTER.match(char) or _SHARED.match(char):
         return CharKind(0, 0, 0)
     return CharKind(1, int(not _script_pattern(own).match(char)), int(bool(_script_pattern(sentence).match(char))))
 
 
 def count_letters(text: str, writing: WritingProfile) -> LetterCount:
-    """The letters of ``text`` by kind, each distinct character classified once (``_char_kinds``)."""
+    """The letters of ``text`` by kind, each distinct character classified once (``_char_kind``)."""
     own, sentence = tuple(writing.scripts), tuple(writing.sentence_scripts or writing.scripts)
-    kinds = _char_kinds(own, sentence)
     letters = foreign = in_sentence = 0
     for char, times in Counter(text).items():
-        kind = kinds.get(char)
-        if kind is None:
-            kind = kinds[char] = _char_kind(char, own, sentence)
+        kind = _char_kind(char, own, sentence)
         letters += kind.letter * times
         foreign += kind.foreign * times
         in_sentence += kind.sentence * times
-    runs = _foreign_runs(text, kinds) if foreign else []
+    # The runs of foreign letters as written, for the message: a second walk, only for a text that has one.
+    runs = ["".join(run) for is_foreign, run in groupby(text, lambda char: _char_kind(char, own, sentence).foreign)
+            if is_foreign] if foreign else []
     return LetterCount(letters, foreign, in_sentence, ", ".join(dict.fromkeys(runs[:5])))
-
-
-def _foreign_runs(text: str, kinds: dict[str, CharKind]) -> list[str]:
-    """The runs of foreign letters as written, for the message: a second walk, only for a text that has one."""
-    return ["".join(run) for is_foreign, run in groupby(text, lambda char: kinds[char].foreign) if is_foreign]
 
 
 def scripts_of(text: str) -> list[str]:

@@ -57,8 +57,7 @@ def list_findings(where: Location, name: str, items: tuple[str, ...], profile: P
     language written without spaces between words, an item with a space is probably two: a warning."""
     first = profile.templates.list_separators[0]
     findings = []
-    foreign = foreign_separators(items, profile.templates.separators)
-    if foreign:
+    if foreign := foreign_separators(items, profile.templates.separators):
         accepted = " ".join(repr(s) for s in profile.templates.separators)
         written = " ".join(repr(c) for c in foreign)
         addable = f", or add {foreign[0]!r} to [templates] list_separators" if foreign[0] != ";" else ""
@@ -139,7 +138,6 @@ def bracket_problems(text: str) -> list[str]:
     if depth:
         problems.append("a '[' is never closed")
     # Anything bracketed that is not slot syntax, e.g. '[n1: a]' or '[N1 a, b]'.
-    stripped = INLINE_SLOT.sub("", text)
-    for match in _BRACKETED.finditer(stripped):
+    for match in _BRACKETED.finditer(INLINE_SLOT.sub("", text)):
         problems.append(f"{match.group(0)[:40]!r} is bracketed but is not slot syntax '[NAME: item, item]'")
     return problems

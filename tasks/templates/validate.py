@@ -28,7 +28,7 @@ from tasks.templates.kobbq_format import expand_templates, fill_count
 from tasks.templates.load import TEXT_COLUMNS, LoadedTemplates, TemplateRow, load_kobbq_templates
 from tasks.templates.scripts import profile_script_findings, script_findings, slot_text
 from tasks.templates.slots import PERSON_SLOTS, bracket_problems, list_findings
-from tasks.templates.versions import version_findings
+from tasks.templates.versions import partner_version, version_findings
 from tasks.templates.workbook import PLACEHOLDER, Vocabulary, forms_by_label, load_workbook_templates, matching_rule
 from tasks.templates.workbook_format import expand_workbook
 
@@ -105,8 +105,7 @@ def check_row(template: TemplateRow, profile: Profile) -> list[Finding]:
     used: set[str] = set()
     parsed = template.parsed
     for field, column in TEXT_COLUMNS.items():
-        text = template.texts[field]
-        for problem in bracket_problems(text):
+        for problem in bracket_problems(template.texts[field]):
             add("error", column, "brackets", problem)
         if profile.writing is not None:
             findings.extend(script_findings(template.where(column), slot_text(parsed[field]), profile.writing,
@@ -164,12 +163,10 @@ def check_keys_and_pairs(templates: list[TemplateRow], profile: Profile) -> list
             continue
         seen[template.key] = template
         by_template[template.template_key][template.version] = template
-    partners = dict(zip(profile.templates.counter_biased_versions, profile.templates.swapped_versions))
-    partners.update({b: a for a, b in partners.items()})
     for versions in by_template.values():
         for version, template in versions.items():
-            partner = partners.get(version)
-            if partner is not None and partner not in versions:
+            partner = partner_version(version, profile)
+            if partner != "?" and partner not in versions:
                 findings.append(Finding("error", template.where("version"), "unpaired",
                                         f"version {version} of {template.category} template "
                                         f"{template.template_id} has no version {partner}"))
@@ -289,13 +286,9 @@ TEMPLATE_FORMATS = {fmt.name: fmt for fmt in (
 )}
 
 
-def format_name(profile: Profile) -> str:
-    """The profile's template format: ``workbook`` when it describes its workbooks, else ``kobbq``."""
-    return "workbook" if profile.templates.workbook is not None else "kobbq"
-
-
 def template_format(profile: Profile) -> TemplateFormat:
-    return TEMPLATE_FORMATS[format_name(profile)]
+    """The profile's template format: ``workbook`` when it describes its workbooks, else ``kobbq``."""
+    return TEMPLATE_FORMATS["workbook" if profile.templates.workbook is not None else "kobbq"]
 
 
 def load_templates(path: Path, profile: Profile, corrections: list[Correction] | None = None) -> LoadedTemplates:

@@ -159,8 +159,7 @@ class FillError(ValueError):
 def _person_value(spec: str, label: str, candidate: Candidate, ctx: RowContext) -> tuple[str, str]:
     """(text value, display name) of a person placeholder."""
     value = candidate.text
-    form_column = ctx.fmt.gender_forms.get(ctx.gender)
-    if form_column:
+    if form_column := ctx.fmt.gender_forms.get(ctx.gender):
         word = next((w for w in ctx.words if w.get(ctx.fmt.word_value) == candidate.value), None)
         if word is not None and word.get(form_column):
             value = str(word[form_column])

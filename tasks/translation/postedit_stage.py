@@ -74,8 +74,7 @@ def link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile
     for subject, rows in sorted(by_template.items()):
         first = rows[0]
         link = bbq_subject(first.bbq_category, first.bbq_id) if first.bbq_category and first.bbq_id else ""
-        sources = bbq_by_subject.get(link, [])
-        if sources:
+        if sources := bbq_by_subject.get(link, []):
             linked_sets[(first.category, first.label)].add(link)
             made_from[link].append(subject)
             rows_linked += len(rows)
@@ -109,8 +108,7 @@ def link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile
 def returned_workbooks(ctx: Context) -> list[Path]:
     """The translator's workbooks: the ones the pipeline names one by one, else each workbook sent out, by its
     name in the folder they are returned to (waits for any not there yet)."""
-    given = ctx.pipeline.config.translation.workbooks
-    if given:
+    if given := ctx.pipeline.config.translation.workbooks:
         return [ctx.file(path) for path in given]  # type: ignore[misc]
     sent_dir = ctx.output("pretranslate", "workbooks")
     sent = sorted(sent_dir.glob("*.xlsx")) if sent_dir else []
@@ -118,8 +116,7 @@ def returned_workbooks(ctx: Context) -> list[Path]:
     hint = (f"Send {', '.join(p.name for p in sent)} (in {sent[0].parent if sent else 'the work folder'}) to the "
             f"translator and put the returned workbooks, same names, in {returned_dir}.")
     require(returned_dir, "the translator's post-edited workbooks", hint)
-    missing = [p.name for p in sent if not (returned_dir / p.name).exists()]
-    if missing:
+    if missing := [p.name for p in sent if not (returned_dir / p.name).exists()]:
         raise Waiting(f"the translator's post-edited workbooks: {', '.join(missing)} not yet in {returned_dir}", hint)
     return [returned_dir / p.name for p in sent]  # type: ignore[operator]
 

@@ -227,7 +227,7 @@ def pretranslate(templates: list[BBQTemplate], translator: Translator, cache_pat
     # The target format's slots: a workbook format keeps BBQ's {{NAME1}}, KoBBQ's TSV writes [N1].
     style = BBQ_SLOTS if profile.templates.workbook is not None else KOBBQ_SLOTS
     drafts, flagged, substitutions = build_drafts(templates, protected, answers, glossary, mode, style)
-    decisions = draft_decisions(drafts, flagged, substitutions, protected, answers, choice, glossary)
+    decisions = draft_decisions(drafts, substitutions, protected, choice, glossary)
     return PretranslationResult(drafts, decisions, billed, from_cache, flagged, len(sents), left, stopped, mode,
                                 substitutions)
 
@@ -287,9 +287,8 @@ def build_drafts(templates: list[BBQTemplate], protected: dict[str, Protected],
     return drafts, flagged, substitutions
 
 
-def draft_decisions(drafts: list[Draft], flagged: list[Finding], substitutions: list[Substitution],
-                    protected: dict[str, Protected], answers: dict[str, CachedTranslation], choice: ModeChoice,
-                    glossary: Glossary = EMPTY_GLOSSARY) -> list[Decision]:
+def draft_decisions(drafts: list[Draft], substitutions: list[Substitution], protected: dict[str, Protected],
+                    choice: ModeChoice, glossary: Glossary = EMPTY_GLOSSARY) -> list[Decision]:
     """One decision per BBQ template (its rows together), one per template's glossary substitutions, and how the
     glossary was applied (when the profile has one)."""
     mode = choice.mode

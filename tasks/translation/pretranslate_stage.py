@@ -37,8 +37,7 @@ def translatable_templates(bbq_path: Path, labels_path: Path, profile: Profile
 def check_target_language(profile: Profile) -> None:
     """Before a live run starts anything: one clear error when DeepL does not translate into the profile's
     language (Catalan). Without a key in the environment there is nothing to ask; the run checks again."""
-    key = os.environ.get(KEY_VARIABLE)
-    if key:
+    if key := os.environ.get(KEY_VARIABLE):
         try:
             require_target_language(translator_for(key), profile.translation.target_lang(profile.language), profile)
         except TranslationStopped:

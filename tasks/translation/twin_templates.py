@@ -132,8 +132,7 @@ def version_plan(template: TwinTemplate, profile: Profile) -> tuple[dict[str, st
     """Each BBQ version's letter in the twin (a version whose role is the other's exchanges letters with its
     partner), and why; None when BBQ's info cannot tell the roles."""
     roles = template.roles()
-    unknown = sorted(v for v, role in roles.items() if role is None)
-    if unknown:
+    if unknown := sorted(v for v, role in roles.items() if role is None):
         return None, (f"BBQ's answer info cannot tell the role of version(s) {', '.join(unknown)} (NAME1_info, "
                       "NAME2_info and Known_stereotyped_groups must name exactly one person of a stereotyped group)")
     counter = profile.templates.counter_biased_versions

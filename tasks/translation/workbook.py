@@ -218,8 +218,7 @@ def instruction_lines(profile: Profile) -> list[str]:
     """The Instructions sheet: the culture's own, whole (its folder's postedit_instructions.txt, in the translator's
     language and terms, the version convention and the cells to fill included), else a culture-neutral English
     text with the version convention and what each extra cell takes."""
-    path = profile.existing_file("postedit_instructions")
-    if path:
+    if path := profile.existing_file("postedit_instructions"):
         return read_text(path, "post-edit instructions file").splitlines()
     cells = profile.translation.row_cells
     return neutral_instructions(profile) + version_lines(profile) + (
