@@ -106,13 +106,16 @@ def consensus_decisions(final: FinalLabel, votes: dict[str, str] | None) -> list
         override = counts.get(final.label, 0) < top
         if override:
             vote_text += f" The consensus differs from the most-voted label ({top} of {len(votes)})."
-    decisions = [Decision(STAGE, "bbq_template", final.subject, "consensus-label", final.label,
-                          f"Consensus label {final.label} ({LABEL_MEANINGS[final.label]}): "
-                          f"{final.rationale or '(no rationale)'}.{vote_text}", numbers, override, str(final.where))]
+    decisions = [Decision(
+        stage=STAGE, subject_type="bbq_template", subject=final.subject, rule="consensus-label",
+        outcome=final.label, reason=f"Consensus label {final.label} ({LABEL_MEANINGS[final.label]}): "
+                                    f"{final.rationale or '(no rationale)'}.{vote_text}",
+        numbers=numbers, override=override, source=str(final.where))]
     if final.label == SR:
-        decisions.append(Decision(STAGE, "bbq_template", final.subject, "sample-removed", "drop",
-                                  "Labelled SR at consensus: excluded from translation and from the survey.",
-                                  {"label": SR}, source=str(final.where)))
+        decisions.append(Decision(
+            stage=STAGE, subject_type="bbq_template", subject=final.subject, rule="sample-removed",
+            outcome="drop", reason="Labelled SR at consensus: excluded from translation and from the survey.",
+            numbers={"label": SR}, source=str(final.where)))
     return decisions
 
 

@@ -138,16 +138,19 @@ def reference_labels(kobbq_templates: list[TemplateRow], bbq_templates: list[BBQ
         for link in template.links:
             linked_by.setdefault(link, []).append(template)
         if not template.links:
-            decisions.append(Decision(NAME, "template", template.subject, "reference-no-bbq-link", template.label,
-                                      f"released template {template.subject} has no BBQ link and label "
-                                      f"{template.label}: written directly in the target language",
-                                      {"label": template.label}, source=str(template.where)))
+            decisions.append(Decision(
+                stage=NAME, subject_type="template", subject=template.subject, rule="reference-no-bbq-link",
+                outcome=template.label,
+                reason=f"released template {template.subject} has no BBQ link and label {template.label}: "
+                       "written directly in the target language",
+                numbers={"label": template.label}, source=str(template.where)))
     for item in items:
         linking = linked_by.get(item.subject, [])
         source = f"{item.rows[0].source} row {item.rows[0].row}"
         if not linking:
-            decisions.append(Decision(NAME, "bbq_template", item.subject, "reference-unlinked", UNLINKED,
-                                      UNLINKED_REASON, {"linked_templates": 0}, source=source))
+            decisions.append(Decision(stage=NAME, subject_type="bbq_template", subject=item.subject,
+                                      rule="reference-unlinked", outcome=UNLINKED, reason=UNLINKED_REASON,
+                                      numbers={"linked_templates": 0}, source=source))
             continue
         labels = sorted({t.label for t in linking})
         names = [t.subject for t in linking]
@@ -157,8 +160,9 @@ def reference_labels(kobbq_templates: list[TemplateRow], bbq_templates: list[BBQ
         if outcome == "conflict":
             findings.append(Finding("error", linking[0].where, "link-label-conflict",
                                     f"{item.subject} is linked with different labels: {reason}"))
-        decisions.append(Decision(NAME, "bbq_template", item.subject, "reference-link", outcome, reason,
-                                  {"linked_templates": len(linking), "templates": names},
+        decisions.append(Decision(stage=NAME, subject_type="bbq_template", subject=item.subject,
+                                  rule="reference-link", outcome=outcome, reason=reason,
+                                  numbers={"linked_templates": len(linking), "templates": names},
                                   source=", ".join(str(t.where) for t in linking)))
     shared = {subject: tuple(t.subject for t in linking) for subject, linking in linked_by.items() if len(linking) > 1}
     rows = _table_rows(items, released, decisions, profile)

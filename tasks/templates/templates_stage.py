@@ -72,11 +72,13 @@ def clash_findings(templates: list[TemplateRow], others: list[TemplateRow]) -> l
 
 
 def nc_decisions(templates: list[TemplateRow], profile: Profile) -> list[Decision]:
-    return [Decision(LABELS_STAGE, "template", template_subject(category, template_id), "newly-created", NC,
-                     f"Written directly in {profile.language} ({len(rows)} row(s), versions "
-                     f"{', '.join(r.version for r in rows)}); no BBQ source, so labelled {NC} and validated like "
-                     "every template.", {"rows": len(rows)}, source=f"{Path(rows[0].source).name} row {rows[0].row}")
-            for (category, template_id), rows in rows_by_template(templates).items()]
+    return [Decision(
+        stage=LABELS_STAGE, subject_type="template", subject=template_subject(category, template_id), rule="newly-created",
+        outcome=NC,
+        reason=f"Written directly in {profile.language} ({len(rows)} row(s), versions "
+               f"{', '.join(r.version for r in rows)}); no BBQ source, so labelled {NC} and validated like every template.",
+        numbers={"rows": len(rows)}, source=f"{Path(rows[0].source).name} row {rows[0].row}")
+        for (category, template_id), rows in rows_by_template(templates).items()]
 
 
 def import_newly_created(path: Path, profile: Profile, corrections: list[Correction] | None = None,
