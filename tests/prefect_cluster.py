@@ -119,6 +119,11 @@ class Cluster:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def machines(self, root: Path) -> "Cluster":
+        """Machines of their own (workers, commands, logs under ``root``) on this cluster's server: closing them stops
+        what was started through them, not the server (``stop_server`` and ``restart_server`` are this cluster's)."""
+        return Cluster(root, env=self.env, api_url=self.api_url)
+
     def start(self, command: list[str], env: dict[str, str], cwd: Path, log: Path, **kwargs) -> subprocess.Popen:
         with log.open("ab") as handle:
             process = subprocess.Popen(command, env=env, cwd=cwd, stdout=handle, stderr=subprocess.STDOUT,
