@@ -94,14 +94,16 @@ def lost_api(error: BaseException | None) -> bool:
 def connect() -> Iterator[None]:
     """The block's flow run goes to a server that answers; losing it during the block is one line."""
     check_prefect_home()
-    from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
+    from prefect.settings import (PREFECT_API_REQUEST_TIMEOUT, PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES,
+                                  temporary_settings)
 
     url = api_setting("url")
     if not url and os.environ.get(OPT_OUT) == "temporary":
         console.step(f"Prefect: a temporary server for this command (5-20 s), as {OPT_OUT}=temporary asks")
         yield
         return
-    if url and (found := problem(url)):
+    # As patient as the flow run's own client: a server slow to answer (a busy machine) is not a missing one.
+    if url and (found := problem(url, timeout=PREFECT_API_REQUEST_TIMEOUT.value())):
         raise UserError(found)
     url = url or background_server()
     try:  # a server gone during the build is said within seconds, not after minutes of retries

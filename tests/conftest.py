@@ -37,10 +37,25 @@ SLOW_MARKERS = {"flow", "realdata", "browser", "subprocess"}
 SLOW_FIXTURES = {"shared_data", "prefect_harness", "example_release"}
 
 
+# The slow run's longest tests (a minute or more each), run first: `-n 2` hands tests out in collection order, and a
+# long test handed out last keeps one worker busy while the other has nothing left (about 2 minutes of the run).
+LONG_FIRST = ("test_faults.py", "test_fuzz_release_state.py", "test_prefect_boundary.py", "test_prefect_server.py",
+              "test_eval_run_endpoint.py", "test_synthetic_culture.py", "test_pipeline_real.py",
+              "test_pipeline_example.py", "test_eval_parse.py", "test_fuzz_survey.py", "test_cli.py")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if SLOW_MARKERS & {m.name for m in item.iter_markers()} or SLOW_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=long_first)
+
+
+def long_first(item: pytest.Item) -> int:
+    """A slow test's rank in ``LONG_FIRST`` (the same on every worker: a stable sort of the same collection); any
+    other test after them, in collection order."""
+    name = item.path.name
+    return LONG_FIRST.index(name) if item.get_closest_marker("slow") and name in LONG_FIRST else len(LONG_FIRST)
 
 
 @pytest.fixture(scope="session")
@@ -101,10 +116,11 @@ def prefect_api_url(prefect_harness) -> str:
 
 
 @pytest.fixture(scope="session")
-def example_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def example_release(tmp_path_factory: pytest.TempPathFactory, prefect_harness) -> Path:
     """The embedded example's release, as ``kobbq build`` makes it (the whole example pipeline).
 
-    Built once per session (it starts Prefect, so every test using it is slow).
+    Built once per session, on the session's Prefect API (every test using it is slow): a temporary server of its
+    own would be a second Prefect start-up in a worker that has the session's.
     """
     from kobbq.cli import main
 

@@ -9,8 +9,9 @@ Two hypothesis profiles: ``fast`` (a few examples per target, in the default tes
 in-process with ``kobbq.cli.main``, and a run that gets past every check made before Prefect starts is
 stopped there, as ``ReachedPrefect``) and ``long`` (more examples, in the slow step: tests parametrised with
 ``FUZZ_PROFILES`` get ``long`` under the slow mark; some also run ``kobbq`` in a child process, Prefect
-included). No example database (``database=None``) and a fixed seed (``KOBBQ_FUZZ_SEED``, default below),
-so two runs try the same inputs; a failure prints the seed and hypothesis' reproduction blob.
+included, on the session's Prefect API). No example database (``database=None``) and a fixed seed
+(``KOBBQ_FUZZ_SEED``, default below), so two runs try the same inputs; a failure prints the seed and hypothesis'
+reproduction blob.
 """
 
 from __future__ import annotations
@@ -322,12 +323,17 @@ def run_in_process(argv: list[str], cwd: Path) -> Outcome:
     return Outcome(code, out.getvalue(), err.getvalue())
 
 
-def run_subprocess(argv: list[str], cwd: Path, timeout: float = 600) -> Outcome:
-    """``python -m kobbq ARGV`` in ``cwd``, Prefect and all."""
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    done = subprocess.run([sys.executable, "-m", "kobbq", *argv], cwd=cwd, capture_output=True, text=True,
-                          errors="replace", timeout=timeout, env=env)
-    return Outcome(done.returncode, done.stdout, done.stderr)
+def in_child(api_url: str) -> Callable[[list[str], Path], Outcome]:
+    """A runner of ``python -m kobbq ARGV`` in ``cwd``, Prefect and all, its flow runs on the Prefect API at
+    ``api_url`` (the session's, ``prefect_api_url``): what is fuzzed is the command's input, not Prefect's start-up,
+    which a temporary server per command would pay again for every example (5-20 s each)."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "PREFECT_API_URL": api_url}
+
+    def run(argv: list[str], cwd: Path, timeout: float = 600) -> Outcome:
+        done = subprocess.run([sys.executable, "-m", "kobbq", *argv], cwd=cwd, capture_output=True, text=True,
+                              errors="replace", timeout=timeout, env=env)
+        return Outcome(done.returncode, done.stdout, done.stderr)
+    return run
 
 
 def snapshot(root: Path) -> dict[str, str]:

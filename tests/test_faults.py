@@ -44,10 +44,12 @@ def complete(release: Path) -> bool:
 
 
 @pytest.fixture(scope="module")
-def previous(tmp_path_factory) -> Path:
-    """A published release of the example, copied into each case's folder."""
+def previous(tmp_path_factory, prefect_api_url) -> Path:
+    """A published release of the example, copied into each case's folder (built on the session's Prefect API: the
+    builds that are killed start their own temporary server, the child on record)."""
     folder = tmp_path_factory.mktemp("previous")
-    done = subprocess.run(BUILD, cwd=folder, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(BUILD, cwd=folder, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PREFECT_API_URL": prefect_api_url})
     assert done.returncode == 0, done.stderr
     return folder / "out"
 
@@ -59,12 +61,22 @@ def start(case: Path, phase: str) -> subprocess.Popen:
         return subprocess.Popen([*BUILD, "--force"], cwd=case, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
 
 
-def wait_for_pause(case: Path, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 300
-    while not (case / "paused").exists():
-        assert process.poll() is None, (case / "stderr.txt").read_text()
-        assert time.monotonic() < deadline, "the build never reached its phase"
+def signal_each_as_it_pauses(phase: str, cases: dict[signal.Signals, tuple[Path, subprocess.Popen]]
+                             ) -> dict[signal.Signals, list[tuple[int, int]]]:
+    """Each build given its signal as soon as it has paused, whichever pauses first: a pause lasts at most
+    ``interrupt.PAUSE_SECONDS`` (120 s), and a build left paused while another is waited for (minutes apart at load
+    10) would time out, finish and remove the run record read here. Each build's recorded children."""
+    recorded: dict[signal.Signals, list[tuple[int, int]]] = {}
+    deadline = time.monotonic() + 600  # three builds starting Prefect side by side: minutes at load 10
+    while len(recorded) < len(cases):
+        for signum, (case, process) in cases.items():
+            if signum not in recorded and (case / "paused").exists():
+                recorded[signum] = signalled(phase, signum, case, process)
+            elif signum not in recorded:
+                assert process.poll() is None, (case / "stderr.txt").read_text()
+        assert time.monotonic() < deadline, "the builds never reached their phase"
         time.sleep(0.1)
+    return recorded
 
 
 def recorded_children(case: Path, pid: int) -> list[tuple[int, int]]:
@@ -80,26 +92,11 @@ def test_a_build_killed_at_each_phase_leaves_nothing_behind(tmp_path, previous, 
         case = tmp_path / signum.name
         shutil.copytree(previous, case / "out")
         cases[signum] = (case, start(case, phase))
-    for signum, (case, process) in cases.items():
-        wait_for_pause(case, process)
-        children = recorded_children(case, process.pid)
-        assert children, "Prefect's API server runs as a child and is on record"
-        sent = time.monotonic()
-        process.send_signal(signum)
-        process.wait(timeout=60)
-        waited = time.monotonic() - sent
-        stderr = (case / "stderr.txt").read_text()
-
-        if signum != signal.SIGKILL:
-            assert waited < 5, f"{signum.name} at {phase}: exit took {waited:.1f} s"
-            assert process.returncode == {signal.SIGTERM: 143, signal.SIGINT: 130}[signum]
-            assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("interrupted")
-            assert not [c for c in children if is_running(*c)], f"{signum.name} at {phase}: children left"
-            assert not list((case / "out").glob(".staging-*"))
-
+    recorded = signal_each_as_it_pauses(phase, cases)  # all three, before any next command runs
+    for signum, (case, _) in cases.items():
         after_next = subprocess.run(BUILD, cwd=case, capture_output=True, text=True, timeout=600)
         assert after_next.returncode == 0, after_next.stderr
-        assert not [c for c in children if is_running(*c)], f"{signum.name} at {phase}: orphans left"
+        assert not [c for c in recorded[signum] if is_running(*c)], f"{signum.name} at {phase}: orphans left"
         leftovers = [p.name for p in (case / "out").iterdir() if p.name.startswith((".staging-", ".retired-"))]
         assert leftovers == []
         release = case / "out" / "KoBBQ"
@@ -107,3 +104,22 @@ def test_a_build_killed_at_each_phase_leaves_nothing_behind(tmp_path, previous, 
             assert complete(release)  # the signal waited for the renames: the new release, whole
         else:
             assert release_files(release) == before  # the previous release, untouched
+
+
+def signalled(phase: str, signum: signal.Signals, case: Path, process: subprocess.Popen) -> list[tuple[int, int]]:
+    """The build paused at ``phase`` given ``signum``; what SIGTERM and SIGINT promise checked; its recorded children
+    (a SIGKILLed build's are the next command's to end)."""
+    children = recorded_children(case, process.pid)
+    assert children, "Prefect's API server runs as a child and is on record"
+    sent = time.monotonic()
+    process.send_signal(signum)
+    process.wait(timeout=60)
+    waited = time.monotonic() - sent
+    stderr = (case / "stderr.txt").read_text()
+    if signum != signal.SIGKILL:
+        assert waited < 5, f"{signum.name} at {phase}: exit took {waited:.1f} s"
+        assert process.returncode == {signal.SIGTERM: 143, signal.SIGINT: 130}[signum]
+        assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("interrupted")
+        assert not [c for c in children if is_running(*c)], f"{signum.name} at {phase}: children left"
+        assert not list((case / "out").glob(".staging-*"))
+    return children

@@ -11,7 +11,7 @@ import pytest
 
 from core.paths import EXAMPLE_PIPELINE
 from fuzzing import (FUZZ_PROFILES, STATUS_RECORD, check_command, fuzz, malformed_toml, previous_release,
-                     run_subprocess, workspace, write)
+                     in_child, workspace, write)
 
 __all__ = ["previous_release"]
 
@@ -49,7 +49,8 @@ def test_malformed_pipeline_file(profile, previous_release):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_malformed_pipeline_file_run_to_the_end(previous_release):
+def test_malformed_pipeline_file_run_to_the_end(previous_release, prefect_api_url):
     """Child processes, Prefect included: a damaged file that still loads runs the example's stages."""
+    child = in_child(prefect_api_url)
     fuzz("long", malformed_toml(PIPELINE, max_damages=1),
-         lambda data: check_pipeline(data, previous_release, run_subprocess), long=2)
+         lambda data: check_pipeline(data, previous_release, child), long=2)

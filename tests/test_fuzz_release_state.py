@@ -19,7 +19,7 @@ from core.pipeline_file import DONE, StageState, load_pipeline
 from tasks.pipeline.stages import STAGES
 from core.release_folder import ReleaseFolder
 from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, STATUS_RECORD, check_command, fuzz, malformed_json,
-                     previous_release, run_subprocess, workspace, write)
+                     in_child, previous_release, workspace, write)
 from test_fuzz_pipeline import PIPELINE
 
 __all__ = ["previous_release"]
@@ -48,10 +48,9 @@ def test_malformed_manifest(profile, previous_release):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_malformed_manifest_built_to_the_end(previous_release):
-    manifest = (previous_release / "manifest.json").read_bytes()
-    fuzz("long", malformed_json(manifest), lambda data: check_manifest(data, previous_release, run_subprocess),
-         long=5)
+def test_malformed_manifest_built_to_the_end(previous_release, prefect_api_url):
+    manifest, child = (previous_release / "manifest.json").read_bytes(), in_child(prefect_api_url)
+    fuzz("long", malformed_json(manifest), lambda data: check_manifest(data, previous_release, child), long=5)
 
 
 # --- stage-state files ----------------------------------------------------------------------------------
@@ -106,10 +105,10 @@ def test_malformed_stage_state(profile, previous_release):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_malformed_stage_state_of_a_real_run(example_release):
+def test_malformed_stage_state_of_a_real_run(example_release, prefect_api_url):
     """The example pipeline's own build folder (every stage done), one state file damaged, in child processes."""
     build = example_release.parent
     (own,) = (build / "KoBBQ-example.pipeline").iterdir()
     states = {stage: (own / f"{stage}.json").read_bytes() for stage in STAGES if (own / f"{stage}.json").exists()}
-    fuzz("long", malformed_states(states), lambda case: check_state(case, example_release, build, run_subprocess),
-         long=2)
+    child = in_child(prefect_api_url)
+    fuzz("long", malformed_states(states), lambda case: check_state(case, example_release, build, child), long=2)

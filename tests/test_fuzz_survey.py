@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.profile import load_profile
 from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_json, malformed_table,
-                     previous_release, run_subprocess, workspace, write)
+                     previous_release, in_child, workspace, write)
 from tasks.survey.survey_stage import released_format
 from tasks.survey.inputs import SurveyInputs
 
@@ -76,5 +76,6 @@ def test_malformed_survey_results(profile, previous_release):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_malformed_survey_results_built_to_the_end(previous_release):
-    fuzz("long", malformed_survey(), lambda files: check_survey(files, previous_release, run_subprocess), long=3)
+def test_malformed_survey_results_built_to_the_end(previous_release, prefect_api_url):
+    child = in_child(prefect_api_url)
+    fuzz("long", malformed_survey(), lambda files: check_survey(files, previous_release, child), long=3)

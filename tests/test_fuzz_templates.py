@@ -12,7 +12,7 @@ from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from core.paths import EXAMPLE_TEMPLATES
 from fuzzing import (BYTE_DAMAGE, CELL, EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_table,
-                     previous_release, run_subprocess, workspace, write)
+                     previous_release, in_child, workspace, write)
 from test_generate import AGE_HEADER, AGE_ROW, _sheet
 
 __all__ = ["previous_release"]  # the fixture, imported for pytest
@@ -36,13 +36,15 @@ def test_malformed_template_tsv(profile, previous_release):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-def test_malformed_template_tsv_built_to_the_end(previous_release):
+def test_malformed_template_tsv_built_to_the_end(previous_release, prefect_api_url):
     """Child processes, Prefect included: a damaged file that still validates is built and published whole."""
+    child = in_child(prefect_api_url)
+
     def check(data: bytes) -> None:
         with workspace(previous_release) as root:
             write(root / "in" / "templates.tsv", data)
             check_command(["build", "--templates", "in/templates.tsv", *EXAMPLE_BUILD, "--quiet"], root,
-                          outputs=["build"], release="build/KoBBQ", runner=run_subprocess)
+                          outputs=["build"], release="build/KoBBQ", runner=child)
 
     fuzz("long", malformed_table(TEMPLATES, "\t", max_damages=1), check, long=4)
 
