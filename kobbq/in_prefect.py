@@ -46,10 +46,13 @@ def decisions_written(stage: str, out: Path) -> Path:
 
 def in_prefect(plan: Plan, args: argparse.Namespace) -> PipelineResult:
     """Prefect is imported (once the command has work for it) while the release checks' child imports its own
-    library; a library that cannot be imported is then one line, before a server is asked for."""
-    from flows.pipeline import run_command
-    from flows.server import connect
+    library; a library that cannot be imported is then one line, before a server is asked for. Prefect's home is
+    checked first: an unwritable one is one line, not Prefect's warning about it and then the line."""
+    from flows.server import check_prefect_home, connect
     from tasks.release.check_child import ready
+
+    check_prefect_home()
+    from flows.pipeline import run_command
 
     ready()
     with connect():

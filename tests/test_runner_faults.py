@@ -107,6 +107,24 @@ def test_a_prefect_home_that_cannot_be_written_is_one_line(tmp_path, capsys, mon
     assert "Prefect's home cannot be written" in one_error_line(capsys)
 
 
+@pytest.mark.slow
+def test_an_unwritable_prefect_home_is_one_line_in_a_fresh_process(tmp_path):
+    """In a process that has not imported Prefect yet, the home is checked before Prefect's import, which would
+    print its own warning about the home ahead of the error line."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PREFECT_HOME": "/proc/kobbq-prefect-home"}
+    env.pop("PREFECT_API_URL", None)
+    done = subprocess.run([sys.executable, "-m", "kobbq", "build", "--out", str(tmp_path / "out")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "error: /proc/kobbq-prefect-home: Prefect's home cannot be written (Prefect keeps its database and settings "
+        "there); set PREFECT_HOME to a folder that can be, or PREFECT_API_URL to a running server"], done.stderr
+
+
 def test_a_prefect_home_that_is_a_file_is_one_line_before_prefect_starts(tmp_path, capsys, monkeypatch):
     home = tmp_path / "home"
     home.write_text("not a folder\n", encoding="utf-8")
