@@ -21,7 +21,6 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from core.errors import UserError
-from core.release_name import check_release_name
 from core.text_files import read_toml
 
 
@@ -54,6 +53,25 @@ def _script(name: str) -> str:
     except regex.error:
         raise ValueError("must be a Unicode script name (e.g. Hangul, Han, Hiragana, Katakana, Latin, Arabic, "
                          "Devanagari, Cyrillic)") from None
+    return name
+
+
+RESERVED_PREFIXES = (".",)  # hidden names: the staging and retired folders of a publication start with "."
+MAX_NAME_BYTES = 200  # a release name's length in UTF-8 bytes: room for its lock, staging and .work names (255)
+
+
+def check_release_name(name: str) -> str:
+    """A release name (``--name``, a pipeline file's ``name``, a profile's ``[release] name``) is one plain folder
+    name: never ``.``, ``..``, a path, a hidden name, a control character (a newline would split every line that
+    names it) or a name too long for the files beside it, so the release is written exactly at ``<out>/<name>`` and
+    nowhere else."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith(RESERVED_PREFIXES) \
+            or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise UserError(f"release name {name!r} is not a plain folder name (no '/', '.', '..', leading '.' or "
+                        "control character); give a name such as KoBBQ, and --out for the folder it goes in")
+    if len(name.encode()) > MAX_NAME_BYTES:
+        raise UserError(f"release name of {len(name.encode())} bytes: at most {MAX_NAME_BYTES} (the files beside the "
+                        "release add to it, and a file name has at most 255); give a shorter --name")
     return name
 
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.atomic import write_text
+from core.domains import check_release_name
 from core.errors import UserError
 from core.fingerprint import sha256_file
 from core.profile import Profile
-from core.release_name import check_release_name
 from core.text_files import read_json
 
 # The release's own files, by the name every command uses: product code never spells one (tests/test_file_names.py).

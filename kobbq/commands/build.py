@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.domains import check_release_name
 from core.errors import UserError
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_PIPELINE
 from core.profile import profile_file
-from core.release_name import check_release_name
 from kobbq.arguments import OVERRIDES_HELP, add_corrections, add_profile, add_quiet, corrections_file, profile_of
 from kobbq.in_prefect import launcher
 
