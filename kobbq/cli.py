@@ -58,40 +58,31 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     with interrupt.handling_signals():
-        return dispatch(argv)
-
-
-def dispatch(argv: list[str] | None) -> int:
-    console.escape_what_cannot_be_shown()  # Korean text on an ASCII stdout: escapes, not a traceback
-    argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
-    if "_ARGCOMPLETE" in os.environ:  # the shell's completion hook runs the bare command: every parser is here
-        complete(parser)
-    args = parser.parse_args(argv)
-    args.words = argv  # the command as typed (a Prefect flow run is named after it)
-    if getattr(args, "handler", None) is None:
-        parser.print_help()
-        return 1
-    configure_environment(debug=args.debug)  # before any command imports Prefect
-    was_quiet = console.set_quiet(bool(getattr(args, "quiet", False)))
-    try:
-        return int(args.handler(args) or 0)
-    except UserError as exc:
-        if args.debug:
-            raise
-        print(f"error: {exc.render()}", file=sys.stderr)
-        return 1
-    except OSError as exc:  # a folder that cannot be written, a disk that is full: one line, not a traceback
-        if isinstance(exc, BrokenPipeError) and reader_gone(sys.stdout):  # not a child's or a server's pipe
-            quiet_stdout()
-            return CLOSED_PIPE_EXIT
-        if args.debug:
-            raise
-        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
-        return 1
-    finally:
-        interrupt.forget_run()
-        console.set_quiet(was_quiet)  # a command run in-process (a test's) leaves its caller's setting
+        console.escape_what_cannot_be_shown()  # Korean text on an ASCII stdout: escapes, not a traceback
+        argv = sys.argv[1:] if argv is None else argv
+        parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
+        if "_ARGCOMPLETE" in os.environ:  # the shell's completion hook runs the bare command: every parser is here
+            complete(parser)
+        args = parser.parse_args(argv)
+        args.words = argv  # the command as typed (a Prefect flow run is named after it)
+        if getattr(args, "handler", None) is None:
+            parser.print_help()
+            return 1
+        configure_environment(debug=args.debug)  # before any command imports Prefect
+        was_quiet = console.set_quiet(bool(getattr(args, "quiet", False)))
+        try:
+            return int(args.handler(args) or 0)
+        except (UserError, OSError) as exc:  # bad input, a folder that cannot be written, a full disk: one line
+            if isinstance(exc, BrokenPipeError) and reader_gone(sys.stdout):  # not a child's or a server's pipe
+                quiet_stdout()
+                return CLOSED_PIPE_EXIT
+            if args.debug:
+                raise
+            print(f"error: {exc.render() if isinstance(exc, UserError) else describe_os_error(exc)}", file=sys.stderr)
+            return 1
+        finally:
+            interrupt.forget_run()
+            console.set_quiet(was_quiet)  # a command run in-process (a test's) leaves its caller's setting
 
 
 def complete(parser: argparse.ArgumentParser) -> NoReturn:
