@@ -47,6 +47,8 @@ def run_step(args: argparse.Namespace) -> int:
     from tasks.evaluation import (answer_cache, client, compare, lm_eval_task, pool, prepared_folder, prompts, report,
                                   runs)
 
+    if args.out is not None:  # a read-only folder: one line now, not after the release is read or the work done
+        check_writable(args.out, create=False)
     return args.step(args)
 
 
@@ -81,7 +83,6 @@ def _register_prepare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
-    check_writable(args.out, create=False)  # a read-only folder: one line now, not after the release is read
     interrupt.leaves(f"{args.out} is as it was before (a preparation is moved in only once complete)")
     prepared = prompts.prepare_release(release_of(args), args.out, args.split, args.profile,
                                args.prompts, args.prompt_ids, args.allow_modified)
@@ -138,7 +139,6 @@ def resamples(text: str) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    check_writable(args.out, create=False)  # a read-only folder: one line now, not after the scoring
     interrupt.leaves(f"the result files in {args.out} are the previous ones (the new ones are moved in only once "
                      "all are written)")
     given = {f.name: getattr(args, f.name) for f in fields(report.ScoreRequest) if hasattr(args, f.name)}
@@ -168,8 +168,6 @@ def _register_compare(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    if args.out is not None:
-        check_writable(args.out, create=False)
     table = compare.comparison(compare.read_results(args.results), compare.metric_names(args.metrics))
     text = "\n".join(markdown_table(list(table.columns), table.itertuples(index=False), numbers_from=1)) + "\n"
     if args.out is not None:
@@ -263,7 +261,6 @@ def run_command(args: argparse.Namespace) -> int:
     for model in args.model:
         runs.check_model_name(model)
     cache_path = args.cache or args.out / "answer_cache.sqlite"
-    check_writable(args.out, create=False)
     check_writable(cache_path.parent, create=False)
     if args.limit and args.deployment:
         raise UserError("--limit is for a run from this machine; a run on a work pool (--deployment) answers every "
@@ -360,7 +357,6 @@ def score_answers(args: argparse.Namespace, answers: Path) -> int:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    check_writable(args.out, create=False)  # a read-only folder: one line now, not after the export
     release = release_of(args, args.prepared)
     interrupt.leaves(f"{args.out} is as it was before (the task files are moved in only once all are written)")
     with prepared_folder.staged(args.out) as staging, tempfile.TemporaryDirectory(prefix="kobbq-prepared-") as temp:
@@ -375,7 +371,6 @@ def export_command(args: argparse.Namespace) -> int:
 
 def import_command(args: argparse.Namespace) -> int:
     runs.check_model_name(args.model)
-    check_writable(args.out, create=False)
     for path in lm_eval_task.answers_from_log_samples(args.samples, args.model, args.out / runs.model_slug(args.model)):
         print(f"wrote {path}")
     return 0
