@@ -179,10 +179,6 @@ class Stage:
         the files, without importing them)."""
         return (self.module,)
 
-    def decisions_in(self, folder: Path) -> Path:
-        """The decisions file a one-off command of this stage writes into ``folder``."""
-        return one_off_decisions(folder, self.name, self.log)
-
     def run(self, ctx: Context) -> StageOutput:
         return importlib.import_module(self.module).run(ctx)
 

@@ -39,9 +39,10 @@ def run_alone(stage: str, config: PipelineConfig, profile: Profile, out: Path, a
 
 def decisions_written(stage: str, out: Path) -> Path:
     """The decisions file the one-off command of ``stage`` wrote into ``out``, as its contract names it."""
+    from core.stage_contract import one_off_decisions
     from tasks.pipeline.stages import STAGE_OF  # the stages' contracts: not for --help
 
-    return STAGE_OF[stage].decisions_in(out)
+    return one_off_decisions(out, stage, STAGE_OF[stage].log)
 
 
 def in_prefect(plan: Plan, args: argparse.Namespace) -> PipelineResult:
