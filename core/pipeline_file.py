@@ -86,11 +86,7 @@ class PipelineConfig(Strict):
 class Pipeline:
     path: Path  # the pipeline file (or, for a pipeline made from a command's arguments, where paths resolve from)
     config: PipelineConfig
-    key: str = ""  # names this pipeline's own state and work folders beside the release (``pipeline_key``)
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            object.__setattr__(self, "key", pipeline_key(self.path.stem, str(self.path.resolve())))
+    key: str  # names this pipeline's own state and work folders beside the release (``pipeline_key``)
 
     def file(self, value: str) -> Path | None:
         """A configured path, resolved against the pipeline file's folder; None when not configured."""
@@ -162,7 +158,9 @@ def check_start_inputs(pipeline: Pipeline) -> None:
 
 
 def load_pipeline(path: Path) -> Pipeline:
-    return Pipeline(path.resolve(), load_model(PipelineConfig, path, "pipeline file"))
+    resolved = path.resolve()
+    config = load_model(PipelineConfig, path, "pipeline file")
+    return Pipeline(resolved, config, pipeline_key(resolved.stem, str(resolved)))
 
 
 # --- stage state ------------------------------------------------------------------------------
