@@ -59,7 +59,6 @@ def is_running(pid: int, started: float) -> bool:
 
 
 def children_of(pid: int) -> list[int]:
-    """Direct children of ``pid``."""
     try:
         return sorted(child.pid for child in psutil.Process(pid).children())
     except psutil.Error:

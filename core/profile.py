@@ -381,7 +381,6 @@ class WritingProfile(Strict):
 
     @property
     def allowed(self) -> str:
-        """``allowed_characters`` as the characters themselves."""
         return "".join(chr(int(code[2:], 16)) for code in self.allowed_characters)
 
 
@@ -517,7 +516,6 @@ class Profile(Strict):
         return (self.folder / value).resolve() if value else None
 
     def existing_file(self, role: str) -> Path | None:
-        """``file(role)`` when the culture has that file, else None (a culture without corrections)."""
         path = self.file(role)
         return path if path.exists() else None
 

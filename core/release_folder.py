@@ -71,7 +71,6 @@ def read_manifest(folder: Path) -> dict[str, object] | None:
 
 
 def require_manifest(folder: Path) -> dict[str, object]:
-    """The release's manifest; a missing or unreadable one is a UserError naming it."""
     manifest = read_manifest(folder)
     if manifest is None:
         raise UserError(f"no {MANIFEST} here; expected a release folder written by `kobbq build`", folder)
@@ -252,7 +251,6 @@ class ReleaseFolder:
 
     @classmethod
     def of(cls, out: Path, name: str | None, profile: Profile) -> ReleaseFolder:
-        """The release folder in ``out``: ``name`` when given, else the profile's release name."""
         return cls(Path(out), check_release_name(profile.release.name if name is None else name))
 
     @property

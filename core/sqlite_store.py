@@ -51,7 +51,6 @@ class SqliteStore:
             yield self._db
 
     def fetch_one(self, sql: str, parameters: tuple = ()) -> tuple | None:
-        """The first row of a query (None: no row)."""
         with self._storing():
             return self._db.execute(sql, parameters).fetchone()
 

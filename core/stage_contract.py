@@ -81,7 +81,6 @@ class Context:
 
     @property
     def states(self) -> Path:
-        """This pipeline's stage states."""
         return self.folder.states / self.pipeline.key
 
     def stage_dir(self, stage: str, sub: str = "") -> Path:
@@ -101,7 +100,6 @@ class Context:
         return self.work / stage / DECISIONS
 
     def state(self, stage: str) -> StageState | None:
-        """A stage's recorded state (a one-off command records none)."""
         return None if self.one_off is not None else read_state(self.states, stage)
 
     def output(self, stage: str, role: str) -> Path | None:
@@ -114,7 +112,6 @@ class Context:
         return self.folder.out / recorded if recorded else None
 
     def once(self, key: object, compute: Callable[[], T]) -> T:
-        """``compute()`` the first time ``key`` is asked for in this process; its value after that."""
         if key not in self.memo:
             self.memo[key] = compute()
         return self.memo[key]  # type: ignore[return-value]

@@ -145,7 +145,6 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]], num
 
 
 def write_csv_rows(path: Path, header: list[str], rows: list[list[str]]) -> Path:
-    """A plain CSV (``delimited_text``), written atomically."""
     return write_text(path, delimited_text(header, rows))
 
 

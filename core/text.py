@@ -77,7 +77,6 @@ def plain_spaces(text: str, allowed: str = "") -> tuple[str, str]:
 
 
 def normalise_text(text: str, allowed: str = "") -> tuple[str, Normalisation]:
-    """NFC, ``plain_spaces``, runs of whitespace collapsed, ends stripped."""
     nfc = unicodedata.normalize("NFC", text)
     cleaned, spaced = plain_spaces(nfc, allowed)
     collapsed = _RUNS.sub(" ", spaced).strip()

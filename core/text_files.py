@@ -90,7 +90,6 @@ def decode(data: bytes, path: Path | str, line: int = 1) -> str:
 
 
 def read_text(path: Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> str:
-    """A UTF-8 text input file, checked as ``read_bytes`` and ``decode`` do."""
     return decode(read_bytes(path, what, limit), path)
 
 

@@ -74,7 +74,6 @@ def save_workbook(workbook: Workbook, path: Path) -> Path:
 
 
 def text_cell(value: object) -> str:
-    """A cell as text, an empty one as ``""``."""
     return "" if value is None else str(value)
 
 

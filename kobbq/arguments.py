@@ -21,8 +21,6 @@ from core.profile import DEFAULT_PROFILE, Profile, load_profile
 
 
 def whole_number(minimum: int) -> Callable[[str], int]:
-    """An integer of at least ``minimum``."""
-
     def parse(text: str) -> int:
         try:
             value = int(text)

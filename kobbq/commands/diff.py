@@ -1,5 +1,4 @@
-"""``kobbq diff OLD NEW``: templates and samples added, removed and changed between two template
-files or two release folders."""
+"""``kobbq diff OLD NEW``: two template files or two release folders compared."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``kobbq particles check --templates FILE``: every inline item's particle regenerated from its filler
-(``tasks.translation.particles``) and compared; the last line is ``particles: AGREE/TOTAL (PERCENT)``."""
+"""``kobbq particles check``: inline particles checked against their fillers (``tasks.translation.particles``)."""
 
 from __future__ import annotations
 

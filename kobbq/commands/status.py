@@ -1,6 +1,4 @@
-"""``kobbq status``: each stage of a pipeline's build folder: done, waiting, stale, failed, damaged, or not run.
-The release's files are hashed only when their size or times differ from the record of their last check
-(``core.release_folder.verify_files``); ``--verify`` hashes every one."""
+"""``kobbq status``: each stage of a pipeline's build folder (its help says which states and what is hashed)."""
 
 from __future__ import annotations
 

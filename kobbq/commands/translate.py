@@ -1,6 +1,4 @@
-"""``kobbq translate``: DeepL pre-translation of the ST/TM templates (``--dry-run`` first: what would be sent and its
-estimated cost, with no call). A run sends only what the cache does not have, and resumes where DeepL stopped it.
-"""
+"""``kobbq translate``: DeepL pre-translation of the ST/TM templates (its help says the rest)."""
 
 from __future__ import annotations
 
