@@ -17,14 +17,9 @@ class Location:
     sheet: str | None = None
 
     def __str__(self) -> str:
-        parts = [printable(self.file)]
-        if self.sheet is not None:
-            parts.append(f"sheet {self.sheet}")
-        if self.row is not None:
-            parts.append(f"row {self.row}")
-        if self.column is not None:
-            parts.append(f"column {self.column}")
-        return ", ".join(parts)
+        parts = {"sheet": self.sheet, "row": self.row, "column": self.column}
+        shown = [f"{name} {value}" for name, value in parts.items() if value is not None]
+        return ", ".join([printable(self.file), *shown])
 
 
 class UserError(Exception):

@@ -29,8 +29,5 @@ DEBUG_PREFECT_LOGGING = {"PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_LOGGING_HA
 
 def configure_environment(debug: bool = False) -> None:
     """The defaults above; ``debug`` (``kobbq --debug``): with Prefect's warnings and errors, tracebacks included."""
-    if debug:
-        for name, value in DEBUG_PREFECT_LOGGING.items():
-            os.environ.setdefault(name, value)
-    for name, value in QUIET_OFFLINE.items():
+    for name, value in (QUIET_OFFLINE | DEBUG_PREFECT_LOGGING if debug else QUIET_OFFLINE).items():
         os.environ.setdefault(name, value)
