@@ -45,13 +45,8 @@ class RequestsFailed(Exception):
 
 
 def _retry_unless_user_error(task, task_run, state) -> bool:  # noqa: ANN001 (Prefect's callback signature)
-    try:
-        state.result()
-    except UserError:  # a refused key or a missing model: retrying cannot help
-        return False
-    except Exception:  # noqa: BLE001
-        return True
-    return False
+    """A failed unit is retried, unless a refused key or a missing model failed it: retrying cannot help."""
+    return not isinstance(state.result(raise_on_failure=False), UserError)
 
 
 @task(name="answer-model-prompt", retries=2, retry_delay_seconds=30, retry_condition_fn=_retry_unless_user_error,
