@@ -282,7 +282,7 @@ def run_command(args: argparse.Namespace) -> int:
         interrupt.leaves(f"{kept}: run the same command again to resume")
     with runs.run_lock(args.out, cache_path):
         if args.deployment:
-            return pool_command(args, endpoint)
+            return pool_command(args, endpoint, cache_path)
         return direct_run(args, requests, settings, cache_path, replay)
 
 
@@ -309,7 +309,7 @@ def direct_run(args: argparse.Namespace, requests: list, settings: object, cache
     return score_answers(args, summary.files[0]) if args.score else 0
 
 
-def pool_command(args: argparse.Namespace, endpoint: str) -> int:
+def pool_command(args: argparse.Namespace, endpoint: str, cache_path: Path) -> int:
     """Every (model x prompt) unit on the deployment's pool; this process only orchestrates, so losing a worker or
     this process costs only requests in flight (``flows/model_runs.py``). Prefect is imported here, with
     --deployment only: the other steps never import it."""
@@ -325,9 +325,12 @@ def pool_command(args: argparse.Namespace, endpoint: str) -> int:
     if found := server.problem(url, unset=unset):
         raise UserError(found)
     try:
-        given = ("prepared", "out", "prompts", "cache", "chat", "max_tokens", "concurrency", "endpoint_limit",
-                 "key_env", "replay", "deployment", "shards", "lost_after", "max_retries", "timeout")
-        table = model_runs.model_runs_flow(endpoint=endpoint, models=args.model, **{n: getattr(args, n) for n in given})
+        given = ("chat", "max_tokens", "concurrency", "key_env", "shards", "max_retries", "timeout", "lost_after")
+        template = model_runs.RunUnit(  # the paths absolute: the workers read them
+            str(args.prepared.resolve()), endpoint, args.model[0], 0, str(cache_path.resolve()),
+            replay=str(args.replay.resolve()) if args.replay else None, **{name: getattr(args, name) for name in given})
+        table = model_runs.model_runs_flow(template, args.model, args.out, args.prompts, args.endpoint_limit,
+                                           args.deployment)
     except model_runs.RequestsFailed as exc:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1
