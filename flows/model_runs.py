@@ -30,7 +30,6 @@ from core.errors import UserError
 from flows.orchestration import (START_SECONDS, EvaluationCancelled, ServerLink, UnitWatch, marked_on_signal, notice,
                                  pin_code, take_over)
 from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, LeaseLost, UnitLease
-from tasks.evaluation.limits import LOST_AFTER_SECONDS
 from tasks.evaluation.pool import CodePin, RunUnit, check_code, evaluation_key, limit_name
 from tasks.evaluation.runs import (RunSummary, answer_requests, cached_answers, load_requests, model_slug,
                                    write_answer_files)
@@ -45,13 +44,8 @@ class RequestsFailed(Exception):
 
 
 def _retry_unless_user_error(task, task_run, state) -> bool:  # noqa: ANN001 (Prefect's callback signature)
-    try:
-        state.result()
-    except UserError:  # a refused key or a missing model: retrying cannot help
-        return False
-    except Exception:  # noqa: BLE001
-        return True
-    return False
+    """A failed unit is retried, unless a refused key or a missing model failed it: retrying cannot help."""
+    return not isinstance(state.result(raise_on_failure=False), UserError)
 
 
 @task(name="answer-model-prompt", retries=2, retry_delay_seconds=30, retry_condition_fn=_retry_unless_user_error,
@@ -157,27 +151,22 @@ def unit_job_variables(deployment: object, pin: CodePin) -> dict:
 
 
 @flow(name="kobbq-model-runs")
-def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path, prompts: list[int] | None = None,
-                    cache: Path | None = None, chat: bool = True, max_tokens: int = 30, concurrency: int = 4,
-                    endpoint_limit: int | None = None, key_env: str = "OPENAI_API_KEY", replay: Path | None = None,
-                    deployment: str | None = None, shards: int = 1, lost_after: float = LOST_AFTER_SECONDS,
-                    max_retries: int = 5, timeout: float = 120.0,
+def model_runs_flow(template: RunUnit, models: list[str], out: Path, prompts: list[int] | None = None,
+                    endpoint_limit: int | None = None, deployment: str | None = None,
                     start_seconds: float = START_SECONDS) -> list[dict] | State:
-    """Every (model, prompt[, shard]) run of a prepared release; returns the runs table (also an artifact).
+    """Every (model, prompt[, shard]) run of a prepared release, each ``template`` with its own model, prompt and
+    shard (its paths absolute: the workers read them); returns the runs table (also an artifact).
 
     Whether a unit is done is read from the answer cache, whatever its runs' states say (a run
     may finish while the server is away, or be marked lost after it wrote its last answer).
     """
-    prepared, out = Path(prepared).resolve(), Path(out).resolve()
-    cache_path = Path(cache).resolve() if cache else out / "answer_cache.sqlite"
+    prepared, cache_path, out = Path(template.prepared), Path(template.cache), Path(out).resolve()
     prompts = prompts or sorted({r.prompt_id for r in load_requests(prepared)})
     if endpoint_limit:  # create (or reset) the endpoint's global concurrency limit on the Prefect server
         with get_client(sync_client=True) as client:
-            client.upsert_global_concurrency_limit_by_name(limit_name(endpoint), endpoint_limit)
-    units = [RunUnit(str(prepared), endpoint, m, p, str(cache_path), chat, max_tokens, concurrency, key_env,
-                     str(Path(replay).resolve()) if replay else None, shard, shards, max_retries, timeout,
-                     lost_after=lost_after)
-             for m in models for p in prompts for shard in range(shards)]
+            client.upsert_global_concurrency_limit_by_name(limit_name(template.endpoint), endpoint_limit)
+    units = [replace(template, model=m, prompt_id=p, shard=shard)
+             for m in models for p in prompts for shard in range(template.shards)]
     link = ServerLink()
     if deployment:
         try:
@@ -189,11 +178,10 @@ def model_runs_flow(prepared: Path, endpoint: str, models: list[str], out: Path,
     unfinished = [u for u in units if u.unanswered()]
     table: list[dict] = []
     for model in models:
-        settings = GenerationSettings(endpoint, model, chat=chat, max_tokens=max_tokens)
-        table += write_model_answers(prepared, settings, prompts, cache_path, out)
+        table += write_model_answers(prepared, replace(template, model=model).settings, prompts, cache_path, out)
     link.call("publishing the runs table", lambda _client: create_table_artifact(
         key="kobbq-model-runs", table=table,
-        description=f"{len(units)} (model x prompt) runs on {endpoint}; {len(unfinished)} unfinished"))
+        description=f"{len(units)} (model x prompt) runs on {template.endpoint}; {len(unfinished)} unfinished"))
     if unfinished:
         said = [problems.get(u.key) or f"{u.describe()}: {u.unanswered()} prompt(s) unanswered" for u in unfinished]
         more = f" (and {len(said) - 3} more)" if len(said) > 3 else ""

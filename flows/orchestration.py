@@ -90,19 +90,6 @@ class ServerLink:
                 time.sleep(self.poll_seconds)
 
 
-def check_server(url: str) -> None:
-    """Before anything else: the server at ``url`` is a Prefect server (its open health check says so) that
-    accepts this command's auth string; what else it raises, ``server_problem`` says in one line."""
-    health = httpx.get(f"{url.rstrip('/')}/health", timeout=10)
-    if health.status_code < 500 and health.text.strip() != "true":
-        raise UserError(f"{url} does not answer as a Prefect API (its /health: HTTP {health.status_code}): "
-                        "correct PREFECT_API_URL (the server's address, ending in /api), or unset it to run "
-                        "without a work pool")
-    health.raise_for_status()
-    with get_client(sync_client=True) as client:
-        client.read_work_pools(limit=1)
-
-
 # --- the orchestrating run ---------------------------------------------------------------------------
 
 def take_over(link: ServerLink, evaluation: str, flow_run_id: UUID) -> str | None:

@@ -19,11 +19,12 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
+
+import httpx
 
 from core import console
 from core.atomic import check_writable, write_text
@@ -51,25 +52,39 @@ def api_setting(name: str) -> str:
     return str(found.get_secret_value() if hasattr(found, "get_secret_value") else found or "")
 
 
-def problem(url: str, timeout: float = 5.0) -> str | None:
-    """What is wrong with the Prefect API at ``url``, in words that say what to do; None when it answers."""
-    request = urllib.request.Request(f"{url.rstrip('/')}/admin/version", headers=auth_headers())
+def problem(url: str, timeout: float = 5.0, unset: str = "to have the build start one in the background"
+            ) -> str | None:
+    """What is wrong with the Prefect API at ``url``, in one line that says what to do (``unset``: what unsetting
+    PREFECT_API_URL does for this command); None when it answers.
+
+    Prefect keeps /health open on a server with authentication, so anything but its ``true`` there is another server;
+    /admin/version, asked with this command's auth string, says whether the server takes it, and its version."""
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            version = response.read(200).decode("utf-8", "replace").strip().strip('"')
-    except urllib.error.HTTPError as error:
-        if error.code in (401, 403):
-            return (f"the Prefect server at {url} refused this command ({error.code} {error.reason}): set "
-                    "PREFECT_API_AUTH_STRING to the auth string the server was started with")
-        return (f"{url} answers, but not as a Prefect API ({error.code} {error.reason}): correct PREFECT_API_URL "
-                "(a Prefect server's address ends in /api) or unset it")
-    except (OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
-        return (f"no Prefect server answers at {url} ({reason}): start it (`prefect server start`), or unset "
-                "PREFECT_API_URL to have the build start one in the background")
-    if not version[:1].isdigit():
-        return (f"{url} answers, but not as a Prefect API (its /admin/version is not a version): correct "
-                "PREFECT_API_URL (a Prefect server's address ends in /api) or unset it")
+        health = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout)
+        answer = httpx.get(f"{url.rstrip('/')}/admin/version", headers=auth_headers(), timeout=timeout)
+    except (httpx.HTTPError, httpx.InvalidURL) as error:
+        return (f"no Prefect server answers at {url} ({type(error).__name__}: {error}): start it (`prefect server "
+                f"start`), or unset PREFECT_API_URL {unset}")
+    for response in (health, answer):
+        if response.status_code >= 500:
+            return (f"the Prefect server at {url} answers HTTP {response.status_code} ({response.reason_phrase}): "
+                    "it is starting, stopping or failing (its database?): look at its log, then run the same command "
+                    "again")
+    correct = f"correct PREFECT_API_URL (a Prefect server's address ends in /api) or unset it {unset}"
+    if health.text.strip() != "true":
+        return f"{url} answers, but not as a Prefect API (its /health: HTTP {health.status_code}): {correct}"
+    if answer.status_code in (401, 403):
+        fix = ("PREFECT_API_AUTH_STRING is not the server's auth string: set it to the content of the server's "
+               "PREFECT_SERVER_API_AUTH_STRING") if api_setting("auth_string") else (
+               "set PREFECT_API_AUTH_STRING to the server's auth string")
+        return (f"the Prefect server at {url} refused this command (HTTP {answer.status_code} "
+                f"{answer.reason_phrase}): {fix}")
+    version, ours = answer.text.strip().strip('"'), metadata.version("prefect")
+    if answer.status_code != 200 or not version[:1].isdigit():
+        return f"{url} answers, but not as a Prefect API (its /admin/version: HTTP {answer.status_code}): {correct}"
+    if version.split(".")[0] != ours.split(".")[0]:
+        return (f"the Prefect server at {url} runs Prefect {version}, this command {ours}: major versions must match: "
+                f"install the server's version here (pip install prefect=={version})")
     return None
 
 

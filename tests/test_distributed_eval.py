@@ -333,11 +333,10 @@ def test_a_prefect_server_not_there_foreign_or_failing_is_one_line(tmp_path: Pat
     (requests / "requests.jsonl").write_text('{"id": "a-0", "sample_id": "a", "prompt_id": 1, "prompt": "q", '
                                              '"choices": {"A": "x", "B": "y"}, "answer": "A"}\n', encoding="utf-8")
     closed = f"http://127.0.0.1:{closed_port()}/api"
-    cases = {closed: f"error: cannot reach the Prefect server at {closed} (ConnectError: [Errno 111] Connection "
-                     "refused): start it (prefect server start) or correct PREFECT_API_URL; or unset PREFECT_API_URL "
-                     "to run without a work pool",
-             f"{fake.url}": f"error: {fake.url} does not answer as a Prefect API (its /health: HTTP 401): correct "
-                            "PREFECT_API_URL (the server's address, ending in /api), or unset it to run without a "
+    cases = {closed: f"error: no Prefect server answers at {closed} (ConnectError: [Errno 111] Connection refused): "
+                     "start it (`prefect server start`), or unset PREFECT_API_URL to run without a work pool",
+             f"{fake.url}": f"error: {fake.url} answers, but not as a Prefect API (its /health: HTTP 401): correct "
+                            "PREFECT_API_URL (a Prefect server's address ends in /api) or unset it to run without a "
                             "work pool",
              f"http://127.0.0.1:{failing.server_address[1]}/api":
                  f"error: the Prefect server at http://127.0.0.1:{failing.server_address[1]}/api answers HTTP 503 "

@@ -24,17 +24,17 @@ def test_model_runs_flow_limits_the_endpoint_and_publishes_the_table(
     from prefect.client.orchestration import get_client
 
     from flows.model_runs import model_runs_flow
-    from tasks.evaluation.pool import limit_name
+    from tasks.evaluation.pool import RunUnit, limit_name
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     prepared = write_prepared(example_release, tmp_path / "prepared", prompts=(1,))
     server = FakeOpenAIServer().start()
     server.state.delay_seconds, server.state.slow_times = 0.08, 10**6  # runs ~6 s: unlimited, they overlap
     try:
-        table = model_runs_flow(prepared=prepared, endpoint=server.url, models=["model-a", "model-b"],
-                                out=tmp_path / "out", concurrency=1, endpoint_limit=1)
-        again = model_runs_flow(prepared=prepared, endpoint=server.url, models=["model-a", "model-b"],
-                                out=tmp_path / "out", concurrency=1)
+        template = RunUnit(str(prepared.resolve()), server.url, "model-a", 0,
+                           str((tmp_path / "out" / "answer_cache.sqlite").resolve()), concurrency=1)
+        table = model_runs_flow(template, ["model-a", "model-b"], tmp_path / "out", endpoint_limit=1)
+        again = model_runs_flow(template, ["model-a", "model-b"], tmp_path / "out")
     finally:
         server.stop()
     assert server.state.max_in_flight == 1  # one slot for the endpoint, one request per run

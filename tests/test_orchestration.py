@@ -102,21 +102,37 @@ def test_a_unit_refuses_code_other_than_the_pinned_commit(repository: Path) -> N
                                             f"({head[:12]}): 1 file(s) changed and not committed: a.py; commit")
 
 
-def test_a_prefect_server_that_stops_answering_on_the_way_is_one_line() -> None:
-    """The failures Prefect's client raises mid-run (the server killed, restarting behind a proxy), sorted into
-    one line naming the URL; anything else is a bug and keeps its traceback."""
+def test_a_prefect_server_not_there_or_failing_is_one_line(closed_port, monkeypatch) -> None:
+    """What ``kobbq eval run --deployment`` (and ``kobbq build``) says of a server before its flow run starts, and again
+    when Prefect's client fails on the way (the server killed, restarting behind a proxy): one line naming the URL
+    and what to do; any other failure is a bug and keeps its traceback."""
+    import http.server
+    import threading
+
     import httpx
 
-    from tasks.evaluation.pool import server_problem
+    from flows.server import lost_api, problem
 
-    url = "http://10.0.0.2:4200/api"
-    request = httpx.Request("GET", f"{url}/admin/version")
-    gone = httpx.ConnectError("[Errno 111] Connection refused", request=request)
+    class Failing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the library's name)
+            self.send_error(502)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    monkeypatch.setenv("PREFECT_API_AUTH_STRING", "kobbq:right")  # read from here, not from a Prefect profile
+    monkeypatch.setenv("PREFECT_API_KEY", "unused")
+    url = f"http://127.0.0.1:{closed_port()}/api"
+    assert problem(url, unset="to run without a work pool") == (
+        f"no Prefect server answers at {url} (ConnectError: [Errno 111] Connection refused): start it (`prefect "
+        "server start`), or unset PREFECT_API_URL to run without a work pool")
+    failing = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=failing.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{failing.server_address[1]}/api"
+        assert problem(url).startswith(f"the Prefect server at {url} answers HTTP 502 (Bad Gateway): it is starting")
+    finally:
+        failing.shutdown()
     wrapped = RuntimeError(f"Failed to reach API at {url}/")
-    wrapped.__cause__ = gone
-    assert server_problem(url, gone, False) == server_problem(url, wrapped, False) == (
-        f"cannot reach the Prefect server at {url} (ConnectError: [Errno 111] Connection refused): start it (prefect "
-        "server start) or correct PREFECT_API_URL; or unset PREFECT_API_URL to run without a work pool")
-    failing = httpx.HTTPStatusError("502", request=request, response=httpx.Response(502, request=request))
-    assert server_problem(url, failing, True).startswith(f"the Prefect server at {url} answers HTTP 502 (Bad Gateway)")
-    assert server_problem(url, KeyError("state"), True) is None
+    wrapped.__cause__ = httpx.ConnectError("[Errno 111] Connection refused")
+    assert lost_api(wrapped) and lost_api(wrapped.__cause__) and not lost_api(KeyError("state"))

@@ -72,7 +72,8 @@ def test_a_server_that_is_not_prefect_is_one_line(tmp_path):
                        tmp_path / "out")
     finally:
         server.shutdown()
-    assert_one_line(result, f"{url} answers, but not as a Prefect API (404", "correct PREFECT_API_URL")
+    assert_one_line(result, f"{url} answers, but not as a Prefect API (its /health: HTTP 200)",
+                    "correct PREFECT_API_URL")
     nothing_published(tmp_path / "out")
 
 
@@ -83,8 +84,8 @@ def test_a_wrong_auth_string_and_a_server_killed_mid_build_are_one_line(tmp_path
         url = cluster.start_server(auth="kobbq:right")
         env = cluster.client_env("cli")
         wrong = kobbq(BUILD, {**env, "PREFECT_API_AUTH_STRING": "kobbq:wrong"}, tmp_path / "wrong")
-        assert_one_line(wrong, f"the Prefect server at {url} refused this command (401",
-                        "set PREFECT_API_AUTH_STRING")
+        assert_one_line(wrong, f"the Prefect server at {url} refused this command (HTTP 401",
+                        "PREFECT_API_AUTH_STRING is not the server's auth string")
         nothing_published(tmp_path / "wrong")
 
         out = tmp_path / "killed"

@@ -43,9 +43,8 @@ def run_step(args: argparse.Namespace) -> int:
     """The step named (``kobbq eval STEP``), once the evaluation package's modules are imported. They become this
     module's names (``prompts.prepare_release``): one import for every step, and a test may replace a function in
     its module."""
-    global answer_cache, client, compare, lm_eval_task, pool, prepared_folder, prompts, report, runs
-    from tasks.evaluation import (answer_cache, client, compare, lm_eval_task, pool, prepared_folder, prompts, report,
-                                  runs)
+    global answer_cache, client, compare, lm_eval_task, prepared_folder, prompts, report, runs
+    from tasks.evaluation import answer_cache, client, compare, lm_eval_task, prepared_folder, prompts, report, runs
 
     if args.out is not None:  # a read-only folder: one line now, not after the release is read or the work done
         check_writable(args.out, create=False)
@@ -280,7 +279,7 @@ def run_command(args: argparse.Namespace) -> int:
         interrupt.leaves(f"{kept}: run the same command again to resume")
     with runs.run_lock(args.out, cache_path):
         if args.deployment:
-            return pool_command(args, endpoint)
+            return pool_command(args, endpoint, cache_path)
         return direct_run(args, requests, settings, cache_path, replay)
 
 
@@ -307,31 +306,36 @@ def direct_run(args: argparse.Namespace, requests: list, settings: object, cache
     return score_answers(args, summary.files[0]) if args.score else 0
 
 
-def pool_command(args: argparse.Namespace, endpoint: str) -> int:
+def pool_command(args: argparse.Namespace, endpoint: str, cache_path: Path) -> int:
     """Every (model x prompt) unit on the deployment's pool; this process only orchestrates, so losing a worker or
     this process costs only requests in flight (``flows/model_runs.py``). Prefect is imported here, with
     --deployment only: the other steps never import it."""
-    from flows import model_runs, orchestration, server
+    from flows import model_runs, server
 
-    url, auth_set = server.api_setting("url"), bool(server.api_setting("auth_string"))
+    url = server.api_setting("url")
     if not url:
         raise UserError("--deployment needs the Prefect server the workers use: set PREFECT_API_URL")
     if args.replay is None:  # the workers use the same URL; the key is checked only if this machine has it
         live = client.model_from_environment(answer_cache.GenerationSettings(endpoint, args.model[0]), args.key_env)
         live.check(key_required=bool(live.api_key))
+    unset = "to run without a work pool"
+    if found := server.problem(url, unset=unset):
+        raise UserError(found)
     try:
-        orchestration.check_server(url)
-        given = ("prepared", "out", "prompts", "cache", "chat", "max_tokens", "concurrency", "endpoint_limit",
-                 "key_env", "replay", "deployment", "shards", "lost_after", "max_retries", "timeout")
-        table = model_runs.model_runs_flow(endpoint=endpoint, models=args.model, **{n: getattr(args, n) for n in given})
+        given = ("chat", "max_tokens", "concurrency", "key_env", "shards", "max_retries", "timeout", "lost_after")
+        template = model_runs.RunUnit(  # the paths absolute: the workers read them
+            str(args.prepared.resolve()), endpoint, args.model[0], 0, str(cache_path.resolve()),
+            replay=str(args.replay.resolve()) if args.replay else None, **{name: getattr(args, name) for name in given})
+        table = model_runs.model_runs_flow(template, args.model, args.out, args.prompts, args.endpoint_limit,
+                                           args.deployment)
     except model_runs.RequestsFailed as exc:
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1
     except Exception as exc:
-        problem = pool.server_problem(url, exc, auth_set)  # it is not there, or failed on the way
-        if problem is None or isinstance(exc, UserError):
+        found = None if isinstance(exc, UserError) or not server.lost_api(exc) else server.problem(url, unset=unset)
+        if found is None:  # not the server's fault: a bug, whose traceback is for --debug
             raise
-        raise UserError(problem) from exc  # the server's fault, said in one line (the traceback: --debug)
+        raise UserError(found) from exc  # the server went or failed on the way, said in one line
     if not args.quiet:
         for row in table:
             print(f"{row['model']} prompt {row['prompt']}: {row['requests']} requests, {row['ok']} ok, "

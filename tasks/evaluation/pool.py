@@ -1,6 +1,6 @@
 """The distributed evaluation's rules that need no Prefect: a unit of work and its identity, the endpoint's limit
-name, what a lost unit run is, the commit every unit runs, and what a failure of Prefect's client says about the
-server. ``flows/model_runs.py`` and ``flows/orchestration.py`` run them in Prefect.
+name, what a lost unit run is and the commit every unit runs. ``flows/model_runs.py`` and ``flows/orchestration.py``
+run them in Prefect.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
-
-import httpx
 
 from core.errors import UserError
 from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings, lease_state, revoke
@@ -181,24 +179,3 @@ def check_code(pinned: str | None, folder: Path) -> None:
         raise UserError(f"the units' code is not the commit the evaluation pinned ({pinned[:12]}): {change}; commit "
                         "the change (or undo it), then run the same command again: it pins the code as it is then",
                         folder)
-
-
-def server_problem(url: str, exc: BaseException, auth_set: bool) -> str | None:
-    """What a failure of Prefect's client says about the server at ``url``, and what to do, in one line; None
-    when it says nothing of the server (a bug: its traceback is for ``--debug``)."""
-    cause = exc.__cause__ if isinstance(exc, RuntimeError) and exc.__cause__ else exc
-    unset = "unset PREFECT_API_URL to run without a work pool"
-    if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == 401:
-        fix = ("PREFECT_API_AUTH_STRING is not the server's auth string: set it to the content of the server's "
-               "PREFECT_SERVER_API_AUTH_STRING") if auth_set else "set PREFECT_API_AUTH_STRING to the server's auth string"
-        return f"the Prefect server at {url} refused this command (HTTP 401 Unauthorized): {fix}"
-    if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code >= 500:
-        return (f"the Prefect server at {url} answers HTTP {cause.response.status_code} ({cause.response.reason_phrase}"
-                "): it is starting, stopping or failing (its database?): look at its log, then run the same command "
-                "again")
-    if isinstance(cause, httpx.TransportError):
-        return (f"cannot reach the Prefect server at {url} ({type(cause).__name__}: {cause or 'no answer'}): start it "
-                f"(prefect server start) or correct PREFECT_API_URL; or {unset}")
-    if isinstance(exc, RuntimeError) and "incompatible versions" in str(exc):
-        return f"the Prefect server at {url}: {exc}: use the server's Prefect version here (pip install prefect==...)"
-    return None
