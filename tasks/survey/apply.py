@@ -188,12 +188,9 @@ def _group_differences(rows: list[TemplateRow], evaluation: StereotypeEvaluation
         if not row.target_group.strip():
             continue
         used_targets, used_non = row_groups(row)
-        extra_t = sorted(used_targets - targets)
-        extra_n = sorted(used_non - non_targets)
-        if extra_t:
-            differences.append(f"version {row.version}: target(s) {', '.join(extra_t)} not among the rule's targets")
-        if extra_n:
-            differences.append(f"version {row.version}: non-target(s) {', '.join(extra_n)} not among the rule's non-targets")
+        for name, used, candidates in (("target", used_targets, targets), ("non-target", used_non, non_targets)):
+            if extra := sorted(used - candidates):
+                differences.append(f"version {row.version}: {name}(s) {', '.join(extra)} not among the rule's {name}s")
     return list(dict.fromkeys(differences))
 
 
@@ -288,13 +285,9 @@ def evaluate_template(key: tuple[str, int], rows: list[TemplateRow], evaluations
 
 def apply_survey_rules(templates: list[TemplateRow], data: SurveyData, profile: Profile,
                        allow_unmatched: bool = False) -> SurveyOutcome:
-    """The paper's rules and the overrides on the candidate templates: kept templates (input order),
-    decisions and the report data.
-
-    Decisions are logged in a fixed order: every question's, then the results no template asks
-    about, then every template's (input order). Results no template asks about are always recorded,
-    and refused unless ``allow_unmatched`` (a released template file holds only the survivors).
-    """
+    """The paper's rules and the overrides on the candidate templates: kept templates (input order), decisions
+    (every question's, then the results no template asks about, then every template's) and the report data. Results
+    no template asks about are refused unless ``allow_unmatched`` (a released template file holds only survivors)."""
     results, reading, overrides = data.results, data.reading, data.overrides
     lists = profile_group_lists(profile)
     stereotypes, findings = collect_stereotypes(templates, profile)

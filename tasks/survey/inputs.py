@@ -2,18 +2,9 @@
 checked), read one way for every entry point (the pipeline's survey stage, ``kobbq build --templates
 --survey-results`` and ``kobbq survey ingest``).
 
-- results: the released aggregated JSON, or respondent-level CSV/xlsx (one row per respondent x question:
-  ``question_id, respondent_id, gender, age_band, answer``, the answer's option labels separated by ``;``)
-  checked against the exported questionnaire (``questions.csv``) and the quota, and counted into the same
-  ``SurveyResult`` entries as the released JSON;
-- reading comprehension (optional): aggregated, or respondent answers scored against the exported
-  ``reading_questions.csv`` beside them;
-- overrides: the given file, else ``overrides.csv`` in the profile's survey folder when it exists;
-- ``allow_unmatched``: results that match no candidate template's question are refused unless allowed
-  (a released template file holds only survivors).
-
-Each table is a CSV or the first sheet of an xlsx; bad input raises ``UserError`` naming the file, (sheet,) row
-and column.
+Results come as the released aggregated JSON or as respondent rows (CSV/xlsx) checked against the exported
+questionnaire and counted into the same ``SurveyResult`` entries; each table is a CSV or the first sheet of an xlsx,
+and bad input raises ``UserError`` naming the file, (sheet,) row and column.
 """
 
 from __future__ import annotations
@@ -164,11 +155,8 @@ class ReadingQuestion:
 
 
 def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
-    """The reading questionnaire (``reading_questions.csv`` as exported): its answer key and options.
-
-    A question whose key is not among its options could never be answered correctly, so it is
-    rejected rather than scored.
-    """
+    """The reading questionnaire (``reading_questions.csv`` as exported): its answer key and options. A key that is
+    not among its options could never be answered correctly, so it is rejected rather than scored."""
     rows, where = read_table(path, READING_QUESTION_COLUMNS)
     questions: dict[str, ReadingQuestion] = {}
     for row, at in zip(rows, where):
