@@ -17,12 +17,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.decisions import Decision
 from core.errors import Location, UserError
+from core.findings import Finding
 from core.profile import Profile
 from core.tables import read_records
 from tasks.templates.bbq import BBQTemplate
-from core.decisions import Decision
-from core.findings import Finding
 from tasks.translation.cache import CachedTranslation, RequestSettings, TranslationCache
 from tasks.translation.deepl_client import KEY_VARIABLE, TranslationStopped, Translator
 from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary
@@ -347,11 +347,9 @@ def own_label(label: str, profile: Profile) -> str:
     return next((own for own, meaning in profile.templates.label_meanings.items() if meaning == label), label)
 
 
-
 def load_labels(path) -> dict[str, str]:
-    """BBQ template labels from ``subject,label`` CSV, or from a labelling decision log. A decision log
-    (``stage,subject,rule,outcome,...``) gives the outcome of the labelling stage's ``bbq_template`` decisions that are
-    labels (ST, TM, SR)."""
+    """BBQ template labels from ``subject,label`` CSV, or the labels stage's ``bbq_template`` label decisions of a
+    decision log."""
     fields, records = read_records(path)
     rows = [row for _, row in records]
     if {"subject", "label"} <= set(fields):

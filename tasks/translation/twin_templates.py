@@ -148,10 +148,9 @@ def version_plan(template: TwinTemplate, profile: Profile) -> tuple[dict[str, st
 
 
 def machine_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]
-                 ) -> tuple[list[ExportRow], dict[str, dict[str, str]], list[Decision], list[TwinTemplate]]:
-    """The twin's rows (versions in the convention), their groups by row key, a decision per template, and the
-    templates kept."""
-    rows, groups, decisions, kept = [], {}, [], []
+                 ) -> tuple[list[ExportRow], dict[str, dict[str, str]], list[Decision]]:
+    """The twin's rows (versions in the convention), their groups by row key, and a decision per template."""
+    rows, groups, decisions = [], {}, []
     for template in grouped_rows(drafts, export_rows(drafts, profile, labels)):
         letters, reason = version_plan(template, profile)
         target = next((g.target for g in template.groups.values() if g), "")
@@ -161,7 +160,6 @@ def machine_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str
                                       f"not in the machine-translated twin: {reason}", numbers, source=template.bbq))
             continue
         exchanged = any(letter != version for version, letter in letters.items())
-        kept.append(template)
         for version, version_rows in template.rows.items():
             rows += [replace(row, version=letters[version]) for row in version_rows]
             groups[f"{template.category}|{template.template_id}|{letters[version]}"] = \
@@ -172,7 +170,7 @@ def machine_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str
                                   "versions exchanged" if exchanged else "kept",
                                   f"in the machine-translated twin, roles by BBQ's answer info: {reason}{tm}",
                                   {**numbers, "exchanged": exchanged}, source=template.bbq))
-    return rows, groups, decisions, kept
+    return rows, groups, decisions
 
 
 def write_machine_translation(drafts: list[Draft], profile: Profile, labels: Mapping[str, str],
@@ -180,7 +178,7 @@ def write_machine_translation(drafts: list[Draft], profile: Profile, labels: Map
     """``mtBBQ_templates.tsv``: the twin's rows checked like a post-edit (the version convention included, on
     BBQ's groups). A template whose draft fails a check is left out (a decision says why) and the rest is
     checked again; the file is written once nothing fails."""
-    rows, groups, decisions, _ = machine_rows(drafts, profile, labels)
+    rows, groups, decisions = machine_rows(drafts, profile, labels)
     if not rows:
         return ImportResult([], None, decisions, [])
     while True:

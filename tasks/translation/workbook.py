@@ -170,9 +170,8 @@ def draft_rows(draft: Draft, profile: Profile) -> list[tuple[str, str, str]]:
 
 
 def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]) -> list[ExportRow]:
-    """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields. Rows without a
-    version (BBQ files without that column) get a, b, c, d in file order; a template with a single such row also gets
-    version b, its N1/N2-swapped partner (KoBBQ's explicit versions only, see ``row_version``)."""
+    """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields, with the
+    versions ``row_version`` gives and, for a template of a single unversioned row, its swapped partner b."""
     by_template: dict[tuple[str, str, str], list[Draft]] = defaultdict(list)
     for draft in drafts:
         t = draft.template
@@ -215,9 +214,8 @@ def with_follows(rows: list[ExportRow], profile: Profile) -> list[ExportRow]:
 
 
 def instruction_lines(profile: Profile) -> list[str]:
-    """The Instructions sheet: the culture's own, whole (its folder's postedit_instructions.txt, in the translator's
-    language and terms, the version convention and the cells to fill included), else a culture-neutral English
-    text with the version convention and what each extra cell takes."""
+    """The Instructions sheet: the culture's own postedit_instructions.txt, whole (in the translator's language),
+    else a culture-neutral English text with the version convention and what each extra cell takes."""
     if path := profile.existing_file("postedit_instructions"):
         return read_text(path, "post-edit instructions file").splitlines()
     cells = profile.translation.row_cells
