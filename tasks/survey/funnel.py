@@ -1,11 +1,10 @@
-"""The survey's reports, views of the decisions already taken: ``funnel.md`` (stereotypes and templates before /
-after each rule, beside the paper's reported effects) and the group check, ``survey_agreement.md``.
+"""The survey's reports, views of the decisions already taken: ``funnel.md`` (stereotypes and templates before / after
+each rule, beside the paper's reported effects) and the group check, ``survey_agreement.md``.
 
-The group check reads two ways (``SurveyOutcome.survivors_only``). A released template file holds the survivors of
-the paper's process, so every template the rules drop and every group they would choose differently is a difference
-between our reading of the paper and the release: all are listed with their numbers, none is forced to agree, and
-the file's own ``Survey_stats`` are judged by the same rule. A culture's own candidates are compared as candidates.
-"""
+The group check reads two ways (``SurveyOutcome.survivors_only``). A released template file holds the survivors of the
+paper's process, so every template the rules drop and every group they would choose differently is a difference between
+our reading of the paper and the release: all are listed with their numbers, none is forced to agree, and the file's own
+``Survey_stats`` are judged by the same rule. A culture's own candidates are compared as candidates."""
 
 from __future__ import annotations
 
@@ -69,8 +68,8 @@ RULE_EFFECT_COLUMNS = ["Rule", "Stereotypes dropped", "Templates dropped", "Pape
 
 
 def rule_effects(outcome: SurveyOutcome) -> list[list[object]]:
-    """Each rule's own effect (``RULE_EFFECT_COLUMNS``), beside the paper's: the stereotypes it drops among
-    those it could judge, and the templates whose first failing rule it is."""
+    """Each rule's own effect (``RULE_EFFECT_COLUMNS``), beside the paper's: the stereotypes it drops among those it
+    could judge, and the templates whose first failing rule it is."""
     paper = outcome.profile.survey.paper_effects
     first_failures = Counter()
     template_counts = Counter()
@@ -218,7 +217,8 @@ def _type2_judgement(entry: SurveyResult, asked: dict[tuple, StereotypeEvaluatio
         rules = (evaluation.rules.get(RULE_NO_STEREOTYPE), evaluation.rules.get(RULE_TYPE2))
         reason = "; ".join(r.reason for r in rules if r is not None and not r.keep)
         return evaluation.keep(), "intended target of the template asking this question", reason
-    target = max(entry.votes, key=entry.votes.__getitem__)  # no question asks them: the more-voted group (ties: the first)
+    # No question asks exactly these two groups: the more-voted one is the target (a tie: the first).
+    target = max(entry.votes, key=entry.votes.__getitem__)
     settings = outcome.profile.survey
     rule = type2_on(entry.votes, target, settings)
     keep = rule.keep and no_stereotype_rule(entry.no_stereotype, entry.respondents, settings).keep

@@ -1,15 +1,14 @@
 """The survey rules in one table: a new rule is one entry here, its pure function (``tasks.survey.rules``) and its
 cut-off in the profile (``core.profile.SurveyProfile``). Which rules judge a question and in what order, the decision
-log's rows, what a curated override may give, which template rules decide survival, funnel.md and the audit
-report's table of judged questions all read the table. Stereotype rules judge one survey question through
-``judge``; template rules are worked out in ``apply.evaluate_template``.
+log's rows, what a curated override may give, which template rules decide survival, funnel.md and the audit report's
+table of judged questions all read the table. Stereotype rules judge one survey question through ``judge``; template
+rules are worked out in ``apply.evaluate_template``.
 
-Curated overrides (``overrides.csv``: ``category, stereotype, template_id, rule, outcome, reason``) are a
-maintainer's decision that differs from a rule, with its reason: a stereotype override names ``category`` +
-``stereotype``, a template override ``category`` + ``template_id``, each with an outcome its rule's entry allows
-(``overrides``). It is recorded with ``override=True``, the rule's own outcome in its reason. One that matches
-nothing is an error: a stale override must not linger unnoticed.
-"""
+Curated overrides (``overrides.csv``: ``category, stereotype, template_id, rule, outcome, reason``) are a maintainer's
+decision that differs from a rule, with its reason: a stereotype override names ``category`` + ``stereotype``, a
+template override ``category`` + ``template_id``, each with an outcome its rule's entry allows (``overrides``). It is
+recorded with ``override=True``, the rule's own outcome in its reason. One that matches nothing is an error: a stale
+override must not linger unnoticed."""
 
 from __future__ import annotations
 
@@ -207,8 +206,8 @@ class OverrideIndex:
         return own
 
     def for_stereotype(self, stereotype: Stereotype) -> dict[str, Override]:
-        """The overrides of the rules this question is judged by (file order); a rule of the other
-        question type stays unclaimed, so an override aimed at the wrong question type is reported stale."""
+        """The overrides of the rules this question is judged by (file order); a rule of the other question type stays
+        unclaimed, so an override aimed at the wrong question type is reported stale."""
         rules = {rule.name for rule in question_rules(stereotype.survey_type)}
         named = self.by_subject.get((stereotype.category, stereotype.text), {})
         return self._claim({rule: override for rule, override in named.items() if rule in rules})

@@ -1,13 +1,11 @@
 """The machine-translated twin's templates (``mtBBQ_templates.tsv``): the unedited DeepL drafts as templates.
 
-The paper compares its benchmark with BBQ machine-translated: the ST and TM templates' drafts, numbered as the
-post-edit workbooks number them, with no post-edit and no cultural adaptation. Version roles come from BBQ's own
-answer info (a row is *biased* when the answer to its negative question names the person whose ``NAME<k>_info``
-is one of its ``Known_stereotyped_groups``); where BBQ's version a is the biased one the twin exchanges the
-letters, and every row carries BBQ's groups, so that the version check runs on the twin as on the release. A
-template whose roles BBQ cannot tell, or whose draft is not a valid template, is left out; each template's fate
-is a decision.
-"""
+The paper compares its benchmark with BBQ machine-translated: the ST and TM templates' drafts, numbered as the post-edit
+workbooks number them, with no post-edit and no cultural adaptation. Version roles come from BBQ's own answer info (a
+row is *biased* when the answer to its negative question names the person whose ``NAME<k>_info`` is one of its
+``Known_stereotyped_groups``); where BBQ's version a is the biased one the twin exchanges the letters, and every row
+carries BBQ's groups, so that the version check runs on the twin as on the release. A template whose roles BBQ cannot
+tell, or whose draft is not a valid template, is left out; each template's fate is a decision."""
 
 from __future__ import annotations
 
@@ -64,8 +62,8 @@ class Groups:
 
 
 def bbq_groups(template: BBQTemplate) -> Groups | None:
-    """The row's groups from BBQ's own info; None when BBQ does not tell them (no info, or both or neither
-    person of a stereotyped group)."""
+    """The row's groups from BBQ's own info; None when BBQ does not tell them (no info, or both or neither person of a
+    stereotyped group)."""
     n1, n2 = template.columns.get("NAME1_info", "").strip(), template.columns.get("NAME2_info", "").strip()
     targets = {_plain(g) for g in stereotyped_groups(template.known_stereotyped_groups)}
     if not n1 or not n2 or (_plain(n1) in targets) == (_plain(n2) in targets):
@@ -129,8 +127,8 @@ def grouped_rows(drafts: list[Draft], rows: list[ExportRow]) -> list[TwinTemplat
 
 
 def version_plan(template: TwinTemplate, profile: Profile) -> tuple[dict[str, str] | None, str]:
-    """Each BBQ version's letter in the twin (a version whose role is the other's exchanges letters with its
-    partner), and why; None when BBQ's info cannot tell the roles."""
+    """Each BBQ version's letter in the twin (a version whose role is the other's exchanges letters with its partner),
+    and why; None when BBQ's info cannot tell the roles."""
     roles = template.roles()
     if unknown := sorted(v for v, role in roles.items() if role is None):
         return None, (f"BBQ's answer info cannot tell the role of version(s) {', '.join(unknown)} (NAME1_info, "
@@ -175,9 +173,9 @@ def machine_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str
 
 def write_machine_translation(drafts: list[Draft], profile: Profile, labels: Mapping[str, str],
                               out_path: Path) -> ImportResult:
-    """``mtBBQ_templates.tsv``: the twin's rows checked like a post-edit (the version convention included, on
-    BBQ's groups). A template whose draft fails a check is left out (a decision says why) and the rest is
-    checked again; the file is written once nothing fails."""
+    """``mtBBQ_templates.tsv``: the twin's rows checked like a post-edit (the version convention included, on BBQ's
+    groups). A template whose draft fails a check is left out (a decision says why) and the rest is checked again; the
+    file is written once nothing fails."""
     rows, groups, decisions = machine_rows(drafts, profile, labels)
     if not rows:
         return ImportResult([], None, decisions, [])
