@@ -1,13 +1,12 @@
-"""The annotators' files: the labelling workbook sent out (xlsx: one row per BBQ template, a drop-down, a
-rationale) and the labels read back, from filled workbooks or their CSV equivalent (``template,label,rationale``,
-named after the annotator: ``kim.csv``).
+"""The annotators' files: the labelling workbook sent out (xlsx: one row per BBQ template, a drop-down, a rationale) and
+the labels read back, from filled workbooks or their CSV equivalent (``template,label,rationale``, named after the
+annotator: ``kim.csv``).
 
 Every workbook cell but the label and rationale is locked, the label only accepts ST / TM / SR, and a hidden sheet
-records the profile and the template set the workbook was made for (``template_set.fingerprint``), so that labels
-given for other templates or for another culture are refused (a CSV is checked by its template IDs). All files are
-read and checked before anything is used, each problem at its file, sheet, row and cell, and nothing is imported
-when one is found. The guide sheet is the profile's own (``labelling_guide.txt``), else a neutral English one.
-"""
+records the profile and the template set the workbook was made for (``template_set.fingerprint``), so that labels given
+for other templates or for another culture are refused (a CSV is checked by its template IDs). All files are read and
+checked before anything is used, each problem at its file, sheet, row and cell, and nothing is imported when one is
+found. The guide sheet is the profile's own (``labelling_guide.txt``), else a neutral English one."""
 
 from __future__ import annotations
 
@@ -55,8 +54,8 @@ def row_values(item: LabelItem) -> list[str]:
 
 
 def guide_rows(profile: Profile, annotator: str) -> list[list[str]]:
-    """The guide sheet, one row a line: the culture's own (its folder's labelling_guide.txt, a tab between the cells
-    of a line), else a neutral English text with the labels' meanings and the annotator's name."""
+    """The guide sheet, one row a line: the culture's own (its folder's labelling_guide.txt, a tab between the cells of
+    a line), else a neutral English text with the labels' meanings and the annotator's name."""
     if path := profile.existing_file("labelling_guide"):
         return [line.split("\t") for line in read_text(path, "labelling guide file").splitlines()]
     return [["Label each BBQ template on the 'labels' sheet: choose a label and write why."], [],
@@ -218,8 +217,8 @@ def categories_in(files: list[AnnotatorFile]) -> list[str]:
 
 def check_annotator_files(files: list[AnnotatorFile], items: list[LabelItem], require_rationale: bool,
                           profile_name: str | None = None) -> tuple[list[AnnotatorLabels], list[Finding]]:
-    """Every file's labels for the template set ``items``, and every problem found on the way; with
-    ``profile_name``, a workbook exported for another profile is refused (its labels belong to another culture)."""
+    """Every file's labels for the template set ``items``, and every problem found on the way; with ``profile_name``, a
+    workbook exported for another profile is refused (its labels belong to another culture)."""
     findings: list[Finding] = []
 
     def problem(where: Location, code: str, message: str) -> None:

@@ -1,8 +1,7 @@
-"""The consensus file: the final label and rationale of every BBQ template (``template,label,rationale``; other
-columns, such as the votes of a ``--draft``, are ignored). Every final label becomes a decision, and an SR
-template also an exclusion decision, since it leaves the pipeline here. A template without a final label stops
-the build (``require_final_labels``): nothing is translated on a guess.
-"""
+"""The consensus file: the final label and rationale of every BBQ template (``template,label,rationale``; other columns,
+such as the votes of a ``--draft``, are ignored). Every final label becomes a decision, and an SR template also an
+exclusion decision, since it leaves the pipeline here. A template without a final label stops the build
+(``require_final_labels``): nothing is translated on a guess."""
 
 from __future__ import annotations
 

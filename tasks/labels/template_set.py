@@ -1,10 +1,9 @@
 """The unit of labelling: one BBQ template (all its versions), and the identity of a template set.
 
-Annotators label a BBQ *template* (``bbq:<category>:<Q_id>``), not a row: the versions of a
-Q_id share one stereotype, so they share one label. A template set is the list of templates
-a workbook was exported for; its fingerprint travels inside every workbook, so labels given
-for one set of templates (or for a since-edited text) are never imported against another.
-"""
+Annotators label a BBQ *template* (``bbq:<category>:<Q_id>``), not a row: the versions of a Q_id share one stereotype,
+so they share one label. A template set is the list of templates a workbook was exported for; its fingerprint travels
+inside every workbook, so labels given for one set of templates (or for a since-edited text) are never imported against
+another."""
 
 from __future__ import annotations
 
@@ -85,6 +84,6 @@ def load_label_items(bbq_path: Path, profile: Profile, categories: list[str] | N
 
 
 def raise_if_errors(what: str, findings: list[Finding]) -> None:
-    """All-or-nothing labelling input: nothing of any labelling file is imported when one of them has an error.
-    A never-filled workbook has one problem per template: the first 100 are listed, the rest add nothing."""
+    """All-or-nothing labelling input: nothing of any labelling file is imported when one of them has an error. A
+    never-filled workbook has one problem per template: the first 100 are listed, the rest add nothing."""
     raise_findings(what, findings, "nothing was imported", 100, " of the same kinds (fix these and import again)")

@@ -1,17 +1,10 @@
-"""The survey's reports, views of the decisions already taken (deterministic text).
+"""The survey's reports, views of the decisions already taken: ``funnel.md`` (stereotypes and templates before / after
+each rule, beside the paper's reported effects) and the group check, ``survey_agreement.md``.
 
-``funnel.md``: stereotypes and templates before / after each rule, per survey type and category, beside the
-paper's reported effects.
-
-The group check (written as ``survey_agreement.md``): the rules' decisions beside the templates' own groups. Two
-readings, chosen by ``SurveyOutcome.survivors_only``. A released template file holds the survivors of the paper's
-process, so every template the rules drop, and every group the rules would choose differently, is a difference
-between our reading of the paper and the release; all are listed with their numbers, none is forced to agree, and
-where the file carries its own per-template survey numbers (``Survey_stats``) they are shown beside the results
-file's and judged by the same rule. A culture's own candidate templates (no earlier release) are worded as what
-they are: the rules decide which survive, and the groups the templates name are compared with the groups the
-survey found.
-"""
+The group check reads two ways (``SurveyOutcome.survivors_only``). A released template file holds the survivors of the
+paper's process, so every template the rules drop and every group they would choose differently is a difference between
+our reading of the paper and the release: all are listed with their numbers, none is forced to agree, and the file's own
+``Survey_stats`` are judged by the same rule. A culture's own candidates are compared as candidates."""
 
 from __future__ import annotations
 
@@ -23,9 +16,9 @@ from pathlib import Path
 from core.tables import markdown_table
 from tasks.survey.apply import StereotypeEvaluation, SurveyOutcome, TemplateEvaluation
 from tasks.survey.results import NO_STEREO, SurveyResult
-from tasks.survey.rule_table import STEREOTYPE, effect_rows, rules_of
+from tasks.survey.rule_table import STEREOTYPE, effect_rows, rules_of, type2_on
 from tasks.survey.rules import (EQUAL_SHARE_BASES, RULE_NO_STEREOTYPE, RULE_READING, RULE_TYPE1, RULE_TYPE2,
-                                no_stereotype_rule, type1_rule, type2_rule)
+                                no_stereotype_rule, type1_rule)
 from tasks.survey.stereotypes import RELEASED_STATS_COLUMN, group_key, norm, row_groups
 from tasks.templates.load import TemplateRow, rows_by_template
 
@@ -75,8 +68,8 @@ RULE_EFFECT_COLUMNS = ["Rule", "Stereotypes dropped", "Templates dropped", "Pape
 
 
 def rule_effects(outcome: SurveyOutcome) -> list[list[object]]:
-    """Each rule's own effect (``RULE_EFFECT_COLUMNS``), beside the paper's: the stereotypes it drops among
-    those it could judge, and the templates whose first failing rule it is."""
+    """Each rule's own effect (``RULE_EFFECT_COLUMNS``), beside the paper's: the stereotypes it drops among those it
+    could judge, and the templates whose first failing rule it is."""
     paper = outcome.profile.survey.paper_effects
     first_failures = Counter()
     template_counts = Counter()
@@ -224,10 +217,10 @@ def _type2_judgement(entry: SurveyResult, asked: dict[tuple, StereotypeEvaluatio
         rules = (evaluation.rules.get(RULE_NO_STEREOTYPE), evaluation.rules.get(RULE_TYPE2))
         reason = "; ".join(r.reason for r in rules if r is not None and not r.keep)
         return evaluation.keep(), "intended target of the template asking this question", reason
-    (a, votes_a), (b, votes_b) = entry.votes.items()  # no question asks them: the more-voted group is the target
-    target, other = (a, b) if votes_a >= votes_b else (b, a)
+    # No question asks exactly these two groups: the more-voted one is the target (a tie: the first).
+    target = max(entry.votes, key=entry.votes.__getitem__)
     settings = outcome.profile.survey
-    rule = type2_rule(target, entry.votes[target], other, entry.votes[other], settings)
+    rule = type2_on(entry.votes, target, settings)
     keep = rule.keep and no_stereotype_rule(entry.no_stereotype, entry.respondents, settings).keep
     reason = rule.reason if not rule.keep else f"'no stereotype' {entry.no_stereotype} of {entry.respondents}"
     return keep, f"more-voted group (no {_templates(outcome)[:-1]} asks exactly these two groups)", reason
@@ -263,12 +256,10 @@ def _released_stats_verdict(evaluation: StereotypeEvaluation, own: dict[str, int
         return "-"
     s = evaluation.stereotype
     target = s.targets[s.templates[0]]
-    names = {group_key(g): g for g in own if g != NO_STEREO}
-    if group_key(target) not in names:
+    votes = {g: v for g, v in own.items() if g != NO_STEREO}
+    if group_key(target) not in map(group_key, votes):
         return "-"
-    t = names[group_key(target)]
-    other = next(g for g in names.values() if g != t)
-    r = type2_rule(t, own[t], other, own[other], outcome.profile.survey)
+    r = type2_on(votes, target, outcome.profile.survey)
     return f"{r.outcome}: {r.reason}"
 
 

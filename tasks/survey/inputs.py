@@ -1,20 +1,10 @@
-"""The survey stage's inputs (``SurveyInputs``: which files) and their contents (``SurveyData``: read and
-checked), read one way for every entry point (the pipeline's survey stage, ``kobbq build --templates
---survey-results`` and ``kobbq survey ingest``).
+"""The survey stage's inputs (``SurveyInputs``: which files) and their contents (``SurveyData``: read and checked), read
+one way for every entry point (the pipeline's survey stage, ``kobbq build --templates --survey-results`` and ``kobbq
+survey ingest``).
 
-- results: the released aggregated JSON, or respondent-level CSV/xlsx (one row per respondent x question:
-  ``question_id, respondent_id, gender, age_band, answer``, the answer's option labels separated by ``;``)
-  checked against the exported questionnaire (``questions.csv``) and the quota, and counted into the same
-  ``SurveyResult`` entries as the released JSON;
-- reading comprehension (optional): aggregated, or respondent answers scored against the exported
-  ``reading_questions.csv`` beside them;
-- overrides: the given file, else ``overrides.csv`` in the profile's survey folder when it exists;
-- ``allow_unmatched``: results that match no candidate template's question are refused unless allowed
-  (a released template file holds only survivors).
-
-Each table is a CSV or the first sheet of an xlsx; bad input raises ``UserError`` naming the file, (sheet,) row
-and column.
-"""
+Results come as the released aggregated JSON or as respondent rows (CSV/xlsx) checked against the exported questionnaire
+and counted into the same ``SurveyResult`` entries; each table is a CSV or the first sheet of an xlsx, and bad input
+raises ``UserError`` naming the file, (sheet,) row and column."""
 
 from __future__ import annotations
 
@@ -81,8 +71,8 @@ Answers = dict[str, dict[str, tuple[tuple[str, str], tuple[str, ...]]]]  # quest
 
 def _read_answers(path: Path, questions: dict[str, Question], questions_path: Path, profile: Profile
                   ) -> tuple[Answers, dict[str, Location]]:
-    """Every respondent row checked (known question, respondent, gender, age band, answer; once per question),
-    grouped by question: each respondent's (gender, age band) and choices; and each question's first row."""
+    """Every respondent row checked (known question, respondent, gender, age band, answer; once per question), grouped
+    by question: each respondent's (gender, age band) and choices; and each question's first row."""
     rows, where = read_table(path, RESPONDENT_COLUMNS)
     genders, bands = profile.survey.quota_genders, profile.survey.quota_age_bands
     answers: Answers = {}
@@ -123,8 +113,8 @@ def _quota(question_id: str, cells: list[tuple[str, str]], profile: Profile) -> 
 
 
 def load_respondent_results(path: Path, questions_path: Path, profile: Profile) -> SurveyResults:
-    """The respondent rows counted per question into votes (in the questionnaire's option order), each
-    question's votes checked like a released result's, and the quota shortfalls listed."""
+    """The respondent rows counted per question into votes (in the questionnaire's option order), each question's votes
+    checked like a released result's, and the quota shortfalls listed."""
     questions = load_questions(questions_path)
     lists = profile_group_lists(profile)
     answers, first_row = _read_answers(path, questions, questions_path, profile)
@@ -164,11 +154,8 @@ class ReadingQuestion:
 
 
 def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
-    """The reading questionnaire (``reading_questions.csv`` as exported): its answer key and options.
-
-    A question whose key is not among its options could never be answered correctly, so it is
-    rejected rather than scored.
-    """
+    """The reading questionnaire (``reading_questions.csv`` as exported): its answer key and options. A key that is not
+    among its options could never be answered correctly, so it is rejected rather than scored."""
     rows, where = read_table(path, READING_QUESTION_COLUMNS)
     questions: dict[str, ReadingQuestion] = {}
     for row, at in zip(rows, where):
@@ -186,8 +173,8 @@ def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
 
 
 def load_reading_results(path: Path, questions: Path | None = None) -> ReadingResults:
-    """Aggregated ``category, template_id, correct, total`` or respondent answers scored against
-    the reading questionnaire's ``correct_answer`` (default: ``reading_questions.csv`` beside it)."""
+    """Aggregated ``category, template_id, correct, total`` or respondent answers scored against the reading
+    questionnaire's ``correct_answer`` (default: ``reading_questions.csv`` beside it)."""
     path = Path(path)
     rows, where = read_table(path, [])
     header = set(rows[0]) if rows else set()
@@ -288,8 +275,8 @@ def pipeline_inputs(ctx: Context) -> SurveyInputs:
 
 
 def load_survey_results(path: Path, profile: Profile, questions: Path | None = None) -> SurveyResults:
-    """The released JSON, or a respondent-level CSV/xlsx (which needs the exported ``questions.csv``;
-    by default the one in the same folder)."""
+    """The released JSON, or a respondent-level CSV/xlsx (which needs the exported ``questions.csv``; by default the one
+    in the same folder)."""
     path = check_input_file(Path(path), "survey results file")  # a folder is not taken for respondent results
     if path.suffix.lower() == ".json":
         results = load_survey_json(path, profile)

@@ -1,5 +1,5 @@
-"""Survey results: what one surveyed question's result is, and the checks every result passes, in whichever of
-the two formats ``tasks.survey.inputs`` read it."""
+"""Survey results: what one surveyed question's result is, and the checks every result passes, in whichever of the two
+formats ``tasks.survey.inputs`` read it."""
 
 from __future__ import annotations
 
@@ -51,8 +51,8 @@ class SurveyResults:
 
 def check_votes(category: str, stereotype: str, votes: dict[str, int], no_stereo: int, kind: int,
                 respondents: int, lists: dict[str, GroupList], where: Location) -> None:
-    """Votes a question of this type could have received: type 2 adds up to the respondents; type 1 names
-    only groups of the category's list and gives no option more votes than respondents."""
+    """Votes a question of this type could have received: type 2 adds up to the respondents; type 1 names only groups of
+    the category's list and gives no option more votes than respondents."""
     if kind == 2:
         total = sum(votes.values()) + no_stereo
         if total != respondents:
@@ -70,8 +70,8 @@ def check_votes(category: str, stereotype: str, votes: dict[str, int], no_stereo
 
 
 def merge_duplicates(entries: list[SurveyResult]) -> tuple[list[SurveyResult], list[str]]:
-    """Identical repeats (the release lists Religion '낮은 여성 인권' twice) are merged and noted;
-    repeats with different numbers are the same question answered twice, which is an error."""
+    """Identical repeats (the release lists Religion '낮은 여성 인권' twice) are merged and noted; repeats with different
+    numbers are the same question answered twice, which is an error."""
     seen: dict[tuple, SurveyResult] = {}
     merged, notes = [], []
     for entry in entries:

@@ -1,22 +1,14 @@
 """The survey rules in one table: a new rule is one entry here, its pure function (``tasks.survey.rules``) and its
-cut-off in the profile (``core.profile.SurveyProfile``).
+cut-off in the profile (``core.profile.SurveyProfile``). Which rules judge a question and in what order, the decision
+log's rows, what a curated override may give, which template rules decide survival, funnel.md and the audit report's
+table of judged questions all read the table. Stereotype rules judge one survey question through ``judge``; template
+rules are worked out in ``apply.evaluate_template``.
 
-The rest iterates over the table: which rules judge a question and in what order, the decision log's rows, what
-a curated override may name and give, which template rules decide whether a template survives, funnel.md's
-columns and rows, and the audit report's table of judged questions.
-
-Stereotype rules judge one survey question (a unique stereotype) through ``judge``; template rules
-(``stereotype-survey``, ``type1-template-groups``, ``reading-comprehension``) are worked out per template in
-``apply.evaluate_template``, and the table holds what the rest needs to know of them.
-
-Curated overrides (``overrides.csv`` in the profile's survey folder: ``category, stereotype, template_id, rule,
-outcome, reason``) are a maintainer's decision that differs from a rule, with its reason. A stereotype override
-names ``category`` + ``stereotype`` and one of the rules its question is judged by, with ``keep`` or ``drop``; a
-template override names ``category`` + ``template_id`` and a template rule, with an outcome the table allows
-(``accept`` for ``type1-template-groups``: curated groups beside the rule's candidates). The decision is written
-with ``override=True``, the rule's own outcome and numbers kept in its reason. An override that matches nothing
-is an error: a stale override must not linger unnoticed.
-"""
+Curated overrides (``overrides.csv``: ``category, stereotype, template_id, rule, outcome, reason``) are a maintainer's
+decision that differs from a rule, with its reason: a stereotype override names ``category`` + ``stereotype``, a
+template override ``category`` + ``template_id``, each with an outcome its rule's entry allows (``overrides``). It is
+recorded with ``override=True``, the rule's own outcome in its reason. One that matches nothing is an error: a stale
+override must not linger unnoticed."""
 
 from __future__ import annotations
 
@@ -25,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import Location, UserError
-from core.profile import Profile
+from core.profile import Profile, SurveyProfile
 from core.tables import at_column, read_table
 from tasks.survey.results import SurveyResult, whole_number
 from tasks.survey.stereotypes import GroupList, Stereotype, group_key, norm
@@ -92,13 +84,16 @@ def _type1(q: Question) -> RuleResult:
     return rule
 
 
+def type2_on(votes: dict[str, int], target: str, settings: SurveyProfile) -> RuleResult:
+    """The type-2 rule on two groups' votes for ``target`` (matched by ``group_key``) against the other group."""
+    target = next(g for g in votes if group_key(g) == group_key(target))
+    other = next(g for g in votes if g != target)
+    return type2_rule(target, votes[target], other, votes[other], settings)
+
+
 def _type2(q: Question) -> RuleResult:
     assert q.result is not None and q.target is not None
-    votes = q.result.votes
-    names = {group_key(g): g for g in votes}
-    target = names[group_key(q.target)]
-    other = next(g for g in votes if g != target)
-    return type2_rule(target, votes[target], other, votes[other], q.profile.survey)
+    return type2_on(q.result.votes, q.target, q.profile.survey)
 
 
 AFTER_TYPE_RULE = "After type-1 / type-2 rule"
@@ -149,8 +144,16 @@ class Override:
     where: Location
 
     @property
-    def is_template(self) -> bool:
-        return self.template_id is not None
+    def key(self) -> tuple[str, str | int]:
+        """Its subject: (category, stereotype text) or (category, template ID)."""
+        return (self.category, self.stereotype if self.template_id is None else self.template_id)
+
+    @property
+    def subject(self) -> str:
+        """How its subject is named in an error message."""
+        if self.template_id is None:
+            return f"stereotype {self.category} '{self.stereotype}'"
+        return f"template {self.category}|{self.template_id}"
 
 
 def load_overrides(path: Path) -> list[Override]:
@@ -176,59 +179,45 @@ def load_overrides(path: Path) -> list[Override]:
                             at_column(at, "outcome"))
         override = Override(row["category"], norm(row["stereotype"]) if template_id is None else "", template_id, rule,
                             outcome, row["reason"], at)
-        identity = (override.category, override.stereotype, override.template_id, override.rule)
-        if identity in seen:
+        if (override.key, rule) in seen:
             raise UserError("the same rule is overridden twice for this item", at_column(at, "rule"))
-        seen.add(identity)
+        seen.add((override.key, rule))
         overrides.append(override)
     return overrides
 
 
 @dataclass
 class OverrideIndex:
-    """The curated overrides by subject, remembering which ones a stereotype or template claimed (by identity, so
-    two subjects claiming one override count it once): one nobody claimed is stale (``check_all_claimed``)."""
+    """The curated overrides by subject (``Override.key``) and rule, remembering which ones a stereotype or template
+    claimed (by identity, so two subjects claiming one override count it once): one nobody claimed is stale."""
 
-    by_stereotype: dict[tuple[str, str], dict[str, Override]]
-    by_template: dict[tuple[str, int], dict[str, Override]]
+    by_subject: dict[tuple[str, str | int], dict[str, Override]]
     claimed: set[int] = field(default_factory=set)
 
     @classmethod
     def of(cls, overrides: list[Override]) -> OverrideIndex:
-        by_stereotype: dict[tuple[str, str], dict[str, Override]] = {}
-        by_template: dict[tuple[str, int], dict[str, Override]] = {}
+        by_subject: dict[tuple[str, str | int], dict[str, Override]] = {}
         for override in overrides:
-            if override.is_template:
-                by_template.setdefault((override.category, override.template_id), {})[override.rule] = override
-            else:
-                by_stereotype.setdefault((override.category, override.stereotype), {})[override.rule] = override
-        return cls(by_stereotype, by_template)
+            by_subject.setdefault(override.key, {})[override.rule] = override
+        return cls(by_subject)
 
-    def for_stereotype(self, stereotype: Stereotype) -> dict[str, Override]:
-        """The overrides of the rules this question is judged by (file order); a rule of the other
-        question type stays unclaimed, so an override aimed at the wrong question type is reported stale."""
-        rules = {rule.name for rule in question_rules(stereotype.survey_type)}
-        named = self.by_stereotype.get((stereotype.category, stereotype.text), {})
-        own = {rule: override for rule, override in named.items() if rule in rules}
+    def _claim(self, own: dict[str, Override]) -> dict[str, Override]:
         self.claimed.update(id(o) for o in own.values())
         return own
+
+    def for_stereotype(self, stereotype: Stereotype) -> dict[str, Override]:
+        """The overrides of the rules this question is judged by (file order); a rule of the other question type stays
+        unclaimed, so an override aimed at the wrong question type is reported stale."""
+        rules = {rule.name for rule in question_rules(stereotype.survey_type)}
+        named = self.by_subject.get((stereotype.category, stereotype.text), {})
+        return self._claim({rule: override for rule, override in named.items() if rule in rules})
 
     def for_template(self, key: tuple[str, int]) -> dict[str, Override]:
         """Every override naming this candidate template, whatever its rule."""
-        own = self.by_template.get(key, {})
-        self.claimed.update(id(o) for o in own.values())
-        return own
+        return self._claim(self.by_subject.get(key, {}))
 
     def check_all_claimed(self, overrides: list[Override]) -> None:
         """Raise for the first override (file order) that matched no candidate template or stereotype rule."""
         if stale := [o for o in overrides if id(o) not in self.claimed]:
-            first = stale[0]
-            raise UserError(f"override for {override_subject(first)} ({first.rule}) matches no candidate template "
-                            "or stereotype rule", first.where)
-
-
-def override_subject(override: Override) -> str:
-    """How an override's subject is named in an error message."""
-    if override.is_template:
-        return f"template {override.category}|{override.template_id}"
-    return f"stereotype {override.category} '{override.stereotype}'"
+            raise UserError(f"override for {stale[0].subject} ({stale[0].rule}) matches no candidate template "
+                            "or stereotype rule", stale[0].where)

@@ -1,20 +1,18 @@
 """Unique stereotypes of the candidate templates, and the question type each one gets.
 
-A stereotype is surveyed once however many templates share it. The unit is the *question*:
-(category, stereotype text, survey type) and, for type 2, the two groups compared, so that
-"무모함: 청년 vs 노인" and "무모함: 청소년 vs 노인" are two questions, as in the release.
+A stereotype is surveyed once however many templates share it. The unit is the *question*: (category, stereotype text,
+survey type) and, for type 2, the two groups compared, so that "무모함: 청년 vs 노인" and "무모함: 청소년 vs 노인" are two questions,
+as in the release.
 
-Which question type a template needs depends on whether its reference names the non-target
-group. A template says so in the optional column ``Reference_names_non_target`` (yes/no). The
-released KoBBQ file has no such column but records the question it was asked in its
-``Survey_stats`` column; when the marker column is absent, two groups there mean "yes", and the
-stereotype records that the marker was read from ``Survey_stats``.
+Which question type a template needs depends on whether its reference names the non-target group. A template says so in
+the optional column ``Reference_names_non_target`` (yes/no). The released KoBBQ file has no such column but records the
+question it was asked in its ``Survey_stats`` column; when the marker column is absent, two groups there mean "yes", and
+the stereotype records that the marker was read from ``Survey_stats``.
 
-Group lists per category (``core/profiles/<profile>/survey/groups.csv``: ``category, group, world_region``) are
-the options of a type-1 question. ``world_region`` is set for a country shown under a world region (race: "US"
-under "North America"); such a group is shown as an option but not counted in the equal share of the type-1
-rule, so that 37 race groups count as 19 (+ the "no stereotype" option).
-"""
+Group lists per category (``core/profiles/<profile>/survey/groups.csv``: ``category, group, world_region``) are the
+options of a type-1 question. ``world_region`` is set for a country shown under a world region (race: "US" under "North
+America"); such a group is shown as an option but not counted in the equal share of the type-1 rule, so that 37 race
+groups count as 19 (+ the "no stereotype" option)."""
 
 from __future__ import annotations
 
@@ -65,8 +63,8 @@ class GroupList:
 
 
 def type1_group_list(category: str, stereotype: str, lists: dict[str, GroupList], profile: Profile) -> GroupList:
-    """A type-1 question offers its category's whole group list and the rule counts its options: without a list in
-    the profile the question can be neither asked nor judged, which is a profile error, not a drop."""
+    """A type-1 question offers its category's whole group list and the rule counts its options: without a list in the
+    profile the question can be neither asked nor judged, which is a profile error, not a drop."""
     if category not in lists:
         raise UserError(f"type-1 stereotype '{stereotype}' in {category}, but the profile has no group list for "
                         f"{category}", profile.file("survey") / "groups.csv")
@@ -175,9 +173,8 @@ def _other_group(template: TemplateRow) -> str:
 def collect_stereotypes(templates: list[TemplateRow], profile: Profile) -> tuple[list[Stereotype], list[Finding]]:
     """Group template rows into unique questions (input order of first appearance).
 
-    Returns the questions and the warnings; an error (a ``Reference_names_non_target`` value that
-    is not yes/no, a type-2 template without its two groups) raises ``UserError``.
-    """
+    Returns the questions and the warnings; an error (a ``Reference_names_non_target`` value that is not yes/no, a
+    type-2 template without its two groups) raises ``UserError``."""
     findings: list[Finding] = []
     data: dict[tuple, dict] = {}  # question key -> what the question is made of, in order of first appearance
     for template in templates:

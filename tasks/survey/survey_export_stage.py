@@ -1,13 +1,11 @@
-"""The survey-export stage: the questionnaires to send to the survey company, for the templates stage's
-``templates``. Output: ``questionnaire`` (and ``questions.csv`` beside it, which the survey stage
-reads respondent-level results with).
+"""The survey-export stage: the questionnaires to send to the survey company, for the templates stage's ``templates``.
+Output: ``questionnaire`` (and ``questions.csv`` beside it, which the survey stage reads respondent-level results with).
 
-One question per unique stereotype, rendered from the profile's jinja2 files, exported as an xlsx workbook and
-the same tables as CSV. Wording lives in the profile's survey folder (``core/profiles/<profile>/survey/``:
-``type1.j2``, ``type2.j2``, ``reading.j2``, ``options.toml``), not in code. Type 1 lists the category's full
-group list plus "no stereotype"; type 2 shows the two groups in a seeded random order (seeded per question, so a
-question's order does not change when other questions are added) plus "no stereotype".
-"""
+One question per unique stereotype, rendered from the profile's jinja2 files, exported as an xlsx workbook and the same
+tables as CSV. Wording lives in the profile's survey folder (``core/profiles/<profile>/survey/``: ``type1.j2``,
+``type2.j2``, ``reading.j2``, ``options.toml``), not in code. Type 1 lists the category's full group list plus "no
+stereotype"; type 2 shows the two groups in a seeded random order (seeded per question, so a question's order does not
+change when other questions are added) plus "no stereotype"."""
 
 from __future__ import annotations
 
@@ -110,13 +108,12 @@ def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], 
 
 
 def build_reading(templates: list[TemplateRow], profile: Profile, wording: Wording) -> list[dict[str, str]]:
-    """One reading question per template ID: the release's counter-biased disambiguated sample of
-    the template's first counter-biased version, first fill (fill 001).
+    """One reading question per template ID: the release's counter-biased disambiguated sample of the template's first
+    counter-biased version, first fill (fill 001).
 
-    Context, question, options and key are taken from that sample as the expansion engine makes
-    it, so respondents see exactly the release's text and choices: options = the sample's
-    ``choices`` (the biased question's answer, the counter-biased question's answer, the unknown
-    expression), key = its ``answer`` (the filled counter-biased answer).
+    Context, question, options and key are taken from that sample as the expansion engine makes it, so respondents see
+    exactly the release's text and choices: options = the sample's ``choices`` (the biased question's answer, the
+    counter-biased question's answer, the unknown expression), key = its ``answer`` (the filled counter-biased answer).
     """
     chosen: dict[tuple[str, int], TemplateRow] = {}
     for template in templates:
@@ -185,9 +182,8 @@ def write_export(out: Path, question_rows: list[dict[str, str]], reading: list[d
 
 
 def prepare(ctx: Context) -> None:
-    """Before the flow run: the stereotypes of the template file collected (a template without the groups its
-    survey question needs stops in one line before Prefect starts), unless the templates stage is about to
-    write it."""
+    """Before the flow run: the stereotypes of the template file collected (a template without the groups its survey
+    question needs stops in one line before Prefect starts), unless the templates stage is about to write it."""
     path = ctx.templates_file()
     if ctx.profile.survey.enabled and "templates" not in ctx.pending and path is not None and path.exists():
         collect_stereotypes(checked_templates(ctx, path)[0].templates, ctx.profile)

@@ -1,11 +1,10 @@
 """The translation cache: every character paid for is kept, so nothing is ever paid for twice.
 
 An SQLite file keyed by everything that changes DeepL's answer (the text as sent, the language pair, the glossary
-fingerprint, the request options). Each batch is committed as soon as DeepL answers, so a stopped run resumes
-where it stopped, and the same file replays a recorded run without any network. It also records how the glossary
-was applied when a live run chose it: the texts sent differ between the modes, so a reader without DeepL must ask
-for the cache keys the paid run stored.
-"""
+fingerprint, the request options). Each batch is committed as soon as DeepL answers, so a stopped run resumes where it
+stopped, and the same file replays a recorded run without any network. It also records how the glossary was applied when
+a live run chose it: the texts sent differ between the modes, so a reader without DeepL must ask for the cache keys the
+paid run stored."""
 
 from __future__ import annotations
 
@@ -79,8 +78,8 @@ def unreadable(path: Path, exc: sqlite3.DatabaseError) -> UserError:
 
 
 def check_readable(path: Path) -> None:
-    """``path`` opens as a translation cache, read only: a damaged file is found before anything runs, named as
-    the user gave it (not as the copy a pipeline would make of it)."""
+    """``path`` opens as a translation cache, read only: a damaged file is found before anything runs, named as the user
+    gave it (not as the copy a pipeline would make of it)."""
     db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
     try:
         db.execute("SELECT name FROM sqlite_master").fetchall()

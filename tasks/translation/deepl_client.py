@@ -1,11 +1,10 @@
 """DeepL behind a small ``Translator`` interface: the live client, and a replay of a recorded cache.
 
-The official ``deepl`` client retries rate limits and server errors itself (``max_network_retries``, from the
-profile); what cannot be retried (quota, a refused key, retries used up) raises ``TranslationStopped``, with a
-message that never contains the key, and ``pretranslate`` keeps every batch already answered. The replay answers
-nothing: a run with it uses only the cache, reproducing a recorded translation without a network or a key.
-``DEEPL_AUTH_KEY`` holds the key; ``DEEPL_SERVER_URL`` points the client at another server.
-"""
+The official ``deepl`` client retries rate limits and server errors itself (``max_network_retries``, from the profile);
+what cannot be retried (quota, a refused key, retries used up) raises ``TranslationStopped``, with a message that never
+contains the key, and ``pretranslate`` keeps every batch already answered. The replay answers nothing: a run with it
+uses only the cache, reproducing a recorded translation without a network or a key. ``DEEPL_AUTH_KEY`` holds the key;
+``DEEPL_SERVER_URL`` points the client at another server."""
 
 from __future__ import annotations
 
@@ -93,8 +92,8 @@ class DeepLTranslator:
 
 @dataclass
 class ReplayTranslator:
-    """Only the recorded cache: every text not in it is left untranslated and reported (``pretranslate`` never
-    sends it anything, since ``sends`` is False; how the glossary was applied comes from the cache's record)."""
+    """Only the recorded cache: every text not in it is left untranslated and reported (``pretranslate`` never sends it
+    anything, since ``sends`` is False; how the glossary was applied comes from the cache's record)."""
 
     sends: bool = False
 
@@ -125,8 +124,8 @@ def translator_for(auth_key: str | None) -> Translator:
 
 
 def _deepl():  # noqa: ANN202 (the deepl module)
-    """The deepl client library (and requests under it), imported when DeepL is talked to, not for every command
-    that loads the translation stages."""
+    """The deepl client library (and requests under it), imported when DeepL is talked to, not for every command that
+    loads the translation stages."""
     import deepl
 
     return deepl

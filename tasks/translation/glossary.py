@@ -1,8 +1,7 @@
 """The profile's glossary of cultural substitutions (ko: Walmart -> 이마트; ja: neighborhood association -> 町内会).
 
-The paper's translator replaced US-specific entities with ones of the culture; the glossary makes the machine
-draft do it already, so that the post-editor starts from the adapted text, and every substitution is recorded.
-"""
+The paper's translator replaced US-specific entities with ones of the culture; the glossary makes the machine draft do
+it already, so that the post-editor starts from the adapted text, and every substitution is recorded."""
 
 from __future__ import annotations
 

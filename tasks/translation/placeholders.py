@@ -1,9 +1,8 @@
 """Placeholders survive machine translation: protected as XML tags, restored, verified.
 
 Sent as plain text, DeepL may translate, inflect or drop BBQ's ``{{NAME1}}``; as self-closing XML tags with
-``tag_handling="xml"`` it moves them as units. Glossary terms DeepL cannot apply itself are protected the same way
-and restored to their target text. A translation that lost or duplicated a tag is flagged, never accepted silently.
-"""
+``tag_handling="xml"`` it moves them as units. Glossary terms DeepL cannot apply itself are protected the same way and
+restored to their target text. A translation that lost or duplicated a tag is flagged, never accepted silently."""
 
 from __future__ import annotations
 
@@ -118,9 +117,9 @@ _ANY_TAG = re.compile(r"<[^>]*>")
 
 
 def billable_characters(sent: str) -> int:
-    """What DeepL bills for one text sent with ``tag_handling="xml"``: the characters outside the tags, an
-    entity (``&amp;``) being the one character it stands for (DeepL's "Usage count and billing": "the
-    characters of the HTML or XML tags (including all their attributes and values) are not counted")."""
+    """What DeepL bills for one text sent with ``tag_handling="xml"``: the characters outside the tags, an entity
+    (``&amp;``) being the one character it stands for (DeepL's "Usage count and billing": "the characters of the HTML or
+    XML tags (including all their attributes and values) are not counted")."""
     return len(unescape(_ANY_TAG.sub("", sent)))
 
 

@@ -1,11 +1,10 @@
 """Import of the post-edited workbooks as template rows of the profile's format, and the post-edit report.
 
 Each returned cell is normalised (NFC, whitespace) and the particle shorthand ``[N1]은`` expanded from the row's
-``Names``/``Lexical_diversity``. The rows are written as the build will read them (a KoBBQ TSV, or a workbook
-format's ``<Category>.xlsx`` templates beside the culture's vocabulary) and checked with the project's own template
-validation before they are published, each problem moved to the workbook cell its text came from; with any error
-nothing is written. The same path checks the unedited DeepL drafts as the machine-translated twin's templates.
-"""
+``Names``/``Lexical_diversity``. The rows are written as the build will read them (a KoBBQ TSV, or a workbook format's
+``<Category>.xlsx`` templates beside the culture's vocabulary) and checked with the project's own template validation
+before they are published, each problem moved to the workbook cell its text came from; with any error nothing is
+written. The same path checks the unedited DeepL drafts as the machine-translated twin's templates."""
 
 from __future__ import annotations
 
@@ -97,9 +96,9 @@ def grouped_cells(cells: list[EditedCell], fields: list[str]) -> dict[str, dict[
 
 def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool = False
                     ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding], list[Exchange]]:
-    """KoBBQ rows from returned cells (or from the drafts alone, for the machine-translated twin). Returns the rows,
-    where each (row key, column) came from, the findings so far, and the versions the translator marked as exchanged
-    (``marked_exchanges``): their rows are checked against, and record, each other's English."""
+    """KoBBQ rows from returned cells (or the drafts alone, for the machine-translated twin), where each (row key,
+    column) came from, the findings so far, and the versions the translator marked as exchanged: their rows are checked
+    against, and record, each other's English."""
     findings: list[Finding] = []
     shorthand, separators, allowed = Shorthand.of(profile), profile.templates.separators, allowed_characters(profile)
     edited = grouped_cells(cells, FIELD_ORDER)
@@ -157,9 +156,9 @@ class Exchange:
 def marked_exchanges(edited: dict[str, dict[str, EditedCell]], profile: Profile, findings: list[Finding]
                      ) -> tuple[list[Exchange], dict[str, str]]:
     """The versions the translator exchanged, as marked: each row's ``Follows_version`` names the English version its
-    post-edit translates, its own or its partner's (a workbook without the row follows its own). An exchange is
-    marked on both rows, or it is an error at the row marked alone. Returns the exchanges and, per exchanged row,
-    the key of the row whose English it follows."""
+    post-edit translates, its own or its partner's (a workbook without the row follows its own). An exchange is marked
+    on both rows, or it is an error at the row marked alone. Returns the exchanges and, per exchanged row, the key of
+    the row whose English it follows."""
     swapped: dict[str, str] = {}
     for key, by_field in edited.items():
         mark = by_field.get(FOLLOWS)
@@ -190,8 +189,8 @@ def marked_exchanges(edited: dict[str, dict[str, EditedCell]], profile: Profile,
 
 
 def item_counts(cell: EditedCell, text: str, english: str, separators: tuple[str, ...]) -> list[Finding]:
-    """A simply-transferred template's lists are translated item by item: each slot of the post-edit has as many
-    items as in the English it follows ("N1: [หลานชาย หลานสาว]" for "N1: [grandson, granddaughter]" is one item)."""
+    """A simply-transferred template's lists are translated item by item: each slot of the post-edit has as many items
+    as in the English it follows ("N1: [หลานชาย หลานสาว]" for "N1: [grandson, granddaughter]" is one item)."""
     try:
         written, source = parse_declarations(text, separators), parse_declarations(english)
     except SlotSyntaxError:
@@ -222,10 +221,9 @@ def moved(finding: Finding, key: str, column: str, origin: dict[tuple[str, str],
 
 def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], path: Path,
                    profile: Profile, earlier: list[Finding]) -> list[Finding]:
-    """Validate the rows as the build will read them; publish only when neither this nor ``earlier`` (the findings of
-    reading the cells) has an error. The validation runs whatever was found before, so that one import reports every
-    problem (a wrong list separator beside a lost slot), and a problem already reported at the same cell with the same
-    code is not repeated. Each finding of the template validation is moved to the workbook cell the text came from."""
+    """Validate the rows as the build will read them, each finding moved to the workbook cell its text came from;
+    publish only when neither this nor ``earlier`` (reading the cells) has an error. It runs whatever was found before,
+    so that one import reports every problem, a problem ``earlier`` reported at the same cell not twice."""
     check = path.with_name(f".{path.name}.{os.getpid()}.check.tsv")
     try:
         loaded = load_kobbq_templates(write_tsv_rows(check, OUTPUT_COLUMNS, rows),
@@ -273,11 +271,10 @@ def cultural_substitutions(cells: list[EditedCell], glossary: Glossary) -> list[
 def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glossary: Glossary,
                  use_draft: bool = False, vocabulary: Path | None = None,
                  groups: Mapping[str, Mapping[str, str]] | None = None) -> ImportResult:
-    """Rows, checks, the template file (only without errors), edit rates, substitutions and their decisions. ``groups``:
-    N1_info, N2_info and Target_group per row key (``Category|ID|version``), written with the rows and checked with them
-    (the machine-translated twin's, from BBQ; a post-edit gets its groups at the templates stage). The profile's
-    template format decides what is written: a KoBBQ TSV at ``out_path``, or (a workbook format) the folder ``out_path``
-    of template workbooks, with the vocabulary copied from ``vocabulary``."""
+    """Rows, checks, the template file (only without errors), edit rates, substitutions and their decisions: a KoBBQ TSV
+    at ``out_path``, or for a workbook format the folder ``out_path`` of template workbooks with the vocabulary copied
+    from ``vocabulary``. ``groups``: N1_info, N2_info and Target_group per row key, written and checked with the rows
+    (the machine-translated twin's, from BBQ; a post-edit gets its groups at the templates stage)."""
     exchanges: list[Exchange] = []
     if profile.templates.workbook is not None:
         rows, origin, findings = workbook_rows(cells, profile, use_draft)
@@ -341,9 +338,8 @@ def postedit_decisions(cells: list[EditedCell], rates: list[EditRate], substitut
 
 def import_postedit(workbook_paths: list[Path], profile: Profile, out_path: Path, glossary: Glossary,
                     sent: Path | None = None) -> ImportResult:
-    """Read every returned workbook and write ``out_path`` (the profile's template format) when nothing is wrong. A
-    workbook format's vocabulary workbooks are taken from beside the returned workbooks. ``sent``: the folder of the
-    workbooks the current pre-translation exported, whose drafts the returned ones are compared with."""
+    """Read every returned workbook (a workbook format's vocabulary beside them) and write ``out_path`` when nothing is
+    wrong. ``sent``: the workbooks the current pre-translation exported, whose drafts the returned ones should hold."""
     cells = [cell for path in workbook_paths for cell in read_workbook(Path(path), profile)]
     if not cells:
         raise UserError("no workbook rows to import")
@@ -355,9 +351,8 @@ def import_postedit(workbook_paths: list[Path], profile: Profile, out_path: Path
 
 
 def stale_drafts(cells: list[EditedCell], current: list[EditedCell]) -> list[Finding]:
-    """One warning per returned workbook whose DeepL drafts are not those of the current pre-translation (``current``,
-    its exported cells): it was exported from an earlier one, and its edit rates measure the post-edit against the
-    drafts it holds."""
+    """One warning per returned workbook whose DeepL drafts are not those of the current pre-translation's exported
+    cells (``current``): its edit rates measure the post-edit against the older drafts it holds."""
     now = {(c.category, c.row.template_id, c.row.version, c.row.field): c.row.draft for c in current}
     stale: dict[str, list[EditedCell]] = defaultdict(list)
     for cell in cells:
@@ -390,8 +385,8 @@ SHEET = "Sheet1"  # as the EsBBQ templates name their sheet; the loader reads th
 
 
 def sheet_columns(profile: Profile) -> dict[str, str]:
-    """Language-selected column -> the sheet's column, in sheet order: IDs and links, then the translated
-    fields and the translator's cells, language-specific ones with the language's suffix."""
+    """Language-selected column -> the sheet's column, in sheet order: IDs and links, then the translated fields and the
+    translator's cells, language-specific ones with the language's suffix."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     suffix = f"_{profile.language}"
     fixed = [fmt.label_column, fmt.bbq_id_column, fmt.id_column, "version", fmt.bbq_category_column,
@@ -404,8 +399,8 @@ def sheet_columns(profile: Profile) -> dict[str, str]:
 
 def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = False
                   ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding]]:
-    """Template rows (language-selected column -> text) from returned cells, in export order. Returns the rows, where
-    each (row key, column) came from, and the findings so far."""
+    """Template rows (language-selected column -> text) from returned cells in export order, where each (row key,
+    column) came from, and the findings so far."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     spelled = {bbq: own for own, bbq in fmt.bbq_category_names.items()}  # Gender_identity -> GenderIdentity
     expected = [*profile.translation.fields.values(), *(c.name for c in profile.translation.row_cells)]
@@ -465,8 +460,8 @@ def copy_vocabulary(vocabulary: Path, folder: Path, fmt: WorkbookFormat) -> None
 
 def write_checked_workbooks(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], out_dir: Path,
                             profile: Profile, vocabulary: Path) -> list[Finding]:
-    """Write the workbooks into a staging folder, validate them as the build will, and publish the folder
-    (replacing ``out_dir``) only when there is no error. Findings name the post-edit cells."""
+    """Write the workbooks into a staging folder, validate them as the build will (findings at the post-edit cells), and
+    publish the folder in place of ``out_dir`` only when there is no error."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     out_dir = Path(out_dir)
     staging = out_dir.with_name(f".{out_dir.name}.staging")

@@ -1,11 +1,9 @@
 """The postedit stage: the translator's returned workbooks become a template file in the target language, with the
 post-edit report; ``kobbq postedit import`` and ``reference`` run it alone.
 
-In real-data mode the released template file is the post-edit (``link_reference``): each ST and TM row names its
-BBQ source, and linking them records one translation decision per adapted template without any DeepL call, counts
-the links per category and label (the paper's ST/TM columns) and finds the glossary substitutions the translator
-made.
-"""
+In real-data mode the released template file is the post-edit (``link_reference``): each ST and TM row names its BBQ
+source, and linking them records one translation decision per adapted template without any DeepL call, counts the links
+per category and label (the paper's ST/TM columns) and finds the glossary substitutions the translator made."""
 
 from __future__ import annotations
 
@@ -106,8 +104,8 @@ def link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile
 
 
 def returned_workbooks(ctx: Context) -> list[Path]:
-    """The translator's workbooks: the ones the pipeline names one by one, else each workbook sent out, by its
-    name in the folder they are returned to (waits for any not there yet)."""
+    """The translator's workbooks: the ones the pipeline names one by one, else each workbook sent out, by its name in
+    the folder they are returned to (waits for any not there yet)."""
     if given := ctx.pipeline.config.translation.workbooks:
         return [ctx.file(path) for path in given]  # type: ignore[misc]
     sent_dir = ctx.output("pretranslate", "workbooks")

@@ -2,12 +2,11 @@
 
 Every text field of a BBQ row (stereotype, contexts, questions, answers) is one segment, and every filler of
 ``Names``/``Lexical_diversity`` is one segment (so a filler list comes back as a list). Segments are protected
-(placeholders as XML tags), looked up in the cache, and only the misses are sent to DeepL, in batches that are
-cached as soon as they are answered. A segment whose translation lost a placeholder is flagged; a stop (quota, key)
-keeps everything answered so far and says how much is left. The dry run (``dry_run``) counts the same segments
-with the same cache keys, and DeepL bills the characters it translates, not the XML tags, so its number is what
-the real run is billed.
-"""
+(placeholders as XML tags), looked up in the cache, and only the misses are sent to DeepL, in batches that are cached as
+soon as they are answered. A segment whose translation lost a placeholder is flagged; a stop (quota, key) keeps
+everything answered so far and says how much is left. The dry run (``dry_run``) counts the same segments with the same
+cache keys, and DeepL bills the characters it translates, not the XML tags, so its number is what the real run is
+billed."""
 
 from __future__ import annotations
 
@@ -17,12 +16,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.decisions import Decision
 from core.errors import Location, UserError
+from core.findings import Finding
 from core.profile import Profile
 from core.tables import read_records
 from tasks.templates.bbq import BBQTemplate
-from core.decisions import Decision
-from core.findings import Finding
 from tasks.translation.cache import CachedTranslation, RequestSettings, TranslationCache
 from tasks.translation.deepl_client import KEY_VARIABLE, TranslationStopped, Translator
 from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary
@@ -347,11 +346,9 @@ def own_label(label: str, profile: Profile) -> str:
     return next((own for own, meaning in profile.templates.label_meanings.items() if meaning == label), label)
 
 
-
 def load_labels(path) -> dict[str, str]:
-    """BBQ template labels from ``subject,label`` CSV, or from a labelling decision log. A decision log
-    (``stage,subject,rule,outcome,...``) gives the outcome of the labelling stage's ``bbq_template`` decisions that are
-    labels (ST, TM, SR)."""
+    """BBQ template labels from ``subject,label`` CSV, or the labels stage's ``bbq_template`` label decisions of a
+    decision log."""
     fields, records = read_records(path)
     rows = [row for _, row in records]
     if {"subject", "label"} <= set(fields):

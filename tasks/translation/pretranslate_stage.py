@@ -1,8 +1,7 @@
 """The pretranslate stage: DeepL drafts of the ST/TM templates, the translator's workbooks, and the machine-translated
-twin's templates. Without ``DEEPL_AUTH_KEY`` it replays the recorded cache and waits when a segment is missing from
-it; in real-data mode the released file is the post-edit and nothing is translated. ``kobbq translate`` and
-``kobbq postedit export`` run it alone.
-"""
+twin's templates. Without ``DEEPL_AUTH_KEY`` it replays the recorded cache and waits when a segment is missing from it;
+in real-data mode the released file is the post-edit and nothing is translated. ``kobbq translate`` and ``kobbq postedit
+export`` run it alone."""
 
 from __future__ import annotations
 
@@ -35,8 +34,8 @@ def translatable_templates(bbq_path: Path, labels_path: Path, profile: Profile
 
 
 def check_target_language(profile: Profile) -> None:
-    """Before a live run starts anything: one clear error when DeepL does not translate into the profile's
-    language (Catalan). Without a key in the environment there is nothing to ask; the run checks again."""
+    """Before a live run starts anything: one clear error when DeepL does not translate into the profile's language
+    (Catalan). Without a key in the environment there is nothing to ask; the run checks again."""
     if key := os.environ.get(KEY_VARIABLE):
         try:
             require_target_language(translator_for(key), profile.translation.target_lang(profile.language), profile)
@@ -50,9 +49,9 @@ def glossary_of(ctx: Context) -> Glossary:
 
 
 def translation_cache(ctx: Context) -> Path:
-    """Where the DeepL drafts are cached. A pipeline's is shared by every pipeline writing this release (paid
-    work is never paid twice), started from the recorded cache the pipeline names, which is never written to; a
-    one-off command's is the ``--cache`` given, else the one in its folder, used in place."""
+    """Where the DeepL drafts are cached. A pipeline's is shared by every pipeline writing this release (paid work is
+    never paid twice), started from the recorded cache the pipeline names, which is never written to; a one-off
+    command's is the ``--cache`` given, else the one in its folder, used in place."""
     given = ctx.file(ctx.pipeline.config.translation.cache)
     if ctx.one_off is not None:
         return given or ctx.one_off / CACHE_FILE

@@ -1,13 +1,11 @@
 """The machine-translated twin's templates (``mtBBQ_templates.tsv``): the unedited DeepL drafts as templates.
 
-The paper compares its benchmark with BBQ machine-translated: the ST and TM templates' drafts, numbered as the
-post-edit workbooks number them, with no post-edit and no cultural adaptation. Version roles come from BBQ's own
-answer info (a row is *biased* when the answer to its negative question names the person whose ``NAME<k>_info``
-is one of its ``Known_stereotyped_groups``); where BBQ's version a is the biased one the twin exchanges the
-letters, and every row carries BBQ's groups, so that the version check runs on the twin as on the release. A
-template whose roles BBQ cannot tell, or whose draft is not a valid template, is left out; each template's fate
-is a decision.
-"""
+The paper compares its benchmark with BBQ machine-translated: the ST and TM templates' drafts, numbered as the post-edit
+workbooks number them, with no post-edit and no cultural adaptation. Version roles come from BBQ's own answer info (a
+row is *biased* when the answer to its negative question names the person whose ``NAME<k>_info`` is one of its
+``Known_stereotyped_groups``); where BBQ's version a is the biased one the twin exchanges the letters, and every row
+carries BBQ's groups, so that the version check runs on the twin as on the release. A template whose roles BBQ cannot
+tell, or whose draft is not a valid template, is left out; each template's fate is a decision."""
 
 from __future__ import annotations
 
@@ -64,8 +62,8 @@ class Groups:
 
 
 def bbq_groups(template: BBQTemplate) -> Groups | None:
-    """The row's groups from BBQ's own info; None when BBQ does not tell them (no info, or both or neither
-    person of a stereotyped group)."""
+    """The row's groups from BBQ's own info; None when BBQ does not tell them (no info, or both or neither person of a
+    stereotyped group)."""
     n1, n2 = template.columns.get("NAME1_info", "").strip(), template.columns.get("NAME2_info", "").strip()
     targets = {_plain(g) for g in stereotyped_groups(template.known_stereotyped_groups)}
     if not n1 or not n2 or (_plain(n1) in targets) == (_plain(n2) in targets):
@@ -129,8 +127,8 @@ def grouped_rows(drafts: list[Draft], rows: list[ExportRow]) -> list[TwinTemplat
 
 
 def version_plan(template: TwinTemplate, profile: Profile) -> tuple[dict[str, str] | None, str]:
-    """Each BBQ version's letter in the twin (a version whose role is the other's exchanges letters with its
-    partner), and why; None when BBQ's info cannot tell the roles."""
+    """Each BBQ version's letter in the twin (a version whose role is the other's exchanges letters with its partner),
+    and why; None when BBQ's info cannot tell the roles."""
     roles = template.roles()
     if unknown := sorted(v for v, role in roles.items() if role is None):
         return None, (f"BBQ's answer info cannot tell the role of version(s) {', '.join(unknown)} (NAME1_info, "
@@ -148,10 +146,9 @@ def version_plan(template: TwinTemplate, profile: Profile) -> tuple[dict[str, st
 
 
 def machine_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]
-                 ) -> tuple[list[ExportRow], dict[str, dict[str, str]], list[Decision], list[TwinTemplate]]:
-    """The twin's rows (versions in the convention), their groups by row key, a decision per template, and the
-    templates kept."""
-    rows, groups, decisions, kept = [], {}, [], []
+                 ) -> tuple[list[ExportRow], dict[str, dict[str, str]], list[Decision]]:
+    """The twin's rows (versions in the convention), their groups by row key, and a decision per template."""
+    rows, groups, decisions = [], {}, []
     for template in grouped_rows(drafts, export_rows(drafts, profile, labels)):
         letters, reason = version_plan(template, profile)
         target = next((g.target for g in template.groups.values() if g), "")
@@ -161,7 +158,6 @@ def machine_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str
                                       f"not in the machine-translated twin: {reason}", numbers, source=template.bbq))
             continue
         exchanged = any(letter != version for version, letter in letters.items())
-        kept.append(template)
         for version, version_rows in template.rows.items():
             rows += [replace(row, version=letters[version]) for row in version_rows]
             groups[f"{template.category}|{template.template_id}|{letters[version]}"] = \
@@ -172,15 +168,15 @@ def machine_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str
                                   "versions exchanged" if exchanged else "kept",
                                   f"in the machine-translated twin, roles by BBQ's answer info: {reason}{tm}",
                                   {**numbers, "exchanged": exchanged}, source=template.bbq))
-    return rows, groups, decisions, kept
+    return rows, groups, decisions
 
 
 def write_machine_translation(drafts: list[Draft], profile: Profile, labels: Mapping[str, str],
                               out_path: Path) -> ImportResult:
-    """``mtBBQ_templates.tsv``: the twin's rows checked like a post-edit (the version convention included, on
-    BBQ's groups). A template whose draft fails a check is left out (a decision says why) and the rest is
-    checked again; the file is written once nothing fails."""
-    rows, groups, decisions, _ = machine_rows(drafts, profile, labels)
+    """``mtBBQ_templates.tsv``: the twin's rows checked like a post-edit (the version convention included, on BBQ's
+    groups). A template whose draft fails a check is left out (a decision says why) and the rest is checked again; the
+    file is written once nothing fails."""
+    rows, groups, decisions = machine_rows(drafts, profile, labels)
     if not rows:
         return ImportResult([], None, decisions, [])
     while True:

@@ -1,11 +1,10 @@
 """The post-edit workbook: one xlsx per category for the professional translator.
 
-Sheet ``templates`` has one row per (template row, field): the IDs, the English source and the DeepL draft
-locked, an editable ``Post-edit`` (pre-filled with the draft) and ``Notes``. An explicit-versions format adds a
-``Follows_version`` row to each version: a translator who exchanges two versions' rows exchanges it with them, so
-the import reads the exchange instead of guessing it. Hidden, protected sheets keep a copy of the locked columns
-(``_manifest``: a changed ID or source text is refused) and the profile it was exported for (``_export``).
-"""
+Sheet ``templates`` has one row per (template row, field): the IDs, the English source and the DeepL draft locked, an
+editable ``Post-edit`` (pre-filled with the draft) and ``Notes``. An explicit-versions format adds a ``Follows_version``
+row to each version: a translator who exchanges two versions' rows exchanges it with them, so the import reads the
+exchange instead of guessing it. Hidden, protected sheets keep a copy of the locked columns (``_manifest``: a changed ID
+or source text is refused) and the profile it was exported for (``_export``)."""
 
 from __future__ import annotations
 
@@ -41,8 +40,8 @@ FOLLOWS = "Follows_version"  # the row whose Post-edit names the English version
 
 
 def neutral_instructions(profile: Profile) -> list[str]:
-    """The Instructions sheet of a profile without its own ``postedit_instructions.txt``: the slot syntax in
-    English, with the profile's list separator and culture, and no example in any particular language."""
+    """The Instructions sheet of a profile without its own ``postedit_instructions.txt``: the slot syntax in English,
+    with the profile's list separator and culture, and no example in any particular language."""
     joiner = profile.templates.list_joiner
     lines = ["Post-edit the 'Post-edit' column (pre-filled with the DeepL draft). Only 'Post-edit' and 'Notes' can be "
              "edited.",
@@ -131,8 +130,8 @@ def swapped_version(rows: list[ExportRow], version: str) -> list[ExportRow]:
 
 
 def row_version(draft: Draft, position: int, rows: int, profile: Profile) -> str:
-    """KoBBQ's explicit versions: a, b, c, d in file order where BBQ has none. A generated-flips format
-    keeps BBQ's version where it is one of the format's and the template has several rows, else none."""
+    """KoBBQ's explicit versions: a, b, c, d in file order where BBQ has none. A generated-flips format keeps BBQ's
+    version where it is one of the format's and the template has several rows, else none."""
     version = draft.template.version
     if profile.templates.swapped_versions:
         return version or "abcd"[position]
@@ -140,8 +139,8 @@ def row_version(draft: Draft, position: int, rows: int, profile: Profile) -> str
 
 
 def people_swapped(draft: Draft, other: Draft) -> bool:
-    """Whether ``draft`` is ``other`` with the two people exchanged: the same texts and words, the NAME1 and
-    NAME2 lists swapped (BBQ's version b of 50 templates)."""
+    """Whether ``draft`` is ``other`` with the two people exchanged: the same texts and words, the NAME1 and NAME2 lists
+    swapped (BBQ's version b of 50 templates)."""
     mine, theirs = dict(bbq_declarations(draft.template.names)), dict(bbq_declarations(other.template.names))
     return (bool(mine) and draft.template.texts == other.template.texts
             and draft.template.lexical == other.template.lexical
@@ -161,8 +160,8 @@ def rows_to_translate(drafts: list[Draft], profile: Profile) -> list[Draft]:
 
 
 def draft_rows(draft: Draft, profile: Profile) -> list[tuple[str, str, str]]:
-    """(field, English, draft) of one BBQ row: its translated fields under the target format's names, then
-    the cells the translator fills (English: BBQ's own column, where it has one)."""
+    """(field, English, draft) of one BBQ row: its translated fields under the target format's names, then the cells the
+    translator fills (English: BBQ's own column, where it has one)."""
     names = profile.translation.fields
     rows = [(names.get(f.column, f.column), f.english, f.draft or "") for f in draft.fields]
     return rows + [(c.name, draft.template.columns.get(c.bbq_column, "") if c.bbq_column else "", "")
@@ -170,9 +169,8 @@ def draft_rows(draft: Draft, profile: Profile) -> list[tuple[str, str, str]]:
 
 
 def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]) -> list[ExportRow]:
-    """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields. Rows without a
-    version (BBQ files without that column) get a, b, c, d in file order; a template with a single such row also gets
-    version b, its N1/N2-swapped partner (KoBBQ's explicit versions only, see ``row_version``)."""
+    """Number the templates per adapted category (BBQ file order, then Q_id) and list their fields, with the versions
+    ``row_version`` gives and, for a template of a single unversioned row, its swapped partner b."""
     by_template: dict[tuple[str, str, str], list[Draft]] = defaultdict(list)
     for draft in drafts:
         t = draft.template
@@ -203,8 +201,8 @@ def export_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str]
 
 
 def with_follows(rows: list[ExportRow], profile: Profile) -> list[ExportRow]:
-    """A template's rows with a ``Follows_version`` row after each version's, its English and draft the version's
-    letter (explicit-versions formats only: the versions the translator may exchange)."""
+    """A template's rows with a ``Follows_version`` row after each version's, its English and draft the version's letter
+    (explicit-versions formats only: the versions the translator may exchange)."""
     if profile.templates.workbook is not None or not profile.templates.counter_biased_versions:
         return rows
     with_rows: list[ExportRow] = []
@@ -215,9 +213,8 @@ def with_follows(rows: list[ExportRow], profile: Profile) -> list[ExportRow]:
 
 
 def instruction_lines(profile: Profile) -> list[str]:
-    """The Instructions sheet: the culture's own, whole (its folder's postedit_instructions.txt, in the translator's
-    language and terms, the version convention and the cells to fill included), else a culture-neutral English
-    text with the version convention and what each extra cell takes."""
+    """The Instructions sheet: the culture's own postedit_instructions.txt, whole (in the translator's language), else a
+    culture-neutral English text with the version convention and what each extra cell takes."""
     if path := profile.existing_file("postedit_instructions"):
         return read_text(path, "post-edit instructions file").splitlines()
     cells = profile.translation.row_cells
@@ -303,8 +300,8 @@ class EditedCell:
 
 
 def clean_text(value: str, where: Location, findings: list[Finding], allowed: str = "") -> str:
-    """A returned cell's text checked (``core.text``: each character nobody sees reported at its cell) and
-    normalised (NFC, whitespace)."""
+    """A returned cell's text checked (``core.text``: each character nobody sees reported at its cell) and normalised
+    (NFC, whitespace)."""
     findings += check_text(value, where, allowed)
     return normalise_text(value, allowed)[0]
 
