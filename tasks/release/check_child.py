@@ -206,13 +206,11 @@ def os_error_line(exc: OSError) -> str:
 
 def os_error_from(stderr: str) -> OSError:
     """The child's OSError again, from the last line of its stderr."""
-    lines = stderr.strip().splitlines() or ["{}"]
     try:
-        record = json.loads(lines[-1])
-    except ValueError:
-        record = {}
-    if not isinstance(record, dict):
-        record = {}
+        record = json.loads(stderr.strip().splitlines()[-1])
+    except (ValueError, IndexError):  # no line, or not the JSON of ``os_error_line``
+        record = None
+    record = record if isinstance(record, dict) else {}
     return OSError(record.get("errno"), record.get("strerror") or "release validation failed: " + stderr[-500:],
                    record.get("filename"))
 
