@@ -265,25 +265,20 @@ Expand = Callable[[list[TemplateRow], Profile, Vocabulary | None], Expansion]
 
 @dataclass(frozen=True)
 class TemplateFormat:
-    name: str
-    description: str
     load: Load
     check: Check
     expand: Expand
     generated: bool
 
 
-def _load_kobbq(path: Path, profile: Profile, corrections: list[Correction]) -> LoadedTemplates:
-    return load_kobbq_templates(path, corrections, profile.templates.separators, allowed_characters(profile))
-
-
-TEMPLATE_FORMATS = {fmt.name: fmt for fmt in (
-    TemplateFormat("kobbq", "KoBBQ's template file: one TSV, a row per version, inline slot lists",
-                   _load_kobbq, validate_loaded, lambda templates, profile, _: expand_templates(templates, profile),
-                   generated=False),
-    TemplateFormat("workbook", "EsBBQ's workbooks: a sheet per category with placeholders, and a vocabulary",
-                   load_workbook_templates, validate_workbook, expand_workbook, generated=True),
-)}
+TEMPLATE_FORMATS = {
+    # KoBBQ's template file: one TSV, a row per version, inline slot lists.
+    "kobbq": TemplateFormat(lambda path, profile, corrections: load_kobbq_templates(
+        path, corrections, profile.templates.separators, allowed_characters(profile)), validate_loaded,
+        lambda templates, profile, _: expand_templates(templates, profile), generated=False),
+    # EsBBQ's workbooks: a sheet per category with placeholders, and a vocabulary.
+    "workbook": TemplateFormat(load_workbook_templates, validate_workbook, expand_workbook, generated=True),
+}
 
 
 def template_format(profile: Profile) -> TemplateFormat:
