@@ -1,15 +1,11 @@
 """The release checks' child processes, started ahead of their job, and what the build makes of what they say.
 
 Importing Great Expectations takes about 4 s, the longest single thing a build waits for, so the child is started
-first (``warm_up``) and imports it while the build reads its inputs and imports Prefect; a library that cannot be
-imported stops the build (``ready``) before its flow run starts. This module imports nothing heavy, so that the
-child starts before the build's own imports. A child that dies or makes no progress for ``stall_seconds`` is one
-error line raised inside the staging of the release, so nothing is published; a spare no build takes ends with the
-command (``_end_spares``), or by itself when its stdin closes (its parent was killed).
-
-The checks' result, as the build reads it from the child: one outcome per expectation, written to
-``validation.json`` (our own deterministic summary: Great Expectations' raw result carries run IDs and times) and
-``validation.md`` (the page the dataset card links).
+first (``warm_up``) and imports it while the build reads its inputs and imports Prefect; this module imports nothing
+heavy. A child that dies or makes no progress for ``stall_seconds`` is one error line raised inside the staging of
+the release, so nothing is published; a spare no build takes ends with the command, or when its stdin closes.
+The result is our own deterministic summary (``validation.json``, ``validation.md``): Great Expectations' raw
+result carries run IDs and times.
 """
 
 from __future__ import annotations

@@ -347,13 +347,9 @@ class SampleSet:
 
 def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expected_by_prefix: dict[str, int],
                      step: Callable[[str], None] = lambda _: None) -> ValidationReport:
-    """Run the suite on both sample sets, telling ``step`` after each part.
-
-    First the IDs: the rules that count rows (per fill, per category, the test split within the full
-    set) are computed from them, and row count and unique IDs run on them (``whole_set_frame``). Then
-    each set's rows are checked batch by batch, the ID rules handed to each batch as columns, and a
-    batch's results are summed into one outcome per expectation. Only a batch of rows is held at a time.
-    """
+    """Run the suite on both sample sets, telling ``step`` after each part. The rules that count rows, row count
+    and unique IDs run on the IDs alone; then each set's rows are checked batch by batch, the ID rules handed to
+    each batch as columns, so that only a batch of rows is held at a time."""
     gx, context = _gx_context()
     sets = {"all": all_set, "test": test_set}
     rules = {"all": RULES_ALL, "test": RULES_TEST}
