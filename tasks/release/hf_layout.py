@@ -82,11 +82,9 @@ def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profil
 
 
 def write_layout(folder: Path, profile: Profile, name: str | None = None) -> list[Config]:
-    """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``; the configs.
-
-    A category with rows in one split gets a file (possibly empty) in every split, so every config has
-    the same splits. Files are read and written a batch at a time.
-    """
+    """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``, a batch at a time; the
+    configs. A category with rows in one split gets a file (possibly empty) in every split, so every config has the
+    same splits."""
     rows: dict[str, dict[str, int]] = {}
     schemas = {}
     for split, source in split_sources(profile, name).items():
