@@ -1,13 +1,10 @@
 """``kobbq diff OLD NEW``: what changed between two template files or two releases.
 
-Two KoBBQ template files are loaded and checked the way the build loads them (corrections
-applied, text normalised), so a defect fixed by a recorded correction does not show as a change,
-and the corrections each side needed are listed. Both are then expanded, so every changed
-template also says which of its samples were added, removed or changed (compared by sample ID).
-
-Two release folders are compared by their sample files (by sample ID) and their decision logs
-(each template's fate), so a template the survey dropped in one build and kept in the other
-shows as added or removed with the rule that decided it.
+Template files are loaded and checked the way the build loads them (corrections applied, text normalised), so a
+defect a recorded correction fixes does not show as a change (the corrections each side needed are listed), then
+expanded, so every changed template says which of its samples were added, removed or changed (by sample ID).
+Releases are compared by their sample files and their decision logs (each template's fate), so a template the
+survey dropped in one build and kept in the other shows as added or removed with the rule that decided it.
 """
 
 from __future__ import annotations
@@ -19,14 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import UserError
-from core.profile import Profile
+from core.profile import Profile, WorkbookFormat
 from tasks.audit.fates import SAMPLE_ID, load_audit_log, template_of
 from tasks.templates.corrections import AppliedCorrection
 from core.decisions import template_subject
-from core.profile import WorkbookFormat
 from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 from tasks.release.write import all_samples_name
-from tasks.templates.load import LoadedTemplates, TemplateRow
+from tasks.templates.load import LoadedTemplates, TemplateRow, rows_by_template
 from tasks.templates.validate import load_checked, template_format
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
@@ -61,6 +57,11 @@ class Diff:
 
 
 SampleRecords = dict[str, tuple[str, ...]]  # sample ID -> its public columns
+
+
+def _text(value: object) -> str:
+    """A cell as compared: text as it is, anything else (a list, a number) as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=list)
 
 
 def _sample_changes(old: SampleRecords, new: SampleRecords,
@@ -103,8 +104,7 @@ def _generated_records(columns: dict[str, list[object]], fmt: WorkbookFormat) ->
     for index in range(len(columns[category])):
         row = {c: columns[c][index] for c in columns}
         key = json.dumps([row[category], *(row[k] for k in fmt.dedup_key)], ensure_ascii=False, default=str)
-        records[key] = tuple(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=list)
-                             for v in (row[c] for c in compared))
+        records[key] = tuple(_text(row[c]) for c in compared)
         subjects[key] = template_subject(str(row[category]), int(row[fmt.output_of(fmt.id_column)]))
     return records, subjects
 
@@ -131,10 +131,8 @@ def _expanded_records(loaded: LoadedTemplates, profile: Profile) -> tuple[Sample
 
 
 def _rows_by_template(templates: list[TemplateRow]) -> dict[str, dict[str, TemplateRow]]:
-    grouped: dict[str, dict[str, TemplateRow]] = defaultdict(dict)
-    for template in templates:
-        grouped[template_subject(template.category, template.template_id)][template.version] = template
-    return grouped
+    return {template_subject(*key): {row.version: row for row in rows}
+            for key, rows in rows_by_template(templates).items()}
 
 
 def _row_details(old: dict[str, TemplateRow], new: dict[str, TemplateRow]) -> list[str]:
@@ -227,9 +225,7 @@ def _release_records(folder: Path, manifest: dict[str, object], profile: Profile
         return _generated_records({c: frame[c].tolist() for c in frame.columns}, profile.templates.workbook)
     columns = [c for c in SAMPLE_COLUMNS if c in frame.columns]
     values = [frame[c].tolist() for c in columns]
-    records = {str(row[0]): tuple(json.dumps(v, ensure_ascii=False, default=list) if not isinstance(v, str) else v
-                                  for v in row[1:])
-               for row in zip(*values)}
+    records = {str(row[0]): tuple(map(_text, row[1:])) for row in zip(*values)}
     return records, {}
 
 

@@ -131,12 +131,8 @@ def release_profile(release_dir: Path, given: str | None = None) -> Profile:
 
 
 def load_audit_log(release_dir: Path) -> AuditLog:
-    """Read ``decisions.csv`` and ``manifest.json`` of a release folder and work out every template's fate.
-
-    Label and BBQ link of released templates that no labelling or translation decision names are the ones the
-    release's own decision (``expanded``) records, so a release built from a template file alone still links to
-    BBQ.
-    """
+    """Every template's fate from a release folder's ``decisions.csv`` and ``manifest.json`` (label and BBQ link
+    from the release's own ``expanded`` rows where no earlier stage names them: a build from a template file alone)."""
     release_dir = Path(release_dir)
     if not release_dir.is_dir():
         raise UserError("release folder does not exist", release_dir)

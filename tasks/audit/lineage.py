@@ -1,16 +1,9 @@
-"""``kobbq why``: the lineage of one template, BBQ template, sample or stereotype, from the decision log.
+"""``kobbq why``: the lineage of one template, BBQ template, sample, stereotype or generated instance, from the
+decision log (the IDs it accepts: ``docs/guides/audit-a-release.md``).
 
-Accepted IDs (case-insensitive where the data allows):
-- a KoBBQ template: ``race_ethnicity_nationality-027`` (sample-ID form), ``Race_ethnicity_nationality|27``
-  or one row of it, ``Race_ethnicity_nationality|27|a``;
-- a BBQ template: ``bbq:Religion:18``;
-- a sample: ``age-001a-002-amb-bsd``;
-- a stereotype: its text, or ``stereotype:<Category>:<text>``;
-- an instance of a generated release (EsBBQ): ``<Category>#<instance_id>``, e.g. ``SES#17``.
-
-A dropped template shows the decisions that dropped it (rule, reason, numbers) before anything
-else; the rest follows stage by stage. An ID the log does not know is a ``UserError`` naming the
-closest known IDs (difflib), never an empty answer.
+A dropped template shows the decisions that dropped it (rule, reason, numbers) before anything else; the rest
+follows stage by stage. An ID the log does not know is a ``UserError`` naming the closest known IDs (difflib),
+never an empty answer.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""The one runner's decisions, without Prefect: which stages a pipeline has (a pipeline file's, or one made from
-``kobbq build --templates FILE``'s arguments), their fingerprints, which of them are current, and what their inputs
-hold before the flow run starts. ``each_stage`` is the one walk over them that the flow, the up-to-date check and
-``kobbq status`` share; ``Plan.prepare`` reads and checks the inputs already there, so that bad input stops in one
-line before Prefect starts, and keeps what was read for the run (``Context.once``).
+"""The one runner's decisions, without Prefect: which stages a pipeline has, their fingerprints, which of them are
+current, and what their inputs hold. ``each_stage`` is the one walk over them that the flow, the up-to-date check
+and ``kobbq status`` share; ``Plan.prepare`` reads the inputs already there, so that bad input stops in one line
+before Prefect starts, and keeps what was read for the run (``Context.once``).
 """
 
 from __future__ import annotations

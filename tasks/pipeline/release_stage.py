@@ -1,9 +1,6 @@
-"""The release stage: the surviving templates expanded, every file written and validated, and the release
-published atomically; the last stage of every pipeline.
-
-It reads the template file (``Context.templates_file``), the survey's decisions (the release never runs the rules
-again), every earlier stage's decisions and reports, and the machine-translated twin's templates. ``prepare`` checks
-the template file and fits it to the test split before any flow run starts. What it reads, and the check of the
+"""The release stage, the last of every pipeline: the surviving templates expanded, every file written and
+validated, and the release published atomically. It reads the survey's decisions (it never runs the rules again);
+``prepare`` fits the template file to the test split before any flow run starts. What it reads, and the check of the
 published folder against its manifest, are its contract's (``tasks.pipeline.stages``).
 """
 

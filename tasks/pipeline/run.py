@@ -1,10 +1,9 @@
 """The runner: a command's plan (``tasks.pipeline.plan.Plan``), its stages run in order in plain Python.
 
 ``execute`` answers a plan whose stages are all current at once (nothing started, nothing written: a read-only
-release can be checked), has every stage about to run check its inputs (a bad file stops in one line before anything
-starts), makes the build folder ready, and only then hands the plan to ``launch``: the command's Prefect flow run
-(``flows.pipeline``), or ``run_plan`` as it is. ``run_plan`` calls an observer around each stage's run (Prefect makes
-it a task run); nothing here knows of Prefect.
+release can be checked), has every stage about to run check its inputs, makes the build folder ready, and only then
+hands the plan to ``launch``: the command's Prefect flow run (``flows.pipeline``) or ``run_plan`` as it is, which
+calls an observer around each stage's run. Nothing here knows of Prefect.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """The release checks' child processes, started ahead of their job, and what the build makes of what they say.
 
 Importing Great Expectations takes about 4 s, the longest single thing a build waits for, so the child is started
-first (``warm_up``) and imports it while the build reads its inputs and imports Prefect; a library that cannot be
-imported stops the build (``ready``) before its flow run starts. This module imports nothing heavy, so that the
-child starts before the build's own imports. A child that dies or makes no progress for ``stall_seconds`` is one
-error line raised inside the staging of the release, so nothing is published; a spare no build takes ends with the
-command (``_end_spares``), or by itself when its stdin closes (its parent was killed).
-
-The checks' result, as the build reads it from the child: one outcome per expectation, written to
-``validation.json`` (our own deterministic summary: Great Expectations' raw result carries run IDs and times) and
-``validation.md`` (the page the dataset card links).
+first (``warm_up``) and imports it while the build reads its inputs and imports Prefect; this module imports nothing
+heavy. A child that dies or makes no progress for ``stall_seconds`` is one error line raised inside the staging of
+the release, so nothing is published; a spare no build takes ends with the command, or when its stdin closes.
+The result is our own deterministic summary (``validation.json``, ``validation.md``): Great Expectations' raw
+result carries run IDs and times.
 """
 
 from __future__ import annotations
@@ -206,13 +202,11 @@ def os_error_line(exc: OSError) -> str:
 
 def os_error_from(stderr: str) -> OSError:
     """The child's OSError again, from the last line of its stderr."""
-    lines = stderr.strip().splitlines() or ["{}"]
     try:
-        record = json.loads(lines[-1])
-    except ValueError:
-        record = {}
-    if not isinstance(record, dict):
-        record = {}
+        record = json.loads(stderr.strip().splitlines()[-1])
+    except (ValueError, IndexError):  # no line, or not the JSON of ``os_error_line``
+        record = None
+    record = record if isinstance(record, dict) else {}
     return OSError(record.get("errno"), record.get("strerror") or "release validation failed: " + stderr[-500:],
                    record.get("filename"))
 

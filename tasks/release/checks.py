@@ -65,11 +65,7 @@ def _choice_matrix(choices: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return matrix[codes], distinct[codes]
 
 
-class _Nothing:
-    """Pads a short list of choices: equal to no answer."""
-
-
-_NOTHING = _Nothing()
+_NOTHING = object()  # pads a short list of choices: equal to no answer
 
 
 def _in_row(values: pd.Series, matrix: np.ndarray) -> np.ndarray:
@@ -303,10 +299,6 @@ def _suite_runner(gx, context, name: str, sample_set: str, expectations: list,
     return run
 
 
-def _quiet(_: str) -> None:
-    """No one to tell where the suite is (a caller in the same process)."""
-
-
 def validate_generated(frame: pd.DataFrame, unknown: str, expected_by_category: dict[str, int]) -> ValidationReport:
     """The suite of a generated release (one sample set, EsBBQ's columns)."""
     gx, context = _gx_context()
@@ -354,14 +346,10 @@ class SampleSet:
 
 
 def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expected_by_prefix: dict[str, int],
-                     step: Callable[[str], None] = _quiet) -> ValidationReport:
-    """Run the suite on both sample sets, telling ``step`` after each part.
-
-    First the IDs: the rules that count rows (per fill, per category, the test split within the full
-    set) are computed from them, and row count and unique IDs run on them (``whole_set_frame``). Then
-    each set's rows are checked batch by batch, the ID rules handed to each batch as columns, and a
-    batch's results are summed into one outcome per expectation. Only a batch of rows is held at a time.
-    """
+                     step: Callable[[str], None] = lambda _: None) -> ValidationReport:
+    """Run the suite on both sample sets, telling ``step`` after each part. The rules that count rows, row count
+    and unique IDs run on the IDs alone; then each set's rows are checked batch by batch, the ID rules handed to
+    each batch as columns, so that only a batch of rows is held at a time."""
     gx, context = _gx_context()
     sets = {"all": all_set, "test": test_set}
     rules = {"all": RULES_ALL, "test": RULES_TEST}

@@ -1,15 +1,10 @@
 """The release's dataset card: ``README.md`` with the Hugging Face Hub's metadata, written from the build.
 
-The metadata (YAML between ``---`` lines) is made with ``huggingface_hub``'s own ``DatasetCardData``, with the
-configs of ``tasks.release.hf_layout``, so the Hub and ``datasets`` read the folder as one dataset; licence,
-languages and the paper the culture follows come from the profile's ``[card]``. The body
-(``templates/dataset_card.md.j2``) is made from the build's own numbers.
-
-The twin (``mtBBQ``) is what the paper compares its benchmark with: BBQ machine-translated into the language, the
-release's templates as DeepL drafted them, neither post-edited nor adapted, written by a pipeline build in its own
-folder ``<release>/mtBBQ/`` with the release's sample IDs, so a model's answers on the two compare sample by
-sample. A TM template's twin keeps BBQ's target group (the US stereotype, in the language): compare the two on ST
-templates for the effect of translation alone. It is evaluated as a release of its own.
+The metadata is ``huggingface_hub``'s own ``DatasetCardData`` with the configs of ``tasks.release.hf_layout``, so
+the Hub and ``datasets`` read the folder as one dataset; the body (``templates/dataset_card.md.j2``) is made from the
+build's own numbers. The machine-translated twin (``mtBBQ``: ``docs/reference/release-folder.md``) keeps the
+release's sample IDs, so a model's answers on the two compare sample by sample; it is evaluated as a release of its
+own.
 """
 
 from __future__ import annotations

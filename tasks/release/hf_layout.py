@@ -1,23 +1,10 @@
-"""The release's Parquet laid out for the Hugging Face ``datasets`` library: one config per category plus ``all``.
+"""The release's Parquet laid out for the Hugging Face ``datasets`` library: one config per category plus ``all``
+(configs, splits and columns: ``docs/reference/release-folder.md``).
 
-``datasets.load_dataset(FOLDER, CONFIG, split=SPLIT)`` reads a folder whose ``README.md`` lists its
-configs and their files (the Hub's "manual configuration"). Each category's rows of each split are
-written once, as ``data/<Category>/<split>.parquet``; the ``all`` config lists every category's file
-of a split, so the configs share files instead of holding the release twice. It lists them one by one,
-not as a glob (``data/*/<split>.parquet``): a folder that lost a category's file then fails to load
-(``FileNotFoundError`` naming it) instead of loading the other categories' rows as if they were all.
-
-Columns: a KoBBQ-layout release's files carry its public columns, where the sample ID packs the category, the
-context and the question (``age-001a-002-amb-bsd``) and ``prediction`` is an empty column to fill; the dataset's
-files carry what users analyse by instead, as BBQ's own copies on the Hub do (``dataset_batch``): ``category``,
-``context_condition`` (ambig / disambig), ``question_polarity`` (neg: the biased question, whose biased answer is
-the stereotyped group; nonneg: the counter-biased one) and ``label`` (the answer's index in ``choices``), without
-``prediction``. A generated release (EsBBQ) has BBQ's columns already.
-
-Splits: ``test`` is what a model is evaluated on (KoBBQ: the evaluation split, one fill per template
-row; a generated release such as EsBBQ is evaluated whole, so its one set is ``test``, as its
-publishers name it on the Hub); ``all_samples`` is every sample of a KoBBQ-layout release. (``all``
-cannot name a split: ``datasets`` reserves it for the union of the splits.)
+Each category's rows of a split are written once, as ``data/<Category>/<split>.parquet``, and the ``all`` config
+lists those files, so the configs share files instead of holding the release twice. It lists them one by one, not
+as a glob: a folder that lost a category's file then fails to load (``FileNotFoundError`` naming it) instead of
+loading the other categories' rows as if they were all. ``all`` cannot name a split: ``datasets`` reserves it.
 """
 
 from __future__ import annotations
@@ -80,7 +67,7 @@ def row_categories(batch: pa.RecordBatch, profile: Profile) -> np.ndarray:
 
 
 def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profile) -> pa.RecordBatch:
-    """A batch of the release's Parquet as the dataset's files hold it (see the module's docstring)."""
+    """A batch of the release's Parquet as the dataset's files hold it (BBQ's analysis columns, no ``prediction``)."""
     if profile.templates.workbook is not None:
         return batch
     parts = pc.extract_regex(batch.column("sample_id"), SAMPLE_ID)
@@ -95,11 +82,9 @@ def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profil
 
 
 def write_layout(folder: Path, profile: Profile, name: str | None = None) -> list[Config]:
-    """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``; the configs.
-
-    A category with rows in one split gets a file (possibly empty) in every split, so every config has
-    the same splits. Files are read and written a batch at a time.
-    """
+    """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``, a batch at a time; the
+    configs. A category with rows in one split gets a file (possibly empty) in every split, so every config has the
+    same splits."""
     rows: dict[str, dict[str, int]] = {}
     schemas = {}
     for split, source in split_sources(profile, name).items():

@@ -1,11 +1,9 @@
-"""Publishing a release folder to the Hugging Face Hub as a dataset repository, with ``huggingface_hub``.
+"""Publishing a release folder to the Hugging Face Hub as a dataset repository, with ``huggingface_hub``
+(``docs/reference/release-folder.md``).
 
-The files the build wrote are uploaded, as its manifest lists them, and nothing else: what a user keeps in the
-folder (notes, a ``.git``) is listed as kept and never uploaded. Its ``README.md`` is the dataset card, so the Hub
-shows its configs and ``datasets.load_dataset(REPO, CONFIG)`` reads it like the folder. Only an intact release is
-uploaded: its card is there and every file has the sha256 its manifest records (a folder edited by hand, or a
-build that did not finish, is refused before any network call). The token is huggingface_hub's own (``HF_TOKEN``,
-or ``hf auth login``); the endpoint ``HF_ENDPOINT``.
+Only the files the build wrote, as its manifest lists them, and only from an intact release (every file with the
+sha256 its manifest records): a folder edited by hand, or a build that did not finish, is refused before any
+network call; what a user keeps in the folder is listed as kept and never uploaded.
 """
 
 from __future__ import annotations

@@ -55,10 +55,8 @@ def recover(target: Path) -> None:
 
 @contextmanager
 def staged_release(target: Path, profile: str | None = None) -> Iterator[Path]:
-    """Yield an empty staging folder; on error (or a signal) it is removed and ``target`` is left as it was.
-
-    The caller writes everything into the staging folder and then calls ``publish``.
-    """
+    """Yield an empty staging folder, for the caller to write the release into and then ``publish``; on error (or a
+    signal) it is removed and ``target`` is left as it was."""
     check_release_name(target.name)
     target.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(target):
@@ -105,10 +103,9 @@ BUSY = "another build (pid {pid}) is writing this release; wait for it to finish
 def build_lock(target: Path, busy: str = BUSY) -> Iterator[None]:
     """One build at a time per release folder: a second one stops at once instead of interleaving.
 
-    Re-entrant within a process: the command takes the lock before Prefect starts (so a second build
-    is refused in a second, not after Prefect's start-up), and the flow takes it again. Other commands
-    that must not run twice on one folder (``kobbq eval run``) take it too, with their own ``busy``
-    message ({pid}: the holder's)."""
+    Re-entrant within a process: the command takes the lock before Prefect starts (so a second build is refused in a
+    second, not after Prefect's start-up), and the flow takes it again. Other commands that must not run twice on one
+    folder (``kobbq eval run``) take it too, with their own ``busy`` message ({pid}: the holder's)."""
     lock_path = (target.parent / f".{target.name}.lock").resolve()
     if lock_path in _held:
         _held[lock_path] += 1

@@ -1,18 +1,10 @@
-"""Which samples form a release's test split: the IDs its profile lists, or one fill per row drawn with the seed.
+"""Which samples form a release's test split: the IDs its profile lists, or one fill per row drawn with the seed
+(why and how: ``docs/guides/rebuild-kobbq.md``, "The official test split").
 
-The paper's numbers, the public leaderboards and every published run are on KoBBQ's *official*
-test split (``data/KoBBQ_test_samples.tsv`` of naver-ai/KoBBQ: one fill of each of the 570
-template rows, its four samples). A rebuild that draws its own fill per row shares only 592 of
-those 2,280 samples, so a number computed on it cannot sit beside a published one. A profile
-therefore may name its split's sample IDs (``[files] test_split``, one ID a line, in the published
-file's order): the release then has exactly those samples, in that order, or the build stops
-with the file and line of the first ID the templates do not produce.
-
-A profile without a list keeps the seeded draw (``tasks.templates.kobbq_format.evaluation_fills``). A
-build may ask for the seeded draw although its profile lists IDs (``--test-split seeded``; in a
-pipeline file ``test_split = "seeded"``): the project's own example templates use the ``ko``
-profile but cannot produce the official IDs. Which split a release has, and what chose it, is
-recorded in the manifest, Table 1 and the audit report; nothing falls back silently.
+A rebuild that draws its own fill per row shares only 592 of the official split's 2,280 samples, so a number
+computed on it cannot sit beside a published one: a listed split has exactly its IDs, in the list's order, or the
+build stops at the first ID the templates do not produce. Which split a release has, and what chose it, is
+recorded; nothing falls back silently.
 """
 
 from __future__ import annotations

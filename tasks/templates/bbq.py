@@ -70,8 +70,7 @@ class BBQTemplate:
 
 def category_of(path: Path) -> str:
     """``new_templates - Race_ethnicity.csv`` -> ``Race_ethnicity``."""
-    stem = path.stem
-    return stem[len(FILE_PREFIX):] if stem.startswith(FILE_PREFIX) else stem
+    return path.stem.removeprefix(FILE_PREFIX)
 
 
 def template_files(path: Path, categories: list[str] | None = None) -> list[Path]:

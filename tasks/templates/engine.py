@@ -1,20 +1,11 @@
 """The expansion engine: every template format's rows become samples through these same steps.
 
-For each template row, for each of its *variants* (the flips of the two people a profile
-generates, EsBBQ's four; or the row as written, KoBBQ's explicit a/b/c/d versions: one), the
-engine fills every text once per *fill*: every combination of one pair of people (axis 0, the
-pairs in loop order) and one item of each lexical slot (axes 1..., the last fastest). A
-profile's *label* hook turns the filled texts into samples; the engine then drops samples whose
-de-duplication key was seen before in the same run of a category's rows (first wins) and
-numbers them per category when the profile asks for it. Nothing is random: the output order is
-the loop order.
-
-What differs between template formats is only how a row becomes variants (``Variant``: its texts
-compiled against the axes, the pairs of people): the inline lists of KoBBQ's TSV
-(``tasks.templates.kobbq_format``) or the placeholders and candidate pools of a workbook
-(``tasks.templates.workbook_format``). The filling itself is ``FillGrid``: each text is compiled once into a
-``str.format`` pattern and formatted once per combination of the axes it uses, then spread over the
-fills, which is what makes a release of 76,568 samples expand in a fraction of a second.
+For each template row, for each of its *variants* (EsBBQ's four flips of the two people; KoBBQ's row as written),
+the engine fills every text once per *fill*: every combination of one pair of people (axis 0) and one item of each
+lexical slot (axes 1..., the last fastest). A profile's *label* hook turns the filled texts into samples; the
+engine drops samples whose de-duplication key a category's run of rows has seen (first wins) and numbers them per
+category when asked. Nothing is random: the output order is the loop order. Formats differ only in how a row
+becomes variants (``kobbq_format``'s inline lists, ``workbook_format``'s placeholders and candidate pools).
 """
 
 from __future__ import annotations
@@ -41,9 +32,9 @@ class Ref:
 
 @dataclass(frozen=True)
 class CompiledText:
-    """A text split at its slots: literal pieces (braces escaped for str.format) around refs."""
+    """A text split at its slots: len(refs) + 1 literal pieces (braces escaped for str.format) around refs."""
 
-    pieces: tuple[str, ...]  # len(refs) + 1 literal pieces
+    pieces: tuple[str, ...]
     refs: tuple[Ref, ...]
 
     def pattern(self, fields: list[str]) -> str:
@@ -55,19 +46,17 @@ def escape(piece: str) -> str:
 
 
 class FillGrid:
-    """Filling one variant: each text is formatted once per combination of the axes it uses, then spread. A text that
-    uses only the lexical slot W1 has |W1| distinct values however many fills the row has. Tables are built and spread
-    with itertools (C loops), because per-row Python overhead, not per-sample work, is what limits a release of 570
-    rows."""
+    """Filling one variant: each text is formatted once per combination of the axes it uses (a text using only W1
+    has |W1| values however many fills the row has), then spread, with itertools (C loops): per-row Python
+    overhead, not per-sample work, is what limits a release of 570 rows."""
 
     def __init__(self, sizes: list[int]) -> None:
         self.sizes = sizes
         self.count = math.prod(sizes)
 
     def table(self, compiled: CompiledText, positions: list[int]) -> list[str]:
-        """The text for every combination of ``positions`` (last fastest). The pattern is rewritten to index its
-        arguments ('{0[1]}': first axis, its second ref), so each combination of per-axis value tuples from ``product``
-        formats directly."""
+        """The text for every combination of ``positions`` (last fastest); the pattern indexes its arguments
+        ('{0[1]}': first axis, its second ref), so each tuple from ``product`` formats directly."""
         if not compiled.refs:
             return [compiled.pattern([]).replace("{{", "{").replace("}}", "}")] * math.prod(
                 self.sizes[p] for p in positions)
@@ -113,13 +102,12 @@ def uses(compiled: CompiledText) -> list[int]:
 
 @dataclass
 class Variant:
-    """One way a row is filled: its name (a flip; "" for a row as written), axis sizes, compiled texts, the pair
-    of people at each index of axis 0, and what else the format's label hook needs to know about the row."""
+    """One way a row is filled, with what the format's label hook needs to know about the row (``context``)."""
 
-    name: str
+    name: str  # a flip; "" for a row as written
     sizes: list[int]
     texts: dict[str, CompiledText]
-    people: list[object] = field(default_factory=list)
+    people: list[object] = field(default_factory=list)  # the pair of people at each index of axis 0
     context: object = None
 
 
@@ -130,28 +118,25 @@ Label = Callable[[TemplateRow, Variant, FillGrid], Columns]
 
 @dataclass
 class Engine:
-    """A template format's settings: how a row becomes variants, how filled texts become samples, the output
-    columns, the de-duplication key (empty: keep all) and the per-category number column (None: none)."""
+    """A template format's settings."""
 
     variants: Variants
     label: Label
     columns: list[str]
-    dedup_key: Sequence[str] = ()
-    number_column: str | None = None
+    dedup_key: Sequence[str] = ()  # empty: keep every sample
+    number_column: str | None = None  # the per-category number column, if any
 
 
 @dataclass
 class Expansion:
-    """The samples as columns (numpy object arrays), and where each template row's samples start. ``row_fills`` counts
-    each row's fills (over all its variants); ``row_samples`` what the row contributes; ``row_generated`` the samples
-    made before de-duplication (None when the engine keeps every sample, so the two are equal)."""
+    """The samples as columns (numpy object arrays), and per template row where its samples start."""
 
     columns: dict[str, np.ndarray]
     row_keys: list[str]
     row_starts: list[int]
-    row_fills: list[int]
-    row_samples: list[int]
-    row_generated: list[int] | None = None
+    row_fills: list[int]  # over all its variants
+    row_samples: list[int]  # what the row contributes
+    row_generated: list[int] | None = None  # made before de-duplication; None when every sample is kept
 
     def __len__(self) -> int:
         return len(next(iter(self.columns.values()))) if self.columns else 0

@@ -24,9 +24,6 @@ def sentence_case(text: str) -> str:
                     else piece[:1].upper() + piece[1:] for piece in pieces)
 
 
-CAPITALISE: dict[str, Callable[[str], str]] = {"sentence_case": sentence_case, "none": lambda text: text}
-
-
 # --- occurs: does a display name occur in an answer? ------------------------------------------
 
 def occurs_after_article(name: str, answer: str, articles: list[str]) -> bool:
@@ -38,10 +35,6 @@ def occurs_after_article(name: str, answer: str, articles: list[str]) -> bool:
             name = name[len(article):]
             break
     return re.search(r"(?:\b|(?<='))" + re.escape(name) + r"\b", answer, re.IGNORECASE) is not None
-
-
-Occurs = Callable[[str, str, list[str]], bool]
-OCCURS: dict[str, Occurs] = {"after_article": occurs_after_article}
 
 
 # --- label: the four instances of one filled combination --------------------------------------
@@ -114,6 +107,9 @@ def stereotyped_first(filled: Filled, targets: list[str], unknown: str, occurs: 
     ]
 
 
-LABEL = {"stereotyped_first": stereotyped_first}
-
-HOOKS = {"capitalise": CAPITALISE, "occurs": OCCURS, "label": LABEL}
+# The one registry, by kind: what the profile's [templates.workbook.hooks] may name.
+HOOKS: dict[str, dict[str, Callable]] = {
+    "capitalise": {"sentence_case": sentence_case, "none": lambda text: text},
+    "occurs": {"after_article": occurs_after_article},
+    "label": {"stereotyped_first": stereotyped_first},
+}

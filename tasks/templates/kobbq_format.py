@@ -1,12 +1,9 @@
 """KoBBQ's template format in the expansion engine (``tasks.templates.engine``): rows as written, four samples a fill.
 
-Fill numbers follow the public release: 1 + the mixed-radix index of the chosen filler
-positions over the slot order [N1, N2, lexical slots by name] (last slot fastest). Versions
-that swap the two people (b, d) count over [N2, N1, ...] with the person-attached word slots
-(X1, X2) swapped too, so fill k of version a and fill k of version b use the same fillers
-with the roles swapped. In the engine's terms: one variant per row (the versions are explicit
-rows, not generated flips), axis 0 the pairs of people in that order, the lexical slots after it,
-and the ``paired_questions`` label hook.
+Fill numbers follow the public release: 1 + the mixed-radix index of the chosen filler positions over the slot
+order [N1, N2, lexical slots by name] (last slot fastest). Versions that swap the two people (b, d) count over
+[N2, N1, ...] with the person-attached word slots (X1, X2) swapped too, so fill k of version a and fill k of version
+b use the same fillers with the roles swapped.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""Is a text written in the profile's language? Checked by its letters' Unicode scripts.
+"""Is a text written in the profile's language? Checked by its letters' Unicode scripts (the profile's
+``[writing]``: ``docs/new-culture.md``).
 
-A profile states the scripts its language writes in (``[writing] scripts``: Unicode script names
-such as Hangul, Han, Hiragana, Katakana, Latin, Arabic, Devanagari) and, where scripts are shared
-between languages, the scripts every sentence has (``sentence_scripts``: a Japanese sentence
-always has kana; Chinese written in Han alone passes ``scripts`` but not this). Letters of the
-Common and Inherited scripts (the long-vowel mark ー, combining marks) belong to every language;
-digits, punctuation and spaces are not letters.
-
-A text is *written in another script* when more than half of its letters are foreign: an error
-(an untranslated English sentence in a Korean release, Chinese templates built with the Japanese
-profile). Fewer foreign letters are mixed text a language writes too (a brand such as "iPhone" in
-a Korean sentence): a warning that counts them, so a reviewer can look without the build stopping.
+A text is *written in another script* when more than half of its letters are foreign: an error (an untranslated
+English sentence in a Korean release). Fewer foreign letters are mixed text a language writes too (a brand such as
+"iPhone" in a Korean sentence): a warning that counts them, so a reviewer can look without the build stopping.
 """
 
 from __future__ import annotations

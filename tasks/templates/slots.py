@@ -1,10 +1,7 @@
-"""Slot syntax of culturally adapted templates.
-
-In the KoBBQ format a slot is written inline where it is used, with its fillers already inflected for the
-particle that follows: ``[N1: 손자와, 손녀와]``; ``Names`` and ``Lexical_diversity`` declare the fillers
-(``N1: [손자, 손녀]; W1: [...]``). A bare ``[N1]`` is legal in the English ``_translated`` columns and in
-post-edits. List items are separated by the profile's ``list_separators``; any other list punctuation inside an
-item is an error, not one filler (``list_findings``).
+"""Slot syntax of culturally adapted templates (``docs/new-culture.md``): in the KoBBQ format a slot is written
+inline with its fillers inflected for what follows (``[N1: 손자와, 손녀와]``), ``Names`` and ``Lexical_diversity``
+declare the fillers (``N1: [손자, 손녀]; W1: [...]``). List punctuation the profile does not accept inside an item
+is an error, not one filler (``list_findings``).
 """
 
 from __future__ import annotations

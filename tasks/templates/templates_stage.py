@@ -1,11 +1,8 @@
 """The templates stage: the post-edited rows, their groups (which the post-edit does not carry) and the
-newly-created templates, as one file, checked like any template file and first against the version convention at
-the groups-file lines (``check_versions``). In real-data mode the released file is the template file; a workbook
-profile (EsBBQ) keeps groups and new templates in its post-edit workbooks, so its folder passes on as checked.
-
-Newly-created (NC) templates are written directly in the target language. They face the checks of any template
-plus two of their own: the label is NC and there is no BBQ link (a linked one is an adapted template in the
-wrong file).
+newly-created templates (``docs/new-culture.md`` 0.6, 0.7), as one file, checked like any template file and first
+against the version convention at the groups-file lines (``check_versions``). In real-data mode the released file
+is the template file; a workbook profile (EsBBQ) keeps groups and new templates in its post-edit workbooks, so its
+folder passes on as checked.
 """
 
 from __future__ import annotations
@@ -48,7 +45,8 @@ class NewlyCreated:
 
 
 def nc_findings(templates: list[TemplateRow]) -> list[Finding]:
-    """Rows of an NC file that are not NC templates: another label, or a link to a BBQ source."""
+    """Rows of an NC file that are not NC templates: another label, or a link to a BBQ source (a linked one is an
+    adapted template in the wrong file)."""
     findings = []
     for row in templates:
         if row.label != NC:

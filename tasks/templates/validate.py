@@ -2,12 +2,10 @@
 (``kobbq validate`` exits 1, a build stops); warnings are legal but suspicious (an inline item that does not start
 with its filler names the person differently).
 
-A format is how a culture writes its templates and how their rows become samples: its reader (corrections
-applied, problems returned as findings), its checks (below: the KoBBQ TSV's ``validate_loaded``, the workbooks'
-``validate_workbook``, which finds what generation would stop on before it runs), its adapter to the one
-expansion engine (``engine``), and whether a release of it is ``generated``: expanded whole when it is planned,
-written in the culture's own layout and without a test split (it is evaluated whole); the others are streamed
-chunk by chunk and get a test split. A new format is one entry in ``TEMPLATE_FORMATS`` (and the modules it names).
+A format (``TEMPLATE_FORMATS``; what a new one needs: ``docs/extending.md``) is its reader, its checks (the
+workbooks' find what generation would stop on before it runs), its adapter to the expansion engine, and whether a
+release of it is ``generated``: expanded whole when planned, written in the culture's own layout and evaluated
+whole, without a test split; the others are streamed chunk by chunk and get a test split.
 """
 
 from __future__ import annotations
@@ -265,25 +263,20 @@ Expand = Callable[[list[TemplateRow], Profile, Vocabulary | None], Expansion]
 
 @dataclass(frozen=True)
 class TemplateFormat:
-    name: str
-    description: str
     load: Load
     check: Check
     expand: Expand
     generated: bool
 
 
-def _load_kobbq(path: Path, profile: Profile, corrections: list[Correction]) -> LoadedTemplates:
-    return load_kobbq_templates(path, corrections, profile.templates.separators, allowed_characters(profile))
-
-
-TEMPLATE_FORMATS = {fmt.name: fmt for fmt in (
-    TemplateFormat("kobbq", "KoBBQ's template file: one TSV, a row per version, inline slot lists",
-                   _load_kobbq, validate_loaded, lambda templates, profile, _: expand_templates(templates, profile),
-                   generated=False),
-    TemplateFormat("workbook", "EsBBQ's workbooks: a sheet per category with placeholders, and a vocabulary",
-                   load_workbook_templates, validate_workbook, expand_workbook, generated=True),
-)}
+TEMPLATE_FORMATS = {
+    # KoBBQ's template file: one TSV, a row per version, inline slot lists.
+    "kobbq": TemplateFormat(lambda path, profile, corrections: load_kobbq_templates(
+        path, corrections, profile.templates.separators, allowed_characters(profile)), validate_loaded,
+        lambda templates, profile, _: expand_templates(templates, profile), generated=False),
+    # EsBBQ's workbooks: a sheet per category with placeholders, and a vocabulary.
+    "workbook": TemplateFormat(load_workbook_templates, validate_workbook, expand_workbook, generated=True),
+}
 
 
 def template_format(profile: Profile) -> TemplateFormat:

@@ -1,12 +1,7 @@
-"""The version convention of an explicit-versions format (KoBBQ's): which version carries which context.
-
-The method (``kobbq-process.md`` section 1) pairs a template's versions: a/c carry the counter-biased
-disambiguating context, b/d the biased one (the profile's ``counter_biased_versions`` and
-``swapped_versions``). The release's ``biased_answer`` is derived from that convention, so a template
-whose versions are the wrong way round inverts it for every one of its samples. A row's context is
-*biased* when the answer to its biased question is the person of the target group; the row's groups
-(``N1_info``, ``N2_info``, ``Target_group``) say who that is. BBQ's own letters do not follow the
-convention (its version a is the biased one in some templates), so a translation can carry the error in.
+"""The version convention of an explicit-versions format (KoBBQ's): which version carries which context
+(``docs/new-culture.md`` 0.5). The release's ``biased_answer`` is derived from it, so a template whose versions
+are the wrong way round inverts it for every one of its samples; a row's groups (``N1_info``, ``N2_info``,
+``Target_group``) say which role its context plays.
 """
 
 from __future__ import annotations

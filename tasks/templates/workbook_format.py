@@ -310,9 +310,7 @@ def label_instances(template: TemplateRow, variant: Variant, grid: FillGrid, con
 # --- a whole release ----------------------------------------------------------------------------
 
 def expand_workbook(templates: list[TemplateRow], profile: Profile, vocabulary: Vocabulary | None) -> Expansion:
-    """The generated release as columns, in the profile's output columns (one row per kept instance): the engine
-    with generated flips, candidate pools, the profile's label hook, first-wins de-duplication and instances
-    numbered per category (section 7)."""
+    """The generated release as columns, in the profile's output columns, one row per kept instance (section 7)."""
     fmt = profile.templates.workbook
     if fmt is None or vocabulary is None:
         raise ValueError("workbook templates need a [templates.workbook] profile and their vocabulary")
