@@ -121,7 +121,7 @@ def connect() -> Iterator[None]:
     # As patient as the flow run's own client: a server slow to answer (a busy machine) is not a missing one.
     if url and (found := problem(url, timeout=PREFECT_API_REQUEST_TIMEOUT.value())):
         raise UserError(found)
-    url = url or background_server()
+    url = url or background_server(timeout=PREFECT_API_REQUEST_TIMEOUT.value())
     try:  # a server gone during the build is said within seconds, not after minutes of retries
         with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_CLIENT_MAX_RETRIES: 1}):
             yield
@@ -143,14 +143,17 @@ def check_prefect_home() -> None:
                         prefect_home()) from None
 
 
-def background_server() -> str:
-    """The address of this session's background server: the one recorded, when it answers, else a new one."""
+def background_server(timeout: float) -> str:
+    """The address of this session's background server: the one recorded, when it answers, else a new one.
+
+    The recorded server gets the client's whole ``timeout``: on a busy machine a slow answer is a busy server that
+    other builds may be using, not a dead one to stop (a dead one refuses at once)."""
     home = prefect_home()
     try:
         url = str(json.loads((home / RECORD).read_text(encoding="utf-8"))["url"])
     except (OSError, ValueError, KeyError, TypeError):
         url = ""
-    if url and problem(url, timeout=2.0) is None:
+    if url and problem(url, timeout=timeout) is None:
         return url
     if (home / PID_FILE).exists():  # a background server that does not answer at the recorded address
         subprocess.run([sys.executable, "-m", "prefect", "server", "stop"], capture_output=True, timeout=60)
