@@ -202,10 +202,13 @@ def test_deployments_from_a_clean_clone_run_on_a_worker_elsewhere(clone: Path, c
     orchestrator = tmp_path / "orchestrator"
     orchestrator.mkdir()
     env = {**cluster.client_env("orchestrator"), "OPENAI_API_KEY": FAKE_KEY}
-    for deployment, out in (("kobbq-model-run/git", tmp_path / "git"), ("kobbq-model-run/shared", tmp_path / "shared")):
-        result = subprocess.run(eval_command(cluster, prepared, out, fake.url, deployment),
-                                env=env, cwd=orchestrator, capture_output=True, text=True, timeout=600)
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # The two evaluations at once (two output folders, one unit each on the worker's four slots), as two users would.
+    commands = {out: cluster.start(eval_command(cluster, prepared, out, fake.url, deployment), env, orchestrator,
+                                   tmp_path / f"{out.name}.log")
+                for deployment, out in (("kobbq-model-run/git", tmp_path / "git"),
+                                        ("kobbq-model-run/shared", tmp_path / "shared"))}
+    for out, command in commands.items():
+        assert command.wait(timeout=600) == 0, (tmp_path / f"{out.name}.log").read_text()[-3000:]
         assert answer_files(out / MODEL) == expected
     runs = unit_runs(cluster, tmp_path)
     locks = read_from_server(cluster, lambda client: client.read_global_concurrency_limits())
