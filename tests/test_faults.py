@@ -44,13 +44,21 @@ def complete(release: Path) -> bool:
 
 
 @pytest.fixture(scope="module")
-def previous(tmp_path_factory, prefect_api_url) -> Path:
-    """A published release of the example, copied into each case's folder (built on the session's Prefect API: the
-    builds that are killed start their own temporary server, the child on record)."""
+def previous(tmp_path_factory) -> Path:
+    """A published release of the example, copied into each case's folder: ``BUILD``'s plan run in this process
+    without Prefect (the runner alone; the builds that are killed start their own temporary server, the child on
+    record), which ``BUILD`` itself then finds up to date."""
+    from core.profile import load_profile
+    from tasks.pipeline.plan import templates_plan
+    from tasks.pipeline.run import execute
+
     folder = tmp_path_factory.mktemp("previous")
-    done = subprocess.run(BUILD, cwd=folder, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PREFECT_API_URL": prefect_api_url})
-    assert done.returncode == 0, done.stderr
+    profile = load_profile("ko")
+    plan = templates_plan(EXAMPLE_TEMPLATES, folder / "out", profile, corrections=profile.existing_file("corrections"),
+                          test_split="seeded")
+    assert execute(plan).finished
+    done = subprocess.run(BUILD, cwd=folder, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "out/KoBBQ: up to date, " in done.stdout, done.stdout + done.stderr
     return folder / "out"
 
 
