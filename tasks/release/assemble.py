@@ -41,7 +41,7 @@ from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.dataset_card import twin_manifest_entry, twin_not_published, write_dataset_card
 from tasks.release.hf_layout import DATA_DIR, write_layout
 from tasks.release.inputs import BuildInputs
-from tasks.release.write import (FORMATS, SampleFiles, all_samples_name, category_folder, release_arrow_memory,
+from tasks.release.write import (SampleFiles, all_samples_name, category_folder, release_arrow_memory,
                                   samples_frame, test_samples_name, write_category_csvs, write_records_jsonl)
 from tasks.release.check_child import ReleaseValidationError, ValidationChild, ValidationReport, warm_up
 from tasks.release.table1 import Table1, build_table1, render_csv, render_markdown
@@ -230,13 +230,18 @@ class Checks:
 @contextmanager
 def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
                  progress: Progress) -> Iterator[Checks]:
-    """All samples and the test split as Parquet, TSV and JSONL, each chunk expanded once and written in every
-    format; then the checks start on the Parquet files. Inside the ``with``, the caller writes the rest beside the
-    checks and asks for their ``report`` (``Checks``)."""
-    write_sample_sets(folder, name, release, FORMATS)
-    progress("sample files written (Parquet, TSV, JSONL)")
+    """All samples and the test split as Parquet, TSV and JSONL, checked while written: Parquet first, which the
+    checks read while the rest is written. Inside the ``with``, the caller writes more beside the checks and
+    asks for their ``report`` (``Checks``).
+
+    The samples are expanded twice, once for the Parquet files the checks read and once for the others: expanding
+    costs ~0.2 s of the real release, while one pass for every format starts the checks ~0.8 s of CPU later: the
+    build then waited ~1 s for them at the end, against ~0.1 s with Parquet first (load 2.5)."""
+    write_sample_sets(folder, name, release, ("parquet",))
     with Checks(start_release_checks(folder, profile, release, name) if validate else None, progress) as checks:
         interrupt.checkpoint("writing")
+        write_sample_sets(folder, name, release, ("tsv", "jsonl"))
+        progress("sample files written (Parquet, TSV, JSONL)")
         yield checks
 
 
