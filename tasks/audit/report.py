@@ -194,17 +194,19 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     ``options``), the audit report, then the manifest, once, with the hash of every file. Composed here, above
     the release package, because the report is a view of the finished release."""
 
-    def audit_and_manifest(files: ReleaseFiles) -> WrittenRelease:
-        """Written while the checks' child validates the samples."""
-        log = build_audit_log(folder, files.decisions, files.facts)
-        table1 = csv_rows(files.table)
-        write_text(folder / AUDIT, render_audit_html(log, inputs.profile, table1, files.reports.get(FUNNEL),
+    def audit(files: ReleaseFiles) -> None:
+        """Written while the checks' child validates the samples: the page shows neither their result nor a twin."""
+        write_text(folder / AUDIT, render_audit_html(build_audit_log(folder, files.decisions, files.facts),
+                                                     inputs.profile, csv_rows(files.table), files.reports.get(FUNNEL),
                                                      files.reports.get(VOTES, "")))
-        manifest = write_manifest(folder, inputs.profile, files.facts)
-        tables = release_tables(log, inputs.profile, table1, files.validation)
-        return WrittenRelease(manifest, tables, release_summary(manifest, tables))
 
-    return write_release_files(folder, inputs, loaded, findings, release, decisions, then=audit_and_manifest,
+    def manifest(files: ReleaseFiles) -> WrittenRelease:
+        written = write_manifest(folder, inputs.profile, files.facts)
+        tables = release_tables(build_audit_log(folder, files.decisions, files.facts), inputs.profile,
+                                csv_rows(files.table), files.validation)
+        return WrittenRelease(written, tables, release_summary(written, tables))
+
+    return write_release_files(folder, inputs, loaded, findings, release, decisions, then=manifest, beside=audit,
                                **options)
 
 
