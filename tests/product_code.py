@@ -1,8 +1,8 @@
 """The product's modules (``core``, ``tasks``, ``flows``, ``kobbq``), each parsed once per test process.
 
 Four tests read every product module's syntax tree (the layers, the release file names, the profile keys read, the
-commands messages name): one parse of them all is ~0.85 s of CPU, so they share it, and carry the xdist group
-``PRODUCT_CODE`` so that one worker of ``pytest -n`` pays it (the run uses ``--dist loadgroup``).
+commands messages name): one parse of them all is ~0.85 s of CPU, so they share it, and their files run on one
+xdist worker (``WORKER_GROUPS`` in conftest.py) so that one worker of ``pytest -n`` pays it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from pathlib import Path
 from core.paths import PROJECT_ROOT
 
 PACKAGES = ("core", "tasks", "flows", "kobbq")
-PRODUCT_CODE = "product_code"  # the xdist group of the tests that read every product module
 
 
 def product_modules() -> list[Path]:

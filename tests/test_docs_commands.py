@@ -26,7 +26,7 @@ import pytest
 
 from core.paths import PROJECT_ROOT
 from kobbq.cli import build_parser
-from product_code import PRODUCT_CODE, parsed, product_modules
+from product_code import parsed, product_modules
 
 DOCS = PROJECT_ROOT / "docs"
 
@@ -233,7 +233,6 @@ def parses(argv: list[str]) -> str:
     return ""
 
 
-@pytest.mark.xdist_group(PRODUCT_CODE)
 def test_the_messages_and_help_texts_have_command_lines() -> None:
     messages = message_commands()
     assert len(messages) >= 8 and any("labels_stage.py" in where for where, _ in messages)
@@ -254,7 +253,6 @@ def check_generated(where: str, argv: list[str]) -> None:
         assert parses(argv) == "", f"{where}: `kobbq {shlex.join(argv)}`"
 
 
-@pytest.mark.xdist_group(PRODUCT_CODE)
 def test_every_command_a_message_or_a_help_names_has_its_options() -> None:
     problems = []
     for where, text in message_commands() + help_commands():

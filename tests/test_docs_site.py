@@ -20,10 +20,6 @@ import pytest
 from core.paths import PROJECT_ROOT
 from test_docs_commands import reference_hook
 
-# One xdist worker of `pytest -n` runs this file (--dist loadgroup): it imports MkDocs and Material and builds the
-# site once (~2.5 s of CPU), where the tests spread over both workers built it in each.
-pytestmark = pytest.mark.xdist_group("mkdocs")
-
 
 def build_site(config_file: Path, site: Path) -> None:
     # MkDocs is imported when a site is built, not when every pytest worker collects this file (the test extra

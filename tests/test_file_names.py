@@ -5,10 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import core.release_folder as release_folder
-from product_code import PRODUCT_CODE, parsed, product_modules
+from product_code import parsed, product_modules
 
 NAMES = {value for name, value in vars(release_folder).items()
          if name.isupper() and isinstance(value, str) and "." in value and not value.startswith(".")}
@@ -20,7 +18,6 @@ def literal_names(path: Path) -> list[str]:
             if isinstance(node, ast.Constant) and node.value in NAMES]
 
 
-@pytest.mark.xdist_group(PRODUCT_CODE)
 def test_release_file_names_are_spelled_only_in_release_folder():
     assert {"manifest.json", "audit.html", "README.md", "decisions.parquet"} <= NAMES
     found = [hit for path in product_modules() if path.name != "release_folder.py" for hit in literal_names(path)]

@@ -8,12 +8,8 @@ from __future__ import annotations
 import ast
 import functools
 
-import pytest
-
 from core.paths import PROJECT_ROOT
-from product_code import PACKAGES, PRODUCT_CODE, parsed, product_modules
-
-pytestmark = pytest.mark.xdist_group(PRODUCT_CODE)
+from product_code import PACKAGES, parsed, product_modules
 
 # The ``tasks`` sub-packages, lowest first, in the pipeline's order: each may import those before it, never one after
 # it. Template formats (read, check, expand into samples) serve every stage; labels, translation and the survey

@@ -27,7 +27,7 @@ from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, PROJECT_ROOT
 from core.pipeline_file import load_pipeline
 from core.profile import PROFILE_DIR, Profile, load_profile, load_survey_options
-from product_code import PRODUCT_CODE, parsed
+from product_code import parsed
 
 CODE_FOLDERS = ("core", "tasks", "flows", "kobbq")
 # Calls that read a profile key by its name: Profile.file / existing_file (the [files] roles), getattr.
@@ -87,7 +87,6 @@ def code_files() -> list[Path]:
                   for p in (PROJECT_ROOT / folder).rglob(pattern) if ".venv" not in p.parts)
 
 
-@pytest.mark.xdist_group(PRODUCT_CODE)
 def test_every_profile_key_is_read_by_some_code():
     keys = schema_keys(Profile)
     assert ("Release", "unknown_expressions") in keys and ("EvaluationProfile", "answer_prefixes") in keys

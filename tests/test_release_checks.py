@@ -16,9 +16,6 @@ from tasks.release.checks import SampleSet, validate_release
 from test_release import BESIDE, build_into
 
 UNKNOWN = "알 수 없음"
-# The tests that run the suite here import Great Expectations (~5 s of CPU): one xdist worker of `pytest -n` runs
-# them all (the run uses --dist loadgroup), and builds this module's fixtures once.
-IN_PROCESS = pytest.mark.xdist_group("great_expectations")
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +35,6 @@ def failed_rules(report):
     return {o.rule: o for o in report.failures()}
 
 
-@IN_PROCESS
 def test_a_correct_release_passes_every_check(example):
     all_frame, test_frame, expected = example
     report = validate(all_frame, test_frame, expected)
@@ -66,7 +62,6 @@ def broken(example):
     return report, {row: all_frame.loc[row, "sample_id"] for row in (0, 1, 3, amb, dis)}, (amb, dis)
 
 
-@IN_PROCESS
 def test_each_broken_rule_is_named_with_its_rows(broken):
     report, ids, (amb, dis) = broken
     failed = failed_rules(report)
@@ -79,7 +74,6 @@ def test_each_broken_rule_is_named_with_its_rows(broken):
     assert "the answer is one of the choices" in failed  # row 3's answer is no longer among its choices
 
 
-@IN_PROCESS
 def test_test_split_must_be_a_subset_with_four_samples_per_row(broken):
     report, _, _ = broken
     assert "the test split has four samples per template row" in failed_rules(report)
@@ -131,7 +125,6 @@ def test_staged_choices_read_back_as_the_tsv_literals(tmp_path):
     assert frame["choices"].isna().tolist() == [False, False, False, False, True]
 
 
-@IN_PROCESS
 def test_a_missing_or_short_choice_list_is_reported_not_a_crash(broken):
     report, ids, _ = broken
     failed = failed_rules(report)
