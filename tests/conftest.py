@@ -174,7 +174,8 @@ def previous_release(tmp_path_factory) -> Path:
     from tasks.templates.validate import load_checked
 
     profile = load_profile("ko")
-    inputs = BuildInputs(profile, EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, profile.release.seed, test_split_asked="seeded")
+    inputs = BuildInputs(profile, EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, profile.release.seed,
+                         test_split_asked="seeded")
     loaded, findings = load_checked(EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, profile)
     release = expand_release(loaded.templates, profile, inputs.test_split.seed, split=inputs.test_split)
     folder = tmp_path_factory.mktemp("fuzz-previous") / profile.release.name
