@@ -47,11 +47,13 @@ LONG_FIRST = ("test_faults.py", "test_fuzz_release_state.py", "test_prefect_boun
 # The fast run's tests that share a costly start, by file: under `pytest -n` each group runs on one worker, so
 # one worker pays it rather than each (every other test goes to whichever worker is free, one at a time).
 # Great Expectations' import (4.9 s of CPU) for the checks' suite run in-process; MkDocs' import and the site's
-# build (2.5 s); the five reader commands run in one child (1.7 s); one parse of every product module (0.85 s).
+# build (2.5 s); the five reader commands run in one child (1.7 s); the datasets library's import (1.2 s) and the
+# dataset card's release; one parse of every product module (0.85 s); the verified release's module fixture.
 WORKER_GROUPS = {"test_release_checks.py": "great_expectations", "test_docs_site.py": "mkdocs",
-                 "test_start_once.py": "start_once", "test_layers.py": "product_code",
-                 "test_file_names.py": "product_code", "test_profile_keys.py": "product_code",
-                 "test_docs_commands.py": "product_code"}
+                 "test_start_once.py": "start_once", "test_dataset_card.py": "datasets",
+                 "test_layers.py": "product_code", "test_file_names.py": "product_code",
+                 "test_profile_keys.py": "product_code", "test_docs_commands.py": "product_code",
+                 "test_release_verified.py": "release_verified"}
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
