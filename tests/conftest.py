@@ -44,38 +44,6 @@ LONG_FIRST = ("test_faults.py", "test_fuzz_release_state.py", "test_prefect_boun
               "test_pipeline_example.py", "test_eval_parse.py", "test_fuzz_survey.py", "test_cli.py")
 
 
-# The fast run's tests that share a costly start, by file: under `pytest -n` each group runs on one worker, so
-# one worker pays it rather than each (every other test goes to whichever worker is free, one at a time).
-# Great Expectations' import (4.9 s of CPU) for the checks' suite run in-process; MkDocs' import and the site's
-# build (2.5 s); the five reader commands run in one child (1.7 s); the datasets library's import (1.2 s) and the
-# dataset card's release; one parse of every product module (0.85 s); the verified release's module fixture.
-WORKER_GROUPS = {"test_release_checks.py": "great_expectations", "test_docs_site.py": "mkdocs",
-                 "test_start_once.py": "start_once", "test_dataset_card.py": "datasets",
-                 "test_layers.py": "product_code", "test_file_names.py": "product_code",
-                 "test_profile_keys.py": "product_code", "test_docs_commands.py": "product_code",
-                 "test_release_verified.py": "release_verified"}
-
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's scheduler for the fast run (``-n``, the default ``-m 'not slow'``, the default ``--dist
-    load``), with ``WORKER_GROUPS``; the slow run keeps xdist's own, which sends its longest tests first.
-
-    xdist's ``--dist loadgroup`` cannot do it here: with pytest 9.2 the ``@group`` it appends to a marked test's
-    ID (``item._nodeid``) is not read back, and the group's tests are spread as if unmarked. Its schedulers are
-    made this way (``LoadScopeScheduling`` with its own ``_split_scope``, as ``loadfile`` and ``loadgroup`` are).
-    """
-    if config.getvalue("dist") != "load" or config.option.markexpr != "not slow":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    class Grouped(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return WORKER_GROUPS.get(nodeid.split("::")[0].rsplit("/", 1)[-1], nodeid)
-
-    return Grouped(config, log)
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if SLOW_MARKERS & {m.name for m in item.iter_markers()} or SLOW_FIXTURES & set(item.fixturenames):

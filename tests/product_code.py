@@ -1,8 +1,7 @@
 """The product's modules (``core``, ``tasks``, ``flows``, ``kobbq``), each parsed once per test process.
 
 Four tests read every product module's syntax tree (the layers, the release file names, the profile keys read, the
-commands messages name): one parse of them all is ~0.85 s of CPU, so they share it, and their files run on one
-xdist worker (``WORKER_GROUPS`` in conftest.py) so that one worker of ``pytest -n`` pays it.
+commands messages name): one parse of them all is ~0.85 s of CPU, so they share it (at most once per xdist worker).
 """
 
 from __future__ import annotations
