@@ -130,6 +130,41 @@ def example_release(tmp_path_factory: pytest.TempPathFactory, prefect_harness) -
     return out / "KoBBQ-example"
 
 
+@pytest.fixture(scope="session")
+def previous_release(tmp_path_factory) -> Path:
+    """The embedded example's release as `kobbq build --templates EXAMPLE --test-split seeded` writes it, made
+    with the build's pure steps (no Prefect; the Great Expectations suite is skipped): each example copies
+    it into its workspace as the release a command must leave alone. Defined here, once: a session fixture each
+    fuzzing module imported was a fixture of that module, built again for each (about 0.5 s of CPU a build)."""
+    from core.paths import DEFAULT_CORRECTIONS, EXAMPLE_TEMPLATES
+    from core.profile import load_profile
+    from tasks.audit.report import write_release_folder
+    from tasks.release.assemble import expand_release
+    from tasks.release.inputs import BuildInputs
+    from tasks.templates.validate import load_checked
+
+    profile = load_profile("ko")
+    inputs = BuildInputs(profile, EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, profile.release.seed,
+                         test_split_asked="seeded")
+    loaded, findings = load_checked(EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, profile)
+    release = expand_release(loaded.templates, profile, inputs.test_split.seed, split=inputs.test_split)
+    folder = tmp_path_factory.mktemp("fuzz-previous") / profile.release.name
+    folder.mkdir()
+    write_release_folder(folder, inputs, loaded, findings, release, decisions=[], validate=False)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def previous_prepared(previous_release, tmp_path_factory) -> Path:
+    """The previous release prepared for prompt 1 (`kobbq eval prepare`): the requests a run or a replay answers."""
+    folder = tmp_path_factory.mktemp("fuzz-prepared") / "prepared"
+    from fuzzing import run_in_process
+
+    assert run_in_process(["eval", "prepare", "--release", str(previous_release), "--prompt-ids", "1", "--out",
+                           str(folder)], folder.parent).code == 0
+    return folder
+
+
 @pytest.fixture
 def offline_datasets(monkeypatch, tmp_path):
     """``datasets.load_dataset(folder, config, split)`` offline (as it must work without the Hub), its cache

@@ -26,6 +26,7 @@ import pytest
 
 from core.paths import PROJECT_ROOT
 from kobbq.cli import build_parser
+from product_code import parsed, product_modules
 
 DOCS = PROJECT_ROOT / "docs"
 
@@ -182,7 +183,6 @@ def test_the_checks_catch_a_wrong_line(tmp_path: Path) -> None:
 # --- commands that generated files and messages tell a user to run -------------------------------------------
 
 BACKTICKED = re.compile(r"(?<!`)`(kobbq [a-z][^`]*)`(?!`)")
-SOURCE_FOLDERS = ("core", "tasks", "flows", "kobbq")
 
 
 @functools.cache
@@ -190,19 +190,17 @@ def message_commands() -> list[tuple[str, str]]:
     """(where, command) of every `kobbq ...` in a message the code composes (a stage's hint, an error), each
     ``{...}`` of an f-string standing for one word; docstrings and comments are not messages."""
     found = []
-    for folder in SOURCE_FOLDERS:
-        for path in sorted((PROJECT_ROOT / folder).rglob("*.py")):
-            source = path.read_text(encoding="utf-8")
-            if "kobbq" not in source:  # no literal can name the command (a file that imports kobbq is parsed)
+    for path in product_modules():
+        if "kobbq" not in path.read_text(encoding="utf-8"):  # no literal can name the command (an import does)
+            continue
+        docstrings = set()  # ast.walk visits an expression statement before the string it holds
+        for node in ast.walk(parsed(path)):
+            if isinstance(node, ast.Expr):
+                docstrings.add(id(node.value))
+            if id(node) in docstrings or not isinstance(node, (ast.JoinedStr, ast.Constant)):
                 continue
-            docstrings = set()  # ast.walk visits an expression statement before the string it holds
-            for node in ast.walk(ast.parse(source)):
-                if isinstance(node, ast.Expr):
-                    docstrings.add(id(node.value))
-                if id(node) in docstrings or not isinstance(node, (ast.JoinedStr, ast.Constant)):
-                    continue
-                found += [(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}", m.group(1))
-                          for m in BACKTICKED.finditer(_literal(node))]
+            found += [(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}", m.group(1))
+                      for m in BACKTICKED.finditer(_literal(node))]
     return list(dict.fromkeys(found))  # an f-string's literal parts are nodes of their own too
 
 

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FAKE_KEY, FakeOpenAIServer, FakeState
-from fuzzing import previous_prepared, previous_release, run_in_process
+from fuzzing import run_in_process
 from tasks.evaluation.client import prompt_sha256
 
-__all__ = ["previous_prepared", "previous_release"]
 pytestmark = pytest.mark.subprocess
 KOBBQ = [sys.executable, "-m", "kobbq"]
 

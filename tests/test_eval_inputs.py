@@ -26,12 +26,11 @@ import pytest
 from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES
 from core.profile import load_profile
-from fuzzing import Outcome, previous_prepared, previous_release, run_in_process
+from fuzzing import Outcome, run_in_process
 from tasks.evaluation.client import prompt_sha256
 from tasks.release.hub import check_repo_id
 from tasks.survey.inputs import load_survey_results
 
-__all__ = ["previous_prepared", "previous_release"]
 SURVEY = Path(__file__).resolve().parent.parent / "survey" / "ko" / "example"
 
 

@@ -6,23 +6,21 @@ import ast
 from pathlib import Path
 
 import core.release_folder as release_folder
+from product_code import parsed, product_modules
 
-ROOT = Path(__file__).resolve().parent.parent
 NAMES = {value for name, value in vars(release_folder).items()
          if name.isupper() and isinstance(value, str) and "." in value and not value.startswith(".")}
 
 
 def literal_names(path: Path) -> list[str]:
     """Each string literal of the module that is a release file name, with its line."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return [f"{path.name}:{node.lineno}: {node.value}" for node in ast.walk(tree)
+    return [f"{path.name}:{node.lineno}: {node.value}" for node in ast.walk(parsed(path))
             if isinstance(node, ast.Constant) and node.value in NAMES]
 
 
 def test_release_file_names_are_spelled_only_in_release_folder():
     assert {"manifest.json", "audit.html", "README.md", "decisions.parquet"} <= NAMES
-    sources = sorted(p for package in ("core", "tasks", "flows", "kobbq") for p in (ROOT / package).rglob("*.py"))
-    found = [hit for path in sources if path.name != "release_folder.py" for hit in literal_names(path)]
+    found = [hit for path in product_modules() if path.name != "release_folder.py" for hit in literal_names(path)]
     assert found == []
 
 

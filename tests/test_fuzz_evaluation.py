@@ -18,11 +18,8 @@ from pathlib import Path
 import pytest
 from hypothesis import strategies as st
 
-from fuzzing import (CELL, FUZZ_PROFILES, JSON_VALUE, Outcome, check_command, fuzz, previous_prepared,
-                     previous_release, workspace, write)
+from fuzzing import CELL, FUZZ_PROFILES, JSON_VALUE, Outcome, check_command, fuzz, workspace, write
 from tasks.evaluation.client import prompt_sha256
-
-__all__ = ["previous_prepared", "previous_release"]
 
 # Valid JSON that is not what the file holds: any value but an object, or an object without the expected keys.
 WRONG_SHAPE = st.one_of(JSON_VALUE.filter(lambda value: not isinstance(value, dict)),

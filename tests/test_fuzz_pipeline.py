@@ -10,10 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.paths import EXAMPLE_PIPELINE
-from fuzzing import (FUZZ_PROFILES, STATUS_RECORD, check_command, fuzz, malformed_toml, previous_release,
-                     in_child, workspace, write)
-
-__all__ = ["previous_release"]
+from fuzzing import FUZZ_PROFILES, STATUS_RECORD, check_command, fuzz, malformed_toml, in_child, workspace, write
 
 
 def example_pipeline() -> bytes:

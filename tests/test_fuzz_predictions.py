@@ -12,11 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import strategies as st
 
-from fuzzing import (FUZZ_PROFILES, check_command, fuzz, malformed_table, previous_prepared, previous_release,
-                     workspace, write)
+from fuzzing import FUZZ_PROFILES, check_command, fuzz, malformed_table, workspace, write
 from tasks.evaluation.client import prompt_sha256
-
-__all__ = ["previous_prepared", "previous_release"]
 
 
 def test_samples(release: Path) -> list[dict[str, str]]:

@@ -28,10 +28,8 @@ from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import PipelineConfig, load_pipeline
 from core.profile import PROFILE_DIR, Profile, SurveyOptions, available_profiles, load_profile, load_survey_options
-from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_table, malformed_toml,
-                     previous_release, run_in_process, workspace, write)
-
-__all__ = ["previous_release"]
+from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_table, malformed_toml, run_in_process,
+                     workspace, write)
 
 KO = PROFILE_DIR / "ko"
 SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"

@@ -18,11 +18,9 @@ from core.paths import EXAMPLE_TEMPLATES
 from core.pipeline_file import DONE, StageState, load_pipeline
 from tasks.pipeline.stages import STAGES
 from core.release_folder import ReleaseFolder
-from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, STATUS_RECORD, check_command, fuzz, malformed_json,
-                     in_child, previous_release, workspace, write)
+from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, STATUS_RECORD, check_command, fuzz, malformed_json, in_child,
+                     workspace, write)
 from test_fuzz_pipeline import PIPELINE
-
-__all__ = ["previous_release"]
 
 
 def check_manifest(data: bytes, release: Path, runner=None) -> None:

@@ -12,12 +12,10 @@ from hypothesis import strategies as st
 
 from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.profile import load_profile
-from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_json, malformed_table,
-                     previous_release, in_child, workspace, write)
+from fuzzing import (EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_json, malformed_table, in_child,
+                     workspace, write)
 from tasks.survey.survey_stage import released_format
 from tasks.survey.inputs import SurveyInputs
-
-__all__ = ["previous_release"]
 
 SURVEY = PROJECT_ROOT / "survey" / "ko" / "example"
 RESPONSES = (SURVEY / "responses.csv").read_bytes()

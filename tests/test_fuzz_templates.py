@@ -11,11 +11,9 @@ from hypothesis import strategies as st
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from core.paths import EXAMPLE_TEMPLATES
-from fuzzing import (BYTE_DAMAGE, CELL, EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_table,
-                     previous_release, in_child, workspace, write)
+from fuzzing import (BYTE_DAMAGE, CELL, EXAMPLE_BUILD, FUZZ_PROFILES, check_command, fuzz, malformed_table, in_child,
+                     workspace, write)
 from test_generate import AGE_HEADER, AGE_ROW, _sheet
-
-__all__ = ["previous_release"]  # the fixture, imported for pytest
 
 TEMPLATES = EXAMPLE_TEMPLATES.read_bytes()
 

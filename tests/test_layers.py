@@ -6,9 +6,10 @@ inputs are checked)."""
 from __future__ import annotations
 
 import ast
-from core.paths import PROJECT_ROOT
+import functools
 
-PACKAGES = ("core", "tasks", "flows", "kobbq")
+from core.paths import PROJECT_ROOT
+from product_code import PACKAGES, parsed, product_modules
 
 # The ``tasks`` sub-packages, lowest first, in the pipeline's order: each may import those before it, never one after
 # it. Template formats (read, check, expand into samples) serve every stage; labels, translation and the survey
@@ -18,16 +19,12 @@ PACKAGES = ("core", "tasks", "flows", "kobbq")
 TASK_LAYERS = ("templates", "labels", "translation", "survey", "release", "audit", "evaluation", "pipeline")
 
 
-def _modules() -> dict[str, ast.Module]:
-    modules = {}
-    for package in PACKAGES:
-        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
-            name = ".".join(path.relative_to(PROJECT_ROOT).with_suffix("").parts).removesuffix(".__init__")
-            modules[name] = ast.parse(path.read_text(encoding="utf-8"))
-    return modules
-
-
-MODULES = _modules()
+@functools.cache
+def modules() -> dict[str, ast.Module]:
+    """Each product module's tree by its dotted name, made when a test first asks (not when the file is collected,
+    which every xdist worker does)."""
+    return {".".join(path.relative_to(PROJECT_ROOT).with_suffix("").parts).removesuffix(".__init__"): parsed(path)
+            for path in product_modules()}
 
 
 def _imports(tree: ast.AST) -> list[tuple[str, ast.AST]]:
@@ -41,7 +38,7 @@ def _imports(tree: ast.AST) -> list[tuple[str, ast.AST]]:
 
 
 def _project_edges() -> dict[str, set[str]]:
-    return {name: {target for target, _ in _imports(tree) if target in MODULES} for name, tree in MODULES.items()}
+    return {name: {target for target, _ in _imports(tree) if target in modules()} for name, tree in modules().items()}
 
 
 def test_layers_import_only_downwards():
@@ -70,19 +67,19 @@ def test_task_packages_import_only_downwards():
 def test_every_task_package_has_its_place_in_the_order():
     packages = {path.parent.name for path in (PROJECT_ROOT / "tasks").glob("*/__init__.py")}
     assert packages == set(TASK_LAYERS)
-    assert [name for name in MODULES if name.startswith("tasks.") and name.split(".")[1] not in TASK_LAYERS] == []
+    assert [name for name in modules() if name.startswith("tasks.") and name.split(".")[1] not in TASK_LAYERS] == []
 
 
 def test_every_product_module_is_checked():
     """Every Python file of the product packages is in the graph the tests above read (none skipped as output),
     and no product folder is named like the build output (``build/``), which tools skip."""
     files = {path for package in PACKAGES for path in (PROJECT_ROOT / package).rglob("*.py")}
-    assert len(files) == len(MODULES)
+    assert len(files) == len(modules())
     assert [path for path in files if "build" in path.relative_to(PROJECT_ROOT).parts[:-1]] == []
 
 
 def test_prefect_only_in_flows_and_the_cli():
-    wrong = [name for name, tree in MODULES.items() if name.split(".")[0] in ("core", "tasks")
+    wrong = [name for name, tree in modules().items() if name.split(".")[0] in ("core", "tasks")
              and any(target.split(".")[0] == "prefect" for target, _ in _imports(tree))]
     assert wrong == []
 
@@ -112,7 +109,7 @@ def _package_reexport(cycle: list[str]) -> bool:
 
 def test_project_imports_at_module_level_outside_the_cli():
     wrong = []
-    for name, tree in MODULES.items():
+    for name, tree in modules().items():
         if name.startswith("kobbq"):
             continue
         for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):

@@ -27,6 +27,7 @@ from core.errors import UserError
 from core.paths import EXAMPLE_PIPELINE, PROJECT_ROOT
 from core.pipeline_file import load_pipeline
 from core.profile import PROFILE_DIR, Profile, load_profile, load_survey_options
+from product_code import parsed
 
 CODE_FOLDERS = ("core", "tasks", "flows", "kobbq")
 # Calls that read a profile key by its name: Profile.file / existing_file (the [files] roles), getattr.
@@ -54,7 +55,7 @@ def names_read(files: list[Path]) -> set[str]:
         if path.suffix == ".j2":
             read.update(re.findall(r"\.([a-z_][a-z0-9_]*)", path.read_text(encoding="utf-8")))
             continue
-        for node in _outside_validators(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in _outside_validators(parsed(path)):
             if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
                 read.add(node.attr)
             elif isinstance(node, ast.Call):
