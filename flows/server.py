@@ -52,13 +52,23 @@ def api_setting(name: str) -> str:
     return str(found.get_secret_value() if hasattr(found, "get_secret_value") else found or "")
 
 
-def problem(url: str, timeout: float = 5.0, unset: str = "to have the build start one in the background"
+# The probe that words a failure Prefect's client has already waited out (the server went during the command).
+AFTER_A_FAILURE_SECONDS = 5.0
+
+
+def problem(url: str, timeout: float | None = None, unset: str = "to have the build start one in the background"
             ) -> str | None:
     """What is wrong with the Prefect API at ``url``, in one line that says what to do (``unset``: what unsetting
     PREFECT_API_URL does for this command); None when it answers.
 
     Prefect keeps /health open on a server with authentication, so anything but its ``true`` there is another server;
-    /admin/version, asked with this command's auth string, says whether the server takes it, and its version."""
+    /admin/version, asked with this command's auth string, says whether the server takes it, and its version. The
+    ``timeout`` is Prefect's own request timeout unless given: a server slow to answer (a busy machine, perhaps
+    serving other builds) is not a missing one, and a server that is gone refuses at once."""
+    if timeout is None:
+        from prefect.settings import PREFECT_API_REQUEST_TIMEOUT
+
+        timeout = PREFECT_API_REQUEST_TIMEOUT.value()
     try:
         health = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout)
         answer = httpx.get(f"{url.rstrip('/')}/admin/version", headers=auth_headers(), timeout=timeout)
@@ -110,26 +120,25 @@ def connect() -> Iterator[None]:
     """The block's flow run goes to a server that answers; losing it during the block is one line. The caller has
     checked Prefect's home (``check_prefect_home``) before importing Prefect, which warns about a home it cannot
     make."""
-    from prefect.settings import (PREFECT_API_REQUEST_TIMEOUT, PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES,
-                                  temporary_settings)
+    from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
 
     url = api_setting("url")
     if not url and os.environ.get(OPT_OUT) == "temporary":
         console.step(f"Prefect: a temporary server for this command (5-20 s), as {OPT_OUT}=temporary asks")
         yield
         return
-    # As patient as the flow run's own client: a server slow to answer (a busy machine) is not a missing one.
-    if url and (found := problem(url, timeout=PREFECT_API_REQUEST_TIMEOUT.value())):
+    if url and (found := problem(url)):
         raise UserError(found)
-    url = url or background_server(timeout=PREFECT_API_REQUEST_TIMEOUT.value())
+    url = url or background_server()
     try:  # a server gone during the build is said within seconds, not after minutes of retries
         with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_CLIENT_MAX_RETRIES: 1}):
             yield
     except Exception as error:
         if not lost_api(error):
             raise
-        raise UserError(f"{problem(url) or f'the Prefect server at {url} stopped answering'} (during the build: "
-                        "a release is published whole or not at all; run the command again)") from error
+        said = problem(url, AFTER_A_FAILURE_SECONDS) or f"the Prefect server at {url} stopped answering"
+        raise UserError(f"{said} (during the build: a release is published whole or not at all; run the command "
+                        "again)") from error
 
 
 def check_prefect_home() -> None:
@@ -143,17 +152,15 @@ def check_prefect_home() -> None:
                         prefect_home()) from None
 
 
-def background_server(timeout: float) -> str:
-    """The address of this session's background server: the one recorded, when it answers, else a new one.
-
-    The recorded server gets the client's whole ``timeout``: on a busy machine a slow answer is a busy server that
-    other builds may be using, not a dead one to stop (a dead one refuses at once)."""
+def background_server() -> str:
+    """The address of this session's background server: the one recorded, when it answers (as patiently as Prefect's
+    client: a slow answer is a busy server other builds may be using, not a dead one to stop), else a new one."""
     home = prefect_home()
     try:
         url = str(json.loads((home / RECORD).read_text(encoding="utf-8"))["url"])
     except (OSError, ValueError, KeyError, TypeError):
         url = ""
-    if url and problem(url, timeout=timeout) is None:
+    if url and problem(url) is None:
         return url
     if (home / PID_FILE).exists():  # a background server that does not answer at the recorded address
         subprocess.run([sys.executable, "-m", "prefect", "server", "stop"], capture_output=True, timeout=60)

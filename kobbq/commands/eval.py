@@ -332,7 +332,8 @@ def pool_command(args: argparse.Namespace, endpoint: str, cache_path: Path) -> i
         print(f"{exc}; run the same command again to resume", file=sys.stderr)
         return 1
     except Exception as exc:
-        found = None if isinstance(exc, UserError) or not server.lost_api(exc) else server.problem(url, unset=unset)
+        found = None if isinstance(exc, UserError) or not server.lost_api(exc) else server.problem(
+            url, server.AFTER_A_FAILURE_SECONDS, unset)
         if found is None:  # not the server's fault: a bug, whose traceback is for --debug
             raise
         raise UserError(found) from exc  # the server went or failed on the way, said in one line
