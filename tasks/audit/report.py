@@ -194,19 +194,21 @@ def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTempla
     ``options``), the audit report, then the manifest, once, with the hash of every file. Composed here, above
     the release package, because the report is a view of the finished release."""
 
-    def audit(files: ReleaseFiles) -> None:
-        """Written while the checks' child validates the samples: the page shows neither their result nor a twin."""
-        write_text(folder / AUDIT, render_audit_html(build_audit_log(folder, files.decisions, files.facts),
-                                                     inputs.profile, csv_rows(files.table), files.reports.get(FUNNEL),
+    def audit(files: ReleaseFiles) -> tuple[AuditLog, list[dict[str, str]]]:
+        """Written while the checks' child validates the samples: the page shows neither their result nor a twin.
+        The log and Table 1's rows are kept for the run's tables (a twin's facts change neither)."""
+        log, table1 = build_audit_log(folder, files.decisions, files.facts), csv_rows(files.table)
+        write_text(folder / AUDIT, render_audit_html(log, inputs.profile, table1, files.reports.get(FUNNEL),
                                                      files.reports.get(VOTES, "")))
+        return log, table1
 
-    def manifest(files: ReleaseFiles) -> WrittenRelease:
+    def manifest(files: ReleaseFiles, audited: tuple[AuditLog, list[dict[str, str]]]) -> WrittenRelease:
         written = write_manifest(folder, inputs.profile, files.facts)
-        tables = release_tables(build_audit_log(folder, files.decisions, files.facts), inputs.profile,
-                                csv_rows(files.table), files.validation)
+        log, table1 = audited
+        tables = release_tables(log, inputs.profile, table1, files.validation)
         return WrittenRelease(written, tables, release_summary(written, tables))
 
-    return write_release_files(folder, inputs, loaded, findings, release, decisions, then=manifest, beside=audit,
+    return write_release_files(folder, inputs, loaded, findings, release, decisions, beside=audit, then=manifest,
                                **options)
 
 

@@ -338,20 +338,22 @@ class ReleaseFiles:
     reports: dict[str, str]  # the earlier stages' reports, as written into the release
 
 
+B = TypeVar("B")
 T = TypeVar("T")
 
 
 def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
-                        release: ExpandedRelease, decisions: list[Decision], then: Callable[[ReleaseFiles], T],
-                        reports: dict[str, str] | None = None, validate: bool = True,
-                        parallel: dict[str, Path] | None = None, progress: Progress = _silent,
-                        beside: Callable[[ReleaseFiles], None] = lambda _: None) -> T:
+                        release: ExpandedRelease, decisions: list[Decision], beside: Callable[[ReleaseFiles], B],
+                        then: Callable[[ReleaseFiles, B], T], reports: dict[str, str] | None = None,
+                        validate: bool = True, parallel: dict[str, Path] | None = None,
+                        progress: Progress = _silent) -> T:
     """Write every release file but the audit report and the manifest into ``folder``; what ``then`` makes of
     what was written (``tasks.audit.report.write_release_folder`` writes both there).
 
     ``beside`` runs while the checks do, on what is written then (no ``validation``, no twin in the facts): the
     audit report, which shows neither, so that the build does not wait for the checks with its own work left.
-    ``then`` runs after the checks' report: the release is complete when this returns. ``validate=False`` skips
+    ``then`` runs after the checks' report, with what ``beside`` returned: the release is complete when this
+    returns. ``validate=False`` skips
     the Great Expectations suite (and its ~4 s import); only tests of other parts use it. ``progress`` receives a
     line when the sample files are written and when the checks are done.
     """
@@ -365,7 +367,7 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
                                                             reports or {})
         configs = write_layout(folder, profile)  # it reads the staged Parquet only, so it too runs beside the checks
         written = ReleaseFiles(release_facts(inputs, release, table), table, all_decisions, None, texts)
-        beside(written)
+        made_beside = beside(written)
         validation = checks.report()
         twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split,
                                               progress, validate)
@@ -373,7 +375,7 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
         facts = {**written.facts, "parallel_releases": twins} if twins else written.facts
         write_dataset_card(folder, profile, configs, facts, render_markdown(table, name), all_decisions, validation,
                            twins)
-        return then(replace(written, facts=facts, validation=validation))
+        return then(replace(written, facts=facts, validation=validation), made_beside)
 
 
 def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
