@@ -1,11 +1,6 @@
-"""What each stage decided, on its Prefect run: artifacts with stable keys, readable in the Prefect UI.
-
-Keys are ``<release>-<folder>-<stage>-<what>`` in lower case (``kobbq-1a2b3c4d-survey-summary``; ``<folder>``: 8
-hex digits of the release folder's path), so the UI's Artifacts page keeps one history per release, stage and
-table, and two releases of one name (the embedded example's and the real data's) never mix. Each stage has a
-``-summary`` (markdown: its status, summary and counts, what it waits for and what to send out), ``-rules`` (each
-keep/drop rule's subjects kept and dropped), the tables it computed (``StageOutput.tables``) and its links
-(``StageOutput.links``). Everything here is what the stage returned; nothing is read back or computed twice.
+"""What each stage decided, on its Prefect run: artifacts with stable keys ``<release>-<folder>-<stage>-<what>``, so the
+Artifacts page keeps one history per release folder, stage and table (docs/guides/server-or-pool.md). Everything here
+is what the stage returned; nothing is read back or computed twice.
 """
 
 from __future__ import annotations

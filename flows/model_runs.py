@@ -1,12 +1,7 @@
-"""Model answers at scale as Prefect flows over (model x prompt[, shard]) units (``tasks.evaluation.pool.RunUnit``).
-
-``model_prompt_flow`` answers one unit under the unit's lease and one slot of the endpoint's global concurrency
-limit (``limit_name``, upserted with ``endpoint_limit``); Prefect retries it while requests still fail (the cache
-makes a retry send only what failed). ``model_runs_flow`` maps every unit, as tasks in its own process or, with
-``deployment``, as runs of the deployed ``model_prompt_flow`` on the work pool's workers (``flows.orchestration``
-keeps them true), then writes each model's answer files from the cache and publishes the runs table. Every worker
-must reach ``prepared`` and ``out`` at the same paths (one machine, or a shared file system with working file
-locks).
+"""Model answers at scale as Prefect flows over (model x prompt[, shard]) units (``tasks.evaluation.pool.RunUnit``):
+``model_prompt_flow`` answers one unit under its lease and a slot of the endpoint's concurrency limit;
+``model_runs_flow`` maps every unit, in its own process or as runs of a deployment (``flows.orchestration``), then
+writes each model's answer files from the cache. Workers must reach ``prepared`` and ``out`` at the same paths.
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
-"""What ``kobbq eval run --deployment`` keeps true on the Prefect server while units run on a work pool.
-
-An evaluation is orchestrated by one command (the flow ``kobbq-model-runs``) and answered by unit runs on the pool's
-workers. What the server shows, and what the endpoint is asked, stays true whatever crashes or pauses:
-
-- **Unit leases.** The run answering a unit holds the unit's lease (in the answer cache's file,
-  ``tasks.evaluation.answer_cache.UnitLease``), renewed before each request and while it waits, so a run is alive by
-  its own progress whatever the load. A run is **lost** (``UnitWatch``) when it did not renew its lease for
-  ``lost_after`` seconds of this machine's clock (only renewal counts are compared, never another machine's clock),
-  or did not take it within ``start_seconds``; its lease is revoked before the unit runs again.
-- **One command per evaluation**: it holds the file locks of its output folder and answer cache.
-- **Outages.** A silent Prefect server (``ServerLink``) is waited for up to ``OUTAGE_SECONDS``; the units keep
-  answering meanwhile.
-- **Stops.** SIGINT/SIGTERM marks the command's run Crashed (``marked_on_signal``); the units keep running and the
-  same command attaches to them again. One killed outright is marked Crashed by the next command of the same
-  evaluation (``take_over``). Cancelling the evaluation's run in Prefect's UI stops every unit.
-
-The endpoint's concurrency limit is held with Prefect's leases, which must survive a restart of the server
-(``PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=prefect.server.concurrency.lease_storage.filesystem``,
-docs/several-machines.md).
+"""What ``kobbq eval run --deployment`` keeps true on the Prefect server while units run on a work pool, whatever
+crashes or pauses: a lost unit run is found by its lease in the answer cache (``UnitWatch``), a silent server waited
+for (``ServerLink``), a stopped command's run marked Crashed (``marked_on_signal``, ``take_over``). What each failure
+costs: docs/several-machines.md#what-a-crash-costs; the leases' design: docs/developing.md.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The runner in Prefect: one flow run per command, one task run per stage, around the plain runner
-(``tasks.pipeline.run``), and Prefect's record of them true to what happened: a flow run named ``<release>
-<command>`` with the command's arguments as parameters and the progress lines as logs; a task run per stage that
-publishes its artifacts and ends as the stage did (Failed with its error, "Waiting for ...", "Unchanged" or
-Completed). A deployment run (``prefect.yaml``'s ``kobbq-build``) passes files instead (``build``).
+"""The runner in Prefect around the plain runner (``tasks.pipeline.run``): one flow run per command, named ``<release>
+<command>``, with its progress lines as logs, and one task run per stage that publishes its artifacts and ends as the
+stage did (Failed, "Waiting for ...", "Unchanged" or Completed). A deployment run (``build``) passes files instead.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Which Prefect server a command's flow run goes to, found answering before the flow run starts.
-
-- ``PREFECT_API_URL`` set (in the environment or the active Prefect profile): that server. One that does not answer
-  as a Prefect API, before or during the build, is one line naming the URL, what happened and what to do.
-- Else the background server this project keeps for the working session: the first command that needs one starts
-  ``prefect server start --background`` (on a free port of 127.0.0.1, saying so), and the next commands reuse it
-  (its address in ``PREFECT_HOME/kobbq-server.json``): Prefect's start-up is paid once per session.
-- ``KOBBQ_PREFECT_SERVER=temporary``: Prefect's own temporary server per command (what tests and CI use).
-
-No Prefect import here until a flow run is about to start.
+"""Which Prefect server a command's flow run goes to, found answering before the flow run starts: ``PREFECT_API_URL``'s,
+else this session's background server, else (``KOBBQ_PREFECT_SERVER=temporary``) Prefect's temporary one
+(docs/guides/server-or-pool.md). No Prefect import here until a flow run is about to start.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The answer cache: every model answer paid for is kept, so nothing is ever asked twice.
-
-An SQLite file keyed by everything that decides a greedy answer: the endpoint, the model, the API kind (chat or
-completions), the generation parameters and the prompt text. Each answer is committed as soon as it arrives, so a killed
-run resumes where it stopped and a re-run with another model or prompt sends only what is new. Only answers are stored
-(``ok``, ``empty``, ``malformed``); a request that failed is not, so the next run retries it.
-
-The same file holds the units' leases (``UnitLease``): which run of a unit may send its requests.
+"""The answer cache: every model answer paid for is kept, so nothing is ever asked twice. An SQLite file keyed by all
+that decides a greedy answer (endpoint, model, API kind, generation settings, prompt text), each answer committed as
+it arrives; a failed request is not stored, so the next run retries it. The same file holds the units' leases.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""Evaluating a release written in BBQ's own column layout (EsBBQ and CaBBQ's ``data_xx/<Category>.csv``).
-
-Such a release has no sample IDs that encode the context and the question (KoBBQ's ``age-001a-003-amb-bsd``); every
-instance says it in columns instead: ``context_condition`` (ambig / disambig), ``question_polarity`` (neg / nonneg), the
-three answers ``ans0``-``ans2``, the correct one's index ``label``, and, for a disambiguated context, ``question_type``
-(pro-stereo / anti-stereo: whether the context's answer is the stereotyped one).
-
-Which answer is the *biased* one (the metrics' "biased answer") is BBQ's own rule: the answer whose ``answer_info``
-names one of the row's ``stereotyped_groups`` is the stereotyped person; the biased answer to a negative question is
-that person, to a non-negative question the other one. A disambiguated context supports the biased answer when its
-correct answer is the biased one. The released ``question_type`` says the same for all but a few instances, where the
-generator's name matching was fooled (EsBBQ's Physical appearance template 10: "La empleada que no estaba embarazada"
-contains "embarazada"); those are counted in the view's notes and scored by the rule.
-
-The view is the sample table the evaluation reads for KoBBQ (``sample_id``, ``label_annotation``, ``context``,
-``question``, ``choices``, ``biased_answer``, ``answer``) plus the per-sample attributes the metrics group by. Such a
-release has no test split: its paper evaluates every instance, so the view is of all samples. A build's samples are read
-from its Parquet file; a release as downloaded (``data_es/<Category>.full.csv``), from its per-category files, list
-columns parsed as the Parquet file holds them.
+"""Evaluating a release in BBQ's own column layout (EsBBQ's and CaBBQ's ``data_xx/<Category>.csv``): its instances as
+the sample table the evaluation reads for KoBBQ, with the per-sample attributes the metrics group by. They carry no
+KoBBQ-style IDs, so the context and the biased answer come from BBQ's columns and BBQ's own rule
+(docs/reference/scoring.md#esbbq-and-cabbq); every instance is evaluated, as its paper does.
 """
 
 from __future__ import annotations

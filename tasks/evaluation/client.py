@@ -1,13 +1,8 @@
-"""Model endpoints behind a small ``Model`` interface: any OpenAI-compatible server, and a replay.
+"""Model endpoints behind a small ``Model`` interface: any OpenAI-compatible server (``OpenAIModel``), and a replay.
 
-``OpenAIModel`` wraps the official ``openai`` client (thread-safe: one instance serves every worker thread), which
-retries 408/409/429/5xx, timeouts and dropped connections itself, honouring ``Retry-After``; this module only sorts what
-comes back. An answer with text is ``ok``, without text ``empty``, a 200 with no usable choice ``malformed``: all three
-are cached (a greedy model gives the same again). A request still failing after the retries, or refused for itself
-(400: a prompt longer than the context), is ``failed``: not cached, retried by the next run. What concerns every request
-(a refused key, an unknown model or route, a server down, stalled or failing every request) stops the run at once
-(``RunStopped``, never showing the key) rather than retrying each remaining request for its whole backoff (~14 s a
-request, a day and a half for the real release). ``ReplayModel`` answers from a recording (``--replay``).
+The official ``openai`` client retries 408/409/429/5xx, timeouts and dropped connections itself; this module sorts
+what comes back (docs/reference/scoring.md#run) and stops the run at once (``RunStopped``, never showing the key) on
+what concerns every request, rather than retrying each remaining request for its whole backoff (~14 s a request).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""`kobbq eval compare`: several scored runs side by side, mean ± std over prompts per model.
-
-Reads the ``results_intervals.tsv`` of `kobbq eval score` outputs, so that models scored separately can be put
-in one table, and published results tables in the upstream layout (``5_evaluation.py``'s
-``evaluation_result/KoBBQ_test_<N>.tsv``: ``model, category`` and the five metrics under their long names), so
-that a model sits beside a published one. The models of a table without a ``prompt`` column, which is how
-upstream publishes them, are marked ``(published)``: a re-run of the same model is not taken for the published run.
+"""`kobbq eval compare`: scored runs (``results_intervals.tsv``) and published results tables in the upstream layout
+side by side, mean ± std over prompts per model (docs/reference/scoring.md#compare).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""lm-evaluation-harness's side of an exported task, copied as its ``utils.py``: the answers read and scored by
-this project's own code, so that the harness's table is ``kobbq eval score``'s on the same answers.
-
-It imports the installed kobbq-builder (the harness is this project's ``lm-eval`` extra, in the same environment):
-a copy of the parser and the metrics in the folder would be a second reading of the answers, drifting from the
-first. ``answer_reading.json`` beside it says the language the answers are read in (the profile's
-``[evaluation]`` and ``[release] unknown_expressions``) and the scoring mode. A document is a prepared request
-with the rest of its row as ``score`` scores it (``row``); ``process_results`` reads the model's text with the
-paper's parser and each metric's aggregation scores the task's rows with ``metrics.score_rows``.
+"""lm-evaluation-harness's side of an exported task, copied as its ``utils.py``: the answers read and scored by this
+project's own code (the installed kobbq-builder, not a copy that would drift), so that the harness's table is
+``kobbq eval score``'s on the same answers. ``answer_reading.json`` beside it gives the language and scoring mode.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A release as an lm-evaluation-harness task folder, and the harness's answers back as answer files.
-
-The folder follows the harness's BBQ-family layout (one shared YAML, a three-line YAML per task, a group YAML): a task
-``<release>_p<N>`` per prompt of the prepared folder, its data the prepared requests as JSONL, each with its row as
-``kobbq eval score`` scores it, and ``utils.py``, a copy of ``lm_eval_metrics.py``. The task generates
-(``generate_until``, greedy, 30 new tokens as upstream), so it runs on any model the harness supports, API models too.
+"""A release as an lm-evaluation-harness task folder in the harness's BBQ-family layout, and the harness's answers back
+as answer files (docs/reference/scoring.md#lm-evaluation-harness). The task generates (greedy, 30 new tokens as
+upstream), so it runs on any model the harness supports, API models too.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
-"""From a model's free text to one of the letters A, B, C, or an out-of-choice (OOC) answer.
+"""From a model's free text to a letter A, B, C, or, out of choice, the text the parser gave up on (kept for ooc.tsv).
 
-``paper_parser`` reproduces the cascade of the paper's post-processing step rule for rule,
-quirks included ("Answer: C" reads as A; ``답: (A)\\n\\n**이유:**`` is out-of-choice because
-the bold rule comes first), because the published numbers depend on it. What the rules look for
-in a language (where the first sentence ends, the words that mark an answer, the sentence forms
-read away, the words put before an option such as a copula, the language's own choice labels
-such as ก/ข/ค) is the profile's ``[evaluation]`` section, and its other phrasings of the unknown
-option are ``[release] unknown_expressions``, compiled once into ``AnswerForms``; the ko
-profile's values give exactly the paper's patterns. ``strict_parser`` accepts only answers that
-name one choice and nothing else; scoring with both shows how much of a result rests on the
-cascade's guesses.
-
-One normalisation: the profile's own texts are normalised as the answers and choices are, so that they are
-compared in the same form (NFKC writes Thai "คำ" with two characters); ``AnswerForms.notes`` names each
-text the normalisation changes. A choice label counts only standing alone, never inside a word ("ก" but not
-the ก of "กรรมกร"), and is read as its letter after the sentence forms; ``changed_choice`` finds a choice
-text the reading would change, which preparing and scoring refuse (an answer naming it would be misread).
-
-An answer that a parser leaves out-of-choice is read once more with the unknown option's text
-replaced by each of the profile's ``unknown_expressions`` (``parse_answers``): "无法确定" under a
-prompt whose unknown option is "不知道" is that option when the profile lists "无法确定".
-
-A parser returns a letter, or, for an OOC answer, the text it gave up on (kept for ooc.tsv).
+``paper_parser`` reproduces the paper's post-processing cascade rule for rule, quirks included ("Answer: C" reads as
+A), because the published numbers depend on it; ``strict_parser`` accepts only an answer that names one choice. What
+the rules look for in a language is the profile's ``[evaluation]`` section, compiled once into ``AnswerForms``
+(docs/reference/scoring.md#how-an-answer-is-read).
 """
 
 from __future__ import annotations

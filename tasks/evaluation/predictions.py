@@ -1,18 +1,7 @@
-"""Reading model predictions in every accepted format, and matching them to the release, strictly.
-
-Accepted (one file may hold several models and prompts when its rows say so): the upstream processed TSV
-(``sample_id`` with ``-0/-1/-2``, ``prediction`` = choice text); the upstream raw TSV as ``2_model_inference.py``
-writes it (``time, topic, guid, truth, raw``, ``raw`` quoted over several lines; model text, parsed here with each
-order's choices; ``truth``, the answer's letter, checked against the release); a CSV ``sample_id,prediction``
-(choice text, or a letter for a suffixed ID) with optional ``prompt_id`` and ``model`` columns; JSONL with the
-same fields, the answers of ``kobbq eval run`` (a ``failed`` request counts as missing) or lm-evaluation-harness
-samples of an exported task. A prompt comes from ``--prompt``, the rows (``prompt_id``, ``topic``) or the file
-name; a model from ``--model``, the rows, the file name or the folder name (never empty).
-
-Nothing is guessed: an ID the release lacks, a duplicate, a missing prediction (unless allowed), an answer in
-another prompt's unknown wording (a prompt mismatch) stop with the file, row and column; a row is the line it
-starts on, counting the lines of cells quoted over several. Pandas, not ``core.tables``: scoring works on whole
-frames of 100k+ rows; the project's input rules still apply (``check_input_file``, a UTF-8 BOM dropped).
+"""Reading model predictions in every accepted format (docs/reference/scoring.md#what-score-reads) and matching them to
+the release strictly: nothing is guessed, a refusal names the file, row and column (the line a row starts on). Pandas,
+not ``core.tables``: scoring works on whole frames of 100k+ rows; the project's input rules still apply
+(``check_input_file``, a UTF-8 BOM dropped).
 """
 
 from __future__ import annotations

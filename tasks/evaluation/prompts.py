@@ -1,10 +1,7 @@
-"""Prompt tables, the release's samples in three choice orders, and the prepared request folder.
-
-The paper asks every sample three times, once per row of the circulant matrix whose first column is the choices ``[c0,
-c1, c2]``, so that a model's preference for a position cannot pass for a preference for a group. Each prompt has its own
-wording of the "unknown" choice; the release's unknown choice is replaced by it in the choices and in the answer,
-exactly as the paper's preprocessing does (a scorer that kept the release's wording would count every "unknown" answer
-of prompts 2-5 as counter-biased).
+"""Prompt tables, the release's samples in three choice orders, and the prepared request folder. Each sample is asked
+once per row of the circulant matrix of its choices, so a preference for a position cannot pass for one for a group;
+each prompt's own "unknown" wording replaces the release's in the choices and the answer, as the paper's
+preprocessing does (else every "unknown" answer of prompts 2-5 would count as counter-biased).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""A run: the prepared requests of a release -> one model's answers, in the files scoring reads.
-
-Answers already in the answer cache are taken from it; the rest are sent, each distinct prompt text once, by a pool of
-worker threads, and cached as they arrive (``answer_requests``). The answer files are then written atomically from the
-cache, in request order, so a run killed midway and resumed writes the same bytes as a run never interrupted:
-
-- ``<out>/<model-slug>/answers.jsonl``: ``id, sample_id, prompt_id, prompt_sha256, model, raw, status`` (a recording
-  ``--replay`` reads: it matches answers by the prompt's sha256);
-- ``<out>/<model-slug>/raw_p<N>.tsv``: the upstream raw layout (``guid, raw``) per prompt.
+"""A run: the prepared requests of a release -> one model's answers, from the answer cache or sent (each distinct prompt
+once) by a pool of threads, then written from the cache in request order (``answers.jsonl``, ``raw_p<N>.tsv``), so
+a run killed midway and resumed writes the same bytes as a run never interrupted.
 """
 
 from __future__ import annotations
