@@ -74,13 +74,9 @@ def model_prompt_flow(unit: RunUnit) -> RunSummary | State:
 def run_deployed_unit(deployment: str, unit: RunUnit, job_variables: dict, pin: CodePin,
                       evaluation_run: UUID | None = None, start_seconds: float = START_SECONDS,
                       attempts: int = 3) -> str:
-    """Run the unit on the pool until the cache holds its answers; at most ``attempts`` runs waited for.
-
-    Run ``n`` of a unit has the idempotency key ``<unit key>-<n>``: asking for it again returns the same flow run, so a
-    resumed evaluation waits for a run that is still going (on a worker that outlived the previous orchestrator) instead
-    of sending its requests a second time. A run that had ended before this call asked for it (an earlier evaluation's)
-    does not count as a try. The server may be away meanwhile (``ServerLink``): its silence is waited out.
-    """
+    """Run the unit on the pool until the cache holds its answers; at most ``attempts`` runs waited for. Run ``n`` has
+    the idempotency key ``<unit key>-<n>``, so a resumed evaluation waits for a run still going instead of sending
+    its requests twice; one ended before (an earlier evaluation's) is not a try."""
     from prefect.deployments import run_deployment
 
     if unit.unanswered() == 0:
@@ -149,12 +145,8 @@ def unit_job_variables(deployment: object, pin: CodePin) -> dict:
 def model_runs_flow(template: RunUnit, models: list[str], out: Path, prompts: list[int] | None = None,
                     endpoint_limit: int | None = None, deployment: str | None = None,
                     start_seconds: float = START_SECONDS) -> list[dict] | State:
-    """Every (model, prompt[, shard]) run of a prepared release, each ``template`` with its own model, prompt and
-    shard (its paths absolute: the workers read them); returns the runs table (also an artifact).
-
-    Whether a unit is done is read from the answer cache, whatever its runs' states say (a run
-    may finish while the server is away, or be marked lost after it wrote its last answer).
-    """
+    """Every (model, prompt[, shard]) run of a prepared release from ``template`` (absolute paths: the workers read
+    them); the runs table (also an artifact). A unit is done when the answer cache says so, whatever its runs say."""
     prepared, cache_path, out = Path(template.prepared), Path(template.cache), Path(out).resolve()
     prompts = prompts or sorted({r.prompt_id for r in load_requests(prepared)})
     if endpoint_limit:  # create (or reset) the endpoint's global concurrency limit on the Prefect server
@@ -185,12 +177,8 @@ def model_runs_flow(template: RunUnit, models: list[str], out: Path, prompts: li
 
 
 def run_on_pool(link: ServerLink, deployment: str, units: list[RunUnit], start_seconds: float) -> dict[str, str]:
-    """Every unit as a run of ``deployment``; what went wrong, by unit key.
-
-    The command holds the evaluation's locks (``run_lock``), so runs of earlier commands that are
-    not finished were killed: they are closed (``take_over``). A signal marks this run Crashed;
-    cancelled in Prefect, it stops every unit (``UnitWatch``) and ends Cancelled.
-    """
+    """Every unit as a run of ``deployment``; what went wrong, by unit key. Earlier commands' unfinished runs are closed
+    (``take_over``); a signal marks this run Crashed; cancelled in Prefect, it stops every unit."""
     me = UUID(current_run.id)
     with marked_on_signal(me):
         took_over = take_over(link, evaluation_key([u.key for u in units]), me)

@@ -26,7 +26,7 @@ from prefect.utilities.templating import resolve_variables
 
 from core import interrupt
 from core.errors import UserError
-from tasks.evaluation.pool import CodePin, head_commit, lost_state, resolve_ref
+from tasks.evaluation.pool import CodePin, git_output, lost_state, resolve_ref
 
 START_SECONDS = 600  # a unit's run that did not take its lease within this (from Pending) is lost
 OUTAGE_SECONDS = 600  # how long a silent Prefect server is waited for
@@ -77,12 +77,8 @@ class ServerLink:
 # --- the orchestrating run ---------------------------------------------------------------------------
 
 def take_over(link: ServerLink, evaluation: str, flow_run_id: UUID) -> str | None:
-    """Tag this orchestrating run with its evaluation (its key) and close the books of the ones before it.
-
-    Runs of the same evaluation still Running or Pending belonged to commands that stopped
-    without reporting (this command holds the evaluation's locks, so none of them is alive): they
-    are marked Crashed. Returns a line saying whom this run took over from, if anyone.
-    """
+    """Tag this orchestrating run with its evaluation and mark Crashed the earlier ones still Running or Pending (this
+    command holds the evaluation's locks, so none is alive); a line saying whom it took over from, if anyone."""
 
     tag = EVALUATION_TAG + evaluation
 
@@ -109,13 +105,8 @@ def take_over(link: ServerLink, evaluation: str, flow_run_id: UUID) -> str | Non
 
 
 def marked_on_signal(flow_run_id: UUID, budget_seconds: float = 5.0) -> AbstractContextManager[None]:
-    """On SIGINT/SIGTERM: mark this orchestrating run Crashed, then stop the command.
-
-    The units keep running on the workers (the same command, run again, attaches to them).
-    Crashed, not Cancelled: Prefect cancels the subflow runs of a Cancelled run, and the unit
-    runs are this run's subflows (cancelling the run in the UI does stop the evaluation). The
-    server gets ``budget_seconds`` to answer: a stop must not wait for an unreachable server.
-    """
+    """On SIGINT/SIGTERM mark this orchestrating run Crashed (the server gets ``budget_seconds``), then stop the
+    command. Crashed, not Cancelled: Prefect would cancel the unit runs, its subflows, which keep running."""
 
     def report(signum: int) -> None:
         with suppress(Exception), get_client(sync_client=True) as client:  # best effort: the next command takes over
@@ -211,7 +202,7 @@ def pin_code(link: ServerLink, deployment: object) -> CodePin:
             folder = Path(str(run_coro_as_sync(resolve_variables(inputs))["directory"]))
             if not (folder / ".git").exists():
                 return CodePin(None, str(folder), clone=False)
-            pin = CodePin(head_commit(folder), str(folder), clone=False, folder=str(folder))
+            pin = CodePin(git_output(folder, "rev-parse", "HEAD"), str(folder), clone=False, folder=str(folder))
             pin.check()
             return pin
     return CodePin(None, "the deployment's own code", clone=False)

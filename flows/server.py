@@ -52,12 +52,8 @@ AFTER_A_FAILURE_SECONDS = 5.0
 def problem(url: str, timeout: float | None = None, unset: str = "to have the build start one in the background"
             ) -> str | None:
     """What is wrong with the Prefect API at ``url``, in one line that says what to do (``unset``: what unsetting
-    PREFECT_API_URL does for this command); None when it answers.
-
-    Prefect keeps /health open on a server with authentication, so anything but its ``true`` there is another server;
-    /admin/version, asked with this command's auth string, says whether the server takes it, and its version. The
-    ``timeout`` is Prefect's own request timeout unless given: a server slow to answer (a busy machine, perhaps
-    serving other builds) is not a missing one, and a server that is gone refuses at once."""
+    PREFECT_API_URL does); None when it answers. /health is open even with authentication (anything but ``true`` is
+    another server); /admin/version checks the auth string and the version. ``timeout``: Prefect's own unless given."""
     if timeout is None:
         from prefect.settings import PREFECT_API_REQUEST_TIMEOUT
 

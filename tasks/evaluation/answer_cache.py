@@ -97,15 +97,11 @@ class LeaseLost(UserError):
 
 
 class UnitLease:
-    """Which run of a unit may send the unit's requests: one holder at a time, in the answer cache's file.
+    """Which run of a unit may send its requests: one holder at a time, in the answer cache's file.
 
-    The holder renews the lease (``keep``) before each request it sends and at least every ``seconds / 4``
-    while it waits for answers: its own progress, counted in ``beats``, not a timer thread. A holder that
-    did not renew for ``seconds`` (by the waiting run's clock: no two machines' clocks are compared) is
-    taken over by a run waiting for the unit; the orchestrator revokes a run it takes for lost
-    (``revoke``). Either way the old holder's next ``keep`` raises ``LeaseLost``, before it sends
-    anything: a run paused for any time and resumed pays for nothing the next run answered.
-    """
+    The holder renews it (``keep``, counted in ``beats``) before each request and every ``seconds / 4`` while waiting.
+    A holder silent for ``seconds`` by the waiting run's clock is taken over, or revoked by the orchestrator; its next
+    ``keep`` raises ``LeaseLost`` before it sends anything, so a paused run pays for nothing the next one answered."""
 
     def __init__(self, cache: AnswerCache, unit: str, holder: str, seconds: float, poll_seconds: float = 1.0) -> None:
         self.cache, self.unit, self.holder, self.seconds, self.poll_seconds = cache, unit, holder, seconds, poll_seconds

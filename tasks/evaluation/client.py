@@ -57,15 +57,11 @@ class Model(Protocol):
 
 
 class ConnectionWatch:
-    """Whether the endpoint is down or stalled, from the attempts of every thread of a run.
+    """Whether the endpoint is down or stalled, from the attempts of every thread of a run; once so, for the whole run.
 
-    It is down once ``failures`` connection attempts have failed, with none succeeding in between, over at least
-    ``down_after`` seconds: a server that stopped, not a dropped connection. It is stalled once
-    ``STALLED_AFTER_TIMEOUTS`` attempts have timed out waiting for an answer and no response of any kind has come for
-    ``stalled_after`` seconds: a server that accepts connections and never answers (the backoff between two attempts of
-    one slow request is not a stall). Either way it stays so for the run: what follows is refused at once rather than
-    retried. A slow answer within the timeout, or a 429/5xx, is the server alive, and keeps the client's backoff.
-    """
+    Down: ``failures`` connection attempts failed, none succeeding in between, over at least ``down_after`` seconds
+    (a stopped server, not a dropped connection). Stalled: ``STALLED_AFTER_TIMEOUTS`` attempts timed out and no
+    response for ``stalled_after`` seconds. A slow answer within the timeout, or a 429/5xx, is the server alive."""
 
     def __init__(self, down_after: float = DOWN_AFTER_SECONDS, failures: int = DOWN_AFTER_FAILURES,
                  clock: Callable[[], float] = time.monotonic,
@@ -120,10 +116,7 @@ class EndpointDown(openai.APIConnectionError):
 
 
 class WatchedHttpClient(openai.DefaultHttpxClient):
-    """The openai client's HTTP client (its defaults) reporting every connection attempt to a ``ConnectionWatch``.
-
-    Each retry of the client is one ``send``, so the watch sees every attempt of every thread.
-    """
+    """The openai client's HTTP client reporting every connection attempt (each retry is one ``send``) to a watch."""
 
     def __init__(self, watch: ConnectionWatch, **kwargs: object) -> None:
         super().__init__(**kwargs)
@@ -134,12 +127,10 @@ class WatchedHttpClient(openai.DefaultHttpxClient):
             raise EndpointDown(message=self.watch.last_error, request=request)
         try:
             response = super().send(request, **kwargs)
-        except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
-            if self.watch.failed(str(exc) or type(exc).__name__):
-                raise EndpointDown(message=self.watch.last_error, request=request) from exc
-            raise
-        except httpx2.TimeoutException as exc:  # connected, and no answer within the timeout
-            if self.watch.timed_out(str(exc) or type(exc).__name__):
+        except (httpx2.ConnectError, httpx2.TimeoutException) as exc:
+            # connected, and no answer within the timeout; else no connection
+            connected = not isinstance(exc, (httpx2.ConnectError, httpx2.ConnectTimeout))
+            if (self.watch.timed_out if connected else self.watch.failed)(str(exc) or type(exc).__name__):
                 raise EndpointDown(message=self.watch.last_error, request=request) from exc
             raise
         self.watch.succeeded()
@@ -166,13 +157,9 @@ class OpenAIModel:
                                      http_client=WatchedHttpClient(self.watch))
 
     def check(self, key_required: bool = True) -> None:
-        """List the endpoint's models before any request: a server that cannot be reached, one that connects and does
-        not answer, or a refused key stops the run here, in seconds, instead of after every request's retries.
-
-        Anything else (no models listing, 404; a busy server, 429/5xx) is left to the requests, which stop on a missing
-        model and back off on a busy server. ``key_required=False`` (the key is on the workers, not here) checks the
-        connection only.
-        """
+        """List the endpoint's models before any request: an unreachable or stalled server, or a refused key, stops the
+        run here in seconds instead of after every request's retries. Anything else (404, 429/5xx) is left to the
+        requests; ``key_required=False`` (the key is on the workers) checks the connection only."""
         seconds = min(self.timeout_seconds, CHECK_SECONDS)
         listing = self._client.with_options(max_retries=0, timeout=httpx2.Timeout(
             seconds, connect=min(seconds, CONNECT_SECONDS)))
@@ -292,14 +279,10 @@ def prompt_sha256(prompt: str) -> str:
 
 @dataclass
 class ReplayModel:
-    """Answers recorded earlier (``{"id", "prompt_id", "prompt_sha256", "raw", "status"}`` per line; the
-    ``answers.jsonl`` of ``kobbq eval run`` is one), looked up by the sha256 of the prompt text.
+    """Answers recorded earlier (``kobbq eval run``'s ``answers.jsonl`` is one), looked up by the prompt text's sha256.
 
-    Not by request id: the same id (``age-001a-001-amb-bsd-0``, prompt 1) names another question in another
-    release, split or prompt table, and an answer recorded for one must never be scored as the answer to the
-    other (one id may be recorded for several prompts: the same sample under two prompt tables). Two lines with
-    the same prompt and different answers are refused: which one the model gave cannot be told.
-    """
+    Not by request id: the same id names another question in another release, split or prompt table. Two lines with
+    the same prompt and different answers are refused: which one the model gave cannot be told."""
 
     settings: GenerationSettings
     recording: Path

@@ -70,12 +70,9 @@ GROUPINGS = ("overall", "label", "category")  # the upstream row order: overall,
 
 def sample_attributes(sample_ids: pd.Series, answers: pd.Series, biased_answers: pd.Series, profile: Profile,
                       where: str) -> pd.DataFrame:
-    """Category prefix, template, context type and context polarity of each sample, from its ID.
-
-    A disambiguated context supports the biased answer unless its version is one of the profile's
-    counter-biased versions; that must agree with ``answer == biased_answer``, or the release and
-    the profile disagree and no diff-bias can be trusted.
-    """
+    """Category prefix, template, context type and polarity of each sample, from its ID. A disambiguated context
+    supports the biased answer unless its version is a counter-biased one; ``answer == biased_answer`` must agree, or
+    no diff-bias can be trusted."""
     parts = sample_ids.str.extract(SAMPLE_ID)
     bad = parts["prefix"].isna().to_numpy()
     if bad.any():
@@ -196,11 +193,8 @@ class Bootstrap:
 
 def bootstrap_intervals(counts: pd.DataFrame, mode: str, settings: Bootstrap, by: Sequence[str] = (),
                         metrics: Sequence[str] = METRICS[1:] + BBQ_METRICS) -> pd.DataFrame:
-    """Per (grouping, group): lower and upper bounds of each metric. Each group draws its templates from its own
-    template set with one generator seeded per group, so adding a group changes no other.
-
-    The resamples are drawn ``BOOTSTRAP_CHUNK_CELLS`` at a time (the draws of a large group would not fit at once);
-    their metrics, at most ``kobbq eval score``'s 100,000 per metric (0.8 MB), are kept for ``np.percentile``."""
+    """Per (grouping, group): each metric's bounds, from resamples of the group's own templates, one generator seeded
+    per group (adding a group changes no other), drawn ``BOOTSTRAP_CHUNK_CELLS`` at a time."""
     tail = (1 - settings.level) / 2 * 100
     records = []
     for key, block in counts.groupby(level=[*by, "grouping", "group"], sort=False):

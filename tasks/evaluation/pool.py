@@ -153,15 +153,10 @@ def git_output(folder: Path, *args: str) -> str | None:
     return result.stdout.rstrip() if result.returncode == 0 else None
 
 
-def head_commit(folder: Path) -> str | None:
-    """The commit checked out in ``folder`` (None: not a git checkout, or git is missing)."""
-    return git_output(folder, "rev-parse", "HEAD")
-
-
 def code_change(pinned: str, folder: Path) -> str | None:
     """How the code in ``folder`` differs from the ``pinned`` commit: another commit, or uncommitted changes to
     its files (files git does not track are not code the units import from a clean checkout); None: it does not."""
-    actual = head_commit(folder)
+    actual = git_output(folder, "rev-parse", "HEAD")
     if actual != pinned:
         return f"it is at commit {actual[:12] if actual else '(none: not a git checkout)'}"
     changed = (git_output(folder, "status", "--porcelain", "--untracked-files=no") or "").splitlines()

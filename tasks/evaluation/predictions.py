@@ -309,11 +309,8 @@ def _check_truth(submission: Submission, rows: pd.DataFrame) -> None:
 
 def _check_unknown_wording(submission: Submission, values: np.ndarray, rows: pd.DataFrame, prompt: Prompt | None,
                            prompts: dict[int, Prompt], release: ReleaseSamples) -> None:
-    """Predictions made with another prompt answer "unknown" in that prompt's wording, and never in this one's.
-
-    A wording is a mismatch when it occurs at least as often as the scored prompt's own: a model that
-    now and then writes another prompt's phrase ("정답 없음") as free text is not refused.
-    """
+    """Answers in another prompt's unknown wording, at least as often as in this one's: a prompt mismatch. A model that
+    now and then writes another prompt's phrase as free text is not refused."""
     own = rows["unknown"].iloc[0] if len(rows) else None
     wordings = {p.unknown: f"prompt {p.prompt_id}" for p in prompts.values()}
     wordings.setdefault(release.profile.release.unknown_expression, "the release")

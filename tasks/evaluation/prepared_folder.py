@@ -25,10 +25,8 @@ SUMMARY = "prepared.json"  # written last; lists the folder's files ("files")
 
 @contextmanager
 def staged(out: Path) -> Iterator[Path]:
-    """Yield an empty staging folder for ``out``; on an error or a signal it is removed and ``out`` is untouched.
-
-    An error of the operating system (a full disk) names the file being written as it would be in ``out``
-    (the staging folder is gone by then)."""
+    """An empty staging folder for ``out``, removed on an error or a signal (``out`` untouched); an OS error (a full
+    disk) names the file as it would be in ``out``."""
     out = check_not_a_file(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_folder(out)

@@ -64,11 +64,8 @@ class Prompt:
 
 
 def read_table(path: Path, sep: str = "\t", **options) -> pd.DataFrame:
-    """A delimited text file as strings ("NA" stays "NA"); a file pandas cannot parse is a UserError.
-
-    Not ``core.tables.read_rows``: scoring reads release splits and prediction files of 10^5-10^6 rows
-    into columns, and pandas' C parser does that ~10x faster than the csv module plus a frame.
-    """
+    """A delimited text file as strings ("NA" stays "NA"); a file pandas cannot parse is a UserError. Not
+    ``core.tables.read_rows``: pandas' C parser reads 10^5-10^6 rows into columns ~10x faster."""
     check_input_file(path)  # a folder, a device or a named pipe: one line, before pandas opens it
     try:
         return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, **options)
@@ -106,12 +103,8 @@ def profile_prompt_table(profile: Profile) -> Path | None:
 
 
 def resolve_prompt_table(profile: Profile, explicit: Path | None) -> tuple[Path, str]:
-    """The prompt table to use and a note saying why: the explicit one, the profile's, or its fallback.
-
-    The profile's fallback table, in the same language (ko: the embedded example's), is used only when the profile's own
-    table is absent (a fresh machine without the released data), and the note says so, so that no number is silently
-    scored with it. A profile without either has no prompts in its language: an error, never another language's table.
-    """
+    """The prompt table to use and a note saying why: the explicit one, the profile's, or (absent on a fresh machine)
+    its fallback in the same language, said in the note; never another language's table."""
     if explicit is not None:
         check_input_file(explicit, "prompt table")  # absent, or a folder: one line naming it
         return explicit, f"prompt table {explicit} (--prompt-table)"
@@ -161,14 +154,10 @@ class ReleaseSamples:
 
 def read_release(folder: Path, split: str | None = "test", profile: str | None = None,
                  allow_modified: bool = False) -> ReleaseSamples:
-    """Read a release's samples; ``profile``, when given, must be the one the release was built with.
-
-    A release built by `kobbq build` must still have every file its manifest records (``modified_warnings``),
-    unless ``allow_modified``. A folder without the manifest of `kobbq build` is a published release as
-    downloaded (KoBBQ's ``data/`` folder, EsBBQ's per-category files): ``profile`` must say its culture. ``split=None`` takes the test
-    split when the release has one and all samples when it has none (a release in BBQ's column layout, such as
-    EsBBQ, is evaluated whole, as its paper does).
-    """
+    """Read a release's samples; ``profile``, when given, must be the one it was built with (a folder without
+    ``kobbq build``'s manifest is a published release as downloaded: ``profile`` must name its culture). A built release
+    must still have every file its manifest records, unless ``allow_modified``. ``split=None``: the test split, or all
+    samples for a release without one."""
     if not folder.is_dir():
         raise UserError("release folder not found", folder)
     warnings: list[str] = []

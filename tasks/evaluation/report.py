@@ -172,12 +172,8 @@ def _run_lines(run: Run, out: Path) -> list[str]:
 
 
 def run_warning(run: Run, overall: pd.Series) -> str | None:
-    """What a reader must be told before reading a run's numbers: answers that are all out-of-choice (or
-    blank), or overall metrics that cannot be computed (0/0, shown as — and written as NaN). None when neither.
-
-    A model whose output the parser cannot read (a wrong answer format, an empty response) scores NaN or
-    0 everywhere, which looks like a result; this says it is not one.
-    """
+    """What a reader must be told before a run's numbers (None: nothing): every answer out-of-choice (or blank), or
+    overall metrics that are 0/0. A model whose output cannot be parsed scores NaN or 0, which looks like a result."""
     answers, ooc = len(run.rows), len(run.ooc)
     blank = int(run.ooc["raw"].astype(str).str.strip().eq("").sum())
     metrics = [m for m in INTERVAL_METRICS if m in overall.index]

@@ -67,11 +67,8 @@ def load_requests(prepared: Path, prompts: Sequence[int] | None = None) -> list[
 
 
 def sample_slice(requests: Sequence[Request], limit: int | None) -> list[Request]:
-    """``limit`` samples of each prompt with all their choice orders, in file order; None: every request.
-
-    The samples are spread evenly over the prepared file (every k-th one), not taken from its top: a release is
-    written category by category, so the first ``limit`` would be one category's, and a trial run or a benchmark
-    on a slice should see every category and both context conditions."""
+    """``limit`` samples of each prompt with all their choice orders, spread evenly over the file; None: every request.
+    Not the top ones: a release is written category by category, and a slice should see every category and context."""
     if limit is None:
         return list(requests)
     kept: set[tuple[int, str]] = set()
@@ -188,10 +185,8 @@ def cached_answers(requests: Sequence[Request], settings: GenerationSettings, ca
 
 def answer_requests(requests: Sequence[Request], model: Model, cache: AnswerCache, concurrency: int = 4,
                     progress: bool = True, lease: UnitLease | None = None) -> tuple[list[Answer], RunSummary]:
-    """Every request's answer, in request order: from the cache, else sent (each distinct prompt once).
-
-    With a ``lease``, it is renewed before each request is sent and while answers are awaited; a lease
-    lost stops the run there (``LeaseLost``), the answers of the requests in flight recorded."""
+    """Every request's answer, in request order: from the cache, else sent (each distinct prompt once). A ``lease`` is
+    renewed while sending and waiting; lost, it stops the run (``LeaseLost``), answers in flight recorded."""
     settings = model.settings
     answers = cached_answers(requests, settings, cache)
     summary = RunSummary(settings.model, requests=len(requests),
@@ -226,12 +221,9 @@ def progress_of(total: int, model: str, shown: bool) -> tqdm | LineProgress:
 def _ask_all(requests: Sequence[Request], model: Model, concurrency: int,
              record: Callable[[Request, Answer], None], tick: Callable[[], object],
              lease: UnitLease | None = None) -> None:
-    """Send every request, ``concurrency`` at a time, from a thread pool; ``record`` each answer as it arrives.
-
-    This thread alone sends (and touches the cache): before each request it renews the ``lease``, and it renews it at
-    least every ``lease.every`` seconds while it waits. A stop (``RunStopped``, ``LeaseLost``, Ctrl-C) sends nothing
-    more; answers to requests already in flight are still recorded, since they are paid for.
-    """
+    """Send every request, ``concurrency`` at a time, and ``record`` each answer as it arrives. Only this thread sends
+    (renewing the ``lease`` before each request and every ``lease.every`` seconds while waiting); after a stop, answers
+    to requests already in flight are still recorded, since they are paid for."""
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="kobbq-ask")
     waiting = iter(requests)
     in_flight: dict[Future[Answer], Request] = {}
