@@ -107,8 +107,7 @@ def lost_api(error: BaseException | None) -> bool:
 @contextmanager
 def connect() -> Iterator[None]:
     """The block's flow run goes to a server that answers; losing it during the block is one line. The caller has
-    checked Prefect's home (``check_prefect_home``) before importing Prefect, which warns about a home it cannot
-    make."""
+    checked Prefect's home (``check_prefect_home``) before importing Prefect."""
     from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
 
     url = api_setting("url")

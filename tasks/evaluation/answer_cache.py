@@ -74,7 +74,17 @@ class AnswerCache(SqliteStore):
         super().__init__(path, shared=True)
 
     def error(self, exc: sqlite3.DatabaseError) -> UserError:
-        return cache_error(exc, self.path)
+        """SQLite's error as the user can act on it; the cache holds paid answers, so it is never to be deleted."""
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and ("full" in text or "disk I/O" in text):
+            return UserError(f"the answer cache cannot grow: the disk is full ({text}); every answer stored before is "
+                             "kept in it: free space on that disk (or give --cache on another one) and run the same "
+                             "command again: it sends only the requests not stored", self.path)
+        if isinstance(exc, sqlite3.OperationalError):
+            return UserError(f"the answer cache cannot be written ({text}); the answers stored before are kept: fix "
+                             "that and run the same command again", self.path)
+        return UserError(f"is not an answer cache that can be read (SQLite: {text}); it may hold paid answers, so "
+                         "move it away rather than deleting it, and give --cache for a new one", self.path)
 
     def get(self, prompt: str, settings: GenerationSettings) -> Answer | None:
         row = self.fetch_one("SELECT raw, status, prompt_tokens, completion_tokens FROM answers WHERE key = ?",
@@ -161,16 +171,3 @@ def revoke(cache: AnswerCache, unit: str, holder: str, why: str) -> None:
         db.execute("INSERT OR IGNORE INTO revoked VALUES (?, ?)", (holder, why))
         db.execute("UPDATE leases SET holder = NULL WHERE unit = ? AND holder = ?", (unit, holder))
 
-
-def cache_error(exc: sqlite3.DatabaseError, path: Path) -> UserError:
-    """SQLite's error as the user can act on it; the cache holds paid answers, so it is never to be deleted."""
-    text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and ("full" in text or "disk I/O" in text):
-        return UserError(f"the answer cache cannot grow: the disk is full ({text}); every answer stored before is "
-                         "kept in it: free space on that disk (or give --cache on another one) and run the same "
-                         "command again: it sends only the requests not stored", path)
-    if isinstance(exc, sqlite3.OperationalError):
-        return UserError(f"the answer cache cannot be written ({text}); the answers stored before are kept: fix "
-                         "that and run the same command again", path)
-    return UserError(f"is not an answer cache that can be read (SQLite: {text}); it may hold paid answers, so move it "
-                     "away rather than deleting it, and give --cache for a new one", path)

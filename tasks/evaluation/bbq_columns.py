@@ -45,17 +45,14 @@ def read_samples(path: Path) -> pd.DataFrame:
 Where = Callable[[int, str], Location]  # an instance's row and a column -> where a person finds it
 
 
-def rows_in(samples: pd.DataFrame, csv_folder: Path) -> Where:
-    """Where an instance is for a person: its row in the release's per-category CSV (``instance_id`` + 2)."""
-    return lambda row, column: Location(str(csv_folder / category_file_name(samples["category"].iloc[row])),
-                                        int(samples["instance_id"].iloc[row]) + 2, column)
-
-
 def evaluation_view(samples: pd.DataFrame, profile: Profile, csv_folder: Path
                     ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """(samples as the evaluation reads them, per-sample attributes, notes); a row that breaks a rule stops
     here, named by its row in ``csv_folder``'s per-category CSV."""
-    where = rows_in(samples, csv_folder)
+    def where(row: int, column: str) -> Location:  # its row in the release's per-category CSV
+        return Location(str(csv_folder / category_file_name(samples["category"].iloc[row])),
+                        int(samples["instance_id"].iloc[row]) + 2, column)
+
     prefix = _prefixes(samples, profile, where)
     polarity = samples["question_polarity"].to_numpy(object)
     condition = samples["context_condition"].to_numpy(object)

@@ -162,10 +162,8 @@ PARSERS: dict[str, Parser] = {"paper": paper_parser, "strict": strict_parser}
 def parse_answers(raws: Sequence[str], a: Sequence[str], b: Sequence[str], c: Sequence[str],
                   parser: Parser = paper_parser, forms: AnswerForms = NO_FORMS,
                   unknown: Sequence[str] | None = None) -> np.ndarray:
-    """Parse many answers; an identical (answer, choices) pair is parsed once (short answers repeat a lot).
-
-    ``unknown``: each row's wording of the unknown option (the prompt's); an answer the parser leaves
-    out-of-choice that names one of ``forms.unknown`` instead is read as that option (``read_as_unknown``)."""
+    """Parse many answers, an identical (answer, choices) pair once. ``unknown``: each row's wording of the unknown
+    option; an out-of-choice answer naming one of ``forms.unknown`` instead is read as that option."""
     seen: dict[tuple[str, ...], str] = {}
     out = np.empty(len(raws), dtype=object)
     unknowns = unknown if unknown is not None else [""] * len(raws)

@@ -100,9 +100,8 @@ LOCK = "eval-run"  # <out>/.eval-run.lock (tasks.release.publish.build_lock name
 
 @contextmanager
 def run_lock(out: Path, cache: Path) -> Iterator[None]:
-    """One ``kobbq eval run`` at a time per output folder, and per answer cache when it lives elsewhere: a second
-    run stops at once instead of sending (and paying for) every request the first is sending. The lock files
-    are hidden files in the output folder (and beside the cache)."""
+    """One ``kobbq eval run`` at a time per output folder (and per answer cache): a second run stops at once instead of
+    paying for every request the first is sending. The locks are hidden files in the folder and beside the cache."""
     out, cache = Path(out).resolve(), Path(cache).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with ExitStack() as locks:
