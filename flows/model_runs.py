@@ -114,8 +114,7 @@ def describe_runs(runs: list) -> str:
 @task(name="write-model-answers", cache_policy=NO_CACHE)
 def write_model_answers(prepared: Path, settings: GenerationSettings, prompts: list[int], cache_path: Path,
                         out: Path) -> list[dict]:
-    """Write the model's answer files (request order) from the answer cache; its rows of the runs table, one per
-    prompt: answers by status and the tokens they cost (failed rows cost nothing)."""
+    """The model's answer files, from the cache; its runs-table rows, per prompt: answers by status, tokens spent."""
     requests = load_requests(prepared, prompts)
     with AnswerCache(cache_path) as cache:
         found = cached_answers(requests, settings, cache)

@@ -47,8 +47,7 @@ Where = Callable[[int, str], Location]  # an instance's row and a column -> wher
 
 def evaluation_view(samples: pd.DataFrame, profile: Profile, csv_folder: Path
                     ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """(samples as the evaluation reads them, per-sample attributes, notes); a row that breaks a rule stops
-    here, named by its row in ``csv_folder``'s per-category CSV."""
+    """(samples as the evaluation reads them, attributes, notes); a row breaking a rule is named by its CSV row."""
     def where(row: int, column: str) -> Location:  # its row in the release's per-category CSV
         return Location(str(csv_folder / category_file_name(samples["category"].iloc[row])),
                         int(samples["instance_id"].iloc[row]) + 2, column)

@@ -102,8 +102,7 @@ def sample_attributes(sample_ids: pd.Series, answers: pd.Series, biased_answers:
 
 
 def indicators(rows: pd.DataFrame, ooc_as_wrong: bool = False) -> pd.DataFrame:
-    """0/1 columns per answer row. ``rows`` has prediction, A, B, C, answer, biased_answer, unknown, dis,
-    biased_context (predictions and answers as choice texts)."""
+    """0/1 columns per answer row (its prediction, choices and answers as texts, unknown, dis, biased_context)."""
     prediction = rows["prediction"].to_numpy(object)
     ooc = ~((prediction == rows["A"].to_numpy(object)) | (prediction == rows["B"].to_numpy(object))
             | (prediction == rows["C"].to_numpy(object)))
@@ -211,8 +210,7 @@ def bootstrap_intervals(counts: pd.DataFrame, mode: str, settings: Bootstrap, by
 
 def _resampled_metrics(matrix: np.ndarray, mode: str, settings: Bootstrap, key: tuple,
                        metrics: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
-    """The metrics of every resample of one group's templates (``matrix``: templates x COUNTS), a chunk of
-    resamples at a time; the generator is seeded by the group."""
+    """The metrics of every resample of one group's templates (``matrix``: templates x COUNTS), a chunk at a time."""
     rng = np.random.default_rng([settings.seed, zlib.crc32("|".join(map(str, key)).encode())])
     size = len(matrix)
     per_template = None if mode == "test" else ratios(dict(zip(COUNTS, matrix.T)))
@@ -238,8 +236,7 @@ def _weighted_nanmean(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 def score_rows(rows: pd.DataFrame, mode: str = "test", ooc_as_wrong: bool = False,
                bootstrap: Bootstrap | None = None, by: Sequence[str] = ()) -> pd.DataFrame:
-    """The metrics table of every run (the columns ``by``, e.g. model and prompt, tell runs apart) in
-    upstream row order, with intervals when asked. All runs share one pass over the rows."""
+    """The metrics (and intervals when asked) of every run, told apart by ``by``, in upstream order, in one pass."""
     counts = template_counts(rows, indicators(rows, ooc_as_wrong), by)
     table = group_metrics(counts, mode, by)
     if bootstrap is not None:

@@ -33,8 +33,7 @@ WORD_CHARACTER = r"[\p{L}\p{M}\p{N}]"  # a label beside a letter, mark or digit 
 
 @dataclass(frozen=True)
 class AnswerForms:
-    """A language's answer forms, compiled: the patterns of the paper's cascade for one profile, every text in the
-    profile's normalisation."""
+    """The paper's cascade's patterns for one profile, compiled, every text in the profile's normalisation."""
 
     first_line: re.Pattern[str]  # (a) after leading spaces and one optional "(", up to the first sentence end
     retry: tuple[re.Pattern[str], ...]  # (d) bold text, the text after an answer marker, quoted text

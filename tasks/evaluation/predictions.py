@@ -92,8 +92,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
 
 
 def _from_log_sample(sample: dict, where: Location) -> dict:
-    """A line of lm-evaluation-harness's ``--log_samples`` output for an exported task (``kobbq eval
-    export-lm-eval``): the request is its ``doc``, the model's text its first response."""
+    """A ``--log_samples`` line of an exported lm-eval task: the request is its ``doc``, the text its first response."""
     try:
         doc = sample["doc"]
         return {"id": doc["id"], "prompt_id": int(doc["prompt_id"]), "raw": sample["resps"][0][0] or ""}

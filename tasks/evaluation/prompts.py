@@ -221,8 +221,7 @@ def _read_split(folder: Path, name: str, split: str | None, loaded: Profile, pub
 
 
 def _read_bbq_columns(folder: Path, name: str, split: str, profile: Profile, published: bool) -> ReleaseSamples:
-    """A release in BBQ's column layout (see ``tasks.evaluation.bbq_columns``): all samples, no test split. A
-    build's are read from its Parquet file, a downloaded one's from its per-category CSVs."""
+    """A release in BBQ's column layout, all samples: a build's from its Parquet file, a download's from its CSVs."""
     if published:
         downloaded = read_category_files(folder, profile)
         path, samples, csv_folder, digest = downloaded.folder, downloaded.samples, downloaded.folder, downloaded.digest
@@ -274,8 +273,7 @@ def _choice_array(frame: pd.DataFrame, path: Path) -> np.ndarray:
 
 
 def ordered_choices(release: ReleaseSamples, unknown: str) -> pd.DataFrame:
-    """Three rows per sample (orders 0, 1, 2) in the release's order: ids, choices by letter, answer letter,
-    with the release's unknown choice written as ``unknown``."""
+    """Three rows per sample (orders 0-2): ids, choices by letter, answer letter; the unknown choice as ``unknown``."""
     release_unknown = release.profile.release.unknown_expression
     choices = np.where(release.choices == release_unknown, unknown, release.choices)
     answers = release.frame["answer"].to_numpy(object)
@@ -310,8 +308,7 @@ def _check_readable(profile: Profile, choices: Iterable[str], samples: Path) -> 
 
 
 def ordered_requests(release: ReleaseSamples, prompt: Prompt) -> pd.DataFrame:
-    """The ordered choices of a prompt with each request's text without its instruction (upstream's ``query``):
-    labelled context, question, choices, and the answer label."""
+    """A prompt's ordered choices with each request's text without its instruction (upstream's ``query``)."""
     frame = ordered_choices(release, prompt.unknown)
     context = np.repeat(release.frame["context"].to_numpy(object), 3)
     question = np.repeat(release.frame["question"].to_numpy(object), 3)
@@ -341,8 +338,7 @@ def upstream_frame(release: ReleaseSamples, requests: pd.DataFrame) -> pd.DataFr
 
 
 def write_prepared(out: Path, release: ReleaseSamples, table: Path, prompts: list[Prompt]) -> dict:
-    """Write requests.jsonl, the upstream TSV/JSON per prompt, a copy of the prompt table, and prepared.json
-    (last: the folder is complete)."""
+    """requests.jsonl, the upstream TSV/JSON per prompt, a copy of the prompt table, then prepared.json (complete)."""
     lines: list[str] = []
     counts = {}
     for prompt in prompts:

@@ -253,8 +253,7 @@ class ScoreOutcome:
 
 
 def score(request: ScoreRequest) -> ScoreOutcome:
-    """Read the release, the prompt table and every predictions file, match them, score every run in one pass and
-    write every output into ``request.out``."""
+    """Score every predictions file against the release and prompt table in one pass; write every output."""
     release = read_release(request.release, request.split, request.profile, request.allow_modified)
     table_path = prepared_prompt_table(request.prepared, release) if request.prepared else resolve_prompt_table(
         release.profile, request.prompts)[0]
@@ -294,8 +293,7 @@ def with_esbbq_metrics(table: pd.DataFrame, rows: pd.DataFrame, ooc_as_wrong: bo
 
 
 def prepared_prompt_table(prepared: Path, release: ReleaseSamples) -> Path:
-    """The prompt table a prepared folder was made with (its copy there); its release must be this one
-    (same profile, split, sample file)."""
+    """The prompt table copied into a prepared folder, which must be of this release (profile, split, samples)."""
     path = prepared / SUMMARY
     summary = read_summary(prepared)
     for key, ours in (("profile", release.profile.name), ("split", release.split), ("release_name", release.name)):
