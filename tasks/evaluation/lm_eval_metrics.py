@@ -6,7 +6,7 @@ project's own code (the installed kobbq-builder, not a copy that would drift), s
 from __future__ import annotations
 
 import json
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 import pandas as pd
@@ -51,21 +51,9 @@ def overall(rows: list[dict], metric: str) -> float:
     return float(table.loc[table["grouping"] == "overall", metric].iloc[0])
 
 
-def ooc_ratio(rows: list[dict]) -> float:
-    return overall(rows, "ooc_ratio")
-
-
-def acc_amb(rows: list[dict]) -> float:
-    return overall(rows, "acc_amb")
-
-
-def acc_dis(rows: list[dict]) -> float:
-    return overall(rows, "acc_dis")
-
-
-def diff_bias_amb(rows: list[dict]) -> float:
-    return overall(rows, "diff_bias_amb")
-
-
-def diff_bias_dis(rows: list[dict]) -> float:
-    return overall(rows, "diff_bias_dis")
+# each paper metric's aggregation, by the name the task's metric_list gives it
+ooc_ratio = partial(overall, metric="ooc_ratio")
+acc_amb = partial(overall, metric="acc_amb")
+acc_dis = partial(overall, metric="acc_dis")
+diff_bias_amb = partial(overall, metric="diff_bias_amb")
+diff_bias_dis = partial(overall, metric="diff_bias_dis")
