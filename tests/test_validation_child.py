@@ -137,7 +137,7 @@ def test_a_child_that_cannot_report_says_why_in_the_build(tmp_path, no_spares):
         child.result()
     assert str(tmp_path / "KoBBQ_all_samples.parquet") in str(raised.value)
     assert child.process.returncode is not None and child.process.pid not in interrupt._children
-    child.stop()  # what the build's with-block does then: nothing left to end
+    child.process.end()  # what the build's with-block does then: nothing left to end
 
 
 SHADOW = "open('shadow-ran', 'w').close()\n"

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import itertools
 import shutil
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -195,50 +194,18 @@ def _silent(_: str) -> None:
     """The default progress callback: pure code reports through its caller, which may print."""
 
 
-class Checks:
-    """The release checks running beside the caller's writes (none without checks), which never outlive the
-    ``with``: when it ends, the child has ended; when it fails (a failed write, an error, a signal), the child is
-    ended. ``report`` waits for them."""
-
-    def __init__(self, child: ValidationChild | None, progress: Progress) -> None:
-        self.child, self.progress, self.started = child, progress, time.perf_counter()
-
-    def __enter__(self) -> Checks:
-        return self
-
-    def __exit__(self, kind, *_) -> None:
-        if self.child:
-            try:
-                if kind is None:
-                    self.child.finish()
-            finally:
-                self.child.stop()
-
-    def report(self) -> ValidationReport | None:
-        """Wait for the suite; a failure raises, so the staged release is never published."""
-        if self.child is None:
-            return None
-        interrupt.checkpoint("validation")
-        report = self.child.result()
-        self.progress(f"release checks: {report.summary()} in {time.perf_counter() - self.started:.1f} s (Great "
-                      "Expectations, child process, alongside the other writes)")
-        if not report.success:
-            raise ReleaseValidationError(report)
-        return report
-
-
 @contextmanager
 def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
-                 progress: Progress) -> Iterator[Checks]:
+                 progress: Progress) -> Iterator[ValidationChild | None]:
     """All samples and the test split as Parquet, TSV and JSONL, checked while written: Parquet first, which the
-    checks read while the rest is written. Inside the ``with``, the caller writes more beside the checks and
-    asks for their ``report`` (``Checks``).
+    checks read while the rest is written. Inside the ``with``, the caller writes more beside the checks (None
+    without checks) and asks for their ``report``.
 
     The samples are expanded twice, once for the Parquet files the checks read and once for the others: expanding
     costs ~0.2 s of the real release, while one pass for every format starts the checks ~0.8 s of CPU later: the
     build then waited ~1 s for them at the end, against ~0.1 s with Parquet first (load 2.5)."""
     write_sample_sets(folder, name, release, ("parquet",))
-    with Checks(start_release_checks(folder, profile, release, name) if validate else None, progress) as checks:
+    with start_release_checks(folder, profile, release, name) if validate else nullcontext() as checks:
         interrupt.checkpoint("writing")
         write_sample_sets(folder, name, release, ("tsv", "jsonl"))
         progress("sample files written (Parquet, TSV, JSONL)")
@@ -263,11 +230,14 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
     if not chosen:
         return twin_not_published(name, "none of the release's templates has a machine translation", progress)
     expanded = expand_release(chosen, profile, split.seed, split=split, partial=True)
+
+    def twin_progress(line: str) -> None:
+        progress(f"{name}: {line}")
+
     twin_dir.mkdir()
     try:
-        with sample_files(twin_dir, name, profile, expanded, validate, lambda line: progress(f"{name}: {line}")) \
-                as checks:
-            report = checks.report()
+        with sample_files(twin_dir, name, profile, expanded, validate, twin_progress) as checks:
+            report = checks.report(twin_progress) if checks else None
     except ReleaseValidationError as exc:
         shutil.rmtree(twin_dir)
         return twin_not_published(name, str(exc), progress)
@@ -306,16 +276,15 @@ def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats
 
 @contextmanager
 def generated_sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
-                           progress: Progress) -> Iterator[Checks]:
+                           progress: Progress) -> Iterator[ValidationChild | None]:
     """A generated release's samples (``sample_files``' counterpart): per-category CSVs in the culture's own
     layout, plus all samples as Parquet and JSONL (held whole: a generated release is small)."""
     fmt = profile.templates.workbook
     assert fmt is not None
     frame = pd.DataFrame(release.expansion.columns, columns=fmt.output_columns, dtype=object, copy=False)
     frame.to_parquet(folder / all_samples_name(name, ".parquet"), index=False, compression="zstd")
-    child = ValidationChild(folder, all_samples_name(name, ".parquet"), "", profile.release.unknown_expression,
-                            samples_by_category(release), generated=True) if validate else None
-    with Checks(child, progress) as checks:
+    with ValidationChild(folder, all_samples_name(name, ".parquet"), "", profile.release.unknown_expression,
+                         samples_by_category(release), generated=True) if validate else nullcontext() as checks:
         interrupt.checkpoint("writing")
         records = frame.to_dict("records")
         write_records_jsonl(records, folder / all_samples_name(name, ".jsonl"))
@@ -368,7 +337,7 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
         configs = write_layout(folder, profile)  # it reads the staged Parquet only, so it too runs beside the checks
         written = ReleaseFiles(release_facts(inputs, release, table), table, all_decisions, None, texts)
         made_beside = beside(written)
-        validation = checks.report()
+        validation = checks.report(progress) if checks else None
         twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split,
                                               progress, validate)
                  for twin, path in sorted((parallel or {}).items())}

@@ -19,7 +19,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -212,12 +214,13 @@ def os_error_from(stderr: str) -> OSError:
 
 
 class ValidationChild:
-    """The suite running in a child process on staged Parquet files, while the build writes the rest: a spare
-    child when one is waiting (``warm_up``), else a new one."""
+    """The suite running in a child process on staged Parquet files beside the caller's writes (a spare child when
+    one is waiting, ``warm_up``, else a new one). It never outlives its ``with``: when the block ends, the child has
+    ended; when the block fails (a failed write, an error, a signal), the child is ended."""
 
     def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
                  expected_by_prefix: dict[str, int], generated: bool = False) -> None:
-        self.folder = folder
+        self.folder, self.started = folder, time.perf_counter()
         job = {"folder": str(folder), "all": all_parquet, "test": test_parquet, "unknown": unknown,
                "expected": expected_by_prefix, "generated": generated}
         self.process = take_child()
@@ -225,23 +228,33 @@ class ValidationChild:
         self.process.stdin.write(json.dumps(job, sort_keys=True) + "\n")  # one line
         self.process.stdin.close()
 
+    def __enter__(self) -> ValidationChild:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        """A child that has reported is waited for to end (one that does not is ended: its work is written)."""
+        try:
+            if kind is None:
+                self.process.wait_for(REPORTED)
+                with suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=stall_seconds())
+        finally:
+            self.process.end()
+
     def result(self) -> ValidationReport:
         """Wait for the child's report: what it wrote to validation.json."""
         self.process.wait_for(REPORTED)
         return read_results(self.folder)
 
-    def finish(self) -> None:
-        """Wait for the child, which has reported, to end (one that does not is ended: its work is written)."""
-        self.process.wait_for(REPORTED)
-        try:
-            self.process.wait(timeout=stall_seconds())
-        except subprocess.TimeoutExpired:
-            pass
-        self.process.end()
-
-    def stop(self) -> None:
-        """End the child if it still runs (the build failed or stopped while it validated)."""
-        self.process.end()
+    def report(self, progress: Callable[[str], None]) -> ValidationReport:
+        """Wait for the suite; a failure raises, so the staged release is never published."""
+        interrupt.checkpoint("validation")
+        report = self.result()
+        progress(f"release checks: {report.summary()} in {time.perf_counter() - self.started:.1f} s (Great "
+                 "Expectations, child process, alongside the other writes)")
+        if not report.success:
+            raise ReleaseValidationError(report)
+        return report
 
 
 _spares: list[CheckChild] = []
