@@ -83,13 +83,12 @@ LEAN_CHILD = """
 import importlib.util
 import json
 import sys
+from pathlib import Path
 from tasks.release import checks
 checks.lean_imports()
 print(importlib.util.find_spec("sqlalchemy"))  # the optional-dependency probe libraries use: None, not raised
-import pyarrow.parquet as pq
-frame = checks.staged_frame(pq.read_table(sys.argv[1]))
-report = checks.validate_release(checks.SampleSet.of_frame(frame), checks.SampleSet.of_frame(frame.iloc[:0]),
-                                 sys.argv[2], {})
+staged = checks.SampleSet.staged(Path(sys.argv[1]))
+report = checks.validate_release(staged, staged, sys.argv[2], {})
 print(json.dumps(report.as_json(), sort_keys=True))
 print(*[type(sys.modules.get(name)).__name__ for name in ("altair", "scipy.stats", "sqlalchemy")])
 """
@@ -104,17 +103,13 @@ def test_the_child_runs_the_suite_without_charts_statistics_or_sql(tmp_path_fact
     import subprocess
     import sys
 
-    import pyarrow.parquet as pq
-
     from core.paths import PROJECT_ROOT
     from tasks.release import checks as suite
 
     folder = built_example(tmp_path_factory, ko_profile)
     parquet = folder / all_samples_name("KoBBQ").replace(".tsv", ".parquet")
-    frame = suite.staged_frame(pq.read_table(parquet))
     unknown = ko_profile.release.unknown_expression
-    expected = suite.validate_release(suite.SampleSet.of_frame(frame), suite.SampleSet.of_frame(frame.iloc[:0]),
-                                      unknown, {})
+    expected = suite.validate_release(suite.SampleSet.staged(parquet), suite.SampleSet.staged(parquet), unknown, {})
     done = subprocess.run([sys.executable, "-c", LEAN_CHILD, str(parquet), unknown], capture_output=True, text=True,
                           timeout=300, cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stderr

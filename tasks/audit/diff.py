@@ -10,6 +10,7 @@ survey dropped in one build and kept in the other shows as added or removed with
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,11 +18,12 @@ from pathlib import Path
 
 from core.errors import UserError
 from core.profile import Profile, WorkbookFormat
-from tasks.audit.fates import SAMPLE_ID, load_audit_log, template_of
+from tasks.audit.fates import load_audit_log, template_of
 from tasks.templates.corrections import AppliedCorrection
 from core.decisions import template_subject
 from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 from tasks.release.write import all_samples_name
+from tasks.templates.sample_ids import SAMPLE_ID
 from tasks.templates.load import LoadedTemplates, TemplateRow, rows_by_template
 from tasks.templates.validate import load_checked, template_format
 
@@ -237,10 +239,10 @@ def diff_releases(old: Path, new: Path, profile: Profile) -> Diff:
     prefixes = {c.sample_prefix: c.name for c in profile.categories}
 
     def subject_of(sample_id: str) -> str:
-        match = SAMPLE_ID.fullmatch(sample_id)
+        match = re.match(SAMPLE_ID, sample_id)
         if match is None or match["prefix"] not in prefixes:
             return sample_id
-        return template_subject(prefixes[match["prefix"]], int(match["id"]))
+        return template_subject(prefixes[match["prefix"]], int(match["number"]))
 
     (old_records, old_subjects), (new_records, new_subjects) = (_release_records(old, old_manifest, profile),
                                                                 _release_records(new, new_manifest, profile))

@@ -27,8 +27,6 @@ RELEASED_RULE = "expanded"  # the build's one row per released template row
 LINK_PREFIX = "linked:"  # outcome of the post-edit link rows: "linked:bbq:<category>:<Q_id>"
 LABEL_RULES = ("consensus-label", "reference-link", "newly-created", "reference-no-bbq-link")
 _TEMPLATE_SUBJECT = re.compile(r"(?P<category>[^|:]+)\|(?P<id>\d+)(?:\|(?P<version>[^|]*))?")
-SAMPLE_ID = re.compile(r"(?P<prefix>[a-z_]+)-(?P<id>\d{3})(?P<version>[a-z]+)-(?P<fill>\d{3,})-(?P<context>amb|dis)-"
-                       r"(?P<question>bsd|cnt)")
 
 
 def decision_order(decision: Decision) -> tuple[object, ...]:

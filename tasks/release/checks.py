@@ -18,6 +18,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -33,11 +34,13 @@ import pyarrow.parquet as pq
 from tasks.release.check_child import (IMPORT_FAILED, OS_ERROR_EXIT, PROGRESS, READY, REPORTED, WAIT_FOR_JOB,
                                        CheckOutcome, ValidationReport, os_error_line, write_results)
 from tasks.release.write import PARQUET_ROW_GROUP, parse_list_literal, release_arrow_memory
+from tasks.templates.sample_ids import SAMPLE_ID
 
 __all__ = ["ValidationReport", "SampleSet", "validate_release", "validate_generated", "staged_frame"]
 
-# Template IDs and fill numbers are written with at least three digits (``{:03d}``): 4 when above 999.
-SAMPLE_ID_PATTERN = r"^[a-z_]+-\d{3,}[a-z]-\d{3,}-(?:amb|dis)-(?:bsd|cnt)$"
+# The sample-ID form without its named groups: Great Expectations matches it with pandas' ``str.contains``, which
+# warns about groups.
+SAMPLE_ID_PATTERN = re.sub(r"\?P<\w+>", "?:", SAMPLE_ID)
 VALUED_COLUMNS = ["sample_id", "label_annotation", "context", "question", "choices", "biased_answer", "answer"]
 EXAMPLES = 5
 RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}
@@ -316,14 +319,6 @@ class SampleSet:
     columns: list[str]
     ids: Callable[[], pa.ChunkedArray]
     batches: Callable[[], Iterator[pd.DataFrame]]
-
-    @classmethod
-    def of_frame(cls, frame: pd.DataFrame) -> SampleSet:
-        """A set held in memory (tests), read in the same batches as a staged file."""
-        rows = VALIDATION_BATCH
-        return cls(list(frame.columns),
-                   lambda: pa.chunked_array([pa.array(frame["sample_id"], type=pa.string(), from_pandas=True)]),
-                   lambda: (frame.iloc[start:start + rows] for start in range(0, max(len(frame), 1), rows)))
 
     @classmethod
     def staged(cls, path: Path) -> SampleSet:

@@ -18,7 +18,7 @@ from core.errors import Location, UserError
 from core.profile import Profile
 from core.text_files import read_text
 from tasks.templates.validate import template_format
-from tasks.templates.sample_ids import QUESTION_SUFFIXES, fill_number, row_prefix
+from tasks.templates.sample_ids import QUESTION_SUFFIXES, SAMPLE_ID, fill_number, row_prefix
 from tasks.templates.load import TemplateRow
 
 PROFILE, SEEDED = "profile", "seeded"  # what a build may ask for
@@ -26,7 +26,6 @@ CHOICES = (PROFILE, SEEDED)
 LISTED, NONE = "listed", "none"  # what a release may have besides SEEDED
 FIX = ('to draw one fill per template row with the seed instead, give --test-split seeded (in a pipeline file: '
        'test_split = "seeded")')
-_LISTED_ID = re.compile(r"^(?P<row>.+)-(?P<fill>[0-9]+)-(?P<suffix>(?:amb|dis)-(?:bsd|cnt))$")
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,7 @@ def listed_fills(templates: list[TemplateRow], fills: list[int], profile: Profil
     by_row: dict[int, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
     foreign: list[tuple[ListedId, str]] = []
     for position, entry in enumerate(listed):
-        match = _LISTED_ID.match(entry.sample_id)
+        match = re.match(SAMPLE_ID, entry.sample_id)
         index = rows.get(match["row"]) if match else None
         if match is None:
             foreign.append((entry, "not <category>-<number><version>-<fill>-amb|dis-bsd|cnt"))
@@ -137,7 +136,7 @@ def listed_fills(templates: list[TemplateRow], fills: list[int], profile: Profil
             foreign.append((entry, f"template row {match['row']} has fills {fill_number(1)}-"
                                    f"{fill_number(fills[index])}"))
         else:
-            by_row[index][int(match["fill"])][match["suffix"]] = position
+            by_row[index][int(match["fill"])][f"{match['context']}-{match['question']}"] = position
     if foreign:
         first, why = foreign[0]
         names = sorted({Path(template.source).name for template in templates})
