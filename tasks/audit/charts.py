@@ -1,10 +1,6 @@
-"""The audit report's charts: matplotlib figures, inline in ``audit.html`` as SVG.
-
-The same library as the evaluation's figures (``tasks.evaluation.report``), with the settings that make its SVG the
-same bytes run after run: a fixed ``svg.hashsalt`` (the chart's id) for the ids it generates and no date in the
-metadata. Text stays text (``svg.fonttype = none``), so the browser draws Korean labels with its own fonts and finds
-them with its search; matplotlib measures the labels with its own font, which has no Hangul, and its warning about
-that is silenced.
+"""The audit report's charts: matplotlib figures inline in ``audit.html`` as SVG, the same bytes run after run (a
+fixed ``svg.hashsalt``, no date). Text stays text (``svg.fonttype = none``), so the browser draws Korean labels with
+its own fonts and finds them with its search; matplotlib's warning that its font lacks Hangul is silenced.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""``kobbq diff OLD NEW``: what changed between two template files or two releases.
-
-Template files are loaded and checked the way the build loads them (corrections applied, text normalised), so a
-defect a recorded correction fixes does not show as a change (the corrections each side needed are listed), then
-expanded, so every changed template says which of its samples were added, removed or changed (by sample ID).
-Releases are compared by their sample files and their decision logs (each template's fate), so a template the
-survey dropped in one build and kept in the other shows as added or removed with the rule that decided it.
+"""``kobbq diff OLD NEW``: what changed between two template files or two releases. Template files are loaded as the
+build loads them (a defect a recorded correction fixes is no change; each side's corrections are listed) and
+expanded, so that a changed template says which samples were added, removed or changed; releases are compared by
+their sample files and their decision logs (each template's fate, with the rule that decided it).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""What became of every template, read back from a release's decision log.
-
-The audit never re-runs a rule: it groups the decision rows the stages already wrote
-(``decisions.csv``) by template, links each template to its stereotype (through the survey
-question ID the survey stage records in both rows) and to its BBQ source (through the
-translation stage's link rows), and says whether it reached the release and, if not, which
-decision dropped it. ``kobbq why`` and the HTML report are both views of these fates.
+"""What became of every template, read back from a release's decision log (``decisions.csv``). The audit never
+re-runs a rule: it groups the stages' decision rows by template, links each to its stereotype (the survey question
+ID) and its BBQ source (the translation's link rows), and says whether it reached the release and, if not, which
+decision dropped it. ``kobbq why`` and the HTML report are views of these fates.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """``kobbq why``: the lineage of one template, BBQ template, sample, stereotype or generated instance, from the
-decision log (the IDs it accepts: ``docs/guides/audit-a-release.md``).
-
-A dropped template shows the decisions that dropped it (rule, reason, numbers) before anything else; the rest
-follows stage by stage. An ID the log does not know is a ``UserError`` naming the closest known IDs (difflib),
-never an empty answer.
+decision log (the IDs it accepts: ``docs/guides/audit-a-release.md``): the deciding drops first, then stage by
+stage. An unknown ID is a ``UserError`` naming the closest known IDs (difflib), never an empty answer.
 """
 
 from __future__ import annotations

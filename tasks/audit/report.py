@@ -1,10 +1,6 @@
-"""The HTML audit report: one self-contained, offline ``audit.html`` in the release folder
-(``templates/audit.html.j2``): the funnel per stage and category beside the paper's numbers, the charts of
-``tasks.audit.charts`` above their tables, the Table 1 comparison, a section per category with every template's
-fate and its decisions folded underneath, and a search box that filters templates (inline JavaScript, no network).
-
-It is a view of what the release holds, made by the build from what it wrote (``write_release_folder``), never
-read back. Text from input files (stereotypes, reasons) is escaped by jinja2's autoescaping.
+"""The HTML audit report: one self-contained, offline ``audit.html`` (``templates/audit.html.j2``; what it shows:
+``docs/guides/audit-a-release.md``). It is a view of what the release holds, made by the build from what it wrote
+(``write_release_folder``), never read back; text from input files is escaped by jinja2's autoescaping.
 """
 
 from __future__ import annotations

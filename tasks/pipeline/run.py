@@ -1,9 +1,7 @@
-"""The runner: a command's plan (``tasks.pipeline.plan.Plan``), its stages run in order in plain Python.
-
-``execute`` answers a plan whose stages are all current at once (nothing started, nothing written: a read-only
-release can be checked), has every stage about to run check its inputs, makes the build folder ready, and only then
-hands the plan to ``launch``: the command's Prefect flow run (``flows.pipeline``) or ``run_plan`` as it is, which
-calls an observer around each stage's run. Nothing here knows of Prefect.
+"""The runner: a command's plan (``tasks.pipeline.plan.Plan``) run stage by stage in plain Python. ``execute`` answers
+an all-current plan at once (nothing written: a read-only release can be checked), has the stages about to run check
+their inputs, readies the build folder, then hands the plan to ``launch``: the Prefect flow run (``flows.pipeline``)
+or ``run_plan``. Nothing here knows of Prefect.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""The pipeline's stages in the order they run, each as its contract: the files it reads by role (``inputs``), the
-profile and pipeline settings it reads, the stages whose outputs it reads (``after``), the templates it renders, and
-the module that does its work (``core.stage_contract.Stage``). Planning, the up-to-date check and ``kobbq status``
-read the contracts alone; a stage's module, and the libraries it needs, is imported only when the stage runs.
-``tests/test_stage_contracts.py`` runs the example pipeline and fails when a stage reads what its contract omits.
+"""The pipeline's stages in the order they run, each as its contract (``core.stage_contract.Stage``): the files,
+settings and stages it reads, the templates it renders and its module. Planning and ``kobbq status`` read the
+contracts alone; a stage's module is imported only when it runs. ``tests/test_stage_contracts.py`` fails when a
+stage reads what its contract omits.
 """
 
 from __future__ import annotations

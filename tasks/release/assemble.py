@@ -1,10 +1,6 @@
-"""Assembling a release folder: the pure steps the build flow runs, in order.
-
-``tasks.templates.validate.load_checked`` refuses a template file with errors; ``expand_release``
-turns templates into the sample sets, and ``write_release_files`` writes every file of the
-release but the audit report and the manifest into a (staging) folder (``tasks.audit.report.write_release_folder``
-adds both, from what the build holds in memory). The build flow wraps each step in a
-Prefect task; tests and benchmarks call them directly.
+"""Assembling a release folder: the pure steps the build flow runs, in order (``expand_release``, then
+``write_release_files``: every file but the audit report and the manifest, which ``tasks.audit.report`` adds from
+what the build holds). The build flow wraps each step in a Prefect task; tests and benchmarks call them directly.
 """
 
 from __future__ import annotations

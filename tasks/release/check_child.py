@@ -1,11 +1,7 @@
-"""The release checks' child processes, started ahead of their job, and what the build makes of what they say.
-
-Importing Great Expectations takes about 4 s, the longest single thing a build waits for, so the child is started
-first (``warm_up``) and imports it while the build reads its inputs and imports Prefect; this module imports nothing
-heavy. A child that dies or makes no progress for ``stall_seconds`` is one error line raised inside the staging of
-the release, so nothing is published; a spare no build takes ends with the command, or when its stdin closes.
-The result is our own deterministic summary (``validation.json``, ``validation.md``): Great Expectations' raw
-result carries run IDs and times.
+"""The release checks' child processes, started ahead of their job (``warm_up``: Great Expectations' ~4 s import
+overlaps the build's reading), and what the build makes of what they say; this module imports nothing heavy. A child
+that dies or stalls is one error line inside the staging, so nothing is published. The result is our own
+deterministic ``validation.json``/``.md``: Great Expectations' raw result carries run IDs and times.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The release checks: a Great Expectations suite run on the staged release before it is published.
+"""The release checks: a Great Expectations suite run on the staged release in a child process (``check_child``).
 
-The rules that need more than one column or row (the answer among the choices, four samples per fill, counts per
-category) are boolean columns expected to be all true, so Great Expectations reports how many rows break each rule
-and which ``sample_id``s; they are computed in pandas, NumPy and Arrow, never row by row in Python. The result is our
-own deterministic summary (``check_child``: ``validation.json``, ``validation.md``), not Great Expectations' Data
-Docs (scripts from CDNs, run times).
-
-The suite runs in a child process (``check_child``: ``python -P -m tasks.release.checks``) that imports Great
-Expectations (~4 s, ~130 MB) while the build goes on and reads the staged Parquet a batch of rows at a time, so that
-no process's memory grows with the release.
+The rules over several columns or rows are boolean columns expected to be all true (computed in pandas, NumPy and
+Arrow, never row by row), so Great Expectations names the rows that break them; the staged Parquet is read a batch of
+rows at a time, so that no process's memory grows with the release.
 """
 
 from __future__ import annotations

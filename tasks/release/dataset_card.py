@@ -1,10 +1,7 @@
-"""The release's dataset card: ``README.md`` with the Hugging Face Hub's metadata, written from the build.
-
-The metadata is ``huggingface_hub``'s own ``DatasetCardData`` with the configs of ``tasks.release.hf_layout``, so
-the Hub and ``datasets`` read the folder as one dataset; the body (``templates/dataset_card.md.j2``) is made from the
-build's own numbers. The machine-translated twin (``mtBBQ``: ``docs/reference/release-folder.md``) keeps the
-release's sample IDs, so a model's answers on the two compare sample by sample; it is evaluated as a release of its
-own.
+"""The release's dataset card, ``README.md``: ``huggingface_hub``'s ``DatasetCardData`` with the configs of
+``tasks.release.hf_layout`` (the Hub and ``datasets`` read the folder as one dataset), and a body
+(``templates/dataset_card.md.j2``) made from the build's own numbers. The machine-translated twin (``mtBBQ``) keeps
+the release's sample IDs, so a model's answers on the two compare sample by sample.
 """
 
 from __future__ import annotations

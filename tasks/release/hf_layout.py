@@ -1,10 +1,7 @@
-"""The release's Parquet laid out for the Hugging Face ``datasets`` library: one config per category plus ``all``
-(configs, splits and columns: ``docs/reference/release-folder.md``).
-
-Each category's rows of a split are written once, as ``data/<Category>/<split>.parquet``, and the ``all`` config
-lists those files, so the configs share files instead of holding the release twice. It lists them one by one, not
-as a glob: a folder that lost a category's file then fails to load (``FileNotFoundError`` naming it) instead of
-loading the other categories' rows as if they were all. ``all`` cannot name a split: ``datasets`` reserves it.
+"""The release's Parquet laid out for ``datasets`` (``docs/reference/release-folder.md``): one config per category
+plus ``all``. A category's rows of a split are written once (``data/<Category>/<split>.parquet``); ``all`` lists
+those files one by one, not as a glob, so that a folder that lost one fails to load, naming it, instead of loading
+the rest as if it were all. ``all`` cannot name a split: ``datasets`` reserves it.
 """
 
 from __future__ import annotations

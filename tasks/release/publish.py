@@ -1,9 +1,6 @@
-"""Atomic publication of a release: staged beside the target, one build at a time, two renames.
-
-The whole release is written into a staging folder beside the target; only a complete, validated
-staging folder replaces the previous release (``publish``). A crash at any moment leaves either the
-previous release or the new one; what a crash left behind is undone by the next build (``recover``).
-No pandas here: a command takes the lock and cleans up before anything heavy is imported.
+"""Atomic publication of a release: staged beside the target, one build at a time, two renames. A crash at any
+moment leaves the previous release or the new one; the next build undoes what it left (``recover``). No pandas
+here: a command takes the lock and cleans up before anything heavy is imported.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""The Table 1 report: the build's templates and samples per category beside the paper's Table 1.
-
-Every difference is marked. A difference is *explained* when the inputs explain it: either
-the build sees it itself (two template IDs sharing one BBQ link count twice as IDs but once
-as links), or the profile carries a curated note for exactly the value observed. Anything
-else is flagged as unexplained, so a changed input never hides behind an old excuse.
+"""The Table 1 report: the build's templates and samples per category beside the paper's, every difference marked.
+A difference is *explained* when the build sees it itself (two template IDs sharing one BBQ link count twice as IDs
+but once as links) or the profile has a curated note for exactly the value observed; anything else is flagged, so a
+changed input never hides behind an old excuse.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Which samples form a release's test split: the IDs its profile lists, or one fill per row drawn with the seed
-(why and how: ``docs/guides/rebuild-kobbq.md``, "The official test split").
-
-A rebuild that draws its own fill per row shares only 592 of the official split's 2,280 samples, so a number
-computed on it cannot sit beside a published one: a listed split has exactly its IDs, in the list's order, or the
-build stops at the first ID the templates do not produce. Which split a release has, and what chose it, is
-recorded; nothing falls back silently.
+(``docs/guides/rebuild-kobbq.md``). A drawn split shares only 592 of the official 2,280 samples, so a listed split
+has exactly its IDs, in the list's order, or the build stops at the first ID the templates do not produce; what
+chose the split is recorded, and nothing falls back silently.
 """
 
 from __future__ import annotations

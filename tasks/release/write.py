@@ -1,15 +1,7 @@
-"""The release's sample files (TSV, JSONL, Parquet; or one CSV per category); their publication is
-``tasks.release.publish``.
-
-The TSV files have exactly the public release's columns; ``choices`` is written as the
-Python-list literal the public files use, while JSONL and Parquet carry it as a real list.
-Everything is deterministic (no timestamps, sorted keys), so two builds of the same inputs
-are byte-identical and the manifest's hashes can be compared across machines.
-
-The per-category layout (EsBBQ's ``<Category>.full.csv``) has minimal quoting (a field is quoted only when it holds a
-comma, a quote or a line break), ``\\n`` line ends, integers in decimal, booleans as ``True``/``False``, and list-valued
-fields as Python list literals (``['abuelo', 'old']``; an item holding ``'`` is double-quoted): exactly the bytes of
-the upstream files, so a rebuild can be compared with them with ``cmp``.
+"""The release's sample files (TSV, JSONL, Parquet; or one CSV per category), the same bytes from the same inputs
+(no timestamps, sorted keys), so that manifests' hashes compare across machines. The TSV has the public release's
+columns, ``choices`` as the Python-list literal; JSONL and Parquet carry a real list. The per-category CSVs (EsBBQ's
+``<Category>.full.csv``) are the upstream files' exact bytes (minimal quoting, ``\\n``, list literals), for ``cmp``.
 """
 
 from __future__ import annotations
