@@ -52,10 +52,9 @@ def figure(rows: int, row_inches: float) -> tuple[Figure, Axes]:
 
 
 def name_artists(drawing: Figure, key: str) -> None:
-    """Give every artist of the figure a ``key-kind-N`` gid (``chart-funnel-rectangle-17``). Matplotlib numbers its
-    SVG groups ``figure_1``, ``patch_1``, ... in every figure, so two figures inline in one page would repeat those
-    ids; a gid is the id it writes instead. Ticks are made when asked for (or at drawing), hence asked for first;
-    a layout pass to make them would cost another drawing of every chart."""
+    """Give every artist a ``key-kind-N`` gid (``chart-funnel-rectangle-17``), the SVG id written instead of
+    matplotlib's ``patch_1``, ..., which two figures on one page would repeat. Ticks are made when asked for, hence
+    asked for first (a layout pass to make them would cost another drawing of every chart)."""
     for axes in drawing.axes:
         for axis in (axes.xaxis, axes.yaxis):
             axis.get_major_ticks()
@@ -66,9 +65,8 @@ def name_artists(drawing: Figure, key: str) -> None:
 
 
 def saved(drawing: Figure, key: str, kind: str = "svg", **options: object) -> bytes:
-    """The figure as an SVG or PNG file (``kind``), the same bytes for the same figure: no date or software version,
-    and SVG ids unique on a page of several charts (its groups named after ``key``, its clip paths' and markers' ids
-    salted with it). The evaluation's figures are saved this way too (``tasks.evaluation.report``)."""
+    """The figure as an SVG or PNG file (``kind``), the same bytes for the same figure (no date or version) and SVG
+    ids unique on a page of several charts (named after and salted with ``key``); the evaluation's figures too."""
     from matplotlib import rc_context
 
     name_artists(drawing, key)
@@ -159,8 +157,7 @@ class QuestionVotes:
 
 
 def parse_votes(text: str) -> list[QuestionVotes]:
-    """``survey_votes.csv``'s text (``tasks.survey.survey_stage.render_votes``): the type-1 questions' votes per
-    group (none without it)."""
+    """The type-1 questions' votes per group, from ``survey_votes.csv``'s text (none without it)."""
     questions: dict[str, QuestionVotes] = {}
     for row in csv.DictReader(io.StringIO(text)):
         if row["survey_type"] != "1":
@@ -187,8 +184,8 @@ def type1_role(votes: int, decision: Decision) -> str:
 
 
 def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profile: Profile) -> Figure | None:
-    """Every type-1 question, one row: each group's votes as a multiple of the equal share, against the
-    target (2x) and non-target (0.5x) cut-offs of the rule (log scale: 2x and 0.5x sit symmetrically)."""
+    """Each type-1 question a row: each group's votes / the equal share against the rule's target (2x) and
+    non-target (0.5x) cut-offs (log scale: they sit symmetrically)."""
     rule = {str(d.numbers.get("question_id")): d for d in decisions
             if d.subject_type == "stereotype" and d.rule == RULE_TYPE1 and d.numbers.get("question_id")}
     order = {name: index for index, name in enumerate(profile.category_names)}
@@ -228,9 +225,8 @@ def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profi
 
 
 def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figure | None:
-    """One row per category, one dot per question: the share a rule judges, against its cut-off.
-    ``RULE_TYPE2``: the intended target's share of the votes for a group (kept above 2/3);
-    ``RULE_NO_STEREOTYPE``: the share of respondents answering "no stereotype" (dropped above 1/2)."""
+    """A row per category, a dot per question: the share ``rule`` judges against its cut-off (``RULE_TYPE2``: the
+    target's share of the votes, kept above 2/3; ``RULE_NO_STEREOTYPE``: "no stereotype" answers, dropped above 1/2)."""
     found = [d for d in decisions if d.subject_type == "stereotype" and d.rule == rule]
     if not found:
         return None

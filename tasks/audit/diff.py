@@ -91,11 +91,8 @@ def _change(subject: str, status: str, details: list[str], samples: Counter[str]
 # --- template files -------------------------------------------------------------------------------
 
 def _generated_records(columns: dict[str, list[object]], fmt: WorkbookFormat) -> tuple[SampleRecords, dict[str, str]]:
-    """A generated release's instances keyed by the profile's de-duplication key (with the category).
-
-    Their numbers (``instance_id``) shift whenever an earlier row changes, so they cannot be the key;
-    the key of de-duplication names one instance in any build of the same templates.
-    """
+    """A generated release's instances keyed by the category and the profile's de-duplication key, which names one
+    instance in any build of the same templates (``instance_id`` shifts whenever an earlier row changes)."""
     category, number = fmt.output_of(fmt.category_column), fmt.number_output
     compared = [c for c in fmt.output_columns if c != number]
     records: SampleRecords = {}

@@ -101,8 +101,7 @@ class AuditLog:
 
 
 def default_release(profile: str | None) -> Path:
-    """The release a build of ``profile`` writes (build/<its release name>); without one, the embedded example's
-    (what ``kobbq build`` with no arguments writes)."""
+    """The release a build of ``profile`` writes (build/<release name>); without one, ``kobbq build``'s example."""
     if profile is not None:
         return DEFAULT_BUILD_DIR / load_profile(profile).release.name
     example = load_pipeline(EXAMPLE_PIPELINE)
@@ -126,8 +125,7 @@ def release_profile(release_dir: Path, given: str | None = None) -> Profile:
 
 
 def load_audit_log(release_dir: Path) -> AuditLog:
-    """Every template's fate from a release folder's ``decisions.csv`` and ``manifest.json`` (label and BBQ link
-    from the release's own ``expanded`` rows where no earlier stage names them: a build from a template file alone)."""
+    """Every template's fate from a release folder's ``decisions.csv`` and ``manifest.json``."""
     release_dir = Path(release_dir)
     if not release_dir.is_dir():
         raise UserError("release folder does not exist", release_dir)

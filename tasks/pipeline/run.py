@@ -19,7 +19,7 @@ from core.errors import UserError
 from core.pipeline_file import DONE, FAILED, WAITING, PipelineConfig, StageState, write_state
 from core.profile import Profile
 from core.release_folder import ReleaseFolder, check_replaceable
-from core.stage_contract import Context, Stage, StageOutput, Waiting
+from core.stage_contract import Context, StageOutput, Waiting
 from tasks.pipeline.plan import Plan, StageCheck, done_state, each_stage, one_off_plan
 from tasks.pipeline.stages import RELEASE, STAGE_OF
 from tasks.release.check_child import warm_up
@@ -119,9 +119,8 @@ Launch = Callable[[Plan], PipelineResult]
 
 
 def tidy(folder: ReleaseFolder) -> None:
-    """Processes a killed build left running are ended, and its staging or half-published folders cleaned up (also
-    when nothing is rebuilt). Writes nothing when there is nothing to clean up: a release on a read-only mount can be
-    found up to date."""
+    """End what a killed build left running and clean up its folders; nothing written when there is nothing to do,
+    so a release on a read-only mount can be found up to date."""
     for ended in interrupt.reap_orphans(folder.out):
         console.step(f"ended {ended}, left running by a build that was killed")
     recover(folder.path)
@@ -129,8 +128,7 @@ def tidy(folder: ReleaseFolder) -> None:
 
 @contextmanager
 def build_folder(folder: ReleaseFolder) -> Iterator[None]:
-    """The build folder can be written and is tidy (``tidy``); one build at a time holds the release until the
-    block ends."""
+    """The build folder writable and tidy, and the release's lock held until the block ends."""
     check_writable(folder.out)
     tidy(folder)
     with build_lock(folder.path):
@@ -170,9 +168,8 @@ def execute(plan: Plan, launch: Launch = run_plan) -> PipelineResult | None:
 
 def run_alone(name: str, config: PipelineConfig, profile: Profile, out: Path, launch: Launch = run_plan,
               given: dict | None = None, offline: bool = False) -> StageOutput:
-    """A one-off command: the stage ``name`` alone on the command's files (``config``: a pipeline file's settings made from
-    its arguments), everything written to ``out``; what the stage returned. A stage that fails or waits is one
-    error paragraph."""
+    """A one-off command: the stage ``name`` alone on the command's files, everything written to ``out``; what it
+    returned. A stage that fails or waits is one error paragraph."""
     stage = STAGE_OF[name]
     result = execute(one_off_plan(stage, config, profile, out, given, offline), launch)
     assert result is not None, "a one-off plan is never current"

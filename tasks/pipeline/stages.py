@@ -108,8 +108,7 @@ def reports(ctx: Context) -> dict[str, Path]:
 
 
 def release_inputs(ctx: Context) -> dict[str, Path | None]:
-    """Its input files by role (the manifest lists each with its hash): the template file, the corrections, the
-    survey's inputs, the listed test split, the twin's templates, the earlier stages' decisions and reports."""
+    """Its input files by role, as the manifest lists them (``build_inputs``)."""
     return dict(build_inputs(ctx).files())
 
 

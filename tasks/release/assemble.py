@@ -45,16 +45,11 @@ from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.validate import load_checked, template_format
 
 
-
 @dataclass
 class ExpandedRelease:
-    """The release's sample sets, described row by row.
-
-    Template releases are expanded when they are written, chunk by chunk of template rows (``chunks``),
-    so no process holds every sample; ``expansion`` expands them all at once for callers that want the
-    samples in memory (tests, benchmarks, the audit diff). Generated (workbook) releases are small and
-    generated whole when planned (``generated``).
-    """
+    """The release's sample sets, described row by row. Template releases are expanded chunk by chunk of template
+    rows as they are written (``chunks``), so no process holds every sample (``expansion``: all at once, for tests
+    and benchmarks); generated (workbook) releases are small and generated whole when planned (``generated``)."""
 
     templates: list[TemplateRow]
     profile: Profile
@@ -95,9 +90,8 @@ class ExpandedRelease:
 
 def expand_release(templates: list[TemplateRow], profile: Profile, seed: int, vocabulary: Vocabulary | None = None,
                    split: TestSplit | None = None, partial: bool = False) -> ExpandedRelease:
-    """The sample sets. Workbook templates are generated (with their vocabulary) and have no test split; template
-    releases get ``split`` (default: the seeded draw with ``seed``; a build passes the split its inputs chose,
-    ``BuildInputs.test_split``). ``partial``: a twin release of some templates (``tasks.release.test_split``)."""
+    """The sample sets: workbook templates generated (no test split), template rows with ``split`` (default: the
+    seeded draw with ``seed``). ``partial``: a twin release of some templates (``tasks.release.test_split``)."""
     fmt = template_format(profile)
     if fmt.generated:
         generated = fmt.expand(templates, profile, vocabulary)
@@ -115,8 +109,7 @@ def expand_release(templates: list[TemplateRow], profile: Profile, seed: int, vo
 
 
 def expansion_decisions(release: ExpandedRelease) -> list[Decision]:
-    """One decision per template row: it is in the release, with its fills and its test fill (a generated
-    release's: the instances it generated and kept)."""
+    """One decision per template row: in the release, with its fills and test fill (generated: instances made, kept)."""
     generated = release.generated
     if generated is not None and generated.row_generated is not None:
         rows = [(f"in the release: {made} instance(s) generated, {kept} kept after de-duplication",
@@ -173,8 +166,7 @@ def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Fi
 
 def start_release_checks(folder: Path, profile: Profile, release: ExpandedRelease,
                          name: str | None = None) -> ValidationChild:
-    """Start the release's expectation suite on the staged Parquet files (see tasks.release.checks); ``name``: the
-    files' prefix, when not the profile's release (a twin's)."""
+    """Start the release's checks on the staged Parquet files; ``name``: the files' prefix when not the release's."""
     prefixes = {c.name: c.sample_prefix for c in profile.categories}
     expected = {prefixes.get(category, category.lower()): count
                 for category, count in samples_by_category(release).items()}
@@ -193,13 +185,9 @@ def _silent(_: str) -> None:
 @contextmanager
 def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
                  progress: Progress) -> Iterator[ValidationChild | None]:
-    """All samples and the test split as Parquet, TSV and JSONL, checked while written: Parquet first, which the
-    checks read while the rest is written. Inside the ``with``, the caller writes more beside the checks (None
-    without checks) and asks for their ``report``.
-
-    The samples are expanded twice, once for the Parquet files the checks read and once for the others: expanding
-    costs ~0.2 s of the real release, while one pass for every format starts the checks ~0.8 s of CPU later: the
-    build then waited ~1 s for them at the end, against ~0.1 s with Parquet first (load 2.5)."""
+    """All samples and the test split as Parquet, TSV and JSONL; inside the ``with``, the caller writes more beside
+    the checks (None without) and asks for their ``report``. Parquet is written first and the samples expanded again
+    for the rest (~0.2 s), so the checks start ~0.8 s of CPU earlier: the build then waits ~0.1 s for them, not ~1 s."""
     write_sample_sets(folder, name, release, ("parquet",))
     with start_release_checks(folder, profile, release, name) if validate else nullcontext() as checks:
         interrupt.checkpoint("writing")
@@ -210,12 +198,9 @@ def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRel
 
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
                            split: TestSplit, progress: Progress = _silent, validate: bool = True) -> dict[str, object]:
-    """A twin release (``mtBBQ``: ``tasks.release.dataset_card``) of the surviving templates, in its own folder
-    ``<release>/<name>/`` with its own manifest, so that ``kobbq eval prepare`` evaluates it as any release; its
-    entry of the main manifest. Only the template IDs kept in the main release are expanded, with the same test
-    split, so the two compare sample set against sample set. The twin goes through the release's checks (its
-    template file's and, with ``validate``, the suite); one that fails is not published, and the main manifest and
-    card say why."""
+    """A twin release (``mtBBQ``) in ``<release>/<name>/`` with its own manifest, evaluated as any release; its entry
+    of the main manifest. Only the template IDs kept in the release are expanded, with its test split, so the two
+    compare sample set against sample set; a twin that fails the release's checks is not published, and says why."""
     twin_dir = folder / name
     try:
         twin, _ = load_checked(templates_path, None, profile)
@@ -250,9 +235,8 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
 
 
 def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats: tuple[str, ...]) -> None:
-    """All samples and the test split (four samples a template row) in ``formats``, both expanded and written
-    chunk by chunk of template rows. A listed test split is in its list's order: its samples are held (a few
-    thousand) and written last."""
+    """All samples and the test split in ``formats``, written chunk by chunk of template rows; a listed test split's
+    samples (a few thousand) are held and written last, in its list's order."""
     with SampleFiles(folder, all_samples_name(name), formats) as all_files, \
             SampleFiles(folder, test_samples_name(name), formats) as test_files:
         held = []
@@ -273,8 +257,7 @@ def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats
 @contextmanager
 def generated_sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
                            progress: Progress) -> Iterator[ValidationChild | None]:
-    """A generated release's samples (``sample_files``' counterpart): per-category CSVs in the culture's own
-    layout, plus all samples as Parquet and JSONL (held whole: a generated release is small)."""
+    """A generated release's samples, held whole (it is small): per-category CSVs in the culture's layout, Parquet, JSONL."""
     fmt = profile.templates.workbook
     assert fmt is not None
     frame = pd.DataFrame(release.expansion.columns, columns=fmt.output_columns, dtype=object, copy=False)
@@ -293,8 +276,8 @@ def generated_sample_files(folder: Path, name: str, profile: Profile, release: E
 
 @dataclass(frozen=True)
 class ReleaseFiles:
-    """What ``write_release_files`` wrote, as the build holds it: the audit report, the manifest and the run's
-    artifacts are made from this, never from the files read back."""
+    """What ``write_release_files`` wrote, as the build holds it: the audit report, manifest and run's artifacts are
+    made from this, never from the files read back."""
 
     facts: dict[str, object]  # the manifest without the hashes of the release's files
     table: Table1
@@ -312,16 +295,10 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
                         then: Callable[[ReleaseFiles, B], T], reports: dict[str, str] | None = None,
                         validate: bool = True, parallel: dict[str, Path] | None = None,
                         progress: Progress = _silent) -> T:
-    """Write every release file but the audit report and the manifest into ``folder``; what ``then`` makes of
-    what was written (``tasks.audit.report.write_release_folder`` writes both there).
-
-    ``beside`` runs while the checks do, on what is written then (no ``validation``, no twin in the facts): the
-    audit report, which shows neither, so that the build does not wait for the checks with its own work left.
-    ``then`` runs after the checks' report, with what ``beside`` returned: the release is complete when this
-    returns. ``validate=False`` skips
-    the Great Expectations suite (and its ~4 s import); only tests of other parts use it. ``progress`` receives a
-    line when the sample files are written and when the checks are done.
-    """
+    """Write every release file but the audit report and the manifest into ``folder``; what ``then`` makes of it.
+    ``beside`` (the audit report, ``tasks.audit.report``) runs while the checks do, on what is written then (no
+    ``validation``, no twin), so the build does not wait for the checks with work left; ``then`` (the manifest) runs
+    after their report, with what ``beside`` returned. ``validate=False`` (tests of other parts) skips the suite."""
     profile = inputs.profile
     name = profile.release.name
     if validate:  # the checks' children (the release's, each twin's) import their library while the files are written
@@ -346,8 +323,7 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
 def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                           release: ExpandedRelease, decisions: list[Decision],
                           reports: dict[str, str]) -> tuple[Table1, list[Decision], dict[str, str]]:
-    """Table 1, the input reports, the decision log and the earlier stages' reports: none depends on the checks,
-    so they are written while the checks run. Returns Table 1, the decisions and the reports as written."""
+    """Table 1, the input reports, the decision log and the earlier stages' reports, as written (while the checks run)."""
     name = inputs.profile.release.name
     table = build_table1(release.templates, samples_by_category(release), inputs.profile)
     split = "" if release.split.method == NONE else release.split.describe(len(release.test_indices))  # generated
@@ -366,8 +342,8 @@ def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTempl
 
 
 def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> dict[str, object]:
-    """The manifest, written once, last: the facts and the sha256 of every file of the release, a published twin's
-    (``mtBBQ/...``) included, so that ``status`` and ``publish`` see a damaged twin as they see a damaged release."""
+    """The manifest, written last: the facts and every file's sha256, a twin's (``mtBBQ/...``) too, so that ``status``
+    and ``publish`` see a damaged twin as a damaged release."""
     twins = dict(facts.get("parallel_releases") or {})  # type: ignore[call-overload]
     manifest = {**facts, "outputs": release_outputs(folder, profile, [entry["folder"] for entry in twins.values()
                                                                       if entry.get("folder")])}
@@ -375,24 +351,21 @@ def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> 
     return manifest
 
 
-def samples_by_category(release: ExpandedRelease) -> dict[str, int]:
+def samples_by_category(release: ExpandedRelease, field: str = "category") -> dict[str, int]:
+    """Samples per template ``field``: each template row's samples carry its category and label."""
     counts: Counter[str] = Counter()
     for template, samples in zip(release.templates, release.row_samples):
-        counts[template.category] += samples
+        counts[getattr(template, field)] += samples
     return dict(counts)
 
 
 def samples_by_label(release: ExpandedRelease) -> dict[str, int]:
-    """Samples per template label: each template row's samples carry its label (a generated release's
-    are counted in its label column)."""
+    """Samples per template label (a generated release's counted in its label column)."""
     if release.generated is not None:
         fmt = release.profile.templates.workbook
         column = fmt.output_of(fmt.label_column) if fmt else "label_annotation"
         return dict(sorted(Counter(release.generated.columns[column].tolist()).items()))
-    counts: Counter[str] = Counter()
-    for template, samples in zip(release.templates, release.row_samples):
-        counts[template.label] += samples
-    return dict(sorted(counts.items()))
+    return dict(sorted(samples_by_category(release, "label").items()))
 
 
 def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[str, object]:
@@ -428,8 +401,7 @@ def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[
 
 
 def release_outputs(folder: Path, profile: Profile, twins: list[str] | None = None) -> dict[str, str]:
-    """sha256 of every file of the release (per-category CSVs as ``data_xx/<Category>.full.csv``, the dataset
-    layout's Parquet as ``data/<Category>/<split>.parquet``, a published twin's files as ``mtBBQ/...``)."""
+    """sha256 of every file of the release, those of its subfolders by relative path (``data/Age/test.parquet``)."""
     outputs = {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
     subfolders = [category_folder(profile.language), DATA_DIR, *(twins or [])]
     for sub in (folder / name for name in subfolders):

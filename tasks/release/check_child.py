@@ -109,10 +109,9 @@ def stall_seconds() -> float:
 
 
 class CheckChild(subprocess.Popen):
-    """A checks' child, started with ``-P`` so that the working folder is not on its ``sys.path`` (a folder
-    holding its own ``tasks`` package, or an Invoke ``tasks.py``, would shadow the project's). Its job goes to its
-    stdin; its lines are read by a thread into a queue, so that the build can wait for one with a bound; its
-    stderr goes to a temporary file, which it never waits for the build to read."""
+    """A checks' child, started with ``-P`` so that the working folder (its own ``tasks`` package) cannot shadow the
+    project's. Its lines are read by a thread into a queue, so the build waits for one with a bound; its stderr goes
+    to a temporary file, so it never waits for the build to read it."""
 
     def __init__(self) -> None:
         self._errors = tempfile.TemporaryFile()
@@ -134,9 +133,8 @@ class CheckChild(subprocess.Popen):
         return self._errors.read().decode("utf-8", "replace")
 
     def wait_for(self, wanted: str, progress: Callable[[str], None] = console.step) -> None:
-        """Read the child's lines until ``wanted``. A child that ends first is an error naming why; one that
-        neither says a line nor uses the processor for ``stall_seconds`` (stopped, or stuck waiting) is ended and
-        an error. Its processor time is its progress between lines, so a slow import on a busy machine goes on."""
+        """Read the child's lines until ``wanted``. One that ends first, or neither says a line nor uses the processor
+        (its progress, so a slow import on a busy machine goes on) for ``stall_seconds``, is ended and an error."""
         bound, silent, waited = stall_seconds(), 0.0, 0.0
         pause, used = min(WAITING_LINE, bound / 3), self.cpu_seconds()
         while wanted not in self.said:
@@ -210,9 +208,8 @@ def os_error_from(stderr: str) -> OSError:
 
 
 class ValidationChild:
-    """The suite running in a child process on staged Parquet files beside the caller's writes (a spare child when
-    one is waiting, ``warm_up``, else a new one). It never outlives its ``with``: when the block ends, the child has
-    ended; when the block fails (a failed write, an error, a signal), the child is ended."""
+    """The suite in a child process (a spare, else a new one) beside the caller's writes, never outliving its
+    ``with``: when the block ends, the child has ended; when it fails (an error, a signal), the child is ended."""
 
     def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
                  expected_by_prefix: dict[str, int], generated: bool = False) -> None:
@@ -271,8 +268,7 @@ def warm_up(count: int = 1) -> None:
 
 
 def ready() -> None:
-    """Wait until the waiting children have imported their library: a failed import is one error line before
-    the build's flow run starts."""
+    """Wait for the spares' import: a failed one is one error line before the build's flow run starts."""
     for spare in _spares:
         spare.wait_for(READY)
 

@@ -49,9 +49,8 @@ WHOLE_SET = ("expect_table_row_count_to_equal", "expect_column_values_to_be_uniq
 # --- the rules that need more than one column or row, as boolean columns -------------------------------
 
 def _choice_matrix(choices: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's choices as a row of a matrix (padded with a value equal to nothing), and per row whether it
-    holds three distinct choices. Each distinct list literal is parsed once: there are few (one per pair of
-    answers), so no rule below loops over the rows in Python."""
+    """Each row's choices as a matrix row (padded with a value equal to nothing), and whether they are three distinct
+    ones; each distinct literal (one per pair of answers) is parsed once, so no rule loops over the rows in Python."""
     codes, literals = pd.factorize(choices)  # a missing literal gets code -1: the last, empty row below
     parsed = [parse_list_literal(literal) for literal in literals]
     width = max((len(items) for items in parsed), default=0)
@@ -109,11 +108,9 @@ def id_rules_test(ids: pa.ChunkedArray, all_ids: pa.ChunkedArray) -> dict[str, n
 
 
 def whole_set_frame(ids: pa.ChunkedArray) -> pd.DataFrame:
-    """What the whole-set expectations (row count, unique IDs) run on, without the set's IDs as Python strings
-    (~100 bytes each): a frame of the set's length whose ``sample_id`` holds only the IDs that occur more than
-    once, in their rows, and nothing elsewhere. Great Expectations leaves missing values out of a column's
-    uniqueness, so this gives the whole column's result (its count and first examples; a missing ID is the null
-    check's)."""
+    """What the whole-set expectations (row count, unique IDs) run on without every ID as a Python string: a frame of
+    the set's length holding only the repeated IDs, in their rows. Great Expectations leaves missing values out of
+    uniqueness, so this gives the whole column's count and first examples (a missing ID is the null check's)."""
     codes, sizes, _ = _group_sizes(ids)
     repeated = np.flatnonzero((sizes[codes] > 1) & ids.is_valid().to_numpy(zero_copy_only=False))
     column = np.full(len(ids), None, dtype=object)
@@ -174,9 +171,8 @@ def staged_frame(table: pa.Table) -> pd.DataFrame:
 
 
 def choice_literals(choices: pa.ChunkedArray) -> pd.api.extensions.ExtensionArray:
-    """Each row's list as the TSV's Python literal, made once per distinct list (there are few). Lists are
-    told apart in Arrow by their items written as netstrings (``length:text``), which no text can forge;
-    a missing list, or one with a missing item, has no literal."""
+    """Each row's list as the TSV's literal, made once per distinct list, told apart in Arrow by its items as
+    netstrings (``length:text``, which no text can forge); a missing list, or one with a missing item, has none."""
     lists = choices.combine_chunks()
     items = lists.flatten()
     netstrings = pc.binary_join_element_wise(pc.cast(pc.utf8_length(items), pa.string()), items, ":")
@@ -193,8 +189,7 @@ def choice_literals(choices: pa.ChunkedArray) -> pd.api.extensions.ExtensionArra
 
 def _expectations(gx, columns: list[str], rules: dict[str, str], unknown: str, total: int,
                   generated: bool = False) -> list:
-    """The suite of a sample set, in report order: a template release's, or a generated release's (one sample
-    set, EsBBQ's columns)."""
+    """The suite of a sample set, in report order: a template release's, or a generated release's (EsBBQ's columns)."""
     expect = gx.expectations
     found = [expect.ExpectTableColumnsToMatchSet(column_set=columns, exact_match=True,
                                                  meta={"rule": "the release's column set"}),
@@ -239,8 +234,7 @@ def _outcomes(sample_set: str, result, id_column: str) -> list[CheckOutcome]:
 
 
 class _Deferred(importlib.abc.MetaPathFinder):
-    """The modules Great Expectations imports at start-up and this suite never uses (altair, scipy.stats), found
-    by the standard path finder and loaded on first use (``LazyLoader``): for this suite, never."""
+    """Modules Great Expectations imports at start-up and this suite never uses, loaded on first use (``LazyLoader``)."""
 
     NAMES = ("altair", "scipy.stats")
 
@@ -252,17 +246,14 @@ class _Deferred(importlib.abc.MetaPathFinder):
 
 
 def lean_imports() -> None:
-    """The checks' child only: altair and scipy.stats deferred, and SQLAlchemy (an optional extra of Great
-    Expectations that Prefect brings) blocked the documented way (``sys.modules[name] = None``: ``find_spec``
-    returns None, as for a module not installed). The import the build waits for takes ~2 s of CPU, not ~3.8 s;
-    the suite's results are the same."""
+    """The checks' child only: altair and scipy.stats deferred, SQLAlchemy (Prefect brings it) hidden the documented
+    way (``sys.modules[name] = None``: as if not installed); the import the build waits for is ~2 s of CPU, not ~3.8."""
     sys.modules.setdefault("sqlalchemy", None)  # type: ignore[arg-type]
     sys.meta_path.insert(0, _Deferred())
 
 
 def _import_gx():
-    """Great Expectations, imported quietly (its analytics off, its INFO lines silenced): the ~4 s of a child's
-    start-up, which a spare child spends before its job comes (``warm_up``)."""
+    """Great Expectations, imported quietly (analytics off, INFO lines silenced): a spare child's ~4 s start-up."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
 
@@ -283,8 +274,7 @@ def _gx_context():
 
 def _suite_runner(gx, context, name: str, sample_set: str, expectations: list,
                   id_column: str = "sample_id") -> Callable[[pd.DataFrame], list[CheckOutcome]]:
-    """A suite of ``expectations`` run on each frame it is given (``Batch.validate``), as outcomes of ``sample_set``
-    whose examples are the breaking rows' ``id_column``."""
+    """``expectations`` run on each frame given, as outcomes of ``sample_set`` naming the breaking rows' ``id_column``."""
     suite = gx.ExpectationSuite(name=name, expectations=expectations)
     frames = context.data_sources.add_pandas(name).add_dataframe_asset(name).add_batch_definition_whole_dataframe(name)
     result_format = {**RESULT_FORMAT, "unexpected_index_column_names": [id_column]}
@@ -336,9 +326,8 @@ class SampleSet:
 
 def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expected_by_prefix: dict[str, int],
                      step: Callable[[str], None] = lambda _: None) -> ValidationReport:
-    """Run the suite on both sample sets, telling ``step`` after each part. The rules that count rows, row count
-    and unique IDs run on the IDs alone; then each set's rows are checked batch by batch, the ID rules handed to
-    each batch as columns, so that only a batch of rows is held at a time."""
+    """Run the suite on both sets, telling ``step`` after each part: the rules over whole sets on the IDs alone, then
+    the rows batch by batch with the ID rules as columns, so that only a batch of rows is held at a time."""
     gx, context = _gx_context()
     sets = {"all": all_set, "test": test_set}
     rules = {"all": RULES_ALL, "test": RULES_TEST}
@@ -372,9 +361,8 @@ def _column(expectation) -> str:
 
 
 def _in_order(expectations: list, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
-    """One outcome per expectation, in the order Great Expectations reports one whole-set run (grouped by column,
-    columns in order of first appearance): a batch's failures are added up (their first examples kept); a
-    table-level result is the first failing batch's."""
+    """One outcome per expectation, in the order of one whole-set run (by column, in order of first appearance): the
+    batches' failures added up (first examples kept); a table-level result is the first failing batch's."""
     by_key: dict[tuple[str, str, str], list[CheckOutcome]] = {}
     for outcome in outcomes:
         by_key.setdefault((outcome.expectation, outcome.column, outcome.rule), []).append(outcome)
@@ -392,9 +380,7 @@ def _in_order(expectations: list, outcomes: list[CheckOutcome]) -> list[CheckOut
 
 
 def _return_freed_memory() -> None:
-    """Arrow's default allocator (mimalloc) keeps what it frees, so a release read batch by batch would stay
-    resident batch after batch; jemalloc without decay hands it back (measured: 10x release, reading and the
-    row rules, 380 -> 281 MB)."""
+    """jemalloc without decay, which hands freed memory back (mimalloc keeps it): 10x release read, 380 -> 281 MB."""
     try:
         pa.set_memory_pool(pa.jemalloc_memory_pool())
         pa.jemalloc_set_decay_ms(0)
@@ -403,8 +389,7 @@ def _return_freed_memory() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child (``--wait-for-job``): import the library (a failure is exit ``IMPORT_FAILED``), say ``ready``,
-    then read the job (``ValidationChild``'s, a JSON object) from one line of stdin."""
+    """The child: import the library (else exit ``IMPORT_FAILED``), say ``ready``, read the job's JSON line on stdin."""
     if (sys.argv[1:] if argv is None else argv) != [WAIT_FOR_JOB]:
         print(f"usage: python -P -m tasks.release.checks {WAIT_FOR_JOB} (the build starts it)", file=sys.stderr)
         return 2

@@ -64,9 +64,8 @@ def size_category(samples: int) -> str:
 
 
 def rule_counts(decisions: list[Decision]) -> list[RuleCount]:
-    """Per (stage, subject type, rule) with keep / drop outcomes: distinct subjects kept and dropped (a survey
-    question, as ``funnel.md`` counts them, dropped when any of its rows drops), in stage order. Rules that record
-    something else (a label, a link) are the audit report's, not the funnel's."""
+    """Per keep/drop rule, in stage order: distinct subjects kept and dropped (a survey question, as ``funnel.md``
+    counts them, dropped when any of its rows drops); rules that record a label or a link are the audit report's."""
     outcomes: dict[tuple[str, str, str], dict[str, bool]] = defaultdict(dict)  # key -> subject -> dropped
     overridden: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for d in decisions:
@@ -104,8 +103,7 @@ WHAT = ("the release's templates as DeepL drafted them from BBQ, neither post-ed
 
 
 def evaluate_commands(release: str, name: str, split_option: str = "") -> list[str]:
-    """How to evaluate the twin, as the card and the manifest say it (``release``: the release folder as the
-    reader names it)."""
+    """How to evaluate the twin, as the card and manifest say it (``release``: the folder as the reader names it)."""
     return [f"kobbq eval prepare --release {release}/{name} --out prepared-{name}{split_option}",
             f"kobbq eval run --prepared prepared-{name} --endpoint http://127.0.0.1:8000/v1 --model MODEL "
             f"--out runs-{name} --score"]
@@ -163,11 +161,8 @@ def fraction_text(value: Fraction) -> str:
 def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
                        decisions: list[Decision], validation: ValidationReport | None,
                        twins: dict[str, dict[str, object]] | None = None) -> None:
-    """Write ``README.md``: the Hub's metadata, then the body made from the build's own numbers.
-
-    ``configs``: the dataset layout ``hf_layout.write_layout`` staged; ``facts``: the manifest's counts and inputs
-    (``tasks.release.assemble.release_facts``). Called once the sample files, Table 1, the decision log, the
-    reports and the layout are staged; ``validation``: the suite's result (None when the build skipped it)."""
+    """Write ``README.md``, the Hub's metadata then the body, once every other file but the manifest is staged
+    (``configs``: the staged dataset layout's; ``facts``: the manifest's; ``validation``: None when skipped)."""
     from huggingface_hub import DatasetCardData  # imported when a card is written, not for every command
 
     twins = twins or {}

@@ -40,8 +40,7 @@ class Config:
 
 
 def split_sources(profile: Profile, name: str | None = None) -> dict[str, str]:
-    """Split -> the release's Parquet file it is cut from (``name``: the files' prefix, when not the release's: a
-    twin's)."""
+    """Split -> the Parquet file it is cut from (``name``: the files' prefix when not the release's: a twin's)."""
     name = name or profile.release.name
     if profile.release.layout == "per-category-csv":
         return {TEST_SPLIT: all_samples_name(name, ".parquet")}
@@ -79,9 +78,8 @@ def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profil
 
 
 def write_layout(folder: Path, profile: Profile, name: str | None = None) -> list[Config]:
-    """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``, a batch at a time; the
-    configs. A category with rows in one split gets a file (possibly empty) in every split, so every config has the
-    same splits."""
+    """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``, a batch at a time, a
+    category's file in every split (possibly empty), so every config has the same splits; the configs."""
     rows: dict[str, dict[str, int]] = {}
     schemas = {}
     for split, source in split_sources(profile, name).items():

@@ -27,8 +27,7 @@ FIX = ('to draw one fill per template row with the seed instead, give --test-spl
 
 @dataclass(frozen=True)
 class TestSplit:
-    """The test split a release has and what chose it: ``listed`` (the profile's IDs), ``seeded`` (one fill per
-    template row drawn with ``seed``) or ``none`` (a generated release, evaluated whole)."""
+    """A release's test split, ``listed``, ``seeded`` or ``none`` (a generated release), and what chose it."""
 
     method: str
     seed: int
@@ -108,14 +107,9 @@ class ListedSelection:
 
 def listed_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, path: Path,
                  partial: bool = False) -> ListedSelection:
-    """The listed IDs as one fill per template row, all four of its samples.
-
-    An ID the templates do not produce (its template row is absent, e.g. removed upstream since the list
-    was made, or its fill number is beyond the row's fills) and a template row with no listed sample are
-    errors naming the list's line or the template's row: a release never has a test split with holes.
-    ``partial``: the templates are a subset (a twin release of the kept templates), so listed rows they
-    lack are skipped; each of their rows must still be listed.
-    """
+    """The listed IDs as one fill per template row, all four of its samples. An ID the templates do not produce and a
+    template row with no listed sample are errors naming the list's line or the row: a test split never has holes.
+    ``partial``: the templates are a subset (a twin's), so listed rows they lack are skipped."""
     listed = read_listed_ids(path)
     rows = {row_prefix(template, profile): index for index, template in enumerate(templates)}
     by_row: dict[int, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
