@@ -34,7 +34,7 @@ from core.release_folder import (CORRECTIONS_APPLIED, DECISIONS, DECISIONS_PARQU
                                  NORMALISATIONS, TABLE1_CSV, TABLE1_MD, WRITTEN_BY)
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.dataset_card import twin_manifest_entry, twin_not_published, write_dataset_card
-from tasks.release.hf_layout import DATA_DIR, write_layout
+from tasks.release.hf_layout import DATA_DIR, Config, write_layout
 from tasks.release.inputs import BuildInputs
 from tasks.release.write import (SampleFiles, all_samples_name, category_folder, release_arrow_memory,
                                   samples_frame, test_samples_name, write_category_csvs, write_records_jsonl)
@@ -197,19 +197,20 @@ def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRel
 
 
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
-                           split: TestSplit, progress: Progress = _silent, validate: bool = True) -> dict[str, object]:
+                           split: TestSplit, progress: Progress = _silent,
+                           validate: bool = True) -> tuple[dict[str, object], Config | None]:
     """A twin release (``mtBBQ``) in ``<release>/<name>/`` with its own manifest, evaluated as any release; its entry
-    of the main manifest. Only the template IDs kept in the release are expanded, with its test split, so the two
-    compare sample set against sample set; a twin that fails the release's checks is not published, and says why."""
+    of the main manifest and its config of the card. Only the template IDs kept in the release are expanded, with its
+    test split, so the two compare sample set against sample set; one that fails the checks is not published."""
     twin_dir = folder / name
     try:
         twin, _ = load_checked(templates_path, None, profile)
     except UserError as exc:
-        return twin_not_published(name, f"its templates fail their checks: {exc}", progress)
+        return twin_not_published(name, f"its templates fail their checks: {exc}", progress), None
     keys = {t.template_key for t in kept}
     chosen = [t for t in twin.templates if t.template_key in keys]
     if not chosen:
-        return twin_not_published(name, "none of the release's templates has a machine translation", progress)
+        return twin_not_published(name, "none of the release's templates has a machine translation", progress), None
     expanded = expand_release(chosen, profile, split.seed, split=split, partial=True)
 
     def twin_progress(line: str) -> None:
@@ -221,8 +222,8 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
             report = checks.report(twin_progress) if checks else None
     except ReleaseValidationError as exc:
         shutil.rmtree(twin_dir)
-        return twin_not_published(name, str(exc), progress)
-    write_layout(twin_dir, profile, name)  # its config of the dataset reads its own data/, as the release's do
+        return twin_not_published(name, str(exc), progress), None
+    every = write_layout(twin_dir, profile, name)[0]  # its ``all`` config reads its own data/, as the release's do
     entry = twin_manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
                                         len(expanded.test_indices), split.manifest(len(expanded.test_indices)),
                                         report.summary() if report else "not validated")
@@ -231,7 +232,8 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
                                    "outputs": release_outputs(twin_dir, profile)})
     progress(f"{name}: {expanded.samples} samples ({len(expanded.test_indices)} in the test split) of "
              f"{entry['template_ids']} template IDs, {'validated and ' if validate else ''}written to {name}/")
-    return entry
+    return entry, Config(name, {split: [f"{name}/{path}" for path in paths] for split, paths in every.files.items()},
+                         every.rows)
 
 
 def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats: tuple[str, ...]) -> None:
@@ -257,7 +259,7 @@ def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats
 @contextmanager
 def generated_sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
                            progress: Progress) -> Iterator[ValidationChild | None]:
-    """A generated release's samples, held whole (it is small): per-category CSVs in the culture's layout, Parquet, JSONL."""
+    """A generated release's samples, held whole (it is small): per-category CSVs in its layout, Parquet, JSONL."""
     fmt = profile.templates.workbook
     assert fmt is not None
     frame = pd.DataFrame(release.expansion.columns, columns=fmt.output_columns, dtype=object, copy=False)
@@ -311,19 +313,19 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
         written = ReleaseFiles(release_facts(inputs, release, table), table, all_decisions, None, texts)
         made_beside = beside(written)
         validation = checks.report(progress) if checks else None
-        twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split,
-                                              progress, validate)
-                 for twin, path in sorted((parallel or {}).items())}
+        made = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split, progress,
+                                             validate) for twin, path in sorted((parallel or {}).items())}
+        twins = {twin: entry for twin, (entry, _) in made.items()}
         facts = {**written.facts, "parallel_releases": twins} if twins else written.facts
         write_dataset_card(folder, profile, configs, facts, render_markdown(table, name), all_decisions, validation,
-                           twins)
+                           twins, tuple(config for _, config in made.values() if config))
         return then(replace(written, facts=facts, validation=validation), made_beside)
 
 
 def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                           release: ExpandedRelease, decisions: list[Decision],
                           reports: dict[str, str]) -> tuple[Table1, list[Decision], dict[str, str]]:
-    """Table 1, the input reports, the decision log and the earlier stages' reports, as written (while the checks run)."""
+    """Table 1, the input reports, the decision log and the earlier stages' reports, as written beside the checks."""
     name = inputs.profile.release.name
     table = build_table1(release.templates, samples_by_category(release), inputs.profile)
     split = "" if release.split.method == NONE else release.split.describe(len(release.test_indices))  # generated

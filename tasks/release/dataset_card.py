@@ -20,7 +20,7 @@ from core.paths import CARD_TEMPLATES
 from core.profile import Profile
 from core.release_folder import CARD
 from tasks.release.check_child import ValidationReport
-from tasks.release.hf_layout import DATA_DIR, TEST_SPLIT, Config, category_order, data_file, split_sources
+from tasks.release.hf_layout import TEST_SPLIT, Config
 from tasks.release.write import lm_eval_task_name
 from tasks.templates.load import NC, TemplateRow
 
@@ -138,21 +138,6 @@ def twin_not_published(name: str, why: str, progress: Callable[[str], None]) -> 
     return {"published": False, "folder": None, "what": WHAT, "why": why}
 
 
-def twin_configs(folder: Path, profile: Profile, twins: dict[str, dict[str, object]]) -> list[Config]:
-    """One config per published twin (``mtBBQ``), reading the twin folder's own dataset layout, every category's."""
-    configs = []
-    for name, twin in sorted(twins.items()):
-        if twin.get("published"):
-            order = category_order(profile, {p.parent.name for p in (folder / str(twin["folder"]) / DATA_DIR).glob(
-                "*/*.parquet")})
-            files: dict[str, str | list[str]] = {split: [f"{twin['folder']}/{data_file(c, split)}" for c in order]
-                                                 for split in split_sources(profile)}
-            rows = {split: int(twin["samples"] if split != TEST_SPLIT else twin["test_samples"])  # type: ignore[arg-type]
-                    for split in files}
-            configs.append(Config(name, files, rows))
-    return configs
-
-
 def fraction_text(value: Fraction) -> str:
     """``2/3``; a whole number without ``/1``."""
     return str(value) if value.denominator != 1 else str(value.numerator)
@@ -160,9 +145,10 @@ def fraction_text(value: Fraction) -> str:
 
 def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
                        decisions: list[Decision], validation: ValidationReport | None,
-                       twins: dict[str, dict[str, object]] | None = None) -> None:
+                       twins: dict[str, dict[str, object]] | None = None,
+                       twin_configs: tuple[Config, ...] = ()) -> None:
     """Write ``README.md``, the Hub's metadata then the body, once every other file but the manifest is staged
-    (``configs``: the staged dataset layout's; ``facts``: the manifest's; ``validation``: None when skipped)."""
+    (``configs``: the staged layout's, then the twins'; ``facts``: the manifest's; ``validation``: None if skipped)."""
     from huggingface_hub import DatasetCardData  # imported when a card is written, not for every command
 
     twins = twins or {}
@@ -190,5 +176,5 @@ def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], fa
         size_categories=[size_category(int(facts["samples"]))],  # type: ignore[call-overload]
         annotations_creators=["expert-generated", *(["crowdsourced"] if profile.survey.enabled else [])],
         language_creators=LANGUAGE_CREATORS, multilinguality=["monolingual"], source_datasets=SOURCE_DATASETS,
-        configs=[config.metadata() for config in configs + twin_configs(folder, profile, twins)])
+        configs=[config.metadata() for config in (*configs, *twin_configs)])
     (folder / CARD).write_text(f"---\n{metadata.to_yaml()}\n---\n\n{body}", encoding="utf-8")
