@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +63,11 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=list)
 
 
+def _records(columns: list[Sequence[object]]) -> SampleRecords:
+    """Samples by ID (the first column's value), each with the other columns' values as compared."""
+    return {str(row[0]): tuple(map(_text, row[1:])) for row in zip(*columns)}
+
+
 def _sample_changes(old: SampleRecords, new: SampleRecords,
                     subject_of: Callable[[str], str]) -> dict[str, Counter[str]]:
     """Per template: samples added, removed and changed (same ID, different content), plus counts."""
@@ -114,16 +119,10 @@ def _expanded_records(loaded: LoadedTemplates, profile: Profile) -> tuple[Sample
         assert profile.templates.workbook is not None
         return _generated_records({k: list(v) for k, v in generated.columns.items()}, profile.templates.workbook)
     expansion = fmt.expand(templates, profile, None)
-    columns = [expansion.columns[name] for name in SAMPLE_COLUMNS]
     ids = expansion.columns["sample_id"]
-    records: SampleRecords = {}
-    subjects: dict[str, str] = {}
-    for key, start, fills in zip(expansion.row_keys, expansion.row_starts, expansion.row_fills):
-        subject = template_of(key) or key
-        for index in range(start, start + 4 * fills):
-            records[ids[index]] = tuple(str(column[index]) for column in columns)
-            subjects[ids[index]] = subject
-    return records, subjects
+    rows = zip(expansion.row_keys, expansion.row_starts, expansion.row_fills)
+    subjects = {ids[i]: template_of(key) or key for key, start, fills in rows for i in range(start, start + 4 * fills)}
+    return _records([expansion.columns[name] for name in SAMPLE_COLUMNS]), subjects
 
 
 def _rows_by_template(templates: list[TemplateRow]) -> dict[str, dict[str, TemplateRow]]:
@@ -219,10 +218,7 @@ def _release_records(folder: Path, manifest: dict[str, object], profile: Profile
     frame = pd.read_parquet(path)
     if "sample_id" not in frame.columns and profile.templates.workbook is not None:
         return _generated_records({c: frame[c].tolist() for c in frame.columns}, profile.templates.workbook)
-    columns = [c for c in SAMPLE_COLUMNS if c in frame.columns]
-    values = [frame[c].tolist() for c in columns]
-    records = {str(row[0]): tuple(map(_text, row[1:])) for row in zip(*values)}
-    return records, {}
+    return _records([frame[c].tolist() for c in SAMPLE_COLUMNS if c in frame.columns]), {}
 
 
 def diff_releases(old: Path, new: Path, profile: Profile) -> Diff:
