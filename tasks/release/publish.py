@@ -87,7 +87,7 @@ def release_os_error(exc: OSError, staging: Path, target: Path) -> OSError:
     return OSError(os_errno(exc), exc.strerror or str(exc), str(target))
 
 
-_held: dict[Path, int] = {}  # lock file -> depth: a build takes the lock before Prefect starts, the flow again
+_held: set[Path] = set()  # lock files this process holds: a build takes the lock before Prefect starts, the flow again
 
 
 BUSY = "another build (pid {pid}) is writing this release; wait for it to finish"
@@ -99,12 +99,8 @@ def build_lock(target: Path, busy: str = BUSY) -> Iterator[None]:
     command takes it before Prefect starts (a second build is refused at once), the flow again. ``kobbq eval run``
     takes it too, with its own ``busy`` message ({pid}: the holder's)."""
     lock_path = (target.parent / f".{target.name}.lock").resolve()
-    if lock_path in _held:
-        _held[lock_path] += 1
-        try:
-            yield
-        finally:
-            _held[lock_path] -= 1
+    if lock_path in _held:  # taken again inside the block that holds it, which releases it
+        yield
         return
     with lock_path.open("a+") as handle:
         try:
@@ -116,11 +112,11 @@ def build_lock(target: Path, busy: str = BUSY) -> Iterator[None]:
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
-        _held[lock_path] = 1
+        _held.add(lock_path)
         try:
             yield
         finally:
-            del _held[lock_path]
+            _held.remove(lock_path)
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
