@@ -18,8 +18,7 @@ from tasks.audit.fates import stereotype_text
 from tasks.release.dataset_card import fraction_text
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
 
-# matplotlib (seconds to import on a loaded machine) is imported where a chart is drawn: never by an up-to-date
-# build, which imports the release stage only to check it (tests/test_audit_charts.py).
+# matplotlib (seconds to import) is imported where a chart is drawn: never by an up-to-date build's check.
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -169,8 +168,7 @@ def parse_votes(text: str) -> list[QuestionVotes]:
 
 
 def dots(axes: Axes, points: list[tuple[float, float, str]]) -> None:
-    """Every (x, y, colour) dot in one scatter: a scatter per dot made the real KoBBQ's type-1 chart take seconds
-    (matplotlib rescales the axes for each collection added)."""
+    """Every (x, y, colour) dot in one scatter: one per dot took seconds (each rescales the axes)."""
     if points:
         xs, ys, colours = zip(*points)
         axes.scatter(xs, ys, s=16, zorder=3, color=list(colours))

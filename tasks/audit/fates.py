@@ -70,8 +70,7 @@ class Fate:
 
     @property
     def drop_rule(self) -> str:
-        """The rule that decided the drop, the one the decision log and ``funnel.md`` name: the first failing rule
-        in the paper's order (its stereotype's, when the template fell with its stereotype)."""
+        """The deciding rule, as the log and ``funnel.md`` name it: the first failing one in the paper's order."""
         return f"{self.drops[0].stage}: {self.drops[0].rule}" if self.drops else ""
 
 
@@ -181,8 +180,7 @@ def _label(own: list[Decision], bbq_rows: list[Decision]) -> str:
 
 
 def _once(*groups: list[Decision]) -> list[Decision]:
-    """Each decision once: a later stage restating an earlier one's decision (the survey stage restates the
-    question type the survey-export stage chose) is shown as the later stage's."""
+    """Each decision once: one a later stage restates (the survey's question types) shown as the later stage's."""
     latest: dict[tuple[str, str, str], Decision] = {}
     for decision in sorted({id(d): d for group in groups for d in group}.values(), key=lambda d: stage_rank(d.stage)):
         latest[(decision.subject, decision.rule, decision.outcome)] = decision

@@ -56,8 +56,7 @@ def context(pipeline: Pipeline, out: Path, profile: Profile | None = None) -> Co
 
 
 def settings_of(ctx: Context, keys: tuple[str, ...]) -> dict[str, object]:
-    """The settings ``keys`` name, as a fingerprint reads them: the profile's (``"survey"``, ``"templates.versions"``)
-    and the pipeline file's (``"pipeline.seed"``)."""
+    """The profile's (``"templates.versions"``) and pipeline file's (``"pipeline.seed"``) settings ``keys`` name."""
     values = {}
     for key in (*IDENTITY, *keys):
         value: object = ctx.pipeline.config if key.startswith(PIPELINE) else ctx.profile
@@ -204,8 +203,7 @@ def one_off_plan(stage: Stage, config: PipelineConfig, profile: Profile, out: Pa
 
 
 def pipeline_plan(path: Path, out: Path, force: bool = False) -> Plan:
-    """``kobbq build --pipeline FILE``'s plan: its start inputs checked, its stage states readable (with
-    ``force``, an unreadable one is removed and its stage runs again)."""
+    """``kobbq build --pipeline FILE``'s plan: start inputs checked, stage states readable (``force``: removed)."""
     pipeline = load_pipeline(path)
     check_start_inputs(pipeline)  # a mistyped path is an error now, not a stage waiting after Prefect's start-up
     ctx = context(pipeline, out)

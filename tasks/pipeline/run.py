@@ -59,8 +59,7 @@ class PipelineResult:
 
 
 def run_stage(ctx: Context, check: StageCheck) -> StageRun:
-    """Run one stage unless it is current, and record its state. A user error (a bad input file) is the stage's
-    failure, recorded and returned, not raised: the command prints it in one paragraph."""
+    """Run one stage unless it is current, and record its state; a user error is its failure, returned, not raised."""
     stage = check.stage
     if check.current:
         assert check.state is not None
@@ -94,8 +93,8 @@ def record(ctx: Context, state: StageState) -> StageState:
 
 
 def run_plan(plan: Plan, observe: Observer = plainly) -> PipelineResult:
-    """Every stage of the plan in order, until one waits or fails. After a stage runs, the stages after it are
-    checked again (their inputs may be what it has just written)."""
+    """The plan's stages in order until one waits or fails, the later ones checked again after each (their inputs
+    may be what it wrote)."""
     ctx, checks, index = plan.ctx, plan.checks, 0
     while index < len(checks):
         check = checks[index]

@@ -32,17 +32,15 @@ from tasks.templates.sample_ids import SAMPLE_ID
 
 __all__ = ["ValidationReport", "SampleSet", "validate_release", "validate_generated", "staged_frame"]
 
-# The sample-ID form without its named groups: Great Expectations matches it with pandas' ``str.contains``, which
-# warns about groups.
+# Without its named groups: Great Expectations matches with pandas' ``str.contains``, which warns about groups.
 SAMPLE_ID_PATTERN = re.sub(r"\?P<\w+>", "?:", SAMPLE_ID)
 VALUED_COLUMNS = ["sample_id", "label_annotation", "context", "question", "choices", "biased_answer", "answer"]
 EXAMPLES = 5
 RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}
-# Rows checked at a time, so that the suite's memory does not grow with the release: a row group of the staged
-# Parquet. Each batch pays Great Expectations' fixed ~0.5 s per run, and the real release is one row group.
+# Rows checked at a time, so memory does not grow with the release: a row group (the real release is one; a batch
+# costs Great Expectations' ~0.5 s a run).
 VALIDATION_BATCH = PARQUET_ROW_GROUP
-# Expectations that need every row of a set at once; they run on its IDs (``whole_set_frame``), the others batch
-# by batch.
+# Expectations that need every row of a set at once: run on its IDs (``whole_set_frame``), the others per batch.
 WHOLE_SET = ("expect_table_row_count_to_equal", "expect_column_values_to_be_unique")
 
 
@@ -234,7 +232,7 @@ def _outcomes(sample_set: str, result, id_column: str) -> list[CheckOutcome]:
 
 
 class _Deferred(importlib.abc.MetaPathFinder):
-    """Modules Great Expectations imports at start-up and this suite never uses, loaded on first use (``LazyLoader``)."""
+    """Modules Great Expectations imports and this suite never uses, loaded on first use (``LazyLoader``)."""
 
     NAMES = ("altair", "scipy.stats")
 
@@ -274,7 +272,7 @@ def _gx_context():
 
 def _suite_runner(gx, context, name: str, sample_set: str, expectations: list,
                   id_column: str = "sample_id") -> Callable[[pd.DataFrame], list[CheckOutcome]]:
-    """``expectations`` run on each frame given, as outcomes of ``sample_set`` naming the breaking rows' ``id_column``."""
+    """``expectations`` run on each frame given: outcomes of ``sample_set`` naming breaking rows' ``id_column``."""
     suite = gx.ExpectationSuite(name=name, expectations=expectations)
     frames = context.data_sources.add_pandas(name).add_dataframe_asset(name).add_batch_definition_whole_dataframe(name)
     result_format = {**RESULT_FORMAT, "unexpected_index_column_names": [id_column]}

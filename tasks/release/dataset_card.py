@@ -38,9 +38,8 @@ STAGE_WORK = {
     "survey": "the survey results judged by the rules below",
     "release": "every surviving template row expanded into samples, validated, published",
 }
-# How every release this project builds was made (the Hub's vocabulary): BBQ's templates (the source dataset) labelled
-# by the culture's annotators, machine-translated and post-edited by translators (newly-created ones written by them),
-# in one language; a culture with a survey also had its stereotypes judged by the survey's respondents.
+# How every release this project builds was made (the Hub's vocabulary): BBQ's templates labelled by annotators,
+# machine-translated and post-edited (or newly written) by translators, in one language.
 LANGUAGE_CREATORS = ["expert-generated", "machine-generated"]
 SOURCE_DATASETS = ["extended"]
 SUBJECTS = {"bbq_template": "BBQ templates", "template": "templates", "template_row": "template rows",

@@ -165,10 +165,8 @@ def write_jsonl(frame: pd.DataFrame, handle: TextIO, choices: Choices) -> None:
         handle.write(_rows_text(columns, before, "}\n"))
 
 
-# The most rows a Parquet row group holds, and so the most the writer buffers in Arrow. At least the real
-# release (76,568 samples) so that its file is one row group, byte for byte what a single ``to_parquet`` call
-# writes; no more, because a larger release's memory would grow with its groups (131,072 before: 10x
-# templates then buffered 1.7x the rows of the real release).
+# The most rows a Parquet row group (and the writer's buffer) holds: at least the real release's 76,568, so its file
+# is one row group as one ``to_parquet`` writes; no more, so a larger release's memory does not grow with its groups.
 PARQUET_ROW_GROUP = 81_920
 
 
