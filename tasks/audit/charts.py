@@ -51,9 +51,8 @@ def figure(rows: int, row_inches: float) -> tuple[Figure, Axes]:
 
 
 def name_artists(drawing: Figure, key: str) -> None:
-    """Give every artist a ``key-kind-N`` gid (``chart-funnel-rectangle-17``), the SVG id written instead of
-    matplotlib's ``patch_1``, ..., which two figures on one page would repeat. Ticks are made when asked for, hence
-    asked for first (a layout pass to make them would cost another drawing of every chart)."""
+    """Give every artist a ``key-kind-N`` gid, the SVG id written instead of matplotlib's ``patch_1``, which two figures
+    on one page would repeat; ticks asked for first (a layout pass to make them would draw every chart again)."""
     for axes in drawing.axes:
         for axis in (axes.xaxis, axes.yaxis):
             axis.get_major_ticks()

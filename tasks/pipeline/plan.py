@@ -1,7 +1,6 @@
-"""The one runner's decisions, without Prefect: which stages a pipeline has, their fingerprints, which of them are
-current, and what their inputs hold. ``each_stage`` is the one walk over them that the flow, the up-to-date check
-and ``kobbq status`` share; ``Plan.prepare`` reads the inputs already there, so that bad input stops in one line
-before Prefect starts, and keeps what was read for the run (``Context.once``).
+"""The runner's decisions, without Prefect: a pipeline's stages, their fingerprints and which are current
+(``each_stage``: the one walk the flow, the up-to-date check and ``kobbq status`` share), and their inputs read
+before Prefect starts (``Plan.prepare``), so that bad input stops in one line, and kept for the run.
 """
 
 from __future__ import annotations

@@ -47,9 +47,8 @@ from tasks.templates.validate import load_checked, template_format
 
 @dataclass
 class ExpandedRelease:
-    """The release's sample sets, described row by row. Template releases are expanded chunk by chunk of template
-    rows as they are written (``chunks``), so no process holds every sample (``expansion``: all at once, for tests
-    and benchmarks); generated (workbook) releases are small and generated whole when planned (``generated``)."""
+    """The release's sample sets, described row by row: expanded chunk by chunk as written (``chunks``), so no process
+    holds every sample (``expansion``: at once, for tests); a generated release is small, made whole when planned."""
 
     templates: list[TemplateRow]
     profile: Profile
@@ -199,9 +198,8 @@ def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRel
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
                            split: TestSplit, progress: Progress = _silent,
                            validate: bool = True) -> tuple[dict[str, object], Config | None]:
-    """A twin release (``mtBBQ``) in ``<release>/<name>/`` with its own manifest, evaluated as any release; its entry
-    of the main manifest and its config of the card. Only the template IDs kept in the release are expanded, with its
-    test split, so the two compare sample set against sample set; one that fails the checks is not published."""
+    """A twin release (``mtBBQ``) of the templates the release kept, with its test split, in its own folder and
+    manifest, evaluated as any release; its manifest entry and card config. One failing the checks is not published."""
     twin_dir = folder / name
     try:
         twin, _ = load_checked(templates_path, None, profile)
@@ -297,10 +295,9 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
                         then: Callable[[ReleaseFiles, B], T], reports: dict[str, str] | None = None,
                         validate: bool = True, parallel: dict[str, Path] | None = None,
                         progress: Progress = _silent) -> T:
-    """Write every release file but the audit report and the manifest into ``folder``; what ``then`` makes of it.
-    ``beside`` (the audit report, ``tasks.audit.report``) runs while the checks do, on what is written then (no
-    ``validation``, no twin), so the build does not wait for the checks with work left; ``then`` (the manifest) runs
-    after their report, with what ``beside`` returned. ``validate=False`` (tests of other parts) skips the suite."""
+    """Every release file but the audit report and the manifest, then what ``then`` makes of them. ``beside`` (the
+    audit report) runs while the checks do, on what is written then (no ``validation``, no twin), so that the build
+    does not wait for them with work left; ``then`` (the manifest), after their report, with what ``beside`` made."""
     profile = inputs.profile
     name = profile.release.name
     if validate:  # the checks' children (the release's, each twin's) import their library while the files are written

@@ -106,9 +106,8 @@ def id_rules_test(ids: pa.ChunkedArray, all_ids: pa.ChunkedArray) -> dict[str, n
 
 
 def whole_set_frame(ids: pa.ChunkedArray) -> pd.DataFrame:
-    """What the whole-set expectations (row count, unique IDs) run on without every ID as a Python string: a frame of
-    the set's length holding only the repeated IDs, in their rows. Great Expectations leaves missing values out of
-    uniqueness, so this gives the whole column's count and first examples (a missing ID is the null check's)."""
+    """What row count and unique IDs run on, without every ID as a Python string: a frame of the set's length holding
+    only the repeated IDs, in their rows (Great Expectations leaves missing values out of uniqueness)."""
     codes, sizes, _ = _group_sizes(ids)
     repeated = np.flatnonzero((sizes[codes] > 1) & ids.is_valid().to_numpy(zero_copy_only=False))
     column = np.full(len(ids), None, dtype=object)

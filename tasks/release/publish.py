@@ -95,9 +95,8 @@ BUSY = "another build (pid {pid}) is writing this release; wait for it to finish
 
 @contextmanager
 def build_lock(target: Path, busy: str = BUSY) -> Iterator[None]:
-    """One build at a time per release folder: a second one stops at once instead of interleaving. Re-entrant: the
-    command takes it before Prefect starts (a second build is refused at once), the flow again. ``kobbq eval run``
-    takes it too, with its own ``busy`` message ({pid}: the holder's)."""
+    """One build at a time per release folder, a second one stopped at once. Re-entrant: the command takes it before
+    Prefect starts, the flow again; ``kobbq eval run`` too, with its own ``busy`` message ({pid}: the holder's)."""
     lock_path = (target.parent / f".{target.name}.lock").resolve()
     if lock_path in _held:  # taken again inside the block that holds it, which releases it
         yield
@@ -121,10 +120,9 @@ def build_lock(target: Path, busy: str = BUSY) -> Iterator[None]:
 
 
 def publish(staging: Path, target: Path, manifest: dict[str, object] | None = None) -> list[str]:
-    """Replace ``target`` by ``staging`` with two renames, the old release removed after; what a user added inside it
-    (a ``.git``, notes) is carried over, and returned; a user's file the new release also has is refused first. With
-    ``manifest``, the new files are recorded as verified, so the first ``kobbq status`` need not hash them. A signal
-    during the renames takes effect after them; a SIGKILL between them is undone by the next build's ``recover``."""
+    """Replace ``target`` by ``staging`` with two renames (a signal waits for both; ``recover`` undoes a SIGKILL
+    between them); what a user added inside is carried over and returned, refused first where the release has a file
+    of its own. With ``manifest``, the new files are recorded as verified: ``kobbq status`` need not hash them."""
     added = _user_entries(target)
     conflicts = [entry for entry in added if (staging / entry).exists()]
     if conflicts:

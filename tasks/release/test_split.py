@@ -107,9 +107,8 @@ class ListedSelection:
 
 def listed_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, path: Path,
                  partial: bool = False) -> ListedSelection:
-    """The listed IDs as one fill per template row, all four of its samples. An ID the templates do not produce and a
-    template row with no listed sample are errors naming the list's line or the row: a test split never has holes.
-    ``partial``: the templates are a subset (a twin's), so listed rows they lack are skipped."""
+    """The listed IDs as one fill per template row, all four samples; an ID the templates do not produce, or a row
+    with none listed, is an error naming the line or row (``partial``: a twin's subset, rows it lacks skipped)."""
     listed = read_listed_ids(path)
     rows = {row_prefix(template, profile): index for index, template in enumerate(templates)}
     by_row: dict[int, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
