@@ -72,7 +72,7 @@ def test_warm_up_keeps_the_count_and_replaces_a_dead_spare(no_spares):
 @pytest.mark.slow
 def test_a_spare_whose_parent_goes_away_exits_by_itself(no_spares):
     """A build killed with SIGKILL cannot end its spare: the spare's stdin closes, and it exits once imported."""
-    process = checks.start_child()
+    process = checks.CheckChild()
     assert process.stdin is not None
     process.stdin.close()
     assert process.wait(timeout=120) == 0
@@ -146,7 +146,7 @@ def test_the_working_folder_cannot_shadow_the_childs_module(tmp_path, monkeypatc
         (tmp_path / package / "__init__.py").write_text(SHADOW, encoding="utf-8")
     (tmp_path / "tasks" / "release" / "checks.py").write_text(SHADOW, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    process = checks.start_child()
+    process = checks.CheckChild()
     assert process.stdin is not None
     process.stdin.close()  # no job: the project's child exits 0 once its library is imported
     assert process.wait(timeout=120) == 0, process.stderr_text()

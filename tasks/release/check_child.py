@@ -109,9 +109,9 @@ def stall_seconds() -> float:
 
 
 class CheckChild(subprocess.Popen):
-    """A checks' child, started with ``-P`` so that the working folder (its own ``tasks`` package) cannot shadow the
-    project's. Its lines are read by a thread into a queue, so the build waits for one with a bound; its stderr goes
-    to a temporary file, so it never waits for the build to read it."""
+    """A checks' child (registered: a signal ends it), started with ``-P`` so that the working folder (a ``tasks``
+    package) cannot shadow the project's. Its lines are read by a thread into a queue, so the build waits for one
+    with a bound; its stderr goes to a temporary file, so it never waits for the build to read it."""
 
     def __init__(self) -> None:
         self._errors = tempfile.TemporaryFile()
@@ -120,6 +120,7 @@ class CheckChild(subprocess.Popen):
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.said: set[str] = set()  # what the build has read of it
         threading.Thread(target=self._read, name=f"checks-child-{self.pid}", daemon=True).start()
+        interrupt.register_child(self.pid, "release validation")
 
     def _read(self) -> None:
         assert self.stdout is not None
@@ -253,18 +254,11 @@ class ValidationChild:
 _spares: list[CheckChild] = []
 
 
-def start_child() -> CheckChild:
-    """A new child, importing its library, then waiting for its job."""
-    process = CheckChild()
-    interrupt.register_child(process.pid, "release validation")
-    return process
-
-
 def warm_up(count: int = 1) -> None:
     """Have ``count`` children waiting for a job (a release's checks, and each twin's)."""
     _spares[:] = [spare for spare in _spares if spare.poll() is None]
     while len(_spares) < count:
-        _spares.append(start_child())
+        _spares.append(CheckChild())
 
 
 def ready() -> None:
@@ -279,7 +273,7 @@ def take_child() -> CheckChild:
         spare = _spares.pop(0)
         if spare.poll() is None:
             return spare
-    return start_child()
+    return CheckChild()
 
 
 def _end_spares() -> None:
