@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +31,14 @@ def example(ko_profile):
 
 
 def validate(all_frame, test_frame, expected):
-    return validate_release(SampleSet.of_frame(all_frame), SampleSet.of_frame(test_frame), UNKNOWN, expected)
+    """The suite on the frames staged as the build stages them: Parquet, ``choices`` as lists."""
+    with tempfile.TemporaryDirectory() as folder:
+        sets = []
+        for name, frame in (("all", all_frame), ("test", test_frame)):
+            lists = [None if c is None else ast.literal_eval(c) for c in frame["choices"]]
+            frame.assign(choices=lists).to_parquet(Path(folder) / f"{name}.parquet", index=False)
+            sets.append(SampleSet.staged(Path(folder) / f"{name}.parquet"))
+        return validate_release(*sets, UNKNOWN, expected)
 
 
 def failed_rules(report):

@@ -72,7 +72,7 @@ def test_warm_up_keeps_the_count_and_replaces_a_dead_spare(no_spares):
 @pytest.mark.slow
 def test_a_spare_whose_parent_goes_away_exits_by_itself(no_spares):
     """A build killed with SIGKILL cannot end its spare: the spare's stdin closes, and it exits once imported."""
-    process = checks.start_child()
+    process = checks.CheckChild()
     assert process.stdin is not None
     process.stdin.close()
     assert process.wait(timeout=120) == 0
@@ -83,13 +83,12 @@ LEAN_CHILD = """
 import importlib.util
 import json
 import sys
+from pathlib import Path
 from tasks.release import checks
 checks.lean_imports()
 print(importlib.util.find_spec("sqlalchemy"))  # the optional-dependency probe libraries use: None, not raised
-import pyarrow.parquet as pq
-frame = checks.staged_frame(pq.read_table(sys.argv[1]))
-report = checks.validate_release(checks.SampleSet.of_frame(frame), checks.SampleSet.of_frame(frame.iloc[:0]),
-                                 sys.argv[2], {})
+staged = checks.SampleSet.staged(Path(sys.argv[1]))
+report = checks.validate_release(staged, staged, sys.argv[2], {})
 print(json.dumps(report.as_json(), sort_keys=True))
 print(*[type(sys.modules.get(name)).__name__ for name in ("altair", "scipy.stats", "sqlalchemy")])
 """
@@ -104,17 +103,13 @@ def test_the_child_runs_the_suite_without_charts_statistics_or_sql(tmp_path_fact
     import subprocess
     import sys
 
-    import pyarrow.parquet as pq
-
     from core.paths import PROJECT_ROOT
     from tasks.release import checks as suite
 
     folder = built_example(tmp_path_factory, ko_profile)
     parquet = folder / all_samples_name("KoBBQ").replace(".tsv", ".parquet")
-    frame = suite.staged_frame(pq.read_table(parquet))
     unknown = ko_profile.release.unknown_expression
-    expected = suite.validate_release(suite.SampleSet.of_frame(frame), suite.SampleSet.of_frame(frame.iloc[:0]),
-                                      unknown, {})
+    expected = suite.validate_release(suite.SampleSet.staged(parquet), suite.SampleSet.staged(parquet), unknown, {})
     done = subprocess.run([sys.executable, "-c", LEAN_CHILD, str(parquet), unknown], capture_output=True, text=True,
                           timeout=300, cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stderr
@@ -137,7 +132,7 @@ def test_a_child_that_cannot_report_says_why_in_the_build(tmp_path, no_spares):
         child.result()
     assert str(tmp_path / "KoBBQ_all_samples.parquet") in str(raised.value)
     assert child.process.returncode is not None and child.process.pid not in interrupt._children
-    child.stop()  # what the build's with-block does then: nothing left to end
+    child.process.end()  # what the build's with-block does then: nothing left to end
 
 
 SHADOW = "open('shadow-ran', 'w').close()\n"
@@ -151,7 +146,7 @@ def test_the_working_folder_cannot_shadow_the_childs_module(tmp_path, monkeypatc
         (tmp_path / package / "__init__.py").write_text(SHADOW, encoding="utf-8")
     (tmp_path / "tasks" / "release" / "checks.py").write_text(SHADOW, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    process = checks.start_child()
+    process = checks.CheckChild()
     assert process.stdin is not None
     process.stdin.close()  # no job: the project's child exits 0 once its library is imported
     assert process.wait(timeout=120) == 0, process.stderr_text()

@@ -1,10 +1,6 @@
-"""The audit report's charts: matplotlib figures, inline in ``audit.html`` as SVG.
-
-The same library as the evaluation's figures (``tasks.evaluation.report``), with the settings that make its SVG the
-same bytes run after run: a fixed ``svg.hashsalt`` (the chart's id) for the ids it generates and no date in the
-metadata. Text stays text (``svg.fonttype = none``), so the browser draws Korean labels with its own fonts and finds
-them with its search; matplotlib measures the labels with its own font, which has no Hangul, and its warning about
-that is silenced.
+"""The audit report's charts: matplotlib figures inline in ``audit.html`` as SVG, the same bytes run after run (a
+fixed ``svg.hashsalt``, no date). Text stays text (``svg.fonttype = none``), so the browser draws Korean labels with
+its own fonts and finds them with its search; matplotlib's warning that its font lacks Hangul is silenced.
 """
 
 from __future__ import annotations
@@ -22,8 +18,7 @@ from tasks.audit.fates import stereotype_text
 from tasks.release.dataset_card import fraction_text
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
 
-# matplotlib (seconds to import on a loaded machine) is imported where a chart is drawn: never by an up-to-date
-# build, which imports the release stage only to check it (tests/test_audit_charts.py).
+# matplotlib (seconds to import) is imported where a chart is drawn: never by an up-to-date build's check.
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -56,10 +51,8 @@ def figure(rows: int, row_inches: float) -> tuple[Figure, Axes]:
 
 
 def name_artists(drawing: Figure, key: str) -> None:
-    """Give every artist of the figure a ``key-kind-N`` gid (``chart-funnel-rectangle-17``). Matplotlib numbers its
-    SVG groups ``figure_1``, ``patch_1``, ... in every figure, so two figures inline in one page would repeat those
-    ids; a gid is the id it writes instead. Ticks are made when asked for (or at drawing), hence asked for first;
-    a layout pass to make them would cost another drawing of every chart."""
+    """Give every artist a ``key-kind-N`` gid, the SVG id written instead of matplotlib's ``patch_1``, which two figures
+    on one page would repeat; ticks asked for first (a layout pass to make them would draw every chart again)."""
     for axes in drawing.axes:
         for axis in (axes.xaxis, axes.yaxis):
             axis.get_major_ticks()
@@ -70,9 +63,8 @@ def name_artists(drawing: Figure, key: str) -> None:
 
 
 def saved(drawing: Figure, key: str, kind: str = "svg", **options: object) -> bytes:
-    """The figure as an SVG or PNG file (``kind``), the same bytes for the same figure: no date or software version,
-    and SVG ids unique on a page of several charts (its groups named after ``key``, its clip paths' and markers' ids
-    salted with it). The evaluation's figures are saved this way too (``tasks.evaluation.report``)."""
+    """The figure as an SVG or PNG file (``kind``), the same bytes for the same figure (no date or version) and SVG
+    ids unique on a page of several charts (named after and salted with ``key``); the evaluation's figures too."""
     from matplotlib import rc_context
 
     name_artists(drawing, key)
@@ -163,8 +155,7 @@ class QuestionVotes:
 
 
 def parse_votes(text: str) -> list[QuestionVotes]:
-    """``survey_votes.csv``'s text (``tasks.survey.survey_stage.render_votes``): the type-1 questions' votes per
-    group (none without it)."""
+    """The type-1 questions' votes per group, from ``survey_votes.csv``'s text (none without it)."""
     questions: dict[str, QuestionVotes] = {}
     for row in csv.DictReader(io.StringIO(text)):
         if row["survey_type"] != "1":
@@ -176,8 +167,7 @@ def parse_votes(text: str) -> list[QuestionVotes]:
 
 
 def dots(axes: Axes, points: list[tuple[float, float, str]]) -> None:
-    """Every (x, y, colour) dot in one scatter: a scatter per dot made the real KoBBQ's type-1 chart take seconds
-    (matplotlib rescales the axes for each collection added)."""
+    """Every (x, y, colour) dot in one scatter: one per dot took seconds (each rescales the axes)."""
     if points:
         xs, ys, colours = zip(*points)
         axes.scatter(xs, ys, s=16, zorder=3, color=list(colours))
@@ -191,8 +181,8 @@ def type1_role(votes: int, decision: Decision) -> str:
 
 
 def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profile: Profile) -> Figure | None:
-    """Every type-1 question, one row: each group's votes as a multiple of the equal share, against the
-    target (2x) and non-target (0.5x) cut-offs of the rule (log scale: 2x and 0.5x sit symmetrically)."""
+    """Each type-1 question a row: each group's votes / the equal share against the rule's target (2x) and
+    non-target (0.5x) cut-offs (log scale: they sit symmetrically)."""
     rule = {str(d.numbers.get("question_id")): d for d in decisions
             if d.subject_type == "stereotype" and d.rule == RULE_TYPE1 and d.numbers.get("question_id")}
     order = {name: index for index, name in enumerate(profile.category_names)}
@@ -232,9 +222,8 @@ def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profi
 
 
 def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figure | None:
-    """One row per category, one dot per question: the share a rule judges, against its cut-off.
-    ``RULE_TYPE2``: the intended target's share of the votes for a group (kept above 2/3);
-    ``RULE_NO_STEREOTYPE``: the share of respondents answering "no stereotype" (dropped above 1/2)."""
+    """A row per category, a dot per question: the share ``rule`` judges against its cut-off (``RULE_TYPE2``: the
+    target's share of the votes, kept above 2/3; ``RULE_NO_STEREOTYPE``: "no stereotype" answers, dropped above 1/2)."""
     found = [d for d in decisions if d.subject_type == "stereotype" and d.rule == rule]
     if not found:
         return None

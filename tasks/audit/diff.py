@@ -1,27 +1,26 @@
-"""``kobbq diff OLD NEW``: what changed between two template files or two releases.
-
-Template files are loaded and checked the way the build loads them (corrections applied, text normalised), so a
-defect a recorded correction fixes does not show as a change (the corrections each side needed are listed), then
-expanded, so every changed template says which of its samples were added, removed or changed (by sample ID).
-Releases are compared by their sample files and their decision logs (each template's fate), so a template the
-survey dropped in one build and kept in the other shows as added or removed with the rule that decided it.
+"""``kobbq diff OLD NEW``: what changed between two template files or two releases. Template files are loaded as the
+build loads them (a defect a recorded correction fixes is no change; each side's corrections are listed) and
+expanded, so that a changed template says which samples were added, removed or changed; releases are compared by
+their sample files and their decision logs (each template's fate, with the rule that decided it).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import UserError
 from core.profile import Profile, WorkbookFormat
-from tasks.audit.fates import SAMPLE_ID, load_audit_log, template_of
+from tasks.audit.fates import load_audit_log, template_of
 from tasks.templates.corrections import AppliedCorrection
 from core.decisions import template_subject
 from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 from tasks.release.write import all_samples_name
+from tasks.templates.sample_ids import SAMPLE_ID
 from tasks.templates.load import LoadedTemplates, TemplateRow, rows_by_template
 from tasks.templates.validate import load_checked, template_format
 
@@ -64,6 +63,11 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=list)
 
 
+def _records(columns: list[Sequence[object]]) -> SampleRecords:
+    """Samples by ID (the first column's value), each with the other columns' values as compared."""
+    return {str(row[0]): tuple(map(_text, row[1:])) for row in zip(*columns)}
+
+
 def _sample_changes(old: SampleRecords, new: SampleRecords,
                     subject_of: Callable[[str], str]) -> dict[str, Counter[str]]:
     """Per template: samples added, removed and changed (same ID, different content), plus counts."""
@@ -92,11 +96,8 @@ def _change(subject: str, status: str, details: list[str], samples: Counter[str]
 # --- template files -------------------------------------------------------------------------------
 
 def _generated_records(columns: dict[str, list[object]], fmt: WorkbookFormat) -> tuple[SampleRecords, dict[str, str]]:
-    """A generated release's instances keyed by the profile's de-duplication key (with the category).
-
-    Their numbers (``instance_id``) shift whenever an earlier row changes, so they cannot be the key;
-    the key of de-duplication names one instance in any build of the same templates.
-    """
+    """A generated release's instances keyed by the category and the profile's de-duplication key, which names one
+    instance in any build of the same templates (``instance_id`` shifts whenever an earlier row changes)."""
     category, number = fmt.output_of(fmt.category_column), fmt.number_output
     compared = [c for c in fmt.output_columns if c != number]
     records: SampleRecords = {}
@@ -118,16 +119,10 @@ def _expanded_records(loaded: LoadedTemplates, profile: Profile) -> tuple[Sample
         assert profile.templates.workbook is not None
         return _generated_records({k: list(v) for k, v in generated.columns.items()}, profile.templates.workbook)
     expansion = fmt.expand(templates, profile, None)
-    columns = [expansion.columns[name] for name in SAMPLE_COLUMNS]
     ids = expansion.columns["sample_id"]
-    records: SampleRecords = {}
-    subjects: dict[str, str] = {}
-    for key, start, fills in zip(expansion.row_keys, expansion.row_starts, expansion.row_fills):
-        subject = template_of(key) or key
-        for index in range(start, start + 4 * fills):
-            records[ids[index]] = tuple(str(column[index]) for column in columns)
-            subjects[ids[index]] = subject
-    return records, subjects
+    rows = zip(expansion.row_keys, expansion.row_starts, expansion.row_fills)
+    subjects = {ids[i]: template_of(key) or key for key, start, fills in rows for i in range(start, start + 4 * fills)}
+    return _records([expansion.columns[name] for name in SAMPLE_COLUMNS]), subjects
 
 
 def _rows_by_template(templates: list[TemplateRow]) -> dict[str, dict[str, TemplateRow]]:
@@ -223,10 +218,7 @@ def _release_records(folder: Path, manifest: dict[str, object], profile: Profile
     frame = pd.read_parquet(path)
     if "sample_id" not in frame.columns and profile.templates.workbook is not None:
         return _generated_records({c: frame[c].tolist() for c in frame.columns}, profile.templates.workbook)
-    columns = [c for c in SAMPLE_COLUMNS if c in frame.columns]
-    values = [frame[c].tolist() for c in columns]
-    records = {str(row[0]): tuple(map(_text, row[1:])) for row in zip(*values)}
-    return records, {}
+    return _records([frame[c].tolist() for c in SAMPLE_COLUMNS if c in frame.columns]), {}
 
 
 def diff_releases(old: Path, new: Path, profile: Profile) -> Diff:
@@ -237,10 +229,10 @@ def diff_releases(old: Path, new: Path, profile: Profile) -> Diff:
     prefixes = {c.sample_prefix: c.name for c in profile.categories}
 
     def subject_of(sample_id: str) -> str:
-        match = SAMPLE_ID.fullmatch(sample_id)
+        match = re.match(SAMPLE_ID, sample_id)
         if match is None or match["prefix"] not in prefixes:
             return sample_id
-        return template_subject(prefixes[match["prefix"]], int(match["id"]))
+        return template_subject(prefixes[match["prefix"]], int(match["number"]))
 
     (old_records, old_subjects), (new_records, new_subjects) = (_release_records(old, old_manifest, profile),
                                                                 _release_records(new, new_manifest, profile))

@@ -1,10 +1,7 @@
-"""What became of every template, read back from a release's decision log.
-
-The audit never re-runs a rule: it groups the decision rows the stages already wrote
-(``decisions.csv``) by template, links each template to its stereotype (through the survey
-question ID the survey stage records in both rows) and to its BBQ source (through the
-translation stage's link rows), and says whether it reached the release and, if not, which
-decision dropped it. ``kobbq why`` and the HTML report are both views of these fates.
+"""What became of every template, read back from a release's decision log (``decisions.csv``). The audit never
+re-runs a rule: it groups the stages' decision rows by template, links each to its stereotype (the survey question
+ID) and its BBQ source (the translation's link rows), and says whether it reached the release and, if not, which
+decision dropped it. ``kobbq why`` and the HTML report are views of these fates.
 """
 
 from __future__ import annotations
@@ -27,8 +24,6 @@ RELEASED_RULE = "expanded"  # the build's one row per released template row
 LINK_PREFIX = "linked:"  # outcome of the post-edit link rows: "linked:bbq:<category>:<Q_id>"
 LABEL_RULES = ("consensus-label", "reference-link", "newly-created", "reference-no-bbq-link")
 _TEMPLATE_SUBJECT = re.compile(r"(?P<category>[^|:]+)\|(?P<id>\d+)(?:\|(?P<version>[^|]*))?")
-SAMPLE_ID = re.compile(r"(?P<prefix>[a-z_]+)-(?P<id>\d{3})(?P<version>[a-z]+)-(?P<fill>\d{3,})-(?P<context>amb|dis)-"
-                       r"(?P<question>bsd|cnt)")
 
 
 def decision_order(decision: Decision) -> tuple[object, ...]:
@@ -75,8 +70,7 @@ class Fate:
 
     @property
     def drop_rule(self) -> str:
-        """The rule that decided the drop, the one the decision log and ``funnel.md`` name: the first failing rule
-        in the paper's order (its stereotype's, when the template fell with its stereotype)."""
+        """The deciding rule, as the log and ``funnel.md`` name it: the first failing one in the paper's order."""
         return f"{self.drops[0].stage}: {self.drops[0].rule}" if self.drops else ""
 
 
@@ -106,8 +100,7 @@ class AuditLog:
 
 
 def default_release(profile: str | None) -> Path:
-    """The release a build of ``profile`` writes (build/<its release name>); without one, the embedded example's
-    (what ``kobbq build`` with no arguments writes)."""
+    """The release a build of ``profile`` writes (build/<release name>); without one, ``kobbq build``'s example."""
     if profile is not None:
         return DEFAULT_BUILD_DIR / load_profile(profile).release.name
     example = load_pipeline(EXAMPLE_PIPELINE)
@@ -131,8 +124,7 @@ def release_profile(release_dir: Path, given: str | None = None) -> Profile:
 
 
 def load_audit_log(release_dir: Path) -> AuditLog:
-    """Every template's fate from a release folder's ``decisions.csv`` and ``manifest.json`` (label and BBQ link
-    from the release's own ``expanded`` rows where no earlier stage names them: a build from a template file alone)."""
+    """Every template's fate from a release folder's ``decisions.csv`` and ``manifest.json``."""
     release_dir = Path(release_dir)
     if not release_dir.is_dir():
         raise UserError("release folder does not exist", release_dir)
@@ -188,8 +180,7 @@ def _label(own: list[Decision], bbq_rows: list[Decision]) -> str:
 
 
 def _once(*groups: list[Decision]) -> list[Decision]:
-    """Each decision once: a later stage restating an earlier one's decision (the survey stage restates the
-    question type the survey-export stage chose) is shown as the later stage's."""
+    """Each decision once: one a later stage restates (the survey's question types) shown as the later stage's."""
     latest: dict[tuple[str, str, str], Decision] = {}
     for decision in sorted({id(d): d for group in groups for d in group}.values(), key=lambda d: stage_rank(d.stage)):
         latest[(decision.subject, decision.rule, decision.outcome)] = decision

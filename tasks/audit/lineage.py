@@ -1,9 +1,6 @@
 """``kobbq why``: the lineage of one template, BBQ template, sample, stereotype or generated instance, from the
-decision log (the IDs it accepts: ``docs/guides/audit-a-release.md``).
-
-A dropped template shows the decisions that dropped it (rule, reason, numbers) before anything else; the rest
-follows stage by stage. An ID the log does not know is a ``UserError`` naming the closest known IDs (difflib),
-never an empty answer.
+decision log (the IDs it accepts: ``docs/guides/audit-a-release.md``): the deciding drops first, then stage by
+stage. An unknown ID is a ``UserError`` naming the closest known IDs (difflib), never an empty answer.
 """
 
 from __future__ import annotations
@@ -16,11 +13,12 @@ import pandas as pd
 
 from core.errors import UserError
 from core.profile import Profile
-from tasks.audit.fates import (RELEASED_RULE, SAMPLE_ID, AuditLog, Fate, decision_order, stage_rank, stereotype_text,
+from tasks.audit.fates import (RELEASED_RULE, AuditLog, Fate, decision_order, stage_rank, stereotype_text,
                                template_of)
 from core.decisions import Decision, numbers_text, template_subject
 from core.text import normalise_text
 from tasks.release.write import all_samples_name
+from tasks.templates.sample_ids import SAMPLE_ID
 
 STAGE_TITLES = {
     "labels": "labels (label and rationale)",
@@ -61,7 +59,7 @@ def explain(query: str, log: AuditLog, profile: Profile) -> Lineage:
     text = query.strip()
     if not text:
         raise UserError("give an ID: a template, a BBQ template, a sample ID or a stereotype")
-    if sample := SAMPLE_ID.fullmatch(text.lower()):
+    if sample := re.match(SAMPLE_ID, text.lower()):
         return _sample_lineage(text.lower(), sample, log, profile)
     if bbq := _BBQ_ID.fullmatch(text):
         return _bbq_lineage(text, bbq, log, profile)
@@ -161,7 +159,7 @@ def _sample_lineage(sample_id: str, match: re.Match[str], log: AuditLog, profile
     categories = {c.sample_prefix: c.name for c in profile.categories}
     if match["prefix"] not in categories:
         raise unknown(sample_id, log, profile, "sample ID")
-    subject = template_subject(categories[match["prefix"]], int(match["id"]))
+    subject = template_subject(categories[match["prefix"]], int(match["number"]))
     fate = _known_fate(subject, sample_id, log, profile)
     version, fill = match["version"], int(match["fill"])
     lineage = _template_lineage(fate, version, profile)

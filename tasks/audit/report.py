@@ -1,10 +1,6 @@
-"""The HTML audit report: one self-contained, offline ``audit.html`` in the release folder
-(``templates/audit.html.j2``): the funnel per stage and category beside the paper's numbers, the charts of
-``tasks.audit.charts`` above their tables, the Table 1 comparison, a section per category with every template's
-fate and its decisions folded underneath, and a search box that filters templates (inline JavaScript, no network).
-
-It is a view of what the release holds, made by the build from what it wrote (``write_release_folder``), never
-read back. Text from input files (stereotypes, reasons) is escaped by jinja2's autoescaping.
+"""The HTML audit report: one self-contained, offline ``audit.html`` (``templates/audit.html.j2``; what it shows:
+``docs/guides/audit-a-release.md``). It is a view of what the release holds, made by the build from what it wrote
+(``write_release_folder``), never read back; text from input files is escaped by jinja2's autoescaping.
 """
 
 from __future__ import annotations
@@ -96,8 +92,7 @@ def funnel_rows(log: AuditLog, profile: Profile) -> tuple[list[str], list[Funnel
 
 
 def _bbq_counts(log: AuditLog, profile: Profile) -> tuple[Counter[str], Counter[str]] | None:
-    """BBQ templates labelled and removed (SR), per category of this profile; None when labelling is not in the
-    log."""
+    """BBQ templates labelled and removed (SR) per category; None when labelling is not in the log."""
     category_of = {bbq: c.name for c in profile.categories for bbq in c.bbq_categories}
     labels = [d for d in log.decisions if d.stage == "labels" and d.subject_type == "bbq_template"]
 
@@ -110,8 +105,7 @@ def _bbq_counts(log: AuditLog, profile: Profile) -> tuple[Counter[str], Counter[
 
 
 def table1_cells(rows: list[dict[str, str]]) -> tuple[list[str], dict[str, dict[str, Table1Cell]]]:
-    """``table1.csv``'s rows (``tasks.release.table1.csv_rows``) pivoted: the columns in order, category -> column
-    -> cell."""
+    """``table1.csv``'s rows pivoted: the columns in order, and category -> column -> cell."""
     columns: list[str] = []
     table: dict[str, dict[str, Table1Cell]] = {}
     for row in rows:
@@ -151,8 +145,7 @@ def _template_entry(fate: Fate, profile: Profile) -> dict[str, object]:
 
 def render_audit_html(log: AuditLog, profile: Profile, table1_rows: list[dict[str, str]],
                       funnel_markdown: str | None = None, votes: str = "") -> str:
-    """The page, from the decision log and what else it shows: Table 1's rows, the survey's funnel (markdown) and
-    votes (``survey_votes.csv``'s text); those are empty when the release has none."""
+    """The page: the decision log, Table 1's rows, the survey's funnel (markdown) and votes (CSV text), if any."""
     rules, funnel = funnel_rows(log, profile)
     table1_columns, table1 = table1_cells(table1_rows)
     sections = []
@@ -180,8 +173,7 @@ def render_audit_html(log: AuditLog, profile: Profile, table1_rows: list[dict[st
 
 @dataclass(frozen=True)
 class WrittenRelease:
-    """A release as written: its manifest, and the tables its run shows (funnel per category, Table 1,
-    validation), made from what the build held, not read back."""
+    """A release as written: its manifest and its run's tables, made from what the build held, not read back."""
 
     manifest: dict[str, object]
     tables: dict[str, list[dict[str, object]]]
@@ -190,13 +182,12 @@ class WrittenRelease:
 
 def write_release_folder(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                          release: ExpandedRelease, decisions: list[Decision], **options: Any) -> WrittenRelease:
-    """Every file of a release: the release's own (``tasks.release.assemble.write_release_files``, which takes the
-    ``options``), the audit report, then the manifest, once, with the hash of every file. Composed here, above
-    the release package, because the report is a view of the finished release."""
+    """Every file of a release: its own (``write_release_files``, given the ``options``), the audit report, then the
+    manifest. Composed here, above the release package: the report is a view of the finished release."""
 
     def audit(files: ReleaseFiles) -> tuple[AuditLog, list[dict[str, str]]]:
-        """Written while the checks' child validates the samples: the page shows neither their result nor a twin.
-        The log and Table 1's rows are kept for the run's tables (a twin's facts change neither)."""
+        """Written while the checks run: the page shows neither their result nor a twin (nor do the log and rows kept
+        for the run's tables)."""
         log, table1 = build_audit_log(folder, files.decisions, files.facts), csv_rows(files.table)
         write_text(folder / AUDIT, render_audit_html(log, inputs.profile, table1, files.reports.get(FUNNEL),
                                                      files.reports.get(VOTES, "")))

@@ -1,7 +1,6 @@
-"""The one runner's decisions, without Prefect: which stages a pipeline has, their fingerprints, which of them are
-current, and what their inputs hold. ``each_stage`` is the one walk over them that the flow, the up-to-date check
-and ``kobbq status`` share; ``Plan.prepare`` reads the inputs already there, so that bad input stops in one line
-before Prefect starts, and keeps what was read for the run (``Context.once``).
+"""The runner's decisions, without Prefect: a pipeline's stages, their fingerprints and which are current
+(``each_stage``: the one walk the flow, the up-to-date check and ``kobbq status`` share), and their inputs read
+before Prefect starts (``Plan.prepare``), so that bad input stops in one line, and kept for the run.
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ PIPELINE = "pipeline."  # a setting of the pipeline file rather than the profile
 
 
 def stages_for(pipeline: Pipeline) -> list[Stage]:
-    """The stages of this pipeline, in order: every stage, or, from a ready template file, the survey (when
-    results are given) and the release."""
+    """Every stage, or from a ready template file the survey (with results) and the release."""
     cfg = pipeline.config
     if cfg.templates.file:
         return [SURVEY, RELEASE] if cfg.survey.results else [RELEASE]
@@ -57,8 +55,7 @@ def context(pipeline: Pipeline, out: Path, profile: Profile | None = None) -> Co
 
 
 def settings_of(ctx: Context, keys: tuple[str, ...]) -> dict[str, object]:
-    """The settings ``keys`` name, as a fingerprint reads them: the profile's (``"survey"``, ``"templates.versions"``)
-    and the pipeline file's (``"pipeline.seed"``)."""
+    """The profile's (``"templates.versions"``) and pipeline file's (``"pipeline.seed"``) settings ``keys`` name."""
     values = {}
     for key in (*IDENTITY, *keys):
         value: object = ctx.pipeline.config if key.startswith(PIPELINE) else ctx.profile
@@ -88,10 +85,8 @@ class StageCheck:
 
 
 def stage_parts(ctx: Context, stage: Stage, upstream: dict[str, str]) -> dict[str, str]:
-    """Hashes of exactly what ``stage`` reads, in three parts that ``kobbq status`` names when they change:
-    ``inputs`` (its input files, the templates it renders and the fingerprints of the stages it reads from,
-    ``upstream``: name -> fingerprint), ``settings`` (its profile and pipeline settings) and ``code`` (its
-    module and every project module that imports, with the project's version)."""
+    """Hashes of what ``stage`` reads, in the parts ``kobbq status`` names: ``inputs`` (its files, the templates it
+    renders, the fingerprints of the stages it reads, ``upstream``), ``settings`` and ``code`` (its modules)."""
     after = settings_text({name: upstream[name] for name in stage.after if name in upstream})
     renders = {f"renders:{path.name}": path for path in stage.renders}
     return {"inputs": files_fingerprint({**stage.inputs(ctx), **renders}, after),
@@ -114,11 +109,9 @@ def output_problem(ctx: Context, state: StageState) -> str | None:
 
 def each_stage(ctx: Context, stages: list[Stage], upstream: dict[str, str] | None = None,
                force: bool = False) -> Iterator[StageCheck]:
-    """The stages in order, each with its fingerprint, recorded state and problem. The caller stops where it
-    wants (a stage not current, a stage that waits); a stage's fingerprint is computed once the stages before it
-    have run (the walk is lazy), so a flow records what the stage read. ``upstream``: the fingerprints of the
-    stages before ``stages``, when the walk starts in the middle. ``force``: every stage runs, so none has a
-    state to be current by, and what they made is not checked (a release is not hashed only to be rebuilt)."""
+    """The stages with their fingerprints, states and problems, lazily: a fingerprint is computed once the stages
+    before have run, so a flow records what the stage read. ``upstream``: the earlier stages' fingerprints, for a
+    walk from the middle. ``force``: no state counts, and outputs are not checked (nor a release hashed)."""
     upstream = dict(upstream or {})
     for stage in stages:
         parts = stage_parts(ctx, stage, upstream)
@@ -132,9 +125,8 @@ def each_stage(ctx: Context, stages: list[Stage], upstream: dict[str, str] | Non
 
 def done_state(ctx: Context, check: StageCheck, counts: dict[str, object], outputs: dict[str, Path],
                summary: str) -> StageState:
-    """The state a finished stage records: its fingerprint, counts, and each output with its hash. An output is
-    recorded relative to the build folder when it is in it (a copied build folder reads its own work files), else
-    by its absolute path (an input the pipeline names)."""
+    """A finished stage's state: fingerprint, counts, each output and its hash; an output relative to the build folder
+    when in it (a copied build folder reads its own files), else absolute (an input the pipeline names)."""
     out = ctx.folder.out.resolve()
     resolved = {role: Path(path).resolve() for role, path in outputs.items()}
     recorded = {role: path.relative_to(out).as_posix() if path.is_relative_to(out) else str(path)
@@ -146,8 +138,7 @@ def done_state(ctx: Context, check: StageCheck, counts: dict[str, object], outpu
 
 @dataclass
 class Plan:
-    """One command's run: the pipeline's context, its stages and their checks as found before the flow run (the
-    flow walks them again from the first stage that runs)."""
+    """One command's run: the context, its stages and their checks as found before the flow run."""
 
     ctx: Context
     stages: list[Stage]
@@ -161,13 +152,11 @@ class Plan:
 
     @property
     def current(self) -> bool:
-        """Every stage done with unchanged inputs and intact outputs (the release folder as its manifest records
-        it): nothing to do, and no need to start Prefect to find that out."""
+        """Every stage done with unchanged inputs and intact outputs: nothing to do, and no Prefect to start."""
         return all(check.current for check in self.checks)
 
     def prepare(self) -> None:
-        """Before any flow run: every stage about to run reads and checks the inputs it already has (its
-        ``prepare``); a bad input is a UserError here, before Prefect starts."""
+        """Before any flow run, every stage about to run checks the inputs it has: bad input stops before Prefect."""
         ctx = self.ctx
         ctx.pending = {check.stage.name for check in self.checks if not check.current}
         for check in self.checks:
@@ -184,9 +173,8 @@ class Plan:
 def templates_plan(templates: Path, out: Path, profile: Profile, name: str | None = None,
                    corrections: Path | None = None, seed: int | None = None, test_split: str = PROFILE,
                    survey: SurveyInputs | None = None, force: bool = False) -> Plan:
-    """``kobbq build --templates``'s plan: a pipeline made from its arguments (``[templates] file``, the survey's
-    files when given), whose stages are the survey (with results) and the release. Its state and work folders are
-    its own (named after the template file), apart from any pipeline file's."""
+    """``kobbq build --templates``'s plan: a pipeline made from its arguments, its state and work folders its own
+    (named after the template file)."""
     if not templates.exists():
         raise UserError("does not exist", templates)
 
@@ -205,9 +193,8 @@ def templates_plan(templates: Path, out: Path, profile: Profile, name: str | Non
 
 def one_off_plan(stage: Stage, config: PipelineConfig, profile: Profile, out: Path,
                  given: dict[tuple[str, str], Path] | None = None, offline: bool = False) -> Plan:
-    """A one-off command's plan (``kobbq translate``, ``kobbq survey ingest``): one stage, its settings from the
-    command's arguments (paths relative to the working folder), everything it writes in ``out``, nothing recorded
-    or skipped."""
+    """A one-off command's plan (``kobbq translate``): one stage, its settings from the command's arguments,
+    everything it writes in ``out``, nothing recorded or skipped."""
     pipeline = Pipeline(Path.cwd() / "kobbq", config, pipeline_key("one-off", str(Path(out).resolve())))
     ctx = Context(pipeline, profile, ReleaseFolder(Path(out), profile.release.name), one_off=Path(out),
                   given=given or {}, offline=offline)
@@ -215,8 +202,7 @@ def one_off_plan(stage: Stage, config: PipelineConfig, profile: Profile, out: Pa
 
 
 def pipeline_plan(path: Path, out: Path, force: bool = False) -> Plan:
-    """``kobbq build --pipeline FILE``'s plan: its start inputs checked, its stage states readable (with
-    ``force``, an unreadable one is removed and its stage runs again)."""
+    """``kobbq build --pipeline FILE``'s plan: start inputs checked, stage states readable (``force``: removed)."""
     pipeline = load_pipeline(path)
     check_start_inputs(pipeline)  # a mistyped path is an error now, not a stage waiting after Prefect's start-up
     ctx = context(pipeline, out)

@@ -1,7 +1,6 @@
-"""The release stage, the last of every pipeline: the surviving templates expanded, every file written and
-validated, and the release published atomically. It reads the survey's decisions (it never runs the rules again);
-``prepare`` fits the template file to the test split before any flow run starts. What it reads, and the check of the
-published folder against its manifest, are its contract's (``tasks.pipeline.stages``).
+"""The release stage, the last of every pipeline: the templates the survey's decisions keep (its rules never run
+again) expanded, written, validated and published atomically; ``prepare`` fits the template file to the test split
+before any flow run. What it reads is its contract's (``tasks.pipeline.stages``).
 """
 
 from __future__ import annotations

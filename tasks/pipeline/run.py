@@ -1,9 +1,7 @@
-"""The runner: a command's plan (``tasks.pipeline.plan.Plan``), its stages run in order in plain Python.
-
-``execute`` answers a plan whose stages are all current at once (nothing started, nothing written: a read-only
-release can be checked), has every stage about to run check its inputs, makes the build folder ready, and only then
-hands the plan to ``launch``: the command's Prefect flow run (``flows.pipeline``) or ``run_plan`` as it is, which
-calls an observer around each stage's run. Nothing here knows of Prefect.
+"""The runner: a command's plan (``tasks.pipeline.plan.Plan``) run stage by stage in plain Python. ``execute`` answers
+an all-current plan at once (nothing written: a read-only release can be checked), has the stages about to run check
+their inputs, readies the build folder, then hands the plan to ``launch``: the Prefect flow run (``flows.pipeline``)
+or ``run_plan``. Nothing here knows of Prefect.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from core.errors import UserError
 from core.pipeline_file import DONE, FAILED, WAITING, PipelineConfig, StageState, write_state
 from core.profile import Profile
 from core.release_folder import ReleaseFolder, check_replaceable
-from core.stage_contract import Context, Stage, StageOutput, Waiting
+from core.stage_contract import Context, StageOutput, Waiting
 from tasks.pipeline.plan import Plan, StageCheck, done_state, each_stage, one_off_plan
 from tasks.pipeline.stages import RELEASE, STAGE_OF
 from tasks.release.check_child import warm_up
@@ -61,8 +59,7 @@ class PipelineResult:
 
 
 def run_stage(ctx: Context, check: StageCheck) -> StageRun:
-    """Run one stage unless it is current, and record its state. A user error (a bad input file) is the stage's
-    failure, recorded and returned, not raised: the command prints it in one paragraph."""
+    """Run one stage unless it is current, and record its state; a user error is its failure, returned, not raised."""
     stage = check.stage
     if check.current:
         assert check.state is not None
@@ -96,8 +93,8 @@ def record(ctx: Context, state: StageState) -> StageState:
 
 
 def run_plan(plan: Plan, observe: Observer = plainly) -> PipelineResult:
-    """Every stage of the plan in order, until one waits or fails. After a stage runs, the stages after it are
-    checked again (their inputs may be what it has just written)."""
+    """The plan's stages in order until one waits or fails, the later ones checked again after each (their inputs
+    may be what it wrote)."""
     ctx, checks, index = plan.ctx, plan.checks, 0
     while index < len(checks):
         check = checks[index]
@@ -121,9 +118,8 @@ Launch = Callable[[Plan], PipelineResult]
 
 
 def tidy(folder: ReleaseFolder) -> None:
-    """Processes a killed build left running are ended, and its staging or half-published folders cleaned up (also
-    when nothing is rebuilt). Writes nothing when there is nothing to clean up: a release on a read-only mount can be
-    found up to date."""
+    """End what a killed build left running and clean up its folders; nothing written when there is nothing to do,
+    so a release on a read-only mount can be found up to date."""
     for ended in interrupt.reap_orphans(folder.out):
         console.step(f"ended {ended}, left running by a build that was killed")
     recover(folder.path)
@@ -131,8 +127,7 @@ def tidy(folder: ReleaseFolder) -> None:
 
 @contextmanager
 def build_folder(folder: ReleaseFolder) -> Iterator[None]:
-    """The build folder can be written and is tidy (``tidy``); one build at a time holds the release until the
-    block ends."""
+    """The build folder writable and tidy, and the release's lock held until the block ends."""
     check_writable(folder.out)
     tidy(folder)
     with build_lock(folder.path):
@@ -172,9 +167,8 @@ def execute(plan: Plan, launch: Launch = run_plan) -> PipelineResult | None:
 
 def run_alone(name: str, config: PipelineConfig, profile: Profile, out: Path, launch: Launch = run_plan,
               given: dict | None = None, offline: bool = False) -> StageOutput:
-    """A one-off command: the stage ``name`` alone on the command's files (``config``: a pipeline file's settings made from
-    its arguments), everything written to ``out``; what the stage returned. A stage that fails or waits is one
-    error paragraph."""
+    """A one-off command: the stage ``name`` alone on the command's files, everything written to ``out``; what it
+    returned. A stage that fails or waits is one error paragraph."""
     stage = STAGE_OF[name]
     result = execute(one_off_plan(stage, config, profile, out, given, offline), launch)
     assert result is not None, "a one-off plan is never current"

@@ -1,8 +1,7 @@
-"""The pipeline's stages in the order they run, each as its contract: the files it reads by role (``inputs``), the
-profile and pipeline settings it reads, the stages whose outputs it reads (``after``), the templates it renders, and
-the module that does its work (``core.stage_contract.Stage``). Planning, the up-to-date check and ``kobbq status``
-read the contracts alone; a stage's module, and the libraries it needs, is imported only when the stage runs.
-``tests/test_stage_contracts.py`` runs the example pipeline and fails when a stage reads what its contract omits.
+"""The pipeline's stages in the order they run, each as its contract (``core.stage_contract.Stage``): the files,
+settings and stages it reads, the templates it renders and its module. Planning and ``kobbq status`` read the
+contracts alone; a stage's module is imported only when it runs. ``tests/test_stage_contracts.py`` fails when a
+stage reads what its contract omits.
 """
 
 from __future__ import annotations
@@ -17,9 +16,8 @@ from tasks.survey.inputs import pipeline_inputs
 
 RELEASE = "release"
 MACHINE_TWIN = "mtBBQ"  # the unedited machine translation's release, beside the main one
-# The profile settings that reading a template file depends on (``tasks.templates.stage_templates``; the scripts its
-# texts are checked against among them): every stage that reads one declares them, and the corrections among its
-# inputs.
+# The profile settings reading a template file depends on (``tasks.templates.stage_templates``): every stage that
+# reads one declares them, and the corrections among its inputs.
 TEMPLATE_SETTINGS = ("templates", "categories", "particles", "release.unknown_expression", "writing")
 
 
@@ -33,8 +31,7 @@ def labels_inputs(ctx: Context) -> dict[str, Path | None]:
 
 def pretranslate_inputs(ctx: Context) -> dict[str, Path | None]:
     cfg = ctx.pipeline.config
-    # The profile's files it reads: the glossary (the drafts) and the translator's instructions (the workbooks
-    # sent out); adding or changing either makes the stage stale.
+    # The glossary (the drafts) and the translator's instructions (the workbooks): changing either makes it stale.
     return {"bbq": ctx.file(cfg.labels.bbq), "labels": ctx.output("labels", "labels"),
             "cache_seed": ctx.file(cfg.translation.cache), "glossary": ctx.glossary,
             "instructions": ctx.profile.file("postedit_instructions")}
@@ -61,8 +58,7 @@ def templates_inputs(ctx: Context) -> dict[str, Path | None]:
 
 
 def survey_export_inputs(ctx: Context) -> dict[str, Path | None]:
-    # The profile's survey folder: the questionnaire wording (type1.j2, type2.j2, reading.j2, options.toml) and
-    # the group lists; changing any of them makes the questionnaires stale.
+    # The profile's survey folder (the questionnaires' wording, the group lists): changing it makes them stale.
     return {"templates": ctx.templates_file(), "corrections": ctx.corrections,
             "survey_wording": ctx.profile.file("survey")}
 
@@ -74,8 +70,7 @@ def survey_inputs(ctx: Context) -> dict[str, Path | None]:
 
 
 def build_inputs(ctx: Context) -> BuildInputs:
-    """The release's inputs in a pipeline: its template file and corrections, the survey's files, the earlier stages'
-    decisions and reports and the machine-translated twin's templates."""
+    """The release's inputs: templates, corrections, survey files, earlier stages' decisions and reports, twins."""
     config = ctx.pipeline.config
     survey = pipeline_inputs(ctx).files() if config.survey.results else {}
     extra = {**survey, **{f"decisions_{stage}": ctx.decisions_file(stage) for stage in earlier_stages(ctx)},
@@ -109,8 +104,7 @@ def reports(ctx: Context) -> dict[str, Path]:
 
 
 def release_inputs(ctx: Context) -> dict[str, Path | None]:
-    """Its input files by role (the manifest lists each with its hash): the template file, the corrections, the
-    survey's inputs, the listed test split, the twin's templates, the earlier stages' decisions and reports."""
+    """Its input files by role, as the manifest lists them (``build_inputs``)."""
     return dict(build_inputs(ctx).files())
 
 

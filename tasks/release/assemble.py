@@ -1,20 +1,15 @@
-"""Assembling a release folder: the pure steps the build flow runs, in order.
-
-``tasks.templates.validate.load_checked`` refuses a template file with errors; ``expand_release``
-turns templates into the sample sets, and ``write_release_files`` writes every file of the
-release but the audit report and the manifest into a (staging) folder (``tasks.audit.report.write_release_folder``
-adds both, from what the build holds in memory). The build flow wraps each step in a
-Prefect task; tests and benchmarks call them directly.
+"""Assembling a release folder: the pure steps the build flow runs, in order (``expand_release``, then
+``write_release_files``: every file but the audit report and the manifest, which ``tasks.audit.report`` adds from
+what the build holds). The build flow wraps each step in a Prefect task; tests and benchmarks call them directly.
 """
 
 from __future__ import annotations
 
 import itertools
 import shutil
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -39,7 +34,7 @@ from core.release_folder import (CORRECTIONS_APPLIED, DECISIONS, DECISIONS_PARQU
                                  NORMALISATIONS, TABLE1_CSV, TABLE1_MD, WRITTEN_BY)
 from core.release_folder import write_manifest as write_manifest_file
 from tasks.release.dataset_card import twin_manifest_entry, twin_not_published, write_dataset_card
-from tasks.release.hf_layout import DATA_DIR, write_layout
+from tasks.release.hf_layout import DATA_DIR, Config, write_layout
 from tasks.release.inputs import BuildInputs
 from tasks.release.write import (SampleFiles, all_samples_name, category_folder, release_arrow_memory,
                                   samples_frame, test_samples_name, write_category_csvs, write_records_jsonl)
@@ -50,16 +45,10 @@ from tasks.templates.load import LoadedTemplates, TemplateRow
 from tasks.templates.validate import load_checked, template_format
 
 
-
 @dataclass
 class ExpandedRelease:
-    """The release's sample sets, described row by row.
-
-    Template releases are expanded when they are written, chunk by chunk of template rows (``chunks``),
-    so no process holds every sample; ``expansion`` expands them all at once for callers that want the
-    samples in memory (tests, benchmarks, the audit diff). Generated (workbook) releases are small and
-    generated whole when planned (``generated``).
-    """
+    """The release's sample sets, described row by row: expanded chunk by chunk as written (``chunks``), so no process
+    holds every sample (``expansion``: at once, for tests); a generated release is small, made whole when planned."""
 
     templates: list[TemplateRow]
     profile: Profile
@@ -100,9 +89,8 @@ class ExpandedRelease:
 
 def expand_release(templates: list[TemplateRow], profile: Profile, seed: int, vocabulary: Vocabulary | None = None,
                    split: TestSplit | None = None, partial: bool = False) -> ExpandedRelease:
-    """The sample sets. Workbook templates are generated (with their vocabulary) and have no test split; template
-    releases get ``split`` (default: the seeded draw with ``seed``; a build passes the split its inputs chose,
-    ``BuildInputs.test_split``). ``partial``: a twin release of some templates (``tasks.release.test_split``)."""
+    """The sample sets: workbook templates generated (no test split), template rows with ``split`` (default: the
+    seeded draw with ``seed``). ``partial``: a twin release of some templates (``tasks.release.test_split``)."""
     fmt = template_format(profile)
     if fmt.generated:
         generated = fmt.expand(templates, profile, vocabulary)
@@ -120,8 +108,7 @@ def expand_release(templates: list[TemplateRow], profile: Profile, seed: int, vo
 
 
 def expansion_decisions(release: ExpandedRelease) -> list[Decision]:
-    """One decision per template row: it is in the release, with its fills and its test fill (a generated
-    release's: the instances it generated and kept)."""
+    """One decision per template row: in the release, with its fills and test fill (generated: instances made, kept)."""
     generated = release.generated
     if generated is not None and generated.row_generated is not None:
         rows = [(f"in the release: {made} instance(s) generated, {kept} kept after de-duplication",
@@ -178,8 +165,7 @@ def write_input_reports(folder: Path, loaded: LoadedTemplates, findings: list[Fi
 
 def start_release_checks(folder: Path, profile: Profile, release: ExpandedRelease,
                          name: str | None = None) -> ValidationChild:
-    """Start the release's expectation suite on the staged Parquet files (see tasks.release.checks); ``name``: the
-    files' prefix, when not the profile's release (a twin's)."""
+    """Start the release's checks on the staged Parquet files; ``name``: the files' prefix when not the release's."""
     prefixes = {c.name: c.sample_prefix for c in profile.categories}
     expected = {prefixes.get(category, category.lower()): count
                 for category, count in samples_by_category(release).items()}
@@ -195,50 +181,14 @@ def _silent(_: str) -> None:
     """The default progress callback: pure code reports through its caller, which may print."""
 
 
-class Checks:
-    """The release checks running beside the caller's writes (none without checks), which never outlive the
-    ``with``: when it ends, the child has ended; when it fails (a failed write, an error, a signal), the child is
-    ended. ``report`` waits for them."""
-
-    def __init__(self, child: ValidationChild | None, progress: Progress) -> None:
-        self.child, self.progress, self.started = child, progress, time.perf_counter()
-
-    def __enter__(self) -> Checks:
-        return self
-
-    def __exit__(self, kind, *_) -> None:
-        if self.child:
-            try:
-                if kind is None:
-                    self.child.finish()
-            finally:
-                self.child.stop()
-
-    def report(self) -> ValidationReport | None:
-        """Wait for the suite; a failure raises, so the staged release is never published."""
-        if self.child is None:
-            return None
-        interrupt.checkpoint("validation")
-        report = self.child.result()
-        self.progress(f"release checks: {report.summary()} in {time.perf_counter() - self.started:.1f} s (Great "
-                      "Expectations, child process, alongside the other writes)")
-        if not report.success:
-            raise ReleaseValidationError(report)
-        return report
-
-
 @contextmanager
 def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
-                 progress: Progress) -> Iterator[Checks]:
-    """All samples and the test split as Parquet, TSV and JSONL, checked while written: Parquet first, which the
-    checks read while the rest is written. Inside the ``with``, the caller writes more beside the checks and
-    asks for their ``report`` (``Checks``).
-
-    The samples are expanded twice, once for the Parquet files the checks read and once for the others: expanding
-    costs ~0.2 s of the real release, while one pass for every format starts the checks ~0.8 s of CPU later: the
-    build then waited ~1 s for them at the end, against ~0.1 s with Parquet first (load 2.5)."""
+                 progress: Progress) -> Iterator[ValidationChild | None]:
+    """All samples and the test split as Parquet, TSV and JSONL; inside the ``with``, the caller writes more beside
+    the checks (None without) and asks for their ``report``. Parquet is written first and the samples expanded again
+    for the rest (~0.2 s), so the checks start ~0.8 s of CPU earlier: the build then waits ~0.1 s for them, not ~1 s."""
     write_sample_sets(folder, name, release, ("parquet",))
-    with Checks(start_release_checks(folder, profile, release, name) if validate else None, progress) as checks:
+    with start_release_checks(folder, profile, release, name) if validate else nullcontext() as checks:
         interrupt.checkpoint("writing")
         write_sample_sets(folder, name, release, ("tsv", "jsonl"))
         progress("sample files written (Parquet, TSV, JSONL)")
@@ -246,32 +196,32 @@ def sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRel
 
 
 def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: list[TemplateRow], profile: Profile,
-                           split: TestSplit, progress: Progress = _silent, validate: bool = True) -> dict[str, object]:
-    """A twin release (``mtBBQ``: ``tasks.release.dataset_card``) of the surviving templates, in its own folder
-    ``<release>/<name>/`` with its own manifest, so that ``kobbq eval prepare`` evaluates it as any release; its
-    entry of the main manifest. Only the template IDs kept in the main release are expanded, with the same test
-    split, so the two compare sample set against sample set. The twin goes through the release's checks (its
-    template file's and, with ``validate``, the suite); one that fails is not published, and the main manifest and
-    card say why."""
+                           split: TestSplit, progress: Progress = _silent,
+                           validate: bool = True) -> tuple[dict[str, object], Config | None]:
+    """A twin release (``mtBBQ``) of the templates the release kept, with its test split, in its own folder and
+    manifest, evaluated as any release; its manifest entry and card config. One failing the checks is not published."""
     twin_dir = folder / name
     try:
         twin, _ = load_checked(templates_path, None, profile)
     except UserError as exc:
-        return twin_not_published(name, f"its templates fail their checks: {exc}", progress)
+        return twin_not_published(name, f"its templates fail their checks: {exc}", progress), None
     keys = {t.template_key for t in kept}
     chosen = [t for t in twin.templates if t.template_key in keys]
     if not chosen:
-        return twin_not_published(name, "none of the release's templates has a machine translation", progress)
+        return twin_not_published(name, "none of the release's templates has a machine translation", progress), None
     expanded = expand_release(chosen, profile, split.seed, split=split, partial=True)
+
+    def twin_progress(line: str) -> None:
+        progress(f"{name}: {line}")
+
     twin_dir.mkdir()
     try:
-        with sample_files(twin_dir, name, profile, expanded, validate, lambda line: progress(f"{name}: {line}")) \
-                as checks:
-            report = checks.report()
+        with sample_files(twin_dir, name, profile, expanded, validate, twin_progress) as checks:
+            report = checks.report(twin_progress) if checks else None
     except ReleaseValidationError as exc:
         shutil.rmtree(twin_dir)
-        return twin_not_published(name, str(exc), progress)
-    write_layout(twin_dir, profile, name)  # its config of the dataset reads its own data/, as the release's do
+        return twin_not_published(name, str(exc), progress), None
+    every = write_layout(twin_dir, profile, name)[0]  # its ``all`` config reads its own data/, as the release's do
     entry = twin_manifest_entry(name, profile.release.name, expanded.templates, kept, expanded.samples,
                                         len(expanded.test_indices), split.manifest(len(expanded.test_indices)),
                                         report.summary() if report else "not validated")
@@ -280,13 +230,13 @@ def write_parallel_release(folder: Path, name: str, templates_path: Path, kept: 
                                    "outputs": release_outputs(twin_dir, profile)})
     progress(f"{name}: {expanded.samples} samples ({len(expanded.test_indices)} in the test split) of "
              f"{entry['template_ids']} template IDs, {'validated and ' if validate else ''}written to {name}/")
-    return entry
+    return entry, Config(name, {split: [f"{name}/{path}" for path in paths] for split, paths in every.files.items()},
+                         every.rows)
 
 
 def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats: tuple[str, ...]) -> None:
-    """All samples and the test split (four samples a template row) in ``formats``, both expanded and written
-    chunk by chunk of template rows. A listed test split is in its list's order: its samples are held (a few
-    thousand) and written last."""
+    """All samples and the test split in ``formats``, written chunk by chunk of template rows; a listed test split's
+    samples (a few thousand) are held and written last, in its list's order."""
     with SampleFiles(folder, all_samples_name(name), formats) as all_files, \
             SampleFiles(folder, test_samples_name(name), formats) as test_files:
         held = []
@@ -306,16 +256,14 @@ def write_sample_sets(folder: Path, name: str, release: ExpandedRelease, formats
 
 @contextmanager
 def generated_sample_files(folder: Path, name: str, profile: Profile, release: ExpandedRelease, validate: bool,
-                           progress: Progress) -> Iterator[Checks]:
-    """A generated release's samples (``sample_files``' counterpart): per-category CSVs in the culture's own
-    layout, plus all samples as Parquet and JSONL (held whole: a generated release is small)."""
+                           progress: Progress) -> Iterator[ValidationChild | None]:
+    """A generated release's samples, held whole (it is small): per-category CSVs in its layout, Parquet, JSONL."""
     fmt = profile.templates.workbook
     assert fmt is not None
     frame = pd.DataFrame(release.expansion.columns, columns=fmt.output_columns, dtype=object, copy=False)
     frame.to_parquet(folder / all_samples_name(name, ".parquet"), index=False, compression="zstd")
-    child = ValidationChild(folder, all_samples_name(name, ".parquet"), "", profile.release.unknown_expression,
-                            samples_by_category(release), generated=True) if validate else None
-    with Checks(child, progress) as checks:
+    with ValidationChild(folder, all_samples_name(name, ".parquet"), "", profile.release.unknown_expression,
+                         samples_by_category(release), generated=True) if validate else nullcontext() as checks:
         interrupt.checkpoint("writing")
         records = frame.to_dict("records")
         write_records_jsonl(records, folder / all_samples_name(name, ".jsonl"))
@@ -328,8 +276,8 @@ def generated_sample_files(folder: Path, name: str, profile: Profile, release: E
 
 @dataclass(frozen=True)
 class ReleaseFiles:
-    """What ``write_release_files`` wrote, as the build holds it: the audit report, the manifest and the run's
-    artifacts are made from this, never from the files read back."""
+    """What ``write_release_files`` wrote, as the build holds it: the audit report, manifest and run's artifacts are
+    made from this, never from the files read back."""
 
     facts: dict[str, object]  # the manifest without the hashes of the release's files
     table: Table1
@@ -347,16 +295,9 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
                         then: Callable[[ReleaseFiles, B], T], reports: dict[str, str] | None = None,
                         validate: bool = True, parallel: dict[str, Path] | None = None,
                         progress: Progress = _silent) -> T:
-    """Write every release file but the audit report and the manifest into ``folder``; what ``then`` makes of
-    what was written (``tasks.audit.report.write_release_folder`` writes both there).
-
-    ``beside`` runs while the checks do, on what is written then (no ``validation``, no twin in the facts): the
-    audit report, which shows neither, so that the build does not wait for the checks with its own work left.
-    ``then`` runs after the checks' report, with what ``beside`` returned: the release is complete when this
-    returns. ``validate=False`` skips
-    the Great Expectations suite (and its ~4 s import); only tests of other parts use it. ``progress`` receives a
-    line when the sample files are written and when the checks are done.
-    """
+    """Every release file but the audit report and the manifest, then what ``then`` makes of them. ``beside`` (the
+    audit report) runs while the checks do, on what is written then (no ``validation``, no twin), so that the build
+    does not wait for them with work left; ``then`` (the manifest), after their report, with what ``beside`` made."""
     profile = inputs.profile
     name = profile.release.name
     if validate:  # the checks' children (the release's, each twin's) import their library while the files are written
@@ -368,21 +309,20 @@ def write_release_files(folder: Path, inputs: BuildInputs, loaded: LoadedTemplat
         configs = write_layout(folder, profile)  # it reads the staged Parquet only, so it too runs beside the checks
         written = ReleaseFiles(release_facts(inputs, release, table), table, all_decisions, None, texts)
         made_beside = beside(written)
-        validation = checks.report()
-        twins = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split,
-                                              progress, validate)
-                 for twin, path in sorted((parallel or {}).items())}
+        validation = checks.report(progress) if checks else None
+        made = {twin: write_parallel_release(folder, twin, path, release.templates, profile, release.split, progress,
+                                             validate) for twin, path in sorted((parallel or {}).items())}
+        twins = {twin: entry for twin, (entry, _) in made.items()}
         facts = {**written.facts, "parallel_releases": twins} if twins else written.facts
         write_dataset_card(folder, profile, configs, facts, render_markdown(table, name), all_decisions, validation,
-                           twins)
+                           twins, tuple(config for _, config in made.values() if config))
         return then(replace(written, facts=facts, validation=validation), made_beside)
 
 
 def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTemplates, findings: list[Finding],
                           release: ExpandedRelease, decisions: list[Decision],
                           reports: dict[str, str]) -> tuple[Table1, list[Decision], dict[str, str]]:
-    """Table 1, the input reports, the decision log and the earlier stages' reports: none depends on the checks,
-    so they are written while the checks run. Returns Table 1, the decisions and the reports as written."""
+    """Table 1, the input reports, the decision log and the earlier stages' reports, as written beside the checks."""
     name = inputs.profile.release.name
     table = build_table1(release.templates, samples_by_category(release), inputs.profile)
     split = "" if release.split.method == NONE else release.split.describe(len(release.test_indices))  # generated
@@ -401,8 +341,8 @@ def write_tables_and_logs(folder: Path, inputs: BuildInputs, loaded: LoadedTempl
 
 
 def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> dict[str, object]:
-    """The manifest, written once, last: the facts and the sha256 of every file of the release, a published twin's
-    (``mtBBQ/...``) included, so that ``status`` and ``publish`` see a damaged twin as they see a damaged release."""
+    """The manifest, written last: the facts and every file's sha256, a twin's (``mtBBQ/...``) too, so that ``status``
+    and ``publish`` see a damaged twin as a damaged release."""
     twins = dict(facts.get("parallel_releases") or {})  # type: ignore[call-overload]
     manifest = {**facts, "outputs": release_outputs(folder, profile, [entry["folder"] for entry in twins.values()
                                                                       if entry.get("folder")])}
@@ -410,24 +350,21 @@ def write_manifest(folder: Path, profile: Profile, facts: dict[str, object]) -> 
     return manifest
 
 
-def samples_by_category(release: ExpandedRelease) -> dict[str, int]:
+def samples_by_category(release: ExpandedRelease, field: str = "category") -> dict[str, int]:
+    """Samples per template ``field``: each template row's samples carry its category and label."""
     counts: Counter[str] = Counter()
     for template, samples in zip(release.templates, release.row_samples):
-        counts[template.category] += samples
+        counts[getattr(template, field)] += samples
     return dict(counts)
 
 
 def samples_by_label(release: ExpandedRelease) -> dict[str, int]:
-    """Samples per template label: each template row's samples carry its label (a generated release's
-    are counted in its label column)."""
+    """Samples per template label (a generated release's counted in its label column)."""
     if release.generated is not None:
         fmt = release.profile.templates.workbook
         column = fmt.output_of(fmt.label_column) if fmt else "label_annotation"
         return dict(sorted(Counter(release.generated.columns[column].tolist()).items()))
-    counts: Counter[str] = Counter()
-    for template, samples in zip(release.templates, release.row_samples):
-        counts[template.label] += samples
-    return dict(sorted(counts.items()))
+    return dict(sorted(samples_by_category(release, "label").items()))
 
 
 def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[str, object]:
@@ -463,8 +400,7 @@ def release_facts(inputs: BuildInputs, release: ExpandedRelease, table) -> dict[
 
 
 def release_outputs(folder: Path, profile: Profile, twins: list[str] | None = None) -> dict[str, str]:
-    """sha256 of every file of the release (per-category CSVs as ``data_xx/<Category>.full.csv``, the dataset
-    layout's Parquet as ``data/<Category>/<split>.parquet``, a published twin's files as ``mtBBQ/...``)."""
+    """sha256 of every file of the release, those of its subfolders by relative path (``data/Age/test.parquet``)."""
     outputs = {p.name: sha256_file(p) for p in sorted(folder.iterdir()) if p.is_file()}
     subfolders = [category_folder(profile.language), DATA_DIR, *(twins or [])]
     for sub in (folder / name for name in subfolders):

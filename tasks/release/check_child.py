@@ -1,11 +1,7 @@
-"""The release checks' child processes, started ahead of their job, and what the build makes of what they say.
-
-Importing Great Expectations takes about 4 s, the longest single thing a build waits for, so the child is started
-first (``warm_up``) and imports it while the build reads its inputs and imports Prefect; this module imports nothing
-heavy. A child that dies or makes no progress for ``stall_seconds`` is one error line raised inside the staging of
-the release, so nothing is published; a spare no build takes ends with the command, or when its stdin closes.
-The result is our own deterministic summary (``validation.json``, ``validation.md``): Great Expectations' raw
-result carries run IDs and times.
+"""The release checks' child processes, started ahead of their job (``warm_up``: Great Expectations' ~4 s import
+overlaps the build's reading), and what the build makes of what they say; this module imports nothing heavy. A child
+that dies or stalls is one error line inside the staging, so nothing is published. The result is our own
+deterministic ``validation.json``/``.md``: Great Expectations' raw result carries run IDs and times.
 """
 
 from __future__ import annotations
@@ -19,7 +15,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,10 +109,9 @@ def stall_seconds() -> float:
 
 
 class CheckChild(subprocess.Popen):
-    """A checks' child, started with ``-P`` so that the working folder is not on its ``sys.path`` (a folder
-    holding its own ``tasks`` package, or an Invoke ``tasks.py``, would shadow the project's). Its job goes to its
-    stdin; its lines are read by a thread into a queue, so that the build can wait for one with a bound; its
-    stderr goes to a temporary file, which it never waits for the build to read."""
+    """A checks' child (registered: a signal ends it), started with ``-P`` so that the working folder (a ``tasks``
+    package) cannot shadow the project's. Its lines are read by a thread into a queue, so the build waits for one
+    with a bound; its stderr goes to a temporary file, so it never waits for the build to read it."""
 
     def __init__(self) -> None:
         self._errors = tempfile.TemporaryFile()
@@ -123,6 +120,7 @@ class CheckChild(subprocess.Popen):
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.said: set[str] = set()  # what the build has read of it
         threading.Thread(target=self._read, name=f"checks-child-{self.pid}", daemon=True).start()
+        interrupt.register_child(self.pid, "release validation")
 
     def _read(self) -> None:
         assert self.stdout is not None
@@ -136,9 +134,8 @@ class CheckChild(subprocess.Popen):
         return self._errors.read().decode("utf-8", "replace")
 
     def wait_for(self, wanted: str, progress: Callable[[str], None] = console.step) -> None:
-        """Read the child's lines until ``wanted``. A child that ends first is an error naming why; one that
-        neither says a line nor uses the processor for ``stall_seconds`` (stopped, or stuck waiting) is ended and
-        an error. Its processor time is its progress between lines, so a slow import on a busy machine goes on."""
+        """Read the child's lines until ``wanted``. One that ends first, or neither says a line nor uses the processor
+        (its progress, so a slow import on a busy machine goes on) for ``stall_seconds``, is ended and an error."""
         bound, silent, waited = stall_seconds(), 0.0, 0.0
         pause, used = min(WAITING_LINE, bound / 3), self.cpu_seconds()
         while wanted not in self.said:
@@ -212,12 +209,12 @@ def os_error_from(stderr: str) -> OSError:
 
 
 class ValidationChild:
-    """The suite running in a child process on staged Parquet files, while the build writes the rest: a spare
-    child when one is waiting (``warm_up``), else a new one."""
+    """The suite in a child process (a spare, else a new one) beside the caller's writes, never outliving its
+    ``with``: when the block ends, the child has ended; when it fails (an error, a signal), the child is ended."""
 
     def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
                  expected_by_prefix: dict[str, int], generated: bool = False) -> None:
-        self.folder = folder
+        self.folder, self.started = folder, time.perf_counter()
         job = {"folder": str(folder), "all": all_parquet, "test": test_parquet, "unknown": unknown,
                "expected": expected_by_prefix, "generated": generated}
         self.process = take_child()
@@ -225,45 +222,47 @@ class ValidationChild:
         self.process.stdin.write(json.dumps(job, sort_keys=True) + "\n")  # one line
         self.process.stdin.close()
 
+    def __enter__(self) -> ValidationChild:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        """A child that has reported is waited for to end (one that does not is ended: its work is written)."""
+        try:
+            if kind is None:
+                self.process.wait_for(REPORTED)
+                with suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=stall_seconds())
+        finally:
+            self.process.end()
+
     def result(self) -> ValidationReport:
         """Wait for the child's report: what it wrote to validation.json."""
         self.process.wait_for(REPORTED)
         return read_results(self.folder)
 
-    def finish(self) -> None:
-        """Wait for the child, which has reported, to end (one that does not is ended: its work is written)."""
-        self.process.wait_for(REPORTED)
-        try:
-            self.process.wait(timeout=stall_seconds())
-        except subprocess.TimeoutExpired:
-            pass
-        self.process.end()
-
-    def stop(self) -> None:
-        """End the child if it still runs (the build failed or stopped while it validated)."""
-        self.process.end()
+    def report(self, progress: Callable[[str], None]) -> ValidationReport:
+        """Wait for the suite; a failure raises, so the staged release is never published."""
+        interrupt.checkpoint("validation")
+        report = self.result()
+        progress(f"release checks: {report.summary()} in {time.perf_counter() - self.started:.1f} s (Great "
+                 "Expectations, child process, alongside the other writes)")
+        if not report.success:
+            raise ReleaseValidationError(report)
+        return report
 
 
 _spares: list[CheckChild] = []
-
-
-def start_child() -> CheckChild:
-    """A new child, importing its library, then waiting for its job."""
-    process = CheckChild()
-    interrupt.register_child(process.pid, "release validation")
-    return process
 
 
 def warm_up(count: int = 1) -> None:
     """Have ``count`` children waiting for a job (a release's checks, and each twin's)."""
     _spares[:] = [spare for spare in _spares if spare.poll() is None]
     while len(_spares) < count:
-        _spares.append(start_child())
+        _spares.append(CheckChild())
 
 
 def ready() -> None:
-    """Wait until the waiting children have imported their library: a failed import is one error line before
-    the build's flow run starts."""
+    """Wait for the spares' import: a failed one is one error line before the build's flow run starts."""
     for spare in _spares:
         spare.wait_for(READY)
 
@@ -274,7 +273,7 @@ def take_child() -> CheckChild:
         spare = _spares.pop(0)
         if spare.poll() is None:
             return spare
-    return start_child()
+    return CheckChild()
 
 
 def _end_spares() -> None:

@@ -1,14 +1,8 @@
-"""The release checks: a Great Expectations suite run on the staged release before it is published.
+"""The release checks: a Great Expectations suite run on the staged release in a child process (``check_child``).
 
-The rules that need more than one column or row (the answer among the choices, four samples per fill, counts per
-category) are boolean columns expected to be all true, so Great Expectations reports how many rows break each rule
-and which ``sample_id``s; they are computed in pandas, NumPy and Arrow, never row by row in Python. The result is our
-own deterministic summary (``check_child``: ``validation.json``, ``validation.md``), not Great Expectations' Data
-Docs (scripts from CDNs, run times).
-
-The suite runs in a child process (``check_child``: ``python -P -m tasks.release.checks``) that imports Great
-Expectations (~4 s, ~130 MB) while the build goes on and reads the staged Parquet a batch of rows at a time, so that
-no process's memory grows with the release.
+The rules over several columns or rows are boolean columns expected to be all true (computed in pandas, NumPy and
+Arrow, never row by row), so Great Expectations names the rows that break them; the staged Parquet is read a batch of
+rows at a time, so that no process's memory grows with the release.
 """
 
 from __future__ import annotations
@@ -18,6 +12,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -33,28 +28,27 @@ import pyarrow.parquet as pq
 from tasks.release.check_child import (IMPORT_FAILED, OS_ERROR_EXIT, PROGRESS, READY, REPORTED, WAIT_FOR_JOB,
                                        CheckOutcome, ValidationReport, os_error_line, write_results)
 from tasks.release.write import PARQUET_ROW_GROUP, parse_list_literal, release_arrow_memory
+from tasks.templates.sample_ids import SAMPLE_ID
 
 __all__ = ["ValidationReport", "SampleSet", "validate_release", "validate_generated", "staged_frame"]
 
-# Template IDs and fill numbers are written with at least three digits (``{:03d}``): 4 when above 999.
-SAMPLE_ID_PATTERN = r"^[a-z_]+-\d{3,}[a-z]-\d{3,}-(?:amb|dis)-(?:bsd|cnt)$"
+# Without its named groups: Great Expectations matches with pandas' ``str.contains``, which warns about groups.
+SAMPLE_ID_PATTERN = re.sub(r"\?P<\w+>", "?:", SAMPLE_ID)
 VALUED_COLUMNS = ["sample_id", "label_annotation", "context", "question", "choices", "biased_answer", "answer"]
 EXAMPLES = 5
 RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": EXAMPLES}
-# Rows checked at a time, so that the suite's memory does not grow with the release: a row group of the staged
-# Parquet. Each batch pays Great Expectations' fixed ~0.5 s per run, and the real release is one row group.
+# Rows checked at a time, so memory does not grow with the release: a row group (the real release is one; a batch
+# costs Great Expectations' ~0.5 s a run).
 VALIDATION_BATCH = PARQUET_ROW_GROUP
-# Expectations that need every row of a set at once; they run on its IDs (``whole_set_frame``), the others batch
-# by batch.
+# Expectations that need every row of a set at once: run on its IDs (``whole_set_frame``), the others per batch.
 WHOLE_SET = ("expect_table_row_count_to_equal", "expect_column_values_to_be_unique")
 
 
 # --- the rules that need more than one column or row, as boolean columns -------------------------------
 
 def _choice_matrix(choices: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's choices as a row of a matrix (padded with a value equal to nothing), and per row whether it
-    holds three distinct choices. Each distinct list literal is parsed once: there are few (one per pair of
-    answers), so no rule below loops over the rows in Python."""
+    """Each row's choices as a matrix row (padded with a value equal to nothing), and whether they are three distinct
+    ones; each distinct literal (one per pair of answers) is parsed once, so no rule loops over the rows in Python."""
     codes, literals = pd.factorize(choices)  # a missing literal gets code -1: the last, empty row below
     parsed = [parse_list_literal(literal) for literal in literals]
     width = max((len(items) for items in parsed), default=0)
@@ -112,11 +106,8 @@ def id_rules_test(ids: pa.ChunkedArray, all_ids: pa.ChunkedArray) -> dict[str, n
 
 
 def whole_set_frame(ids: pa.ChunkedArray) -> pd.DataFrame:
-    """What the whole-set expectations (row count, unique IDs) run on, without the set's IDs as Python strings
-    (~100 bytes each): a frame of the set's length whose ``sample_id`` holds only the IDs that occur more than
-    once, in their rows, and nothing elsewhere. Great Expectations leaves missing values out of a column's
-    uniqueness, so this gives the whole column's result (its count and first examples; a missing ID is the null
-    check's)."""
+    """What row count and unique IDs run on, without every ID as a Python string: a frame of the set's length holding
+    only the repeated IDs, in their rows (Great Expectations leaves missing values out of uniqueness)."""
     codes, sizes, _ = _group_sizes(ids)
     repeated = np.flatnonzero((sizes[codes] > 1) & ids.is_valid().to_numpy(zero_copy_only=False))
     column = np.full(len(ids), None, dtype=object)
@@ -177,9 +168,8 @@ def staged_frame(table: pa.Table) -> pd.DataFrame:
 
 
 def choice_literals(choices: pa.ChunkedArray) -> pd.api.extensions.ExtensionArray:
-    """Each row's list as the TSV's Python literal, made once per distinct list (there are few). Lists are
-    told apart in Arrow by their items written as netstrings (``length:text``), which no text can forge;
-    a missing list, or one with a missing item, has no literal."""
+    """Each row's list as the TSV's literal, made once per distinct list, told apart in Arrow by its items as
+    netstrings (``length:text``, which no text can forge); a missing list, or one with a missing item, has none."""
     lists = choices.combine_chunks()
     items = lists.flatten()
     netstrings = pc.binary_join_element_wise(pc.cast(pc.utf8_length(items), pa.string()), items, ":")
@@ -196,8 +186,7 @@ def choice_literals(choices: pa.ChunkedArray) -> pd.api.extensions.ExtensionArra
 
 def _expectations(gx, columns: list[str], rules: dict[str, str], unknown: str, total: int,
                   generated: bool = False) -> list:
-    """The suite of a sample set, in report order: a template release's, or a generated release's (one sample
-    set, EsBBQ's columns)."""
+    """The suite of a sample set, in report order: a template release's, or a generated release's (EsBBQ's columns)."""
     expect = gx.expectations
     found = [expect.ExpectTableColumnsToMatchSet(column_set=columns, exact_match=True,
                                                  meta={"rule": "the release's column set"}),
@@ -242,8 +231,7 @@ def _outcomes(sample_set: str, result, id_column: str) -> list[CheckOutcome]:
 
 
 class _Deferred(importlib.abc.MetaPathFinder):
-    """The modules Great Expectations imports at start-up and this suite never uses (altair, scipy.stats), found
-    by the standard path finder and loaded on first use (``LazyLoader``): for this suite, never."""
+    """Modules Great Expectations imports and this suite never uses, loaded on first use (``LazyLoader``)."""
 
     NAMES = ("altair", "scipy.stats")
 
@@ -255,17 +243,14 @@ class _Deferred(importlib.abc.MetaPathFinder):
 
 
 def lean_imports() -> None:
-    """The checks' child only: altair and scipy.stats deferred, and SQLAlchemy (an optional extra of Great
-    Expectations that Prefect brings) blocked the documented way (``sys.modules[name] = None``: ``find_spec``
-    returns None, as for a module not installed). The import the build waits for takes ~2 s of CPU, not ~3.8 s;
-    the suite's results are the same."""
+    """The checks' child only: altair and scipy.stats deferred, SQLAlchemy (Prefect brings it) hidden the documented
+    way (``sys.modules[name] = None``: as if not installed); the import the build waits for is ~2 s of CPU, not ~3.8."""
     sys.modules.setdefault("sqlalchemy", None)  # type: ignore[arg-type]
     sys.meta_path.insert(0, _Deferred())
 
 
 def _import_gx():
-    """Great Expectations, imported quietly (its analytics off, its INFO lines silenced): the ~4 s of a child's
-    start-up, which a spare child spends before its job comes (``warm_up``)."""
+    """Great Expectations, imported quietly (analytics off, INFO lines silenced): a spare child's ~4 s start-up."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
 
@@ -286,8 +271,7 @@ def _gx_context():
 
 def _suite_runner(gx, context, name: str, sample_set: str, expectations: list,
                   id_column: str = "sample_id") -> Callable[[pd.DataFrame], list[CheckOutcome]]:
-    """A suite of ``expectations`` run on each frame it is given (``Batch.validate``), as outcomes of ``sample_set``
-    whose examples are the breaking rows' ``id_column``."""
+    """``expectations`` run on each frame given: outcomes of ``sample_set`` naming breaking rows' ``id_column``."""
     suite = gx.ExpectationSuite(name=name, expectations=expectations)
     frames = context.data_sources.add_pandas(name).add_dataframe_asset(name).add_batch_definition_whole_dataframe(name)
     result_format = {**RESULT_FORMAT, "unexpected_index_column_names": [id_column]}
@@ -318,14 +302,6 @@ class SampleSet:
     batches: Callable[[], Iterator[pd.DataFrame]]
 
     @classmethod
-    def of_frame(cls, frame: pd.DataFrame) -> SampleSet:
-        """A set held in memory (tests), read in the same batches as a staged file."""
-        rows = VALIDATION_BATCH
-        return cls(list(frame.columns),
-                   lambda: pa.chunked_array([pa.array(frame["sample_id"], type=pa.string(), from_pandas=True)]),
-                   lambda: (frame.iloc[start:start + rows] for start in range(0, max(len(frame), 1), rows)))
-
-    @classmethod
     def staged(cls, path: Path) -> SampleSet:
         """A staged Parquet file, read ``VALIDATION_BATCH`` rows at a time (an empty file is one empty batch)."""
         def ids() -> pa.ChunkedArray:
@@ -347,9 +323,8 @@ class SampleSet:
 
 def validate_release(all_set: SampleSet, test_set: SampleSet, unknown: str, expected_by_prefix: dict[str, int],
                      step: Callable[[str], None] = lambda _: None) -> ValidationReport:
-    """Run the suite on both sample sets, telling ``step`` after each part. The rules that count rows, row count
-    and unique IDs run on the IDs alone; then each set's rows are checked batch by batch, the ID rules handed to
-    each batch as columns, so that only a batch of rows is held at a time."""
+    """Run the suite on both sets, telling ``step`` after each part: the rules over whole sets on the IDs alone, then
+    the rows batch by batch with the ID rules as columns, so that only a batch of rows is held at a time."""
     gx, context = _gx_context()
     sets = {"all": all_set, "test": test_set}
     rules = {"all": RULES_ALL, "test": RULES_TEST}
@@ -383,9 +358,8 @@ def _column(expectation) -> str:
 
 
 def _in_order(expectations: list, outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
-    """One outcome per expectation, in the order Great Expectations reports one whole-set run (grouped by column,
-    columns in order of first appearance): a batch's failures are added up (their first examples kept); a
-    table-level result is the first failing batch's."""
+    """One outcome per expectation, in the order of one whole-set run (by column, in order of first appearance): the
+    batches' failures added up (first examples kept); a table-level result is the first failing batch's."""
     by_key: dict[tuple[str, str, str], list[CheckOutcome]] = {}
     for outcome in outcomes:
         by_key.setdefault((outcome.expectation, outcome.column, outcome.rule), []).append(outcome)
@@ -403,9 +377,7 @@ def _in_order(expectations: list, outcomes: list[CheckOutcome]) -> list[CheckOut
 
 
 def _return_freed_memory() -> None:
-    """Arrow's default allocator (mimalloc) keeps what it frees, so a release read batch by batch would stay
-    resident batch after batch; jemalloc without decay hands it back (measured: 10x release, reading and the
-    row rules, 380 -> 281 MB)."""
+    """jemalloc without decay, which hands freed memory back (mimalloc keeps it): 10x release read, 380 -> 281 MB."""
     try:
         pa.set_memory_pool(pa.jemalloc_memory_pool())
         pa.jemalloc_set_decay_ms(0)
@@ -414,8 +386,7 @@ def _return_freed_memory() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child (``--wait-for-job``): import the library (a failure is exit ``IMPORT_FAILED``), say ``ready``,
-    then read the job (``ValidationChild``'s, a JSON object) from one line of stdin."""
+    """The child: import the library (else exit ``IMPORT_FAILED``), say ``ready``, read the job's JSON line on stdin."""
     if (sys.argv[1:] if argv is None else argv) != [WAIT_FOR_JOB]:
         print(f"usage: python -P -m tasks.release.checks {WAIT_FOR_JOB} (the build starts it)", file=sys.stderr)
         return 2

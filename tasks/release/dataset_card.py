@@ -1,10 +1,7 @@
-"""The release's dataset card: ``README.md`` with the Hugging Face Hub's metadata, written from the build.
-
-The metadata is ``huggingface_hub``'s own ``DatasetCardData`` with the configs of ``tasks.release.hf_layout``, so
-the Hub and ``datasets`` read the folder as one dataset; the body (``templates/dataset_card.md.j2``) is made from the
-build's own numbers. The machine-translated twin (``mtBBQ``: ``docs/reference/release-folder.md``) keeps the
-release's sample IDs, so a model's answers on the two compare sample by sample; it is evaluated as a release of its
-own.
+"""The release's dataset card, ``README.md``: ``huggingface_hub``'s ``DatasetCardData`` with the configs of
+``tasks.release.hf_layout`` (the Hub and ``datasets`` read the folder as one dataset), and a body
+(``templates/dataset_card.md.j2``) made from the build's own numbers. The machine-translated twin (``mtBBQ``) keeps
+the release's sample IDs, so a model's answers on the two compare sample by sample.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from core.paths import CARD_TEMPLATES
 from core.profile import Profile
 from core.release_folder import CARD
 from tasks.release.check_child import ValidationReport
-from tasks.release.hf_layout import DATA_DIR, TEST_SPLIT, Config, category_order, data_file, split_sources
+from tasks.release.hf_layout import TEST_SPLIT, Config
 from tasks.release.write import lm_eval_task_name
 from tasks.templates.load import NC, TemplateRow
 
@@ -41,9 +38,8 @@ STAGE_WORK = {
     "survey": "the survey results judged by the rules below",
     "release": "every surviving template row expanded into samples, validated, published",
 }
-# How every release this project builds was made (the Hub's vocabulary): BBQ's templates (the source dataset) labelled
-# by the culture's annotators, machine-translated and post-edited by translators (newly-created ones written by them),
-# in one language; a culture with a survey also had its stereotypes judged by the survey's respondents.
+# How every release this project builds was made (the Hub's vocabulary): BBQ's templates labelled by annotators,
+# machine-translated and post-edited (or newly written) by translators, in one language.
 LANGUAGE_CREATORS = ["expert-generated", "machine-generated"]
 SOURCE_DATASETS = ["extended"]
 SUBJECTS = {"bbq_template": "BBQ templates", "template": "templates", "template_row": "template rows",
@@ -67,9 +63,8 @@ def size_category(samples: int) -> str:
 
 
 def rule_counts(decisions: list[Decision]) -> list[RuleCount]:
-    """Per (stage, subject type, rule) with keep / drop outcomes: distinct subjects kept and dropped (a survey
-    question, as ``funnel.md`` counts them, dropped when any of its rows drops), in stage order. Rules that record
-    something else (a label, a link) are the audit report's, not the funnel's."""
+    """Per keep/drop rule, in stage order: distinct subjects kept and dropped (a survey question, as ``funnel.md``
+    counts them, dropped when any of its rows drops); rules that record a label or a link are the audit report's."""
     outcomes: dict[tuple[str, str, str], dict[str, bool]] = defaultdict(dict)  # key -> subject -> dropped
     overridden: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for d in decisions:
@@ -107,8 +102,7 @@ WHAT = ("the release's templates as DeepL drafted them from BBQ, neither post-ed
 
 
 def evaluate_commands(release: str, name: str, split_option: str = "") -> list[str]:
-    """How to evaluate the twin, as the card and the manifest say it (``release``: the release folder as the
-    reader names it)."""
+    """How to evaluate the twin, as the card and manifest say it (``release``: the folder as the reader names it)."""
     return [f"kobbq eval prepare --release {release}/{name} --out prepared-{name}{split_option}",
             f"kobbq eval run --prepared prepared-{name} --endpoint http://127.0.0.1:8000/v1 --model MODEL "
             f"--out runs-{name} --score"]
@@ -143,21 +137,6 @@ def twin_not_published(name: str, why: str, progress: Callable[[str], None]) -> 
     return {"published": False, "folder": None, "what": WHAT, "why": why}
 
 
-def twin_configs(folder: Path, profile: Profile, twins: dict[str, dict[str, object]]) -> list[Config]:
-    """One config per published twin (``mtBBQ``), reading the twin folder's own dataset layout, every category's."""
-    configs = []
-    for name, twin in sorted(twins.items()):
-        if twin.get("published"):
-            order = category_order(profile, {p.parent.name for p in (folder / str(twin["folder"]) / DATA_DIR).glob(
-                "*/*.parquet")})
-            files: dict[str, str | list[str]] = {split: [f"{twin['folder']}/{data_file(c, split)}" for c in order]
-                                                 for split in split_sources(profile)}
-            rows = {split: int(twin["samples"] if split != TEST_SPLIT else twin["test_samples"])  # type: ignore[arg-type]
-                    for split in files}
-            configs.append(Config(name, files, rows))
-    return configs
-
-
 def fraction_text(value: Fraction) -> str:
     """``2/3``; a whole number without ``/1``."""
     return str(value) if value.denominator != 1 else str(value.numerator)
@@ -165,12 +144,10 @@ def fraction_text(value: Fraction) -> str:
 
 def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
                        decisions: list[Decision], validation: ValidationReport | None,
-                       twins: dict[str, dict[str, object]] | None = None) -> None:
-    """Write ``README.md``: the Hub's metadata, then the body made from the build's own numbers.
-
-    ``configs``: the dataset layout ``hf_layout.write_layout`` staged; ``facts``: the manifest's counts and inputs
-    (``tasks.release.assemble.release_facts``). Called once the sample files, Table 1, the decision log, the
-    reports and the layout are staged; ``validation``: the suite's result (None when the build skipped it)."""
+                       twins: dict[str, dict[str, object]] | None = None,
+                       twin_configs: tuple[Config, ...] = ()) -> None:
+    """Write ``README.md``, the Hub's metadata then the body, once every other file but the manifest is staged
+    (``configs``: the staged layout's, then the twins'; ``facts``: the manifest's; ``validation``: None if skipped)."""
     from huggingface_hub import DatasetCardData  # imported when a card is written, not for every command
 
     twins = twins or {}
@@ -198,5 +175,5 @@ def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], fa
         size_categories=[size_category(int(facts["samples"]))],  # type: ignore[call-overload]
         annotations_creators=["expert-generated", *(["crowdsourced"] if profile.survey.enabled else [])],
         language_creators=LANGUAGE_CREATORS, multilinguality=["monolingual"], source_datasets=SOURCE_DATASETS,
-        configs=[config.metadata() for config in configs + twin_configs(folder, profile, twins)])
+        configs=[config.metadata() for config in (*configs, *twin_configs)])
     (folder / CARD).write_text(f"---\n{metadata.to_yaml()}\n---\n\n{body}", encoding="utf-8")

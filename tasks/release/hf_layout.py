@@ -1,10 +1,7 @@
-"""The release's Parquet laid out for the Hugging Face ``datasets`` library: one config per category plus ``all``
-(configs, splits and columns: ``docs/reference/release-folder.md``).
-
-Each category's rows of a split are written once, as ``data/<Category>/<split>.parquet``, and the ``all`` config
-lists those files, so the configs share files instead of holding the release twice. It lists them one by one, not
-as a glob: a folder that lost a category's file then fails to load (``FileNotFoundError`` naming it) instead of
-loading the other categories' rows as if they were all. ``all`` cannot name a split: ``datasets`` reserves it.
+"""The release's Parquet laid out for ``datasets`` (``docs/reference/release-folder.md``): one config per category
+plus ``all``. A category's rows of a split are written once (``data/<Category>/<split>.parquet``); ``all`` lists
+those files one by one, not as a glob, so that a folder that lost one fails to load, naming it, instead of loading
+the rest as if it were all. ``all`` cannot name a split: ``datasets`` reserves it.
 """
 
 from __future__ import annotations
@@ -43,8 +40,7 @@ class Config:
 
 
 def split_sources(profile: Profile, name: str | None = None) -> dict[str, str]:
-    """Split -> the release's Parquet file it is cut from (``name``: the files' prefix, when not the release's: a
-    twin's)."""
+    """Split -> the Parquet file it is cut from (``name``: the files' prefix when not the release's: a twin's)."""
     name = name or profile.release.name
     if profile.release.layout == "per-category-csv":
         return {TEST_SPLIT: all_samples_name(name, ".parquet")}
@@ -82,9 +78,8 @@ def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profil
 
 
 def write_layout(folder: Path, profile: Profile, name: str | None = None) -> list[Config]:
-    """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``, a batch at a time; the
-    configs. A category with rows in one split gets a file (possibly empty) in every split, so every config has the
-    same splits."""
+    """Cut every split's Parquet file by category into ``data/<Category>/<split>.parquet``, a batch at a time, a
+    category's file in every split (possibly empty), so every config has the same splits; the configs."""
     rows: dict[str, dict[str, int]] = {}
     schemas = {}
     for split, source in split_sources(profile, name).items():

@@ -1,8 +1,5 @@
-"""Publishing a release folder to the Hugging Face Hub as a dataset repository, with ``huggingface_hub``
-(``docs/reference/release-folder.md``).
-
-Only the files the build wrote, as its manifest lists them, and only from an intact release (every file with the
-sha256 its manifest records): a folder edited by hand, or a build that did not finish, is refused before any
+"""Publishing a release folder to the Hugging Face Hub as a dataset repository (``docs/reference/release-folder.md``):
+only the files its manifest lists, from an intact release (each file's sha256 as recorded), checked before any
 network call; what a user keeps in the folder is listed as kept and never uploaded.
 """
 

@@ -1,8 +1,6 @@
-"""What a release is built from, by role (``BuildInputs``): the manifest lists each input with its sha256, and
-the paths it names are reduced to file names in what the release writes (``tasks.release.assemble.Portable``).
-
-The release's fingerprint is the release stage's (``tasks.pipeline.plan.StageCheck.fingerprint``): the one that
-decides whether the stage runs is the one the manifest records.
+"""What a release is built from, by role (``BuildInputs``): the manifest lists each input with its sha256, and the
+release names them by file name only (``tasks.release.assemble.Portable``). Its fingerprint is the release stage's
+(``tasks.pipeline.plan.StageCheck.fingerprint``): the one that decides whether the stage runs is the one recorded.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Atomic publication of a release: staged beside the target, one build at a time, two renames.
-
-The whole release is written into a staging folder beside the target; only a complete, validated
-staging folder replaces the previous release (``publish``). A crash at any moment leaves either the
-previous release or the new one; what a crash left behind is undone by the next build (``recover``).
-No pandas here: a command takes the lock and cleans up before anything heavy is imported.
+"""Atomic publication of a release: staged beside the target, one build at a time, two renames. A crash at any
+moment leaves the previous release or the new one; the next build undoes what it left (``recover``). No pandas
+here: a command takes the lock and cleans up before anything heavy is imported.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from core.release_folder import (RETIRED_PREFIX, STAGING_PREFIX, check_release_n
                                  record_published, user_entries)
 
 
-
 def _stem(target: Path) -> str:
     """``target``'s name, or for a name near the file system's 255 bytes a hash of it (an output folder's)."""
     name = target.name.encode("utf-8")
@@ -35,8 +31,7 @@ def staging_folder(target: Path) -> Path:
 
 
 def dead_folders(target: Path, prefix: str) -> list[Path]:
-    """The ``<prefix><name>-<pid>`` folders beside ``target`` whose process is gone (a crash, SIGKILL): no process
-    is working in them (another one's, or this process's own)."""
+    """The ``<prefix><name>-<pid>`` folders beside ``target`` whose process is gone (a crash, SIGKILL)."""
     return [folder for folder in sorted(target.parent.glob(f"{glob.escape(prefix + _stem(target))}-*"))
             if (pid := folder.name.rsplit("-", 1)[-1]).isdigit() and interrupt.start_time(int(pid)) is None]
 
@@ -55,8 +50,7 @@ def recover(target: Path) -> None:
 
 @contextmanager
 def staged_release(target: Path, profile: str | None = None) -> Iterator[Path]:
-    """Yield an empty staging folder, for the caller to write the release into and then ``publish``; on error (or a
-    signal) it is removed and ``target`` is left as it was."""
+    """An empty staging folder to write the release into and ``publish``; an error or a signal removes it."""
     check_release_name(target.name)
     target.parent.mkdir(parents=True, exist_ok=True)
     with build_lock(target):
@@ -85,15 +79,15 @@ def removed_on_error(staging: Path, named: Callable[[OSError], OSError]) -> Iter
 
 
 def release_os_error(exc: OSError, staging: Path, target: Path) -> OSError:
-    """The error as the user can act on it: a file of the removed staging folder (or none: pyarrow's writers
-    name none) is reported as the release being written."""
+    """The error as the user can act on it: a file of the removed staging folder (or none: pyarrow's writers name
+    none) is reported as the release."""
     filename = None if exc.filename is None else str(exc.filename)
     if filename is not None and not filename.startswith(str(staging)):
         return exc
     return OSError(os_errno(exc), exc.strerror or str(exc), str(target))
 
 
-_held: dict[Path, int] = {}  # lock file -> depth: a build takes the lock before Prefect starts, the flow again
+_held: set[Path] = set()  # lock files this process holds: a build takes the lock before Prefect starts, the flow again
 
 
 BUSY = "another build (pid {pid}) is writing this release; wait for it to finish"
@@ -101,18 +95,11 @@ BUSY = "another build (pid {pid}) is writing this release; wait for it to finish
 
 @contextmanager
 def build_lock(target: Path, busy: str = BUSY) -> Iterator[None]:
-    """One build at a time per release folder: a second one stops at once instead of interleaving.
-
-    Re-entrant within a process: the command takes the lock before Prefect starts (so a second build is refused in a
-    second, not after Prefect's start-up), and the flow takes it again. Other commands that must not run twice on one
-    folder (``kobbq eval run``) take it too, with their own ``busy`` message ({pid}: the holder's)."""
+    """One build at a time per release folder, a second one stopped at once. Re-entrant: the command takes it before
+    Prefect starts, the flow again; ``kobbq eval run`` too, with its own ``busy`` message ({pid}: the holder's)."""
     lock_path = (target.parent / f".{target.name}.lock").resolve()
-    if lock_path in _held:
-        _held[lock_path] += 1
-        try:
-            yield
-        finally:
-            _held[lock_path] -= 1
+    if lock_path in _held:  # taken again inside the block that holds it, which releases it
+        yield
         return
     with lock_path.open("a+") as handle:
         try:
@@ -124,23 +111,18 @@ def build_lock(target: Path, busy: str = BUSY) -> Iterator[None]:
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
-        _held[lock_path] = 1
+        _held.add(lock_path)
         try:
             yield
         finally:
-            del _held[lock_path]
+            _held.remove(lock_path)
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def publish(staging: Path, target: Path, manifest: dict[str, object] | None = None) -> list[str]:
-    """Replace ``target`` by ``staging`` with two renames; the old release is removed only after. What a user added
-    inside the old release (``core.release_folder.user_entries``: a ``.git``, notes) is carried over to the new one;
-    returns those paths. A user's file where the new release has one of its own is refused before anything moves.
-    With ``manifest`` (the one the build wrote into ``staging``), the new release's files are recorded as verified
-    (``core.release_folder.record_published``), so that the first ``kobbq status`` need not hash them again.
-
-    A signal during the renames takes effect after them (``interrupt.critical``); a SIGKILL between them is undone
-    by the next build's ``recover``, which also carries the user's files across."""
+    """Replace ``target`` by ``staging`` with two renames (a signal waits for both; ``recover`` undoes a SIGKILL
+    between them); what a user added inside is carried over and returned, refused first where the release has a file
+    of its own. With ``manifest``, the new files are recorded as verified: ``kobbq status`` need not hash them."""
     added = _user_entries(target)
     conflicts = [entry for entry in added if (staging / entry).exists()]
     if conflicts:
@@ -166,8 +148,7 @@ def _user_entries(release: Path) -> list[str]:
 
 
 def carry_over(retired: Path, target: Path, entries: list[str] | None = None) -> list[str]:
-    """Move what a user added inside the previous release (``retired``; ``entries`` when known) into the new one
-    (``target``)."""
+    """Move what a user added inside the previous release (``retired``; ``entries`` when known) into ``target``."""
     carried = []
     for entry in _user_entries(retired) if entries is None else entries:
         destination = target / entry

@@ -1,9 +1,7 @@
-"""The Table 1 report: the build's templates and samples per category beside the paper's Table 1.
-
-Every difference is marked. A difference is *explained* when the inputs explain it: either
-the build sees it itself (two template IDs sharing one BBQ link count twice as IDs but once
-as links), or the profile carries a curated note for exactly the value observed. Anything
-else is flagged as unexplained, so a changed input never hides behind an old excuse.
+"""The Table 1 report: the build's templates and samples per category beside the paper's, every difference marked.
+A difference is *explained* when the build sees it itself (two template IDs sharing one BBQ link count twice as IDs
+but once as links) or the profile has a curated note for exactly the value observed; anything else is flagged, so a
+changed input never hides behind an old excuse.
 """
 
 from __future__ import annotations
@@ -63,8 +61,7 @@ def category_counts(templates: list[TemplateRow], samples_by_category: dict[str,
 
 def bbq_links(templates: list[TemplateRow]) -> tuple[dict[str, dict[str, int]],
                                                      dict[str, dict[tuple[str, str], list[int]]]]:
-    """Per category: the BBQ templates linked, counted per label; and the links that more than one template ID
-    uses (label ST/TM only)."""
+    """Per category: BBQ templates linked, per label; and the links more than one template ID uses (ST/TM only)."""
     by_label: dict[str, dict[str, set[tuple[str, str]]]] = defaultdict(lambda: defaultdict(set))
     users: dict[str, dict[tuple[str, str], set[int]]] = defaultdict(lambda: defaultdict(set))
     for template in templates:
@@ -131,9 +128,8 @@ def _cell(row: CategoryRow, column: str, marks: dict[tuple[str, str], Difference
 
 
 def render_markdown(table: Table1, release_name: str, test_split: str = "") -> str:
-    """The build's counts beside the paper's, every difference marked and explained or not (a culture without
-    published numbers: its counts, and nothing to compare); and (``test_split``) which samples form the release's
-    test split."""
+    """The build's counts beside the paper's (if published), every difference marked and explained or not; and
+    (``test_split``) which samples form the release's test split."""
     compared = table.paper_total_samples is not None or any(row.paper for row in table.rows)  # a new culture: none
     marks = {(d.category, d.column): d for d in table.differences}
     headers = reported(table) if compared else [h for h in HEADERS if h not in PAPER_ONLY]

@@ -1,10 +1,7 @@
 """Which samples form a release's test split: the IDs its profile lists, or one fill per row drawn with the seed
-(why and how: ``docs/guides/rebuild-kobbq.md``, "The official test split").
-
-A rebuild that draws its own fill per row shares only 592 of the official split's 2,280 samples, so a number
-computed on it cannot sit beside a published one: a listed split has exactly its IDs, in the list's order, or the
-build stops at the first ID the templates do not produce. Which split a release has, and what chose it, is
-recorded; nothing falls back silently.
+(``docs/guides/rebuild-kobbq.md``). A drawn split shares only 592 of the official 2,280 samples, so a listed split
+has exactly its IDs, in the list's order, or the build stops at the first ID the templates do not produce; what
+chose the split is recorded, and nothing falls back silently.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from core.errors import Location, UserError
 from core.profile import Profile
 from core.text_files import read_text
 from tasks.templates.validate import template_format
-from tasks.templates.sample_ids import QUESTION_SUFFIXES, fill_number, row_prefix
+from tasks.templates.sample_ids import QUESTION_SUFFIXES, SAMPLE_ID, fill_number, row_prefix
 from tasks.templates.load import TemplateRow
 
 PROFILE, SEEDED = "profile", "seeded"  # what a build may ask for
@@ -26,13 +23,11 @@ CHOICES = (PROFILE, SEEDED)
 LISTED, NONE = "listed", "none"  # what a release may have besides SEEDED
 FIX = ('to draw one fill per template row with the seed instead, give --test-split seeded (in a pipeline file: '
        'test_split = "seeded")')
-_LISTED_ID = re.compile(r"^(?P<row>.+)-(?P<fill>[0-9]+)-(?P<suffix>(?:amb|dis)-(?:bsd|cnt))$")
 
 
 @dataclass(frozen=True)
 class TestSplit:
-    """The test split a release has and what chose it: ``listed`` (the profile's IDs), ``seeded`` (one fill per
-    template row drawn with ``seed``) or ``none`` (a generated release, evaluated whole)."""
+    """A release's test split, ``listed``, ``seeded`` or ``none`` (a generated release), and what chose it."""
 
     method: str
     seed: int
@@ -112,20 +107,14 @@ class ListedSelection:
 
 def listed_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, path: Path,
                  partial: bool = False) -> ListedSelection:
-    """The listed IDs as one fill per template row, all four of its samples.
-
-    An ID the templates do not produce (its template row is absent, e.g. removed upstream since the list
-    was made, or its fill number is beyond the row's fills) and a template row with no listed sample are
-    errors naming the list's line or the template's row: a release never has a test split with holes.
-    ``partial``: the templates are a subset (a twin release of the kept templates), so listed rows they
-    lack are skipped; each of their rows must still be listed.
-    """
+    """The listed IDs as one fill per template row, all four samples; an ID the templates do not produce, or a row
+    with none listed, is an error naming the line or row (``partial``: a twin's subset, rows it lacks skipped)."""
     listed = read_listed_ids(path)
     rows = {row_prefix(template, profile): index for index, template in enumerate(templates)}
     by_row: dict[int, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
     foreign: list[tuple[ListedId, str]] = []
     for position, entry in enumerate(listed):
-        match = _LISTED_ID.match(entry.sample_id)
+        match = re.match(SAMPLE_ID, entry.sample_id)
         index = rows.get(match["row"]) if match else None
         if match is None:
             foreign.append((entry, "not <category>-<number><version>-<fill>-amb|dis-bsd|cnt"))
@@ -137,7 +126,7 @@ def listed_fills(templates: list[TemplateRow], fills: list[int], profile: Profil
             foreign.append((entry, f"template row {match['row']} has fills {fill_number(1)}-"
                                    f"{fill_number(fills[index])}"))
         else:
-            by_row[index][int(match["fill"])][match["suffix"]] = position
+            by_row[index][int(match["fill"])][f"{match['context']}-{match['question']}"] = position
     if foreign:
         first, why = foreign[0]
         names = sorted({Path(template.source).name for template in templates})

@@ -1,15 +1,7 @@
-"""The release's sample files (TSV, JSONL, Parquet; or one CSV per category); their publication is
-``tasks.release.publish``.
-
-The TSV files have exactly the public release's columns; ``choices`` is written as the
-Python-list literal the public files use, while JSONL and Parquet carry it as a real list.
-Everything is deterministic (no timestamps, sorted keys), so two builds of the same inputs
-are byte-identical and the manifest's hashes can be compared across machines.
-
-The per-category layout (EsBBQ's ``<Category>.full.csv``) has minimal quoting (a field is quoted only when it holds a
-comma, a quote or a line break), ``\\n`` line ends, integers in decimal, booleans as ``True``/``False``, and list-valued
-fields as Python list literals (``['abuelo', 'old']``; an item holding ``'`` is double-quoted): exactly the bytes of
-the upstream files, so a rebuild can be compared with them with ``cmp``.
+"""The release's sample files (TSV, JSONL, Parquet; or one CSV per category), the same bytes from the same inputs
+(no timestamps, sorted keys), so that manifests' hashes compare across machines. The TSV has the public release's
+columns, ``choices`` as the Python-list literal; JSONL and Parquet carry a real list. The per-category CSVs (EsBBQ's
+``<Category>.full.csv``) are the upstream files' exact bytes (minimal quoting, ``\\n``, list literals), for ``cmp``.
 """
 
 from __future__ import annotations
@@ -36,10 +28,8 @@ from tasks.templates.kobbq_format import SAMPLE_COLUMNS
 
 
 def release_arrow_memory() -> None:
-    """Give the memory of Arrow buffers freed since back to the system. Arrow's pool (mimalloc) keeps it otherwise,
-    and a build's peak then grows with the number of chunks written: measured at five times the real templates,
-    1.26x the peak of one time without this, 1.11x with it after each chunk written, each batch of the dataset
-    layout and each batch the checks read."""
+    """Give the Arrow buffers freed since back to the system (mimalloc keeps them, and a build's peak grows with the
+    chunks written: five times the real templates, 1.26x the peak of one time without this, 1.11x with it)."""
     pa.default_memory_pool().release_unused()
 
 
@@ -53,8 +43,7 @@ def test_samples_name(release_name: str, suffix: str = ".tsv") -> str:
 
 
 def lm_eval_task_name(release_name: str) -> str:
-    """``KoBBQ`` -> ``kobbq``: the lm-evaluation-harness group of a release (its tasks: ``kobbq_p1`` ...); the
-    harness's task names are lower-case identifiers."""
+    """``KoBBQ`` -> ``kobbq``: a release's lm-evaluation-harness group (task names are lower-case identifiers)."""
     return re.sub(r"[^a-z0-9_]+", "_", release_name.lower()).strip("_")
 
 
@@ -108,8 +97,8 @@ _TSV_QUOTED = ("\t", '"', "\n", "\r")  # what makes csv quote a field (a lone ca
 
 
 def _verbatim(columns: list[list[object]]) -> bool:
-    """Whether csv writes each value as it is: every value text holding no tab, quote or line break, in rows of
-    more than one field (csv quotes a lone empty field)."""
+    """Whether csv writes each value as it is: text with no tab, quote or line break, in rows of more than one field
+    (csv quotes a lone empty field)."""
     if len(columns) < 2:
         return False
     for values in columns:
@@ -126,8 +115,7 @@ _JSON = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps(value, ensure_
 
 
 def _json_texts(values: list[object]) -> list[str]:
-    """JSON of each value. Text is given straight to the string function that ``_JSON`` calls for it: through
-    ``_JSON`` each value costs as much again."""
+    """JSON of each value; text straight to the string function ``_JSON`` calls (through ``_JSON``: twice the cost)."""
     try:
         return list(map(encode_basestring, values))
     except TypeError:  # not all text
@@ -136,8 +124,7 @@ def _json_texts(values: list[object]) -> list[str]:
 
 @dataclass(frozen=True)
 class Choices:
-    """A frame's ``choices`` literals, each distinct one parsed once (a template row's samples share a few):
-    row ``i`` has ``lists[codes[i]]``."""
+    """A frame's ``choices`` literals, each distinct one parsed once: row ``i`` has ``lists[codes[i]]``."""
 
     codes: np.ndarray
     lists: list[list[str]]
@@ -160,9 +147,8 @@ class Choices:
 
 
 def parse_list_literal(literal: str) -> list[str]:
-    """The list a ``choices`` literal stands for. The literals are ``repr`` of lists of text (``kobbq_format``);
-    splitting one at its ``', '`` is ~10x faster than ``ast.literal_eval``, and is taken only when ``repr`` of the
-    pieces gives the literal back, which makes them exactly its list."""
+    """The list a ``choices`` literal (``repr`` of a list of text) stands for: split at its ``', '`` (~10x faster than
+    ``ast.literal_eval``) when ``repr`` of the pieces gives the literal back, which makes them exactly its list."""
     if literal.startswith("['") and literal.endswith("']"):
         items = literal[2:-2].split("', '")
         if repr(items) == literal:
@@ -179,17 +165,14 @@ def write_jsonl(frame: pd.DataFrame, handle: TextIO, choices: Choices) -> None:
         handle.write(_rows_text(columns, before, "}\n"))
 
 
-# The most rows a Parquet row group holds, and so the most the writer buffers in Arrow. At least the real
-# release (76,568 samples) so that its file is one row group, byte for byte what a single ``to_parquet`` call
-# writes; no more, because a larger release's memory would grow with its groups (131,072 before: 10x
-# templates then buffered 1.7x the rows of the real release).
+# The most rows a Parquet row group (and the writer's buffer) holds: at least the real release's 76,568, so its file
+# is one row group as one ``to_parquet`` writes; no more, so a larger release's memory does not grow with its groups.
 PARQUET_ROW_GROUP = 81_920
 
 
 class ParquetRowGroups:
-    """A Parquet file written chunk by chunk: rows are buffered (as Arrow, column by column) until a row group
-    is full, so the file is the same whether its rows come in one piece or many. (Writing a chunked table
-    cuts the pages elsewhere: other bytes.)"""
+    """A Parquet file written chunk by chunk, rows buffered as Arrow until a row group is full, so the file is the
+    same whether its rows come in one piece or many (a chunked table would cut the pages elsewhere: other bytes)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -217,8 +200,7 @@ class ParquetRowGroups:
                 self._write_group()
 
     def _write_group(self) -> None:
-        """Write the pending rows as one row group. Each column is made contiguous in turn and its pieces
-        dropped, so the buffer is not held twice."""
+        """Write the pending rows as one row group, a column at a time, so the buffer is not held twice."""
         assert self.writer is not None
         columns = []
         for index, pieces in enumerate(self.pending):
@@ -240,10 +222,8 @@ _SEPARATOR = "\x00"  # joins a text column for Arrow to cut (``_arrow_column``);
 
 
 def _arrow_column(values: list[object], kind: pa.DataType) -> pa.Array:
-    """Text is not converted by pyarrow string by string: its conversion keeps a UTF-8 copy inside every
-    (non-ASCII) Python string it reads (CPython caches it there), which would live as long as the strings. A
-    column of text is joined into one string and cut again in Arrow (twice as fast as encoding each string in
-    Python, which a column with a missing value or a NUL character still does)."""
+    """A column as Arrow; text joined into one string and cut again in Arrow, twice as fast as encoding each string,
+    and without the UTF-8 copy pyarrow's conversion leaves inside every non-ASCII Python string it reads."""
     if not pa.types.is_string(kind):
         return pa.array(values, type=kind)
     try:
@@ -259,11 +239,8 @@ FORMATS = ("tsv", "jsonl", "parquet")
 
 
 class SampleFiles:
-    """One sample set written chunk by chunk in the given formats (``<name>.tsv``, ``.jsonl``, ``.parquet``).
-
-    A TSV or JSONL row does not depend on its neighbours and Parquet rows are buffered into full row
-    groups, so the files are byte for byte those of the whole set written at once.
-    """
+    """One sample set written chunk by chunk in ``formats``, byte for byte the files of the whole set written at once
+    (a TSV or JSONL row does not depend on its neighbours; Parquet rows are buffered into full row groups)."""
 
     def __init__(self, folder: Path, tsv_name: str, formats: tuple[str, ...] = FORMATS) -> None:
         stem = tsv_name.removesuffix(".tsv")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from core.profile import Profile
 from tasks.templates.load import TemplateRow
 
-SAMPLE_ID = (r"^(?P<prefix>[^-]+)-(?P<number>[0-9]+)(?P<version>[a-z]+)-(?P<fill>[^-]+)"
+# Template numbers have at least three digits (``{:03d}``), more past 999; a fill's are checked by ``fill_number``.
+SAMPLE_ID = (r"^(?P<row>(?P<prefix>[a-z_]+)-(?P<number>[0-9]{3,})(?P<version>[a-z]+))-(?P<fill>[0-9]+)"
              r"-(?P<context>amb|dis)-(?P<question>bsd|cnt)$")
 QUESTION_SUFFIXES = ("amb-bsd", "amb-cnt", "dis-bsd", "dis-cnt")  # a fill's four samples, in release order
 
