@@ -1,10 +1,7 @@
-"""Is a text written in the profile's language? Checked by its letters' Unicode scripts (the profile's
-``[writing]``: ``docs/new-culture.md``).
+"""Is a text written in the profile's language? Checked by its letters' Unicode scripts (``[writing]``).
 
-A text is *written in another script* when more than half of its letters are foreign: an error (an untranslated
-English sentence in a Korean release). Fewer foreign letters are mixed text a language writes too (a brand such as
-"iPhone" in a Korean sentence): a warning that counts them, so a reviewer can look without the build stopping.
-"""
+More than half foreign letters is an error (an untranslated sentence); fewer are mixed text a language writes too
+(a brand name): a warning that counts them."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """A template file as the pipeline's stages read it: loaded with the pipeline's corrections and checked once per
-process while it is unchanged, so that every stage that reads it, and the release, share one parse.
-
-Every stage that reads a template file declares the profile settings the reading depends on
-(``tasks.pipeline.stages.TEMPLATE_SETTINGS``).
-"""
+process while it is unchanged, so that every stage that reads it, and the release, share one parse (the profile
+settings the reading depends on: ``tasks.pipeline.stages.TEMPLATE_SETTINGS``)."""
 
 from __future__ import annotations
 

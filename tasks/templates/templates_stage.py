@@ -1,9 +1,6 @@
-"""The templates stage: the post-edited rows, their groups (which the post-edit does not carry) and the
-newly-created templates (``docs/new-culture.md`` 0.6, 0.7), as one file, checked like any template file and first
-against the version convention at the groups-file lines (``check_versions``). In real-data mode the released file
-is the template file; a workbook profile (EsBBQ) keeps groups and new templates in its post-edit workbooks, so its
-folder passes on as checked.
-"""
+"""The templates stage: the post-edited rows, their groups and the newly-created templates (``docs/new-culture.md``
+0.6, 0.7) as one file, checked like any template file and first against the version convention at the groups-file
+lines. A workbook profile (EsBBQ) keeps groups and new templates in its workbooks: its folder passes on as checked."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Template files loaded and checked in their profile's format, every error listed with its file, row and column
-(``kobbq validate`` exits 1, a build stops); warnings are legal but suspicious (an inline item that does not start
-with its filler names the person differently).
+"""Template files loaded and checked in their profile's format, every error at its file, row and column.
 
-A format (``TEMPLATE_FORMATS``; what a new one needs: ``docs/extending.md``) is its reader, its checks (the
-workbooks' find what generation would stop on before it runs), its adapter to the expansion engine, and whether a
-release of it is ``generated``: expanded whole when planned, written in the culture's own layout and evaluated
-whole, without a test split; the others are streamed chunk by chunk and get a test split.
-"""
+A format (``TEMPLATE_FORMATS``; what a new one needs: ``docs/extending.md``) is its reader, its checks, its adapter
+to the expansion engine, and whether a release of it is ``generated`` (expanded whole, without a test split)."""
 
 from __future__ import annotations
 

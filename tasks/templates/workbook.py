@@ -1,10 +1,6 @@
-"""Workbook templates (the EsBBQ/CaBBQ format): one xlsx sheet per category, one column per language.
-
-Texts carry ``{{NAME1}}``-style placeholders, and the ``names`` / ``lexical_diversity`` cells declare the fillers
-(``KEY: [a, b]; KEY: [...]``). A column with a language suffix (``_es``, ``_ca``) belongs to that language: the
-profile's language keeps its own and drops the others, so one workbook serves both cultures. Loading never
-raises on a bad row: it returns findings, like the TSV loader.
-"""
+"""Workbook templates (the EsBBQ/CaBBQ format): one xlsx sheet per category, ``{{NAME1}}`` placeholders, fillers
+declared in cells. A column with a language suffix (``_es``, ``_ca``) belongs to that language, so one workbook
+serves both cultures. Loading never raises on a bad row: it returns findings, like the TSV loader."""
 
 from __future__ import annotations
 

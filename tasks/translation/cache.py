@@ -1,10 +1,8 @@
 """The translation cache: every character paid for is kept, so nothing is ever paid for twice.
 
-An SQLite file keyed by everything that changes DeepL's answer (the text as sent, the language pair, the glossary
-fingerprint, the request options). Each batch is committed as soon as DeepL answers, so a stopped run resumes where it
-stopped, and the same file replays a recorded run without any network. It also records how the glossary was applied when
-a live run chose it: the texts sent differ between the modes, so a reader without DeepL must ask for the cache keys the
-paid run stored."""
+An SQLite file keyed by everything that changes DeepL's answer, each batch committed as DeepL answers it (a stopped
+run resumes; the file replays a run offline). It also records the glossary mode a live run chose: the texts sent
+differ between the modes, so a reader without DeepL must ask for the keys the paid run stored."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Korean particles after a slot: written once by the translator, inflected per filler.
 
-A Korean particle has two forms chosen by the final consonant (batchim) of the word before it: 은/는, 이/가, 을/를, ... The
-KoBBQ format writes every filler already inflected (``[N1: 손자와, 손녀와]``); the translator writes the slot once with the
-particle (``[N1]와``) and the list is generated from ``Names``, so a filler ending in a consonant cannot get the vowel
-form by oversight. The choice is ``hgtk``'s; ``check_items`` measures it against the release."""
+A particle's form depends on the final consonant of the word before it (은/는, 이/가): the translator writes ``[N1]와``
+and the list comes from ``Names``, so a filler cannot get the wrong form by oversight. The choice is ``hgtk``'s."""
 
 from __future__ import annotations
 

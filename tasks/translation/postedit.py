@@ -1,10 +1,8 @@
 """Import of the post-edited workbooks as template rows of the profile's format, and the post-edit report.
 
-Each returned cell is normalised (NFC, whitespace) and the particle shorthand ``[N1]은`` expanded from the row's
-``Names``/``Lexical_diversity``. The rows are written as the build will read them (a KoBBQ TSV, or a workbook format's
-``<Category>.xlsx`` templates beside the culture's vocabulary) and checked with the project's own template validation
-before they are published, each problem moved to the workbook cell its text came from; with any error nothing is
-written. The same path checks the unedited DeepL drafts as the machine-translated twin's templates."""
+Each returned cell is normalised and the particle shorthand (``[N1]은``) expanded; the rows are written as the build
+will read them and checked by the template validation before they are published, each problem moved to the workbook
+cell its text came from; with any error nothing is written. The twin's drafts go through the same path."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The postedit stage: the translator's returned workbooks become a template file in the target language, with the
-post-edit report; ``kobbq postedit import`` and ``reference`` run it alone.
-
-In real-data mode the released template file is the post-edit (``link_reference``): each ST and TM row names its BBQ
-source, and linking them records one translation decision per adapted template without any DeepL call, counts the links
-per category and label (the paper's ST/TM columns) and finds the glossary substitutions the translator made."""
+"""The postedit stage: the translator's returned workbooks become a template file with the post-edit report. In
+real-data mode the released file is the post-edit (``link_reference``): each ST/TM row is linked to its BBQ source,
+one decision per template, counted per category and label as the paper's Table 1."""
 
 from __future__ import annotations
 

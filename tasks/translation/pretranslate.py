@@ -1,12 +1,8 @@
 """Machine pre-translation of BBQ template rows into drafts for the post-editor, and its cost before any call.
 
-Every text field of a BBQ row (stereotype, contexts, questions, answers) is one segment, and every filler of
-``Names``/``Lexical_diversity`` is one segment (so a filler list comes back as a list). Segments are protected
-(placeholders as XML tags), looked up in the cache, and only the misses are sent to DeepL, in batches that are cached as
-soon as they are answered. A segment whose translation lost a placeholder is flagged; a stop (quota, key) keeps
-everything answered so far and says how much is left. The dry run (``dry_run``) counts the same segments with the same
-cache keys, and DeepL bills the characters it translates, not the XML tags, so its number is what the real run is
-billed."""
+Each text field and each ``Names``/``Lexical_diversity`` filler is one segment, protected (placeholders as XML tags),
+looked up in the cache; only the misses go to DeepL, in batches cached as soon as answered, so a stop keeps them.
+The dry run counts the same segments with the same cache keys, billed as DeepL bills them (tags not counted)."""
 
 from __future__ import annotations
 

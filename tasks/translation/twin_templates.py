@@ -1,11 +1,6 @@
-"""The machine-translated twin's templates (``mtBBQ_templates.tsv``): the unedited DeepL drafts as templates.
-
-The paper compares its benchmark with BBQ machine-translated: the ST and TM templates' drafts, numbered as the post-edit
-workbooks number them, with no post-edit and no cultural adaptation. Version roles come from BBQ's own answer info (a
-row is *biased* when the answer to its negative question names the person whose ``NAME<k>_info`` is one of its
-``Known_stereotyped_groups``); where BBQ's version a is the biased one the twin exchanges the letters, and every row
-carries BBQ's groups, so that the version check runs on the twin as on the release. A template whose roles BBQ cannot
-tell, or whose draft is not a valid template, is left out; each template's fate is a decision."""
+"""The machine-translated twin's templates (``mtBBQ_templates.tsv``, ``docs/new-culture.md`` 0.9): the unedited DeepL
+drafts as templates. Version roles come from BBQ's own answer info and groups, so the version check runs on the twin
+as on the release; a template whose roles BBQ cannot tell, or whose draft is invalid, is left out (a decision)."""
 
 from __future__ import annotations
 

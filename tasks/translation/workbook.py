@@ -1,10 +1,7 @@
-"""The post-edit workbook: one xlsx per category for the professional translator.
+"""The post-edit workbook: one xlsx per category for the professional translator (``docs/new-culture.md`` 0.4).
 
-Sheet ``templates`` has one row per (template row, field): the IDs, the English source and the DeepL draft locked, an
-editable ``Post-edit`` (pre-filled with the draft) and ``Notes``. An explicit-versions format adds a ``Follows_version``
-row to each version: a translator who exchanges two versions' rows exchanges it with them, so the import reads the
-exchange instead of guessing it. Hidden, protected sheets keep a copy of the locked columns (``_manifest``: a changed ID
-or source text is refused) and the profile it was exported for (``_export``)."""
+Hidden, protected sheets keep a copy of the locked columns (``_manifest``: a changed ID or source text is refused)
+and the profile it was exported for (``_export``)."""
 
 from __future__ import annotations
 
