@@ -18,7 +18,7 @@ from core.profile import Profile
 from core.text import check_text, normalise_text
 from core.text_files import read_text
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
-from core.workbooks import new_workbook, read_sheets, save_workbook, set_text
+from core.workbooks import new_workbook, read_sheets, save_workbook, set_text, write_rows
 
 SHEET = "templates"
 MANIFEST = "_manifest"
@@ -246,11 +246,7 @@ def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
     sheet.protection.formatColumns = False
 
     manifest = workbook.create_sheet(MANIFEST)
-    manifest.append(LOCKED)
-    for row in rows:
-        manifest.append([None] * len(LOCKED))
-        for column, value in enumerate(row.locked(), start=1):
-            set_text(manifest.cell(manifest.max_row, column), value)
+    write_rows(manifest, [LOCKED, *(row.locked() for row in rows)])
     manifest.sheet_state = "hidden"
     manifest.protection.sheet = True
 
