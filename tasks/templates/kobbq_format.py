@@ -144,9 +144,8 @@ def row_chunks(templates: list[TemplateRow], limit: int = CHUNK_SAMPLES) -> Iter
 
 
 def evaluation_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, seed: int) -> list[int]:
-    """One fill number per template row, drawn per version pair so that a and b share it. Each pair draws from its own
-    generator seeded by (seed, category, ID, pair), so adding or editing one template never changes the draw of another.
-    """
+    """One fill number per template row, drawn per version pair (a and b share it) from a generator seeded by (seed,
+    category, ID, pair), so adding or editing one template never changes the draw of another."""
     pair_of = {}
     for first, second in zip(profile.templates.counter_biased_versions, profile.templates.swapped_versions):
         pair_of[first] = pair_of[second] = first + second

@@ -92,10 +92,8 @@ def group_table(ctx: Context, path: Path) -> list[tuple[int, dict[str, str]]]:
 
 
 def read_groups(path: Path, allowed: str = "") -> list[tuple[int, dict[str, str]]]:
-    """The groups file's rows with their lines, each group cell through the text check and normalisation of every
-    cell that enters a release (``core.text``, the profile's ``allowed`` characters), at its own row and column: a
-    format character is an error, an odd space a warning, and the text is NFC with plain spaces as the post-edit's
-    is (else the merged template file, which nobody edits, is refused at its own cells)."""
+    """The groups file's rows with their lines, each group cell checked and normalised as any cell entering a release
+    (``core.text``), at its row and column: else the merged template file, which nobody edits, is refused."""
     rows = read_csv_table(path, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file")
     findings = [finding for line, row in rows for column in GROUP_COLUMNS
                 for finding in check_text(row.get(column, ""), Location(str(path), line, column), allowed)]
@@ -144,9 +142,8 @@ def merge_groups(rows: list[dict[str, str]], groups_path: Path, groups: list[tup
 
 def check_versions(loaded: LoadedTemplates, group_lines: dict[str, int], groups_path: Path,
                    profile: Profile) -> list[Decision]:
-    """The version convention on the merged rows, each problem at the groups-file line that gave the row its groups:
-    the post-edit meets its groups here first (newly-created rows carry their own groups and were checked in their
-    own file by ``import_newly_created``). Returns the decision of every template (which role each version plays)."""
+    """The version convention on the merged rows, each problem at the groups-file line that gave the row its groups (NC
+    rows were checked in their own file); returns the decision of every template (the role each version plays)."""
     findings = []
     for finding in version_findings(loaded.templates, profile):
         key = next((t.key for t in loaded.templates if t.row == finding.where.row), "")

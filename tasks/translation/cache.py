@@ -116,9 +116,8 @@ class TranslationCache(SqliteStore):
             )
 
     def recorded_mode(self, source_lang: str, target_lang: str, glossary: str) -> tuple[str, str] | None:
-        """How the glossary was applied to this pair when its drafts were paid for: (mode, why), or None. A choice
-        recorded by a live run; else, for a cache recorded before choices were kept, the mode its stored translations of
-        this pair and glossary were made with (the one with most rows)."""
+        """How the glossary was applied to this pair when its drafts were paid for, (mode, why), or None: a live run's
+        recorded choice, else (a cache from before choices were kept) the mode of most of its stored translations."""
         key = (source_lang.upper(), target_lang.upper(), glossary)
         row = self.fetch_one("SELECT glossary_mode, reason FROM glossary_modes WHERE source_lang = ? AND "
                              "target_lang = ? AND glossary = ?", key)

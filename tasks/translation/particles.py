@@ -67,10 +67,8 @@ class ExpandResult:
 
 @dataclass(frozen=True)
 class Shorthand:
-    """How a bare slot in a post-edit becomes an inline list, in the profile's terms. ``suffix_characters`` (a character
-    class body) are the particle characters that may follow the bare slot and move into every filler (Korean: Hangul,
-    "[N1]은"); without them the slot is replaced by its list and what follows stays outside (Japanese: "[N1]は" -> "[N1:
-    孫息子, 孫娘]は"). ``joiner`` writes the list."""
+    """How a bare slot in a post-edit becomes an inline list: ``suffix_characters`` (a character class body) may follow
+    the slot and move into every filler (Korean "[N1]은"); without them what follows stays outside (Japanese "[N1]は")."""
 
     pairs: tuple[Pair, ...] = ()
     suffix_characters: str = ""

@@ -23,9 +23,8 @@ KOBBQ_SLOT_LETTER = {"NAME": "N", "WORD": "W"}
 
 @dataclass(frozen=True)
 class SlotStyle:
-    """How a target template format writes BBQ's slots: its name for them and its inline syntax. KoBBQ's TSV writes
-    ``{{NAME1}}`` as ``[N1]`` and declares ``N1: [...]``; a workbook format (EsBBQ) keeps BBQ's own ``{{NAME1}}`` and
-    declares ``NAME1: [...]``."""
+    """How a target format writes BBQ's slots: KoBBQ's TSV ``[N1]`` declared as ``N1: [...]``; a workbook format (EsBBQ)
+    keeps BBQ's ``{{NAME1}}`` declared as ``NAME1: [...]``."""
 
     short_names: bool  # NAME1 -> N1, WORD1 -> W1 (KoBBQ)
     opening: str

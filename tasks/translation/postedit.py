@@ -94,9 +94,8 @@ def grouped_cells(cells: list[EditedCell], fields: list[str]) -> dict[str, dict[
 
 def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool = False
                     ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding], list[Exchange]]:
-    """KoBBQ rows from returned cells (or the drafts alone, for the machine-translated twin), where each (row key,
-    column) came from, the findings so far, and the versions the translator marked as exchanged: their rows are checked
-    against, and record, each other's English."""
+    """KoBBQ rows from returned cells (or the twin's drafts), where each (row key, column) came from, the findings so
+    far, and the version exchanges the translator marked (those rows are checked against each other's English)."""
     findings: list[Finding] = []
     shorthand, separators, allowed = Shorthand.of(profile), profile.templates.separators, allowed_characters(profile)
     edited = grouped_cells(cells, FIELD_ORDER)
@@ -153,10 +152,8 @@ class Exchange:
 
 def marked_exchanges(edited: dict[str, dict[str, EditedCell]], profile: Profile, findings: list[Finding]
                      ) -> tuple[list[Exchange], dict[str, str]]:
-    """The versions the translator exchanged, as marked: each row's ``Follows_version`` names the English version its
-    post-edit translates, its own or its partner's (a workbook without the row follows its own). An exchange is marked
-    on both rows, or it is an error at the row marked alone. Returns the exchanges and, per exchanged row, the key of
-    the row whose English it follows."""
+    """The exchanges marked: each row's ``Follows_version`` names the English version its post-edit translates (its own
+    or its partner's); marked on one row only is an error. Returns them, and per exchanged row the key it follows."""
     swapped: dict[str, str] = {}
     for key, by_field in edited.items():
         mark = by_field.get(FOLLOWS)
@@ -219,9 +216,8 @@ def moved(finding: Finding, key: str, column: str, origin: dict[tuple[str, str],
 
 def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], path: Path,
                    profile: Profile, earlier: list[Finding]) -> list[Finding]:
-    """Validate the rows as the build will read them, each finding moved to the workbook cell its text came from;
-    publish only when neither this nor ``earlier`` (reading the cells) has an error. It runs whatever was found before,
-    so that one import reports every problem, a problem ``earlier`` reported at the same cell not twice."""
+    """Validate the rows as the build will read them, findings moved to their workbook cells; publish only when neither
+    this nor ``earlier`` has an error. It runs anyway, so one import reports every problem (a cell's once)."""
     check = path.with_name(f".{path.name}.{os.getpid()}.check.tsv")
     try:
         loaded = load_kobbq_templates(write_tsv_rows(check, OUTPUT_COLUMNS, rows),
@@ -269,10 +265,9 @@ def cultural_substitutions(cells: list[EditedCell], glossary: Glossary) -> list[
 def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glossary: Glossary,
                  use_draft: bool = False, vocabulary: Path | None = None,
                  groups: Mapping[str, Mapping[str, str]] | None = None) -> ImportResult:
-    """Rows, checks, the template file (only without errors), edit rates, substitutions and their decisions: a KoBBQ TSV
-    at ``out_path``, or for a workbook format the folder ``out_path`` of template workbooks with the vocabulary copied
-    from ``vocabulary``. ``groups``: N1_info, N2_info and Target_group per row key, written and checked with the rows
-    (the machine-translated twin's, from BBQ; a post-edit gets its groups at the templates stage)."""
+    """Rows, checks, the template file (only without errors: a KoBBQ TSV, or a workbook format's folder with the
+    vocabulary copied from ``vocabulary``), edit rates, substitutions and their decisions. ``groups``: per row key, the
+    twin's N1_info, N2_info and Target_group from BBQ (a post-edit gets its groups at the templates stage)."""
     exchanges: list[Exchange] = []
     if profile.templates.workbook is not None:
         rows, origin, findings = workbook_rows(cells, profile, use_draft)

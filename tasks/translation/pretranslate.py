@@ -142,11 +142,9 @@ class ModeChoice:
 
 def choose_mode(profile: Profile, glossary: Glossary, translator: Translator | None,
                 recorded: tuple[str, str] | None = None) -> ModeChoice:
-    """DeepL's own glossary where the pair supports it, else substitution after translation. ``"auto"`` takes, in order:
-    the choice the cache recorded when its drafts were paid for (``recorded``; the texts sent differ between the modes,
-    so a replay or a dry run must ask the cache what the paid run sent); a live DeepL's glossary pairs; for a dry run or
-    a replay with nothing recorded, DeepL's own glossary (DeepL supports glossaries for every language pair it
-    translates)."""
+    """DeepL's own glossary where the pair supports it, else substitution after translation. ``"auto"`` takes the mode
+    the cache recorded (the texts sent differ between modes: a replay or dry run must send what the paid run did), else
+    a live DeepL's glossary pairs, else DeepL's own glossary (it has one for every pair it translates)."""
     if not glossary.entries:
         return ModeChoice("none", "the profile's glossary has no entries")
     wanted = profile.translation.glossary_mode

@@ -168,9 +168,8 @@ def machine_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str
 
 def write_machine_translation(drafts: list[Draft], profile: Profile, labels: Mapping[str, str],
                               out_path: Path) -> ImportResult:
-    """``mtBBQ_templates.tsv``: the twin's rows checked like a post-edit (the version convention included, on BBQ's
-    groups). A template whose draft fails a check is left out (a decision says why) and the rest is checked again; the
-    file is written once nothing fails."""
+    """``mtBBQ_templates.tsv``: the twin's rows checked like a post-edit (on BBQ's groups); a template whose draft fails
+    a check is left out (a decision) and the rest checked again, the file written once nothing fails."""
     rows, groups, decisions = machine_rows(drafts, profile, labels)
     if not rows:
         return ImportResult([], None, decisions, [])

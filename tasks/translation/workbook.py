@@ -115,11 +115,9 @@ def swap_person_slots(text: str) -> str:
 
 
 def swapped_version(rows: list[ExportRow], version: str) -> list[ExportRow]:
-    """The partner version of a template's only row: English and draft with N1 and N2 swapped in every text. Why: a
-    KoBBQ template needs versions a and b (each person once in each role; the validation rejects an unpaired a), but BBQ
-    files without a version column (Religion, Race_ethnicity, Nationality, Sexual_orientation) hold one row per
-    template, because BBQ's generator swapped the names itself. Names and Lexical_diversity stay as they are: swapping
-    them as well would swap the people back."""
+    """The partner version b of a template's only row, N1 and N2 swapped in every text. Why: KoBBQ needs versions a and
+    b, but BBQ files without a version column hold one row per template (BBQ's generator swapped the names itself).
+    Names and Lexical_diversity stay: swapping them too would swap the people back."""
     return [replace(row, version=version,
                     english=swap_person_slots(row.english) if row.field in SWAPPED_FIELDS else row.english,
                     draft=swap_person_slots(row.draft) if row.field in SWAPPED_FIELDS else row.draft)
