@@ -34,8 +34,7 @@ class SlotSyntaxError(ValueError):
 
 
 def split_items(body: str, separators: tuple[str, ...] = DEFAULT_SEPARATORS) -> tuple[str, ...]:
-    """Split ``a, b, c`` into its items at any of ``separators``; empty items are kept so that validation can
-    report them."""
+    """Split ``a, b, c`` at any of ``separators``; empty items are kept so that validation can report them."""
     if len(separators) == 1:
         return tuple(item.strip() for item in body.split(separators[0]))
     return tuple(item.strip() for item in re.split("|".join(map(re.escape, separators)), body))

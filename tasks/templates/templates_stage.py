@@ -120,8 +120,7 @@ def prepare(ctx: Context) -> None:
 
 def merge_groups(rows: list[dict[str, str]], groups_path: Path, groups: list[tuple[int, dict[str, str]]] | None = None
                  ) -> tuple[list[dict[str, str]], dict[str, int]]:
-    """Add the groups (N1_info, N2_info, Target_group, Reference) that the post-edit does not carry; also returns
-    the groups file's line of each template row (``Category|ID|version``). ``groups``: the file's rows as read."""
+    """Add the groups the post-edit lacks; also each row key's groups-file line. ``groups``: the file as read."""
     table: dict[tuple[str, str, str], dict[str, str]] = {}
     lines: dict[str, int] = {}
     for line, row in read_groups(groups_path) if groups is None else groups:

@@ -106,8 +106,7 @@ class Vocabulary:
 
 
 def checked_cells(path: Path, rows: list[tuple[int, Row]], allowed: str, findings: list[Finding]) -> None:
-    """The text check of every text cell (``core.text``), in place: a control character or another space becomes a
-    plain space; what it reports is added to ``findings``."""
+    """The text check of every text cell (``core.text``), in place, its findings added to ``findings``."""
     for number, row in rows:
         for column, value in row.items():
             if isinstance(value, str):

@@ -121,8 +121,7 @@ def translator_for(auth_key: str | None) -> Translator:
 
 
 def _deepl():  # noqa: ANN202 (the deepl module)
-    """The deepl client library (and requests under it), imported when DeepL is talked to, not for every command that
-    loads the translation stages."""
+    """The deepl client library, imported when DeepL is talked to, not by every command loading these stages."""
     import deepl
 
     return deepl

@@ -91,8 +91,7 @@ class Restored:
 
 def restore(protected: Protected, translated: str, term_targets: dict[str, str],
             style: SlotStyle = KOBBQ_SLOTS) -> Restored:
-    """Tags back to the target format's slots (``<ph n="NAME1"/>`` -> ``[N1]`` or ``{{NAME1}}``) and terms to their
-    target text. ``term_targets`` maps each protected source term to its target-language substitute."""
+    """Tags back to the target format's slots (``<ph n="NAME1"/>`` -> ``[N1]``), terms to ``term_targets``."""
     seen: list[str] = []
 
     def back(match: re.Match[str]) -> str:

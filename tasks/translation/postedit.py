@@ -378,8 +378,7 @@ SHEET = "Sheet1"  # as the EsBBQ templates name their sheet; the loader reads th
 
 
 def sheet_columns(profile: Profile) -> dict[str, str]:
-    """Language-selected column -> the sheet's column, in sheet order: IDs and links, then the translated fields and the
-    translator's cells, language-specific ones with the language's suffix."""
+    """Language-selected column -> sheet column, in sheet order: IDs, links, translated fields, translator's cells."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     suffix = f"_{profile.language}"
     fixed = [fmt.label_column, fmt.bbq_id_column, fmt.id_column, "version", fmt.bbq_category_column,
@@ -392,8 +391,7 @@ def sheet_columns(profile: Profile) -> dict[str, str]:
 
 def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = False
                   ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding]]:
-    """Template rows (language-selected column -> text) from returned cells in export order, where each (row key,
-    column) came from, and the findings so far."""
+    """Template rows (language-selected column -> text) in export order, where each cell came from, the findings."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     spelled = {bbq: own for own, bbq in fmt.bbq_category_names.items()}  # Gender_identity -> GenderIdentity
     expected = [*profile.translation.fields.values(), *(c.name for c in profile.translation.row_cells)]
@@ -446,8 +444,7 @@ def copy_vocabulary(vocabulary: Path, folder: Path, fmt: WorkbookFormat) -> None
 
 def write_checked_workbooks(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], out_dir: Path,
                             profile: Profile, vocabulary: Path) -> list[Finding]:
-    """Write the workbooks into a staging folder, validate them as the build will (findings at the post-edit cells), and
-    publish the folder in place of ``out_dir`` only when there is no error."""
+    """Write the workbooks to a staging folder, validate them (findings at post-edit cells), publish if no error."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     out_dir = Path(out_dir)
     staging = out_dir.with_name(f".{out_dir.name}.staging")

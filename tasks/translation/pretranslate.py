@@ -132,8 +132,7 @@ def protect_all(templates: list[BBQTemplate], glossary: Glossary, mode: str) -> 
 
 @dataclass(frozen=True)
 class ModeChoice:
-    """How the glossary is applied, and why: the decision a run records (and the cache keeps, see
-    ``TranslationCache.record_mode``)."""
+    """How the glossary is applied, and why: what a run records (the cache too: ``TranslationCache.record_mode``)."""
 
     mode: str  # deepl | after | none
     reason: str
@@ -282,8 +281,7 @@ def build_drafts(templates: list[BBQTemplate], protected: dict[str, Protected],
 
 def draft_decisions(drafts: list[Draft], substitutions: list[Substitution], protected: dict[str, Protected],
                     choice: ModeChoice, glossary: Glossary = EMPTY_GLOSSARY) -> list[Decision]:
-    """One decision per BBQ template (its rows together), one per template's glossary substitutions, and how the
-    glossary was applied (when the profile has one)."""
+    """One decision per BBQ template, one per template's glossary substitutions, and the glossary's mode (if any)."""
     mode = choice.mode
     by_subject: dict[str, list[Draft]] = defaultdict(list)
     for draft in drafts:
@@ -341,8 +339,7 @@ def own_label(label: str, profile: Profile) -> str:
 
 
 def load_labels(path) -> dict[str, str]:
-    """BBQ template labels from ``subject,label`` CSV, or the labels stage's ``bbq_template`` label decisions of a
-    decision log."""
+    """BBQ template labels from a ``subject,label`` CSV, or from the labels stage's decision log."""
     fields, records = read_records(path)
     rows = [row for _, row in records]
     if {"subject", "label"} <= set(fields):

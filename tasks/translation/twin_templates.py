@@ -57,8 +57,7 @@ class Groups:
 
 
 def bbq_groups(template: BBQTemplate) -> Groups | None:
-    """The row's groups from BBQ's own info; None when BBQ does not tell them (no info, or both or neither person of a
-    stereotyped group)."""
+    """The row's groups from BBQ's info; None when it cannot tell (no info, both or neither person stereotyped)."""
     n1, n2 = template.columns.get("NAME1_info", "").strip(), template.columns.get("NAME2_info", "").strip()
     targets = {_plain(g) for g in stereotyped_groups(template.known_stereotyped_groups)}
     if not n1 or not n2 or (_plain(n1) in targets) == (_plain(n2) in targets):

@@ -37,8 +37,7 @@ FOLLOWS = "Follows_version"  # the row whose Post-edit names the English version
 
 
 def neutral_instructions(profile: Profile) -> list[str]:
-    """The Instructions sheet of a profile without its own ``postedit_instructions.txt``: the slot syntax in English,
-    with the profile's list separator and culture, and no example in any particular language."""
+    """The Instructions without the profile's own file: the slot syntax in English, no language's example."""
     joiner = profile.templates.list_joiner
     lines = ["Post-edit the 'Post-edit' column (pre-filled with the DeepL draft). Only 'Post-edit' and 'Notes' can be "
              "edited.",
@@ -208,8 +207,7 @@ def with_follows(rows: list[ExportRow], profile: Profile) -> list[ExportRow]:
 
 
 def instruction_lines(profile: Profile) -> list[str]:
-    """The Instructions sheet: the culture's own postedit_instructions.txt, whole (in the translator's language), else a
-    culture-neutral English text with the version convention and what each extra cell takes."""
+    """The Instructions sheet: the culture's postedit_instructions.txt, else neutral English text and cells' help."""
     if path := profile.existing_file("postedit_instructions"):
         return read_text(path, "post-edit instructions file").splitlines()
     cells = profile.translation.row_cells
@@ -291,8 +289,7 @@ class EditedCell:
 
 
 def clean_text(value: str, where: Location, findings: list[Finding], allowed: str = "") -> str:
-    """A returned cell's text checked (``core.text``: each character nobody sees reported at its cell) and normalised
-    (NFC, whitespace)."""
+    """A returned cell's text checked (``core.text``, at its cell) and normalised (NFC, whitespace)."""
     findings += check_text(value, where, allowed)
     return normalise_text(value, allowed)[0]
 
