@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from core.decisions import Decision, template_subject
@@ -20,11 +21,10 @@ from core.profile import Profile, WorkbookFormat
 from core.tables import write_tsv_rows
 from core.text import allowed_characters, normalise_text
 from core.workbooks import save_workbook, table_workbook
-from tasks.templates.load import ST, load_kobbq_templates
+from tasks.templates.load import ST
 from tasks.templates.slots import SlotSyntaxError, find_inline_slots, parse_declarations
-from tasks.templates.validate import validate_loaded, validate_workbook
+from tasks.templates.validate import template_format
 from tasks.templates.versions import partner_version
-from tasks.templates.workbook import load_workbook_templates
 from tasks.translation.glossary import Glossary
 from tasks.translation.particles import Shorthand, expand_shorthand
 from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS
@@ -214,27 +214,36 @@ def moved(finding: Finding, key: str, column: str, origin: dict[tuple[str, str],
                    f"{key}: {finding.message}" if key else finding.message)
 
 
-def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], path: Path,
-                   profile: Profile, earlier: list[Finding]) -> list[Finding]:
-    """Validate the rows as the build will read them, findings moved to their workbook cells; publish only when neither
-    this nor ``earlier`` has an error. It runs anyway, so one import reports every problem (a cell's once)."""
-    check = path.with_name(f".{path.name}.{os.getpid()}.check.tsv")
+def write_tsv(rows: list[dict[str, str]], path: Path) -> dict[tuple[str, int], str]:
+    """The rows as a KoBBQ TSV at ``path``; returns (file name, line) -> row key."""
+    write_tsv_rows(path, OUTPUT_COLUMNS, rows)
+    return {(path.name, number): row_key(row) for number, row in enumerate(rows, start=2)}
+
+
+def write_checked(write: Callable[[Path], dict[tuple[str, int], str]], out: Path, profile: Profile,
+                  origin: dict[tuple[str, str], Location], earlier: list[Finding]) -> list[Finding]:
+    """Write a staging copy of ``out`` (``write`` returns each (file name, row)'s row key), validate it as the build
+    will read it, findings moved to the post-edit cells their text came from, and publish it only when neither this nor
+    ``earlier`` has an error. It runs anyway, so one import reports every problem (a cell's once)."""
+    staging = out.with_name(f".{out.name}.{os.getpid()}.staging")
+    names = {sheet: name for name, sheet in sheet_columns(profile).items()} if profile.templates.workbook else {}
+    seen = {(f.where, f.code) for f in earlier}
+    shutil.rmtree(staging, ignore_errors=True)
     try:
-        loaded = load_kobbq_templates(write_tsv_rows(check, OUTPUT_COLUMNS, rows),
-                                      separators=profile.templates.separators, allowed=allowed_characters(profile))
-        keys = {number: row_key(r) for number, r in enumerate(rows, start=2)}
+        keys, fmt = write(staging), template_format(profile)
         findings = []
-        for finding in validate_loaded(loaded, profile):
-            if finding.code == "not-nfc":  # the import normalised it already
-                continue
-            findings.append(moved(finding, keys.get(finding.where.row or 0, ""), finding.where.column or "", origin))
-        seen = {(f.where, f.code) for f in earlier}
-        findings = [f for f in findings if (f.where, f.code) not in seen]
+        for finding in fmt.check(fmt.load(staging, profile, []), profile):
+            column = finding.where.column or ""
+            key = keys.get((Path(finding.where.file).name, finding.where.row or 0), "")
+            found = moved(finding, key, names.get(column, column), origin)
+            if finding.code != "not-nfc" and (found.where, found.code) not in seen:  # not-nfc: normalised on import
+                findings.append(found)
         if not any(f.severity == "error" for f in [*earlier, *findings]):
-            os.replace(check, path)
+            _publish(staging, out)
         return findings
     finally:
-        check.unlink(missing_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)  # a folder (workbooks)
+        staging.unlink(missing_ok=True)  # a file (TSV)
 
 
 def edit_rates(cells: list[EditedCell]) -> tuple[list[EditRate], list[EditRate]]:
@@ -272,14 +281,15 @@ def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glos
     if profile.templates.workbook is not None:
         rows, origin, findings = workbook_rows(cells, profile, use_draft)
         if not any(f.severity == "error" for f in findings):
-            findings += write_checked_workbooks(rows, origin, out_path, profile, vocabulary or out_path.parent)
+            write = partial(write_category_workbooks, rows, profile=profile, vocabulary=vocabulary or out_path.parent)
+            findings += write_checked(write, out_path, profile, origin, findings)
     else:
         rows, origin, findings, exchanges = rows_from_cells(cells, profile, use_draft)
         for row in rows:
             row.update((groups or {}).get(row_key(row), {}))
         order = {name: i for i, name in enumerate(profile.category_names)}
         rows.sort(key=lambda r: (order.get(r["Category"], len(order)), int(r["ID"]), r["version"]))
-        findings += _checked_write(rows, origin, out_path, profile, findings)
+        findings += write_checked(partial(write_tsv, rows), out_path, profile, origin, findings)
     written = out_path if not any(f.severity == "error" for f in findings) and out_path.exists() else None
     texts = [cell for cell in cells if cell.row.field != FOLLOWS]
     template_rates, category_rates = edit_rates(texts) if not use_draft else ([], [])
@@ -411,10 +421,12 @@ def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = F
     return rows, origin, findings
 
 
-def write_category_workbooks(rows: list[dict[str, str]], folder: Path, profile: Profile
+def write_category_workbooks(rows: list[dict[str, str]], folder: Path, profile: Profile, vocabulary: Path
                              ) -> dict[tuple[str, int], str]:
-    """One ``<Category>.xlsx`` per category in ``folder``; returns (file name, sheet row) -> row key."""
+    """One ``<Category>.xlsx`` per category and the vocabulary, in a new ``folder``; returns (file, row) -> row key."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
+    folder.mkdir(parents=True)
+    copy_vocabulary(vocabulary, folder, fmt)
     columns = sheet_columns(profile)
     by_category: dict[str, list[dict[str, str]]] = defaultdict(list)
     for row in rows:
@@ -442,34 +454,11 @@ def copy_vocabulary(vocabulary: Path, folder: Path, fmt: WorkbookFormat) -> None
         shutil.copyfile(source, folder / name)
 
 
-def write_checked_workbooks(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], out_dir: Path,
-                            profile: Profile, vocabulary: Path) -> list[Finding]:
-    """Write the workbooks to a staging folder, validate them (findings at post-edit cells), publish if no error."""
-    fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
-    out_dir = Path(out_dir)
-    staging = out_dir.with_name(f".{out_dir.name}.staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
-        copy_vocabulary(vocabulary, staging, fmt)
-        keys = write_category_workbooks(rows, staging, profile)
-        fields = {sheet: name for name, sheet in sheet_columns(profile).items()}
-        findings = []
-        for finding in validate_workbook(load_workbook_templates(staging, profile), profile):
-            key = keys.get((Path(finding.where.file).name, finding.where.row or 0), "")
-            findings.append(moved(finding, key, fields.get(finding.where.column or "", ""), origin))
-        if not any(f.severity == "error" for f in findings):
-            _publish(staging, out_dir)
-        return findings
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _publish(staging: Path, out_dir: Path) -> None:
-    """Replace ``out_dir`` by ``staging`` with two renames: a reader sees the old folder or the new one."""
-    retired = out_dir.with_name(f".{out_dir.name}.retired")
+def _publish(staging: Path, out: Path) -> None:
+    """Replace ``out`` by ``staging`` (a folder with two renames): a reader sees the old one or the new one."""
+    retired = out.with_name(f".{out.name}.retired")
     shutil.rmtree(retired, ignore_errors=True)
-    if out_dir.exists():
-        out_dir.rename(retired)
-    staging.rename(out_dir)
+    if staging.is_dir() and out.exists():
+        out.rename(retired)
+    staging.replace(out)
     shutil.rmtree(retired, ignore_errors=True)
