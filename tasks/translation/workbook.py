@@ -17,6 +17,7 @@ from core.findings import Finding
 from core.profile import Profile
 from core.text import check_text, normalise_text
 from core.text_files import read_text
+from tasks.templates.load import TEXT_COLUMNS
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
 from core.workbooks import new_workbook, read_sheets, save_workbook, set_text, write_rows
 
@@ -30,8 +31,7 @@ HEADER = LOCKED + EDITABLE
 # A person slot as written in a text: bare ([N1]) or with its inline list ([N1: a, b]).
 _PERSON_SLOT = re.compile(r"\[(N1|N2)(?=[:\]])")
 # Columns whose text names the people; Names and Lexical_diversity declare the fillers and stay as they are.
-SWAPPED_FIELDS = ("Ambiguous_context", "Disambiguating_context", "Biased_question", "Counter-biased_question",
-                  "Biased_question_answer", "Counter-biased_question_answer")
+SWAPPED_FIELDS = tuple(TEXT_COLUMNS.values())
 WIDTHS = {"English": 60, "DeepL draft": 60, "Post-edit": 60, "Notes": 30, "Field": 26}
 FOLLOWS = "Follows_version"  # the row whose Post-edit names the English version the row's texts translate
 
