@@ -14,7 +14,7 @@ from core.findings import raise_if_errors
 from core.profile import Profile
 from core.stage_contract import Context, StageOutput, Waiting, require
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
-from tasks.templates.load import TemplateRow
+from tasks.templates.load import TemplateRow, rows_by_template
 from tasks.templates.stage_templates import checked_templates
 from tasks.translation.glossary import Glossary
 from tasks.translation.postedit import import_postedit, render_report
@@ -58,10 +58,8 @@ def link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile
     bbq_by_subject: dict[str, list[BBQTemplate]] = defaultdict(list)
     for row in bbq:
         bbq_by_subject[row.subject].append(row)
-    by_template: dict[str, list[TemplateRow]] = defaultdict(list)
-    for t in templates:
-        if t.label in wanted:
-            by_template[template_subject(t.category, t.template_id)].append(t)
+    by_template = {template_subject(*key): rows
+                   for key, rows in rows_by_template([t for t in templates if t.label in wanted]).items()}
     decisions, unlinked, substitutions = [], [], []
     linked_sets: dict[tuple[str, str], set[str]] = defaultdict(set)
     made_from: dict[str, list[str]] = defaultdict(list)

@@ -216,7 +216,7 @@ def instruction_lines(profile: Profile) -> list[str]:
         + [f"- {c.name}: {c.help}" for c in cells] if cells else [])
 
 
-def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
+def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> Path:
     """Write one category's post-edit workbook atomically; the same rows give the same bytes."""
     from openpyxl.comments import Comment
     from openpyxl.styles import Alignment, Protection
@@ -257,24 +257,16 @@ def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
     instructions.column_dimensions["A"].width = 120
     instructions.protection.sheet = True
     workbook.active = 1
-    save_workbook(workbook, path)
+    return save_workbook(workbook, path)
 
 
 def export_postedit_workbooks(drafts: list[Draft], out_dir: Path, profile: Profile,
                               labels: Mapping[str, str]) -> list[Path]:
-    """One ``postedit_<Category>.xlsx`` per adapted category; returns the paths, in profile order."""
+    """One ``postedit_<Category>.xlsx`` per adapted category; returns the paths, in profile order (``export_rows``')."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    grouped: dict[str, list[ExportRow]] = defaultdict(list)
-    for row in export_rows(drafts, profile, labels):
-        grouped[row.category].append(row)
-    paths = []
-    for category in profile.category_names:
-        if grouped.get(category):
-            path = out_dir / f"postedit_{category}.xlsx"
-            write_workbook(grouped[category], path, profile)
-            paths.append(path)
-    return paths
+    return [write_workbook(list(rows), out_dir / f"postedit_{category}.xlsx", profile)
+            for category, rows in groupby(export_rows(drafts, profile, labels), key=lambda row: row.category)]
 
 
 @dataclass(frozen=True)
