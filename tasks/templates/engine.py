@@ -1,8 +1,6 @@
-"""The expansion engine: every template format's rows become samples through these same steps.
-
-A row's *variants* (EsBBQ's flips of the two people; KoBBQ's row as written) are filled once per *fill*: each
-combination of a pair of people (axis 0) and an item of each lexical slot (axes 1..., last fastest). The format's
-label hook makes the samples, de-duplicated (first wins) and numbered per category when asked; nothing is random."""
+"""The expansion engine: a row's *variants* (EsBBQ's flips; KoBBQ's row as written) are filled once per *fill*, each
+combination of a pair of people (axis 0) and an item of each lexical slot (axes 1..., last fastest); the format's
+label hook makes the samples, de-duplicated (first wins) and numbered per category when asked. Nothing is random."""
 
 from __future__ import annotations
 

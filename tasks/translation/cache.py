@@ -1,8 +1,6 @@
-"""The translation cache: every character paid for is kept, so nothing is ever paid for twice.
-
-An SQLite file keyed by everything that changes DeepL's answer, each batch committed as DeepL answers it (a stopped
-run resumes; the file replays a run offline). It also records the glossary mode a live run chose: the texts sent
-differ between the modes, so a reader without DeepL must ask for the keys the paid run stored."""
+"""The translation cache: an SQLite file keyed by everything that changes DeepL's answer, each batch committed as it
+is answered, so nothing is paid for twice and a run replays offline. It records the glossary mode a live run chose:
+the texts sent differ between modes, so a reader without DeepL must ask for the keys the paid run stored."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Import of the post-edited workbooks as template rows of the profile's format, and the post-edit report.
-
-Each returned cell is normalised and the particle shorthand (``[N1]은``) expanded; the rows are written as the build
-will read them and checked by the template validation before they are published, each problem moved to the workbook
-cell its text came from; with any error nothing is written. The twin's drafts go through the same path."""
+"""Import of the post-edited workbooks as template rows of the profile's format, and the post-edit report. Each cell is
+normalised, the particle shorthand (``[N1]은``) expanded, and the rows checked as the build will read them before they
+are published, each problem at the workbook cell its text came from. The twin's drafts take the same path."""
 
 from __future__ import annotations
 

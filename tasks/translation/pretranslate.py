@@ -1,8 +1,6 @@
-"""Machine pre-translation of BBQ template rows into drafts for the post-editor, and its cost before any call.
-
-Each text field and each ``Names``/``Lexical_diversity`` filler is one segment, protected (placeholders as XML tags),
-looked up in the cache; only the misses go to DeepL, in batches cached as soon as answered, so a stop keeps them.
-The dry run counts the same segments with the same cache keys, billed as DeepL bills them (tags not counted)."""
+"""Machine pre-translation of BBQ template rows into drafts for the post-editor, and its cost before any call: each
+text field and filler is one segment, protected, looked up in the cache; only the misses go to DeepL, each batch
+cached as answered. The dry run counts the same segments with the same cache keys, as DeepL bills them."""
 
 from __future__ import annotations
 
