@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,17 +35,32 @@ def set_text(cell, value: object) -> None:
         cell.data_type = "s"
 
 
-def new_workbook(title: str, header: list[str]) -> Workbook:
-    """A workbook whose one sheet, ``title``, starts with ``header`` in bold: how every exported workbook
-    (labelling, post-edit) begins."""
+def write_rows(sheet, rows: Iterable[Sequence[object]]) -> None:
+    """``rows`` into ``sheet`` from its first row on, every string a text cell (``set_text``)."""
+    for number, values in enumerate(rows, start=1):
+        for column, value in enumerate(values, start=1):
+            set_text(sheet.cell(number, column), value)
+
+
+def table_workbook(sheets: dict[str, list[Sequence[object]]]) -> Workbook:
+    """One sheet per title, its header row then its rows, the header frozen: the plain tables a person or the build
+    reads (the survey's questionnaire, the post-edit's template workbooks)."""
     from openpyxl import Workbook
-    from openpyxl.styles import Font
 
     workbook = Workbook()
-    sheet = workbook.active
-    sheet.title = title
-    sheet.append(header)
-    for cell in sheet[1]:
+    workbook.remove(workbook.active)
+    for title, rows in sheets.items():
+        write_rows(workbook.create_sheet(title), rows)
+        workbook[title].freeze_panes = "A2"
+    return workbook
+
+
+def new_workbook(title: str, header: list[str]) -> Workbook:
+    """A ``table_workbook`` of one sheet, ``title``, its header in bold: how a workbook people edit begins."""
+    from openpyxl.styles import Font
+
+    workbook = table_workbook({title: [header]})
+    for cell in workbook.active[1]:
         cell.font = Font(bold=True)
     return workbook
 

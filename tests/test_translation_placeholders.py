@@ -10,7 +10,7 @@ from core.errors import UserError
 from core.profile import load_profile
 from tasks.translation.cache import CachedTranslation, RequestSettings, TranslationCache
 from tasks.translation.glossary import load_glossary, profile_glossary
-from tasks.translation.placeholders import KOBBQ_SLOTS, protect, restore
+from tasks.translation.pretranslate import KOBBQ_SLOTS, protect, restore
 
 
 def test_protect_turns_every_placeholder_into_a_tag_and_escapes_xml():

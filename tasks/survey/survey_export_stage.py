@@ -22,7 +22,7 @@ from core.errors import UserError
 from core.profile import Profile, load_survey_options
 from core.stage_contract import Context, StageOutput
 from core.tables import csv_for_people
-from core.workbooks import reproducible_bytes, set_text
+from core.workbooks import reproducible_bytes, table_workbook
 from tasks.survey.stereotypes import (GroupList, Stereotype, collect_stereotypes, norm, profile_group_lists,
                                       type1_group_list, type_decision)
 from tasks.survey.inputs import QUESTION_COLUMNS, READING_QUESTION_COLUMNS
@@ -148,19 +148,9 @@ def group_rows(lists: dict[str, GroupList], profile: Profile) -> list[dict[str, 
 
 def xlsx_bytes(sheets: list[tuple[str, list[str], list[dict[str, str]]]]) -> bytes:
     """Every cell is text (a stereotype starting with '=' must not become a formula)."""
-    import openpyxl
-
-    workbook = openpyxl.Workbook()
-    workbook.remove(workbook.active)
-    for title, columns, rows in sheets:
-        sheet = workbook.create_sheet(title)
-        for c, name in enumerate(columns, start=1):
-            sheet.cell(row=1, column=c, value=name)
-        for r, row in enumerate(rows, start=2):
-            for c, name in enumerate(columns, start=1):
-                set_text(sheet.cell(row=r, column=c), row.get(name, ""))
-        sheet.freeze_panes = "A2"
-    return reproducible_bytes(workbook)
+    tables = {title: [columns, *([row.get(name, "") for name in columns] for row in rows)]
+              for title, columns, rows in sheets}
+    return reproducible_bytes(table_workbook(tables))
 
 
 def write_export(out: Path, question_rows: list[dict[str, str]], reading: list[dict[str, str]],

@@ -1,12 +1,7 @@
 """The English BBQ templates (nyu-mll/BBQ ``new_templates - <Category>.csv``): model and loader.
 
-BBQ is the source of every ST and TM template. Its files differ per category (some have no
-``version`` column, some have ``Subcategory`` or ``Proper_nouns_only``), its category
-column is spelled differently from its file name (``DisabilityStatus``, ``Religion ``),
-and its placeholders carry typos (``{{{NAME2}}``). The loader takes the category from the
-file name, keeps every column, and reports oddities as findings rather than failing, so a
-reviewer sees them once, with their row.
-"""
+BBQ's files differ per category (columns, category spelling, placeholder typos such as ``{{{NAME2}}``): the loader
+takes the category from the file name, keeps every column, and reports oddities as findings rather than failing."""
 
 from __future__ import annotations
 

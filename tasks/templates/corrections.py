@@ -1,10 +1,6 @@
-"""Corrections of known upstream data errors, applied before validation and recorded.
-
-Inputs are never edited and code never special-cases a row: a correction names the file,
-the row (by its key, ``Category|ID|version`` as read), the column, the value it expects to
-find, the value to put there, and why. A correction whose old value no longer matches is an
-error, so a fixed upstream file cannot be silently "corrected" a second time.
-"""
+"""Corrections of known upstream data errors, applied before validation and recorded: inputs are never edited and
+code never special-cases a row. A correction whose old value no longer matches is an error, so a fixed upstream
+file is never silently "corrected" twice."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The expansion engine: every template format's rows become samples through these same steps.
-
-For each template row, for each of its *variants* (EsBBQ's four flips of the two people; KoBBQ's row as written),
-the engine fills every text once per *fill*: every combination of one pair of people (axis 0) and one item of each
-lexical slot (axes 1..., the last fastest). A profile's *label* hook turns the filled texts into samples; the
-engine drops samples whose de-duplication key a category's run of rows has seen (first wins) and numbers them per
-category when asked. Nothing is random: the output order is the loop order. Formats differ only in how a row
-becomes variants (``kobbq_format``'s inline lists, ``workbook_format``'s placeholders and candidate pools).
-"""
+"""The expansion engine: a row's *variants* (EsBBQ's flips; KoBBQ's row as written) are filled once per *fill*, each
+combination of a pair of people (axis 0) and an item of each lexical slot (axes 1..., last fastest); the format's
+label hook makes the samples, de-duplicated (first wins) and numbered per category when asked. Nothing is random."""
 
 from __future__ import annotations
 

@@ -16,9 +16,8 @@ _INVERTED = ("¿", "¡")
 
 
 def sentence_case(text: str) -> str:
-    """Upper-case each sentence's first letter (after an opening ¿ or ¡); breaks become one space. A sentence starts
-    after a run of whitespace that follows '.', '!' or '?'. This reproduces the NLTK Spanish sentence splitter EsBBQ
-    used, on all of its templates."""
+    """Upper-case each sentence's first letter (after an opening ¿ or ¡); a sentence starts after whitespace following
+    '.', '!' or '?', and breaks become one space: EsBBQ's NLTK Spanish splitter, on all of its templates."""
     pieces = [piece for piece in _SENTENCE_BREAK.split(text) if piece]
     return " ".join(piece[0] + piece[1:2].upper() + piece[2:] if piece.startswith(_INVERTED)
                     else piece[:1].upper() + piece[1:] for piece in pieces)

@@ -1,10 +1,7 @@
-"""KoBBQ's template format in the expansion engine (``tasks.templates.engine``): rows as written, four samples a fill.
+"""KoBBQ's template format in the expansion engine: rows as written, four samples a fill.
 
-Fill numbers follow the public release: 1 + the mixed-radix index of the chosen filler positions over the slot
-order [N1, N2, lexical slots by name] (last slot fastest). Versions that swap the two people (b, d) count over
-[N2, N1, ...] with the person-attached word slots (X1, X2) swapped too, so fill k of version a and fill k of version
-b use the same fillers with the roles swapped.
-"""
+Fill numbers follow the public release: 1 + the mixed-radix index over [N1, N2, lexical slots by name], last fastest;
+swapped versions (b, d) count over [N2, N1, ...] with X1/X2 swapped, so fill k of a and of b share fillers."""
 
 from __future__ import annotations
 
@@ -147,9 +144,8 @@ def row_chunks(templates: list[TemplateRow], limit: int = CHUNK_SAMPLES) -> Iter
 
 
 def evaluation_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, seed: int) -> list[int]:
-    """One fill number per template row, drawn per version pair so that a and b share it. Each pair draws from its own
-    generator seeded by (seed, category, ID, pair), so adding or editing one template never changes the draw of another.
-    """
+    """One fill number per template row, drawn per version pair (a and b share it) from a generator seeded by (seed,
+    category, ID, pair), so adding or editing one template never changes the draw of another."""
     pair_of = {}
     for first, second in zip(profile.templates.counter_biased_versions, profile.templates.swapped_versions):
         pair_of[first] = pair_of[second] = first + second

@@ -129,9 +129,9 @@ def read_tsv(path: Path) -> tuple[list[str], list[dict[str, str]], list[int]]:
 def checked_row(where: Location, cells: dict[str, str], required: list[str], id_column: str,
                 declarations: dict[str, Callable[[str], dict]], findings: list[Finding]
                 ) -> tuple[int | None, dict[str, dict]]:
-    """What a row of any format is checked for before it becomes a template, each problem a finding at its cell:
-    required cells filled, a whole-number ID, readable declarations (``declarations``: column -> parser, which
-    raises ValueError). Returns the ID (None: the row cannot become a template) and each declaration parsed."""
+    """A row of any format checked before it becomes a template, each problem a finding at its cell: required cells, a
+    whole-number ID, readable ``declarations`` (column -> parser raising ValueError). Returns the ID (None: no
+    template) and each declaration parsed."""
     def problem(column: str, code: str, message: str) -> None:
         findings.append(Finding("error", Location(where.file, where.row, column), code, message))
 
@@ -160,9 +160,8 @@ def _row_key(row: dict[str, str]) -> str:
 
 def load_kobbq_templates(path: Path, corrections: list[Correction] | None = None,
                          separators: tuple[str, ...] = DEFAULT_SEPARATORS, allowed: str = "") -> LoadedTemplates:
-    """Load a KoBBQ-format TSV: corrections first, then the text check and normalisation (``core.text``, the profile's
-    ``allowed`` characters), then parsing (slot lists split at the profile's ``separators``). Missing columns are fatal
-    (nothing else can be checked); every other problem is a finding."""
+    """Load a KoBBQ-format TSV: corrections, then the text check and normalisation (``core.text``), then parsing.
+    Missing columns are fatal (nothing else can be checked); every other problem is a finding."""
     header, rows, numbers = read_tsv(path)
     if missing := [c for c in REQUIRED_COLUMNS if c not in header]:
         raise UserError(f"missing required column(s): {', '.join(missing)}; "

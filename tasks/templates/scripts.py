@@ -1,10 +1,7 @@
-"""Is a text written in the profile's language? Checked by its letters' Unicode scripts (the profile's
-``[writing]``: ``docs/new-culture.md``).
+"""Is a text written in the profile's language? Checked by its letters' Unicode scripts (``[writing]``).
 
-A text is *written in another script* when more than half of its letters are foreign: an error (an untranslated
-English sentence in a Korean release). Fewer foreign letters are mixed text a language writes too (a brand such as
-"iPhone" in a Korean sentence): a warning that counts them, so a reviewer can look without the build stopping.
-"""
+More than half foreign letters is an error (an untranslated sentence); fewer are mixed text a language writes too
+(a brand name): a warning that counts them."""
 
 from __future__ import annotations
 
@@ -54,10 +51,8 @@ class CharKind(NamedTuple):
 
 @cache
 def _char_kind(char: str, own: tuple[str, ...], sentence: tuple[str, ...]) -> CharKind:
-    """A character's kind under a writing, worked out once (texts share a few hundred characters, and three
-    Unicode-property matches for every character of every text were most of the template checks' time); letters of
-    the Common and Inherited scripts (the long-vowel mark ー, combining marks) belong to every language, so they are
-    not counted."""
+    """A character's kind under a writing, worked out once (Unicode-property matches on every character were most of the
+    template checks' time); Common and Inherited letters (ー, combining marks) belong to every language: not counted."""
     if not _LETTER.match(char) or _SHARED.match(char):
         return CharKind(0, 0, 0)
     return CharKind(1, int(not _script_pattern(own).match(char)), int(bool(_script_pattern(sentence).match(char))))
@@ -120,10 +115,8 @@ def slot_text(parsed: ParsedText) -> str:
 
 
 def profile_script_findings(profile: Profile) -> list[Finding]:
-    """The profile's own words that every sample carries, in its scripts: the unknown choice written into the
-    release must have no letter of another script (a profile copied from another culture's keeps its word: a
-    Chinese release with the Japanese 判断できない). A profile that states no scripts: one warning that the texts'
-    script goes unchecked (never silently)."""
+    """The unknown choice, written into every sample, must be in the profile's scripts (a profile copied from another
+    culture keeps its word: 判断できない in a Chinese release); no ``[writing]`` at all is one warning, never silence."""
     where = Location(str(profile.path or profile.name), column="release.unknown_expression")
     if profile.writing is None:
         return [Finding("warning", replace(where, column="writing"), "script-unchecked",

@@ -1,8 +1,6 @@
-"""Slot syntax of culturally adapted templates (``docs/new-culture.md``): in the KoBBQ format a slot is written
-inline with its fillers inflected for what follows (``[N1: 손자와, 손녀와]``), ``Names`` and ``Lexical_diversity``
-declare the fillers (``N1: [손자, 손녀]; W1: [...]``). List punctuation the profile does not accept inside an item
-is an error, not one filler (``list_findings``).
-"""
+"""Slot syntax of the KoBBQ format (``docs/new-culture.md`` 0.4): inline lists (``[N1: 손자와, 손녀와]``) and the
+``Names``/``Lexical_diversity`` declarations (``N1: [손자, 손녀]``). List punctuation the profile does not accept is
+an error, never one filler."""
 
 from __future__ import annotations
 
@@ -36,8 +34,7 @@ class SlotSyntaxError(ValueError):
 
 
 def split_items(body: str, separators: tuple[str, ...] = DEFAULT_SEPARATORS) -> tuple[str, ...]:
-    """Split ``a, b, c`` into its items at any of ``separators``; empty items are kept so that validation can
-    report them."""
+    """Split ``a, b, c`` at any of ``separators``; empty items are kept so that validation can report them."""
     if len(separators) == 1:
         return tuple(item.strip() for item in body.split(separators[0]))
     return tuple(item.strip() for item in re.split("|".join(map(re.escape, separators)), body))

@@ -1,9 +1,6 @@
 """A template file as the pipeline's stages read it: loaded with the pipeline's corrections and checked once per
-process while it is unchanged, so that every stage that reads it, and the release, share one parse.
-
-Every stage that reads a template file declares the profile settings the reading depends on
-(``tasks.pipeline.stages.TEMPLATE_SETTINGS``).
-"""
+process while it is unchanged, so that every stage that reads it, and the release, share one parse (the profile
+settings the reading depends on: ``tasks.pipeline.stages.TEMPLATE_SETTINGS``)."""
 
 from __future__ import annotations
 
@@ -19,8 +16,7 @@ from tasks.templates.validate import check_loaded, load_templates
 
 
 def loaded_templates(ctx: Context, path: Path) -> LoadedTemplates:
-    """The template file (or workbook folder) at ``path`` loaded with the pipeline's corrections, once in this
-    process while it is unchanged."""
+    """The template file (or workbook folder), pipeline corrections applied, loaded once per process while unchanged."""
     stat = path.stat()
     key = ("loaded", path.resolve(), stat.st_mtime_ns, stat.st_size, ctx.corrections)
     return ctx.once(key, lambda: load_templates(path, ctx.profile, corrections(ctx)))

@@ -1,9 +1,6 @@
-"""The templates stage: the post-edited rows, their groups (which the post-edit does not carry) and the
-newly-created templates (``docs/new-culture.md`` 0.6, 0.7), as one file, checked like any template file and first
-against the version convention at the groups-file lines (``check_versions``). In real-data mode the released file
-is the template file; a workbook profile (EsBBQ) keeps groups and new templates in its post-edit workbooks, so its
-folder passes on as checked.
-"""
+"""The templates stage: the post-edited rows, their groups and the newly-created templates (``docs/new-culture.md``
+0.6, 0.7) as one file, checked like any template file and first against the version convention at the groups-file
+lines. A workbook profile (EsBBQ) keeps groups and new templates in its workbooks: its folder passes on as checked."""
 
 from __future__ import annotations
 
@@ -95,10 +92,8 @@ def group_table(ctx: Context, path: Path) -> list[tuple[int, dict[str, str]]]:
 
 
 def read_groups(path: Path, allowed: str = "") -> list[tuple[int, dict[str, str]]]:
-    """The groups file's rows with their lines, each group cell through the text check and normalisation of every
-    cell that enters a release (``core.text``, the profile's ``allowed`` characters), at its own row and column: a
-    format character is an error, an odd space a warning, and the text is NFC with plain spaces as the post-edit's
-    is (else the merged template file, which nobody edits, is refused at its own cells)."""
+    """The groups file's rows with their lines, each group cell checked and normalised as any cell entering a release
+    (``core.text``), at its row and column: else the merged template file, which nobody edits, is refused."""
     rows = read_csv_table(path, ["Category", "ID", "version", *GROUP_COLUMNS], "a groups file")
     findings = [finding for line, row in rows for column in GROUP_COLUMNS
                 for finding in check_text(row.get(column, ""), Location(str(path), line, column), allowed)]
@@ -125,8 +120,7 @@ def prepare(ctx: Context) -> None:
 
 def merge_groups(rows: list[dict[str, str]], groups_path: Path, groups: list[tuple[int, dict[str, str]]] | None = None
                  ) -> tuple[list[dict[str, str]], dict[str, int]]:
-    """Add the groups (N1_info, N2_info, Target_group, Reference) that the post-edit does not carry; also returns
-    the groups file's line of each template row (``Category|ID|version``). ``groups``: the file's rows as read."""
+    """Add the groups the post-edit lacks; also each row key's groups-file line. ``groups``: the file as read."""
     table: dict[tuple[str, str, str], dict[str, str]] = {}
     lines: dict[str, int] = {}
     for line, row in read_groups(groups_path) if groups is None else groups:
@@ -147,9 +141,8 @@ def merge_groups(rows: list[dict[str, str]], groups_path: Path, groups: list[tup
 
 def check_versions(loaded: LoadedTemplates, group_lines: dict[str, int], groups_path: Path,
                    profile: Profile) -> list[Decision]:
-    """The version convention on the merged rows, each problem at the groups-file line that gave the row its groups:
-    the post-edit meets its groups here first (newly-created rows carry their own groups and were checked in their
-    own file by ``import_newly_created``). Returns the decision of every template (which role each version plays)."""
+    """The version convention on the merged rows, each problem at the groups-file line that gave the row its groups (NC
+    rows were checked in their own file); returns the decision of every template (the role each version plays)."""
     findings = []
     for finding in version_findings(loaded.templates, profile):
         key = next((t.key for t in loaded.templates if t.row == finding.where.row), "")

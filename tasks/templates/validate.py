@@ -1,12 +1,7 @@
-"""Template files loaded and checked in their profile's format, every error listed with its file, row and column
-(``kobbq validate`` exits 1, a build stops); warnings are legal but suspicious (an inline item that does not start
-with its filler names the person differently).
+"""Template files loaded and checked in their profile's format, every error at its file, row and column.
 
-A format (``TEMPLATE_FORMATS``; what a new one needs: ``docs/extending.md``) is its reader, its checks (the
-workbooks' find what generation would stop on before it runs), its adapter to the expansion engine, and whether a
-release of it is ``generated``: expanded whole when planned, written in the culture's own layout and evaluated
-whole, without a test split; the others are streamed chunk by chunk and get a test split.
-"""
+A format (``TEMPLATE_FORMATS``; what a new one needs: ``docs/extending.md``) is its reader, its checks, its adapter
+to the expansion engine, and whether a release of it is ``generated`` (expanded whole, without a test split)."""
 
 from __future__ import annotations
 
@@ -36,8 +31,7 @@ SENTENCE_FIELDS = ("ambiguous_context", "disambiguating_context", "biased_questi
 
 
 def validate_loaded(loaded: LoadedTemplates, profile: Profile) -> list[Finding]:
-    """All findings for a loaded file: those of loading (the text check among them), normalisation and every rule
-    below."""
+    """All findings for a loaded file: loading's (the text check among them), normalisation's and every rule below."""
     findings = list(loaded.findings) + profile_script_findings(profile)
     findings += [Finding("error", Location(str(loaded.path), record.row, record.column), "not-nfc",
                          "text is not in Unicode NFC form; identical-looking words would not match")
@@ -297,8 +291,7 @@ def load_checked(path: Path, corrections_path: Path | None, profile: Profile) ->
 
 
 def check_loaded(loaded: LoadedTemplates, path: Path, profile: Profile) -> list[Finding]:
-    """The checks of ``load_checked`` on a template file already loaded; its findings (warnings) when none is an
-    error."""
+    """The checks of ``load_checked`` on a file already loaded; its findings (warnings) when none is an error."""
     findings = template_format(profile).check(loaded, profile)
     if not loaded.templates and not loaded.findings:
         raise UserError("has a header but no template rows; nothing to build", path)

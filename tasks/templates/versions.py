@@ -1,8 +1,6 @@
-"""The version convention of an explicit-versions format (KoBBQ's): which version carries which context
-(``docs/new-culture.md`` 0.5). The release's ``biased_answer`` is derived from it, so a template whose versions
-are the wrong way round inverts it for every one of its samples; a row's groups (``N1_info``, ``N2_info``,
-``Target_group``) say which role its context plays.
-"""
+"""The version convention of an explicit-versions format (KoBBQ's, ``docs/new-culture.md`` 0.5): the release's
+``biased_answer`` is derived from it, so versions the wrong way round invert it for every sample; a row's groups
+(``N1_info``, ``N2_info``, ``Target_group``) say which role its context plays."""
 
 from __future__ import annotations
 

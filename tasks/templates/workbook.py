@@ -1,10 +1,6 @@
-"""Workbook templates (the EsBBQ/CaBBQ format): one xlsx sheet per category, one column per language.
-
-Texts carry ``{{NAME1}}``-style placeholders, and the ``names`` / ``lexical_diversity`` cells declare the fillers
-(``KEY: [a, b]; KEY: [...]``). A column with a language suffix (``_es``, ``_ca``) belongs to that language: the
-profile's language keeps its own and drops the others, so one workbook serves both cultures. Loading never
-raises on a bad row: it returns findings, like the TSV loader.
-"""
+"""Workbook templates (the EsBBQ/CaBBQ format): one xlsx sheet per category, ``{{NAME1}}`` placeholders, fillers
+declared in cells. A column with a language suffix (``_es``, ``_ca``) belongs to that language, so one workbook
+serves both cultures. Loading never raises on a bad row: it returns findings, like the TSV loader."""
 
 from __future__ import annotations
 
@@ -39,9 +35,8 @@ def _cell(value: object) -> object:
 
 
 def read_sheet(path: Path) -> tuple[list[str], list[tuple[int, Row]]]:
-    """The first sheet as (header, [(spreadsheet row number, row)]); blank rows are skipped. Cells keep the
-    workbook's own types (``_cell``), not ``core.workbooks``' text: the generator needs them (a FALSE in
-    ``include_name``, integer IDs, booleans written as ``False`` in the released CSVs)."""
+    """The first sheet as (header, [(row number, row)]), blank rows skipped. Cells keep the workbook's own types, not
+    ``core.workbooks``' text: the generator needs them (a FALSE in ``include_name``, integer IDs, booleans)."""
     if not path.exists():
         raise UserError("file does not exist", path)
     lines = next(iter(read_sheets(path, _cell).values()))
@@ -85,10 +80,8 @@ def parse_list(text: str) -> list[str]:
 
 
 def parse_mapping(text: str) -> dict[str, dict[str, list[str]]]:
-    """``NAME1: [a]; NAME1-def: [el a]`` -> {label: {spec: items}}, labels in first-appearance order. The spec of a bare
-    key is ``""``. A label with only ``def`` and ``indef`` lists gets a bare list derived from ``indef`` (``una
-    maestra`` -> ``maestra``: everything after the first space). Raises ValueError with what was expected when a part
-    has no ``:``."""
+    """``NAME1: [a]; NAME1-def: [el a]`` -> {label: {spec: items}} (bare: spec ``""``); a label with only def and indef
+    lists gets a bare list from indef (``una maestra`` -> ``maestra``). ValueError for a part without ``:``."""
     mapping: dict[str, dict[str, list[str]]] = {}
     for part in (p.strip() for p in text.replace('"', "").split(";")):
         if not part:
@@ -113,8 +106,7 @@ class Vocabulary:
 
 
 def checked_cells(path: Path, rows: list[tuple[int, Row]], allowed: str, findings: list[Finding]) -> None:
-    """The text check of every text cell (``core.text``), in place: a control character or another space becomes a
-    plain space; what it reports is added to ``findings``."""
+    """The text check of every text cell (``core.text``), in place, its findings added to ``findings``."""
     for number, row in rows:
         for column, value in row.items():
             if isinstance(value, str):
@@ -136,9 +128,8 @@ def load_vocabulary(folder: Path, fmt: WorkbookFormat, language: str, allowed: s
 
 def load_workbook_templates(folder: Path, profile: Profile, corrections: list[Correction] | None = None
                             ) -> LoadedTemplates:
-    """Every category's sheet (``<Category>.xlsx`` in profile order), language-selected, as template rows. Corrections
-    name a row as ``Category|ID|version`` and a language-selected column (``names``). The vocabulary is loaded too:
-    generation needs it, and it is part of the same input folder."""
+    """Every category's sheet (``<Category>.xlsx`` in profile order), language-selected, as template rows, corrections
+    applied (a row named ``Category|ID|version``); with the vocabulary, which generation needs, from the same folder."""
     fmt = profile.templates.workbook
     if fmt is None:
         raise UserError(f"profile {profile.name!r} has no [templates.workbook] section; it reads TSV templates")

@@ -1,14 +1,7 @@
 """Workbook templates (the EsBBQ format) in the expansion engine: flips, candidate pools, placeholders.
 
-Every flip of a row (the profile's list: which texts swap the two people) is a variant; its fills are every
-(NAME1, NAME2) candidate pair (NAME2's pool may depend on NAME1) and every combination of the lexical lists; each
-fill gives four instances (the label hook), and the first instance with a given de-duplication key wins.
-
-The culture is data (``core.profile.WorkbookFormat``): where candidates come from, which vocabulary column holds a
-gendered or definite form, the ordered text fixes, the output columns; what is not data is a named hook
-(``tasks.templates.hooks``). The rules are written up in ``../shared/docs/esbbq-generation.md``; section numbers
-below refer to it.
-"""
+The culture is data (``core.profile.WorkbookFormat``, ``docs/new-culture.md`` section 3); what is not data is a named
+hook (``tasks.templates.hooks``). Section numbers below refer to ``../shared/docs/esbbq-generation.md``."""
 
 from __future__ import annotations
 

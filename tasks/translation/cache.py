@@ -1,10 +1,6 @@
-"""The translation cache: every character paid for is kept, so nothing is ever paid for twice.
-
-An SQLite file keyed by everything that changes DeepL's answer (the text as sent, the language pair, the glossary
-fingerprint, the request options). Each batch is committed as soon as DeepL answers, so a stopped run resumes where it
-stopped, and the same file replays a recorded run without any network. It also records how the glossary was applied when
-a live run chose it: the texts sent differ between the modes, so a reader without DeepL must ask for the cache keys the
-paid run stored."""
+"""The translation cache: an SQLite file keyed by everything that changes DeepL's answer, each batch committed as it
+is answered, so nothing is paid for twice and a run replays offline. It records the glossary mode a live run chose:
+the texts sent differ between modes, so a reader without DeepL must ask for the keys the paid run stored."""
 
 from __future__ import annotations
 
@@ -118,9 +114,8 @@ class TranslationCache(SqliteStore):
             )
 
     def recorded_mode(self, source_lang: str, target_lang: str, glossary: str) -> tuple[str, str] | None:
-        """How the glossary was applied to this pair when its drafts were paid for: (mode, why), or None. A choice
-        recorded by a live run; else, for a cache recorded before choices were kept, the mode its stored translations of
-        this pair and glossary were made with (the one with most rows)."""
+        """How the glossary was applied to this pair when its drafts were paid for, (mode, why), or None: a live run's
+        recorded choice, else (a cache from before choices were kept) the mode of most of its stored translations."""
         key = (source_lang.upper(), target_lang.upper(), glossary)
         row = self.fetch_one("SELECT glossary_mode, reason FROM glossary_modes WHERE source_lang = ? AND "
                              "target_lang = ? AND glossary = ?", key)

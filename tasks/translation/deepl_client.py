@@ -1,10 +1,7 @@
 """DeepL behind a small ``Translator`` interface: the live client, and a replay of a recorded cache.
 
-The official ``deepl`` client retries rate limits and server errors itself (``max_network_retries``, from the profile);
-what cannot be retried (quota, a refused key, retries used up) raises ``TranslationStopped``, with a message that never
-contains the key, and ``pretranslate`` keeps every batch already answered. The replay answers nothing: a run with it
-uses only the cache, reproducing a recorded translation without a network or a key. ``DEEPL_AUTH_KEY`` holds the key;
-``DEEPL_SERVER_URL`` points the client at another server."""
+The ``deepl`` client retries rate limits and server errors itself; what cannot be retried raises
+``TranslationStopped`` (its message never holds the key), and ``pretranslate`` keeps every batch already answered."""
 
 from __future__ import annotations
 
@@ -124,8 +121,7 @@ def translator_for(auth_key: str | None) -> Translator:
 
 
 def _deepl():  # noqa: ANN202 (the deepl module)
-    """The deepl client library (and requests under it), imported when DeepL is talked to, not for every command that
-    loads the translation stages."""
+    """The deepl client library, imported when DeepL is talked to, not by every command loading these stages."""
     import deepl
 
     return deepl

@@ -6,15 +6,20 @@ it already, so that the post-editor starts from the adapted text, and every subs
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import Location, UserError
 from core.tables import read_csv_table
 from core.profile import Profile
-from tasks.translation.placeholders import term_pattern
 
 COLUMNS = ("source", "target", "note")
+
+
+def term_pattern(term: str) -> re.Pattern[str]:
+    """A glossary term as a whole word or phrase, case-insensitive (``Walmart``, ``rugby``)."""
+    return re.compile(r"(?<![\w-])" + re.escape(term) + r"(?![\w-])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

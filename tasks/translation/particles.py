@@ -1,9 +1,7 @@
 """Korean particles after a slot: written once by the translator, inflected per filler.
 
-A Korean particle has two forms chosen by the final consonant (batchim) of the word before it: 은/는, 이/가, 을/를, ... The
-KoBBQ format writes every filler already inflected (``[N1: 손자와, 손녀와]``); the translator writes the slot once with the
-particle (``[N1]와``) and the list is generated from ``Names``, so a filler ending in a consonant cannot get the vowel
-form by oversight. The choice is ``hgtk``'s; ``check_items`` measures it against the release."""
+A particle's form depends on the final consonant of the word before it (은/는, 이/가): the translator writes ``[N1]와``
+and the list comes from ``Names``, so a filler cannot get the wrong form by oversight. The choice is ``hgtk``'s."""
 
 from __future__ import annotations
 
@@ -69,10 +67,8 @@ class ExpandResult:
 
 @dataclass(frozen=True)
 class Shorthand:
-    """How a bare slot in a post-edit becomes an inline list, in the profile's terms. ``suffix_characters`` (a character
-    class body) are the particle characters that may follow the bare slot and move into every filler (Korean: Hangul,
-    "[N1]은"); without them the slot is replaced by its list and what follows stays outside (Japanese: "[N1]は" -> "[N1:
-    孫息子, 孫娘]は"). ``joiner`` writes the list."""
+    """How a bare slot in a post-edit becomes an inline list: ``suffix_characters`` (a character class body) may follow
+    the slot and move into every filler (Korean "[N1]은"); without them what follows stays outside (Japanese "[N1]は")."""
 
     pairs: tuple[Pair, ...] = ()
     suffix_characters: str = ""

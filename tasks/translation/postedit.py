@@ -1,18 +1,15 @@
-"""Import of the post-edited workbooks as template rows of the profile's format, and the post-edit report.
-
-Each returned cell is normalised (NFC, whitespace) and the particle shorthand ``[N1]은`` expanded from the row's
-``Names``/``Lexical_diversity``. The rows are written as the build will read them (a KoBBQ TSV, or a workbook format's
-``<Category>.xlsx`` templates beside the culture's vocabulary) and checked with the project's own template validation
-before they are published, each problem moved to the workbook cell its text came from; with any error nothing is
-written. The same path checks the unedited DeepL drafts as the machine-translated twin's templates."""
+"""Import of the post-edited workbooks as template rows of the profile's format, and the post-edit report. Each cell is
+normalised, the particle shorthand (``[N1]은``) expanded, and the rows checked as the build will read them before they
+are published, each problem at the workbook cell its text came from. The twin's drafts take the same path."""
 
 from __future__ import annotations
 
 import os
 import shutil
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from core.decisions import Decision, template_subject
@@ -21,12 +18,11 @@ from core.findings import Finding
 from core.profile import Profile, WorkbookFormat
 from core.tables import write_tsv_rows
 from core.text import allowed_characters, normalise_text
-from core.workbooks import save_workbook, set_text
-from tasks.templates.load import ST, load_kobbq_templates
+from core.workbooks import save_workbook, table_workbook
+from tasks.templates.load import ST
 from tasks.templates.slots import SlotSyntaxError, find_inline_slots, parse_declarations
-from tasks.templates.validate import validate_loaded, validate_workbook
+from tasks.templates.validate import template_format
 from tasks.templates.versions import partner_version
-from tasks.templates.workbook import load_workbook_templates
 from tasks.translation.glossary import Glossary
 from tasks.translation.particles import Shorthand, expand_shorthand
 from tasks.translation.pretranslate import FIELD_ORDER, LIST_FIELDS
@@ -96,9 +92,8 @@ def grouped_cells(cells: list[EditedCell], fields: list[str]) -> dict[str, dict[
 
 def rows_from_cells(cells: list[EditedCell], profile: Profile, use_draft: bool = False
                     ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding], list[Exchange]]:
-    """KoBBQ rows from returned cells (or the drafts alone, for the machine-translated twin), where each (row key,
-    column) came from, the findings so far, and the versions the translator marked as exchanged: their rows are checked
-    against, and record, each other's English."""
+    """KoBBQ rows from returned cells (or the twin's drafts), where each (row key, column) came from, the findings so
+    far, and the version exchanges the translator marked (those rows are checked against each other's English)."""
     findings: list[Finding] = []
     shorthand, separators, allowed = Shorthand.of(profile), profile.templates.separators, allowed_characters(profile)
     edited = grouped_cells(cells, FIELD_ORDER)
@@ -155,10 +150,8 @@ class Exchange:
 
 def marked_exchanges(edited: dict[str, dict[str, EditedCell]], profile: Profile, findings: list[Finding]
                      ) -> tuple[list[Exchange], dict[str, str]]:
-    """The versions the translator exchanged, as marked: each row's ``Follows_version`` names the English version its
-    post-edit translates, its own or its partner's (a workbook without the row follows its own). An exchange is marked
-    on both rows, or it is an error at the row marked alone. Returns the exchanges and, per exchanged row, the key of
-    the row whose English it follows."""
+    """The exchanges marked: each row's ``Follows_version`` names the English version its post-edit translates (its own
+    or its partner's); marked on one row only is an error. Returns them, and per exchanged row the key it follows."""
     swapped: dict[str, str] = {}
     for key, by_field in edited.items():
         mark = by_field.get(FOLLOWS)
@@ -219,28 +212,36 @@ def moved(finding: Finding, key: str, column: str, origin: dict[tuple[str, str],
                    f"{key}: {finding.message}" if key else finding.message)
 
 
-def _checked_write(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], path: Path,
-                   profile: Profile, earlier: list[Finding]) -> list[Finding]:
-    """Validate the rows as the build will read them, each finding moved to the workbook cell its text came from;
-    publish only when neither this nor ``earlier`` (reading the cells) has an error. It runs whatever was found before,
-    so that one import reports every problem, a problem ``earlier`` reported at the same cell not twice."""
-    check = path.with_name(f".{path.name}.{os.getpid()}.check.tsv")
+def write_tsv(rows: list[dict[str, str]], path: Path) -> dict[tuple[str, int], str]:
+    """The rows as a KoBBQ TSV at ``path``; returns (file name, line) -> row key."""
+    write_tsv_rows(path, OUTPUT_COLUMNS, rows)
+    return {(path.name, number): row_key(row) for number, row in enumerate(rows, start=2)}
+
+
+def write_checked(write: Callable[[Path], dict[tuple[str, int], str]], out: Path, profile: Profile,
+                  origin: dict[tuple[str, str], Location], earlier: list[Finding]) -> list[Finding]:
+    """Write a staging copy of ``out`` (``write`` returns each (file name, row)'s row key), validate it as the build
+    will read it, findings moved to the post-edit cells their text came from, and publish it only when neither this nor
+    ``earlier`` has an error. It runs anyway, so one import reports every problem (a cell's once)."""
+    staging = out.with_name(f".{out.name}.{os.getpid()}.staging")
+    names = {sheet: name for name, sheet in sheet_columns(profile).items()} if profile.templates.workbook else {}
+    seen = {(f.where, f.code) for f in earlier}
+    shutil.rmtree(staging, ignore_errors=True)
     try:
-        loaded = load_kobbq_templates(write_tsv_rows(check, OUTPUT_COLUMNS, rows),
-                                      separators=profile.templates.separators, allowed=allowed_characters(profile))
-        keys = {number: row_key(r) for number, r in enumerate(rows, start=2)}
+        keys, fmt = write(staging), template_format(profile)
         findings = []
-        for finding in validate_loaded(loaded, profile):
-            if finding.code == "not-nfc":  # the import normalised it already
-                continue
-            findings.append(moved(finding, keys.get(finding.where.row or 0, ""), finding.where.column or "", origin))
-        seen = {(f.where, f.code) for f in earlier}
-        findings = [f for f in findings if (f.where, f.code) not in seen]
+        for finding in fmt.check(fmt.load(staging, profile, []), profile):
+            column = finding.where.column or ""
+            key = keys.get((Path(finding.where.file).name, finding.where.row or 0), "")
+            found = moved(finding, key, names.get(column, column), origin)
+            if finding.code != "not-nfc" and (found.where, found.code) not in seen:  # not-nfc: normalised on import
+                findings.append(found)
         if not any(f.severity == "error" for f in [*earlier, *findings]):
-            os.replace(check, path)
+            _publish(staging, out)
         return findings
     finally:
-        check.unlink(missing_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)  # a folder (workbooks)
+        staging.unlink(missing_ok=True)  # a file (TSV)
 
 
 def edit_rates(cells: list[EditedCell]) -> tuple[list[EditRate], list[EditRate]]:
@@ -271,22 +272,22 @@ def cultural_substitutions(cells: list[EditedCell], glossary: Glossary) -> list[
 def import_cells(cells: list[EditedCell], out_path: Path, profile: Profile, glossary: Glossary,
                  use_draft: bool = False, vocabulary: Path | None = None,
                  groups: Mapping[str, Mapping[str, str]] | None = None) -> ImportResult:
-    """Rows, checks, the template file (only without errors), edit rates, substitutions and their decisions: a KoBBQ TSV
-    at ``out_path``, or for a workbook format the folder ``out_path`` of template workbooks with the vocabulary copied
-    from ``vocabulary``. ``groups``: N1_info, N2_info and Target_group per row key, written and checked with the rows
-    (the machine-translated twin's, from BBQ; a post-edit gets its groups at the templates stage)."""
+    """Rows, checks, the template file (only without errors: a KoBBQ TSV, or a workbook format's folder with the
+    vocabulary copied from ``vocabulary``), edit rates, substitutions and their decisions. ``groups``: per row key, the
+    twin's N1_info, N2_info and Target_group from BBQ (a post-edit gets its groups at the templates stage)."""
     exchanges: list[Exchange] = []
     if profile.templates.workbook is not None:
         rows, origin, findings = workbook_rows(cells, profile, use_draft)
         if not any(f.severity == "error" for f in findings):
-            findings += write_checked_workbooks(rows, origin, out_path, profile, vocabulary or out_path.parent)
+            write = partial(write_category_workbooks, rows, profile=profile, vocabulary=vocabulary or out_path.parent)
+            findings += write_checked(write, out_path, profile, origin, findings)
     else:
         rows, origin, findings, exchanges = rows_from_cells(cells, profile, use_draft)
         for row in rows:
             row.update((groups or {}).get(row_key(row), {}))
         order = {name: i for i, name in enumerate(profile.category_names)}
         rows.sort(key=lambda r: (order.get(r["Category"], len(order)), int(r["ID"]), r["version"]))
-        findings += _checked_write(rows, origin, out_path, profile, findings)
+        findings += write_checked(partial(write_tsv, rows), out_path, profile, origin, findings)
     written = out_path if not any(f.severity == "error" for f in findings) and out_path.exists() else None
     texts = [cell for cell in cells if cell.row.field != FOLLOWS]
     template_rates, category_rates = edit_rates(texts) if not use_draft else ([], [])
@@ -385,8 +386,7 @@ SHEET = "Sheet1"  # as the EsBBQ templates name their sheet; the loader reads th
 
 
 def sheet_columns(profile: Profile) -> dict[str, str]:
-    """Language-selected column -> the sheet's column, in sheet order: IDs and links, then the translated fields and the
-    translator's cells, language-specific ones with the language's suffix."""
+    """Language-selected column -> sheet column, in sheet order: IDs, links, translated fields, translator's cells."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     suffix = f"_{profile.language}"
     fixed = [fmt.label_column, fmt.bbq_id_column, fmt.id_column, "version", fmt.bbq_category_column,
@@ -399,8 +399,7 @@ def sheet_columns(profile: Profile) -> dict[str, str]:
 
 def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = False
                   ) -> tuple[list[dict[str, str]], dict[tuple[str, str], Location], list[Finding]]:
-    """Template rows (language-selected column -> text) from returned cells in export order, where each (row key,
-    column) came from, and the findings so far."""
+    """Template rows (language-selected column -> text) in export order, where each cell came from, the findings."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
     spelled = {bbq: own for own, bbq in fmt.bbq_category_names.items()}  # Gender_identity -> GenderIdentity
     expected = [*profile.translation.fields.values(), *(c.name for c in profile.translation.row_cells)]
@@ -420,12 +419,12 @@ def workbook_rows(cells: list[EditedCell], profile: Profile, use_draft: bool = F
     return rows, origin, findings
 
 
-def write_category_workbooks(rows: list[dict[str, str]], folder: Path, profile: Profile
+def write_category_workbooks(rows: list[dict[str, str]], folder: Path, profile: Profile, vocabulary: Path
                              ) -> dict[tuple[str, int], str]:
-    """One ``<Category>.xlsx`` per category in ``folder``; returns (file name, sheet row) -> row key."""
-    from openpyxl import Workbook  # ~0.3 s: only when workbooks are written
-
+    """One ``<Category>.xlsx`` per category and the vocabulary, in a new ``folder``; returns (file, row) -> row key."""
     fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
+    folder.mkdir(parents=True)
+    copy_vocabulary(vocabulary, folder, fmt)
     columns = sheet_columns(profile)
     by_category: dict[str, list[dict[str, str]]] = defaultdict(list)
     for row in rows:
@@ -434,16 +433,11 @@ def write_category_workbooks(rows: list[dict[str, str]], folder: Path, profile: 
     for category in profile.category_names:
         if not by_category.get(category):
             continue
-        workbook = Workbook()
-        sheet = workbook.active
-        sheet.title = SHEET
-        sheet.append(list(columns.values()))
-        for number, row in enumerate(by_category[category], start=2):
-            for index, column in enumerate(columns, start=1):
-                value = row.get(column, "")
-                set_text(sheet.cell(number, index), int(value) if column == fmt.id_column else value)
-            keys[(f"{category}.xlsx", number)] = f"{category}|{row[fmt.id_column]}|{row['version']}"
-        save_workbook(workbook, folder / f"{category}.xlsx")
+        cells = [[int(row[c]) if c == fmt.id_column else row.get(c, "") for c in columns]
+                 for row in by_category[category]]
+        save_workbook(table_workbook({SHEET: [list(columns.values()), *cells]}), folder / f"{category}.xlsx")
+        keys.update({(f"{category}.xlsx", number): f"{category}|{row[fmt.id_column]}|{row['version']}"
+                     for number, row in enumerate(by_category[category], start=2)})
     return keys
 
 
@@ -458,35 +452,11 @@ def copy_vocabulary(vocabulary: Path, folder: Path, fmt: WorkbookFormat) -> None
         shutil.copyfile(source, folder / name)
 
 
-def write_checked_workbooks(rows: list[dict[str, str]], origin: dict[tuple[str, str], Location], out_dir: Path,
-                            profile: Profile, vocabulary: Path) -> list[Finding]:
-    """Write the workbooks into a staging folder, validate them as the build will (findings at the post-edit cells), and
-    publish the folder in place of ``out_dir`` only when there is no error."""
-    fmt: WorkbookFormat = profile.templates.workbook  # type: ignore[assignment]  (a workbook format's)
-    out_dir = Path(out_dir)
-    staging = out_dir.with_name(f".{out_dir.name}.staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
-        copy_vocabulary(vocabulary, staging, fmt)
-        keys = write_category_workbooks(rows, staging, profile)
-        fields = {sheet: name for name, sheet in sheet_columns(profile).items()}
-        findings = []
-        for finding in validate_workbook(load_workbook_templates(staging, profile), profile):
-            key = keys.get((Path(finding.where.file).name, finding.where.row or 0), "")
-            findings.append(moved(finding, key, fields.get(finding.where.column or "", ""), origin))
-        if not any(f.severity == "error" for f in findings):
-            _publish(staging, out_dir)
-        return findings
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _publish(staging: Path, out_dir: Path) -> None:
-    """Replace ``out_dir`` by ``staging`` with two renames: a reader sees the old folder or the new one."""
-    retired = out_dir.with_name(f".{out_dir.name}.retired")
+def _publish(staging: Path, out: Path) -> None:
+    """Replace ``out`` by ``staging`` (a folder with two renames): a reader sees the old one or the new one."""
+    retired = out.with_name(f".{out.name}.retired")
     shutil.rmtree(retired, ignore_errors=True)
-    if out_dir.exists():
-        out_dir.rename(retired)
-    staging.rename(out_dir)
+    if staging.is_dir() and out.exists():
+        out.rename(retired)
+    staging.replace(out)
     shutil.rmtree(retired, ignore_errors=True)

@@ -1,9 +1,6 @@
-"""The postedit stage: the translator's returned workbooks become a template file in the target language, with the
-post-edit report; ``kobbq postedit import`` and ``reference`` run it alone.
-
-In real-data mode the released template file is the post-edit (``link_reference``): each ST and TM row names its BBQ
-source, and linking them records one translation decision per adapted template without any DeepL call, counts the links
-per category and label (the paper's ST/TM columns) and finds the glossary substitutions the translator made."""
+"""The postedit stage: the translator's returned workbooks become a template file with the post-edit report. In
+real-data mode the released file is the post-edit (``link_reference``): each ST/TM row is linked to its BBQ source,
+one decision per template, counted per category and label as the paper's Table 1."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from core.findings import raise_if_errors
 from core.profile import Profile
 from core.stage_contract import Context, StageOutput, Waiting, require
 from tasks.templates.bbq import BBQTemplate, load_bbq_templates
-from tasks.templates.load import TemplateRow
+from tasks.templates.load import TemplateRow, rows_by_template
 from tasks.templates.stage_templates import checked_templates
 from tasks.translation.glossary import Glossary
 from tasks.translation.postedit import import_postedit, render_report
@@ -61,10 +58,8 @@ def link_reference(templates: list[TemplateRow], bbq: list[BBQTemplate], profile
     bbq_by_subject: dict[str, list[BBQTemplate]] = defaultdict(list)
     for row in bbq:
         bbq_by_subject[row.subject].append(row)
-    by_template: dict[str, list[TemplateRow]] = defaultdict(list)
-    for t in templates:
-        if t.label in wanted:
-            by_template[template_subject(t.category, t.template_id)].append(t)
+    by_template = {template_subject(*key): rows
+                   for key, rows in rows_by_template([t for t in templates if t.label in wanted]).items()}
     decisions, unlinked, substitutions = [], [], []
     linked_sets: dict[tuple[str, str], set[str]] = defaultdict(set)
     made_from: dict[str, list[str]] = defaultdict(list)

@@ -1,20 +1,15 @@
-"""Machine pre-translation of BBQ template rows into drafts for the post-editor, and its cost before any call.
-
-Every text field of a BBQ row (stereotype, contexts, questions, answers) is one segment, and every filler of
-``Names``/``Lexical_diversity`` is one segment (so a filler list comes back as a list). Segments are protected
-(placeholders as XML tags), looked up in the cache, and only the misses are sent to DeepL, in batches that are cached as
-soon as they are answered. A segment whose translation lost a placeholder is flagged; a stop (quota, key) keeps
-everything answered so far and says how much is left. The dry run (``dry_run``) counts the same segments with the same
-cache keys, and DeepL bills the characters it translates, not the XML tags, so its number is what the real run is
-billed."""
+"""Machine pre-translation of BBQ template rows into drafts for the post-editor, and its cost before any call: each
+text field and filler is one segment, protected, looked up in the cache; only the misses go to DeepL, each batch
+cached as answered. The dry run counts the same segments with the same cache keys, as DeepL bills them."""
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.sax.saxutils import escape, unescape
 
 from core.decisions import Decision
 from core.errors import Location, UserError
@@ -24,9 +19,122 @@ from core.tables import read_records
 from tasks.templates.bbq import BBQTemplate
 from tasks.translation.cache import CachedTranslation, RequestSettings, TranslationCache
 from tasks.translation.deepl_client import KEY_VARIABLE, TranslationStopped, Translator
-from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary
-from tasks.translation.placeholders import (BBQ_SLOTS, KOBBQ_SLOTS, Protected, SlotStyle, billable_characters,
-                                           protect, restore)
+from tasks.translation.glossary import EMPTY_GLOSSARY, Glossary, term_pattern
+
+# --- placeholders: sent as plain text, DeepL may translate, inflect or drop BBQ's {{NAME1}}; as self-closing XML tags
+# (tag_handling="xml") it moves them as units. Glossary terms DeepL cannot apply itself are protected the same way. A
+# translation that lost or duplicated a tag is flagged, never accepted silently.
+
+# BBQ's placeholder, tolerant of the stray third brace BBQ has once ({{{NAME2}}).
+BBQ_PLACEHOLDER = re.compile(r"\{\{\{?([A-Z]+)([0-9]*)\}\}\}?")
+PLACEHOLDER_TAG = "ph"  # <ph n="NAME1"/>
+TERM_TAG = "term"  # <term n="0"/>: a glossary term applied after translation
+# DeepL may return a self-closing tag as an empty element pair; both count.
+_TAG = re.compile(r'<(ph|term)\s+n="([^"]*)"\s*(?:/>|>\s*</\1>)')
+# BBQ slot kind -> the KoBBQ slot letter ({{NAME1}} -> [N1], {{WORD1}} -> [W1]); others keep their name.
+KOBBQ_SLOT_LETTER = {"NAME": "N", "WORD": "W"}
+
+
+@dataclass(frozen=True)
+class SlotStyle:
+    """How a target format writes BBQ's slots: KoBBQ's TSV ``[N1]`` declared as ``N1: [...]``; a workbook format (EsBBQ)
+    keeps BBQ's ``{{NAME1}}`` declared as ``NAME1: [...]``."""
+
+    short_names: bool  # NAME1 -> N1, WORD1 -> W1 (KoBBQ)
+    opening: str
+    closing: str
+
+    def name(self, kind: str, number: str) -> str:
+        return f"{KOBBQ_SLOT_LETTER.get(kind, kind) if self.short_names else kind}{number}"
+
+    def inline(self, kind: str, number: str) -> str:
+        return f"{self.opening}{self.name(kind, number)}{self.closing}"
+
+    def source_text(self, text: str) -> str:
+        """English BBQ text in this style, for reading beside the draft: ``{{NAME1}}`` -> ``[N1]``."""
+        return BBQ_PLACEHOLDER.sub(lambda m: self.inline(m.group(1), m.group(2)), text)
+
+
+KOBBQ_SLOTS = SlotStyle(True, "[", "]")
+BBQ_SLOTS = SlotStyle(False, "{{", "}}")
+
+
+@dataclass(frozen=True)
+class Protected:
+    """A segment as sent to DeepL, with what it must get back."""
+
+    source: str  # the English text as written in BBQ
+    sent: str  # XML-escaped text with placeholders (and post-translation terms) as tags
+    placeholders: tuple[str, ...]  # BBQ placeholder names in order, e.g. ("NAME1", "NAME2")
+    terms: tuple[str, ...]  # glossary source terms protected as tags, by tag number
+
+
+def protect(source: str, protected_terms: tuple[str, ...] = ()) -> Protected:
+    """Turn ``{{NAME1}}`` into ``<ph n="NAME1"/>`` and each given glossary term into ``<term n="i"/>``."""
+    names: list[str] = []
+    found_terms: list[str] = []
+    # Escape first: the text must be well-formed XML once tags are inserted.
+    text = escape(source)
+
+    def placeholder(match: re.Match[str]) -> str:
+        name = match.group(1) + match.group(2)
+        names.append(name)
+        return f'<{PLACEHOLDER_TAG} n="{name}"/>'
+
+    text = BBQ_PLACEHOLDER.sub(placeholder, text)
+    for term in protected_terms:
+        pattern = term_pattern(escape(term))
+        if pattern.search(text):
+            index = len(found_terms)
+            found_terms.append(term)
+            text = pattern.sub(f'<{TERM_TAG} n="{index}"/>', text)
+    return Protected(source, text, tuple(names), tuple(found_terms))
+
+
+@dataclass(frozen=True)
+class Restored:
+    text: str  # target-language text with KoBBQ bare slots ([N1]) and substituted terms
+    missing: tuple[str, ...]  # placeholders the translation lost
+    extra: tuple[str, ...]  # placeholders the translation invented or duplicated
+
+
+def restore(protected: Protected, translated: str, term_targets: dict[str, str],
+            style: SlotStyle = KOBBQ_SLOTS) -> Restored:
+    """Tags back to the target format's slots (``<ph n="NAME1"/>`` -> ``[N1]``), terms to ``term_targets``."""
+    seen: list[str] = []
+
+    def back(match: re.Match[str]) -> str:
+        kind, value = match.groups()
+        if kind == TERM_TAG:
+            index = int(value) if value.isdigit() else -1
+            if 0 <= index < len(protected.terms):
+                return term_targets[protected.terms[index]]
+            seen.append(f"term {value}")
+            return ""
+        seen.append(value)
+        slot = BBQ_PLACEHOLDER.fullmatch("{{" + value + "}}")
+        return style.inline(slot.group(1), slot.group(2)) if slot else f"{style.opening}{value}{style.closing}"
+
+    text = unescape(_TAG.sub(back, translated))
+    missing, extra = placeholder_difference(protected.placeholders, tuple(seen))
+    return Restored(text, missing, extra)
+
+
+_ANY_TAG = re.compile(r"<[^>]*>")
+
+
+def billable_characters(sent: str) -> int:
+    """What DeepL bills for one text sent with ``tag_handling="xml"``: the characters outside the tags, an entity
+    (``&amp;``) being the one character it stands for (DeepL's "Usage count and billing": "the characters of the HTML or
+    XML tags (including all their attributes and values) are not counted")."""
+    return len(unescape(_ANY_TAG.sub("", sent)))
+
+
+def placeholder_difference(expected: tuple[str, ...], got: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What was lost and what was added, counting repeats: a sentence that names {{NAME1}} twice needs it twice."""
+    want, have = Counter(expected), Counter(got)
+    return tuple(sorted((want - have).elements())), tuple(sorted((have - want).elements()))
+
 
 STAGE = "pretranslate"
 # KoBBQ column -> where its English text is in a BBQ row. Names/Lexical_diversity are lists.
@@ -136,8 +244,7 @@ def protect_all(templates: list[BBQTemplate], glossary: Glossary, mode: str) -> 
 
 @dataclass(frozen=True)
 class ModeChoice:
-    """How the glossary is applied, and why: the decision a run records (and the cache keeps, see
-    ``TranslationCache.record_mode``)."""
+    """How the glossary is applied, and why: what a run records (the cache too: ``TranslationCache.record_mode``)."""
 
     mode: str  # deepl | after | none
     reason: str
@@ -146,11 +253,9 @@ class ModeChoice:
 
 def choose_mode(profile: Profile, glossary: Glossary, translator: Translator | None,
                 recorded: tuple[str, str] | None = None) -> ModeChoice:
-    """DeepL's own glossary where the pair supports it, else substitution after translation. ``"auto"`` takes, in order:
-    the choice the cache recorded when its drafts were paid for (``recorded``; the texts sent differ between the modes,
-    so a replay or a dry run must ask the cache what the paid run sent); a live DeepL's glossary pairs; for a dry run or
-    a replay with nothing recorded, DeepL's own glossary (DeepL supports glossaries for every language pair it
-    translates)."""
+    """DeepL's own glossary where the pair supports it, else substitution after translation. ``"auto"`` takes the mode
+    the cache recorded (the texts sent differ between modes: a replay or dry run must send what the paid run did), else
+    a live DeepL's glossary pairs, else DeepL's own glossary (it has one for every pair it translates)."""
     if not glossary.entries:
         return ModeChoice("none", "the profile's glossary has no entries")
     wanted = profile.translation.glossary_mode
@@ -288,8 +393,7 @@ def build_drafts(templates: list[BBQTemplate], protected: dict[str, Protected],
 
 def draft_decisions(drafts: list[Draft], substitutions: list[Substitution], protected: dict[str, Protected],
                     choice: ModeChoice, glossary: Glossary = EMPTY_GLOSSARY) -> list[Decision]:
-    """One decision per BBQ template (its rows together), one per template's glossary substitutions, and how the
-    glossary was applied (when the profile has one)."""
+    """One decision per BBQ template, one per template's glossary substitutions, and the glossary's mode (if any)."""
     mode = choice.mode
     by_subject: dict[str, list[Draft]] = defaultdict(list)
     for draft in drafts:
@@ -347,8 +451,7 @@ def own_label(label: str, profile: Profile) -> str:
 
 
 def load_labels(path) -> dict[str, str]:
-    """BBQ template labels from ``subject,label`` CSV, or the labels stage's ``bbq_template`` label decisions of a
-    decision log."""
+    """BBQ template labels from a ``subject,label`` CSV, or from the labels stage's decision log."""
     fields, records = read_records(path)
     rows = [row for _, row in records]
     if {"subject", "label"} <= set(fields):

@@ -49,9 +49,8 @@ def glossary_of(ctx: Context) -> Glossary:
 
 
 def translation_cache(ctx: Context) -> Path:
-    """Where the DeepL drafts are cached. A pipeline's is shared by every pipeline writing this release (paid work is
-    never paid twice), started from the recorded cache the pipeline names, which is never written to; a one-off
-    command's is the ``--cache`` given, else the one in its folder, used in place."""
+    """Where the DeepL drafts are cached: a pipeline's is shared by every pipeline of this release (never paid twice),
+    first copied from the recorded cache it names; a one-off command's is ``--cache``, else its folder's."""
     given = ctx.file(ctx.pipeline.config.translation.cache)
     if ctx.one_off is not None:
         return given or ctx.one_off / CACHE_FILE

@@ -1,11 +1,6 @@
-"""The machine-translated twin's templates (``mtBBQ_templates.tsv``): the unedited DeepL drafts as templates.
-
-The paper compares its benchmark with BBQ machine-translated: the ST and TM templates' drafts, numbered as the post-edit
-workbooks number them, with no post-edit and no cultural adaptation. Version roles come from BBQ's own answer info (a
-row is *biased* when the answer to its negative question names the person whose ``NAME<k>_info`` is one of its
-``Known_stereotyped_groups``); where BBQ's version a is the biased one the twin exchanges the letters, and every row
-carries BBQ's groups, so that the version check runs on the twin as on the release. A template whose roles BBQ cannot
-tell, or whose draft is not a valid template, is left out; each template's fate is a decision."""
+"""The machine-translated twin's templates (``mtBBQ_templates.tsv``, ``docs/new-culture.md`` 0.9): the unedited DeepL
+drafts as templates. Version roles come from BBQ's own answer info and groups, so the version check runs on the twin
+as on the release; a template whose roles BBQ cannot tell, or whose draft is invalid, is left out (a decision)."""
 
 from __future__ import annotations
 
@@ -62,8 +57,7 @@ class Groups:
 
 
 def bbq_groups(template: BBQTemplate) -> Groups | None:
-    """The row's groups from BBQ's own info; None when BBQ does not tell them (no info, or both or neither person of a
-    stereotyped group)."""
+    """The row's groups from BBQ's info; None when it cannot tell (no info, both or neither person stereotyped)."""
     n1, n2 = template.columns.get("NAME1_info", "").strip(), template.columns.get("NAME2_info", "").strip()
     targets = {_plain(g) for g in stereotyped_groups(template.known_stereotyped_groups)}
     if not n1 or not n2 or (_plain(n1) in targets) == (_plain(n2) in targets):
@@ -173,9 +167,8 @@ def machine_rows(drafts: list[Draft], profile: Profile, labels: Mapping[str, str
 
 def write_machine_translation(drafts: list[Draft], profile: Profile, labels: Mapping[str, str],
                               out_path: Path) -> ImportResult:
-    """``mtBBQ_templates.tsv``: the twin's rows checked like a post-edit (the version convention included, on BBQ's
-    groups). A template whose draft fails a check is left out (a decision says why) and the rest is checked again; the
-    file is written once nothing fails."""
+    """``mtBBQ_templates.tsv``: the twin's rows checked like a post-edit (on BBQ's groups); a template whose draft fails
+    a check is left out (a decision) and the rest checked again, the file written once nothing fails."""
     rows, groups, decisions = machine_rows(drafts, profile, labels)
     if not rows:
         return ImportResult([], None, decisions, [])

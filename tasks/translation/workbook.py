@@ -1,10 +1,7 @@
-"""The post-edit workbook: one xlsx per category for the professional translator.
+"""The post-edit workbook: one xlsx per category for the professional translator (``docs/new-culture.md`` 0.4).
 
-Sheet ``templates`` has one row per (template row, field): the IDs, the English source and the DeepL draft locked, an
-editable ``Post-edit`` (pre-filled with the draft) and ``Notes``. An explicit-versions format adds a ``Follows_version``
-row to each version: a translator who exchanges two versions' rows exchanges it with them, so the import reads the
-exchange instead of guessing it. Hidden, protected sheets keep a copy of the locked columns (``_manifest``: a changed ID
-or source text is refused) and the profile it was exported for (``_export``)."""
+Hidden, protected sheets keep a copy of the locked columns (``_manifest``: a changed ID or source text is refused)
+and the profile it was exported for (``_export``)."""
 
 from __future__ import annotations
 
@@ -20,8 +17,9 @@ from core.findings import Finding
 from core.profile import Profile
 from core.text import check_text, normalise_text
 from core.text_files import read_text
+from tasks.templates.load import TEXT_COLUMNS
 from tasks.translation.pretranslate import Draft, bbq_declarations, own_label
-from core.workbooks import new_workbook, read_sheets, save_workbook, set_text
+from core.workbooks import new_workbook, read_sheets, save_workbook, set_text, write_rows
 
 SHEET = "templates"
 MANIFEST = "_manifest"
@@ -33,15 +31,13 @@ HEADER = LOCKED + EDITABLE
 # A person slot as written in a text: bare ([N1]) or with its inline list ([N1: a, b]).
 _PERSON_SLOT = re.compile(r"\[(N1|N2)(?=[:\]])")
 # Columns whose text names the people; Names and Lexical_diversity declare the fillers and stay as they are.
-SWAPPED_FIELDS = ("Ambiguous_context", "Disambiguating_context", "Biased_question", "Counter-biased_question",
-                  "Biased_question_answer", "Counter-biased_question_answer")
+SWAPPED_FIELDS = tuple(TEXT_COLUMNS.values())
 WIDTHS = {"English": 60, "DeepL draft": 60, "Post-edit": 60, "Notes": 30, "Field": 26}
 FOLLOWS = "Follows_version"  # the row whose Post-edit names the English version the row's texts translate
 
 
 def neutral_instructions(profile: Profile) -> list[str]:
-    """The Instructions sheet of a profile without its own ``postedit_instructions.txt``: the slot syntax in English,
-    with the profile's list separator and culture, and no example in any particular language."""
+    """The Instructions without the profile's own file: the slot syntax in English, no language's example."""
     joiner = profile.templates.list_joiner
     lines = ["Post-edit the 'Post-edit' column (pre-filled with the DeepL draft). Only 'Post-edit' and 'Notes' can be "
              "edited.",
@@ -118,11 +114,9 @@ def swap_person_slots(text: str) -> str:
 
 
 def swapped_version(rows: list[ExportRow], version: str) -> list[ExportRow]:
-    """The partner version of a template's only row: English and draft with N1 and N2 swapped in every text. Why: a
-    KoBBQ template needs versions a and b (each person once in each role; the validation rejects an unpaired a), but BBQ
-    files without a version column (Religion, Race_ethnicity, Nationality, Sexual_orientation) hold one row per
-    template, because BBQ's generator swapped the names itself. Names and Lexical_diversity stay as they are: swapping
-    them as well would swap the people back."""
+    """The partner version b of a template's only row, N1 and N2 swapped in every text. Why: KoBBQ needs versions a and
+    b, but BBQ files without a version column hold one row per template (BBQ's generator swapped the names itself).
+    Names and Lexical_diversity stay: swapping them too would swap the people back."""
     return [replace(row, version=version,
                     english=swap_person_slots(row.english) if row.field in SWAPPED_FIELDS else row.english,
                     draft=swap_person_slots(row.draft) if row.field in SWAPPED_FIELDS else row.draft)
@@ -213,8 +207,7 @@ def with_follows(rows: list[ExportRow], profile: Profile) -> list[ExportRow]:
 
 
 def instruction_lines(profile: Profile) -> list[str]:
-    """The Instructions sheet: the culture's own postedit_instructions.txt, whole (in the translator's language), else a
-    culture-neutral English text with the version convention and what each extra cell takes."""
+    """The Instructions sheet: the culture's postedit_instructions.txt, else neutral English text and cells' help."""
     if path := profile.existing_file("postedit_instructions"):
         return read_text(path, "post-edit instructions file").splitlines()
     cells = profile.translation.row_cells
@@ -223,7 +216,7 @@ def instruction_lines(profile: Profile) -> list[str]:
         + [f"- {c.name}: {c.help}" for c in cells] if cells else [])
 
 
-def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
+def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> Path:
     """Write one category's post-edit workbook atomically; the same rows give the same bytes."""
     from openpyxl.comments import Comment
     from openpyxl.styles import Alignment, Protection
@@ -249,11 +242,7 @@ def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
     sheet.protection.formatColumns = False
 
     manifest = workbook.create_sheet(MANIFEST)
-    manifest.append(LOCKED)
-    for row in rows:
-        manifest.append([None] * len(LOCKED))
-        for column, value in enumerate(row.locked(), start=1):
-            set_text(manifest.cell(manifest.max_row, column), value)
+    write_rows(manifest, [LOCKED, *(row.locked() for row in rows)])
     manifest.sheet_state = "hidden"
     manifest.protection.sheet = True
 
@@ -268,24 +257,16 @@ def write_workbook(rows: list[ExportRow], path: Path, profile: Profile) -> None:
     instructions.column_dimensions["A"].width = 120
     instructions.protection.sheet = True
     workbook.active = 1
-    save_workbook(workbook, path)
+    return save_workbook(workbook, path)
 
 
 def export_postedit_workbooks(drafts: list[Draft], out_dir: Path, profile: Profile,
                               labels: Mapping[str, str]) -> list[Path]:
-    """One ``postedit_<Category>.xlsx`` per adapted category; returns the paths, in profile order."""
+    """One ``postedit_<Category>.xlsx`` per adapted category; returns the paths, in profile order (``export_rows``')."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    grouped: dict[str, list[ExportRow]] = defaultdict(list)
-    for row in export_rows(drafts, profile, labels):
-        grouped[row.category].append(row)
-    paths = []
-    for category in profile.category_names:
-        if grouped.get(category):
-            path = out_dir / f"postedit_{category}.xlsx"
-            write_workbook(grouped[category], path, profile)
-            paths.append(path)
-    return paths
+    return [write_workbook(list(rows), out_dir / f"postedit_{category}.xlsx", profile)
+            for category, rows in groupby(export_rows(drafts, profile, labels), key=lambda row: row.category)]
 
 
 @dataclass(frozen=True)
@@ -300,8 +281,7 @@ class EditedCell:
 
 
 def clean_text(value: str, where: Location, findings: list[Finding], allowed: str = "") -> str:
-    """A returned cell's text checked (``core.text``: each character nobody sees reported at its cell) and normalised
-    (NFC, whitespace)."""
+    """A returned cell's text checked (``core.text``, at its cell) and normalised (NFC, whitespace)."""
     findings += check_text(value, where, allowed)
     return normalise_text(value, allowed)[0]
 
