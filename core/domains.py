@@ -1,8 +1,6 @@
-"""The domains of the project's TOML settings (a profile, a pipeline file, a survey options file), each said once:
-checked types (``ExactNumber``, ``Regex``, ``ReleaseName``, ...) and pydantic constraints, whose JSON schema the
-generated reference shows and the fuzzing suite leaves; references between tables (``among``); and the one error
-line of a file with values outside their domains, an unknown key (named with the closest known one) or a missing one.
-"""
+"""The domains of the project's TOML settings (profile, pipeline file, survey options), each said once: checked types
+and pydantic constraints (shown by the generated reference), references between tables (``among``), and the one error
+line of a file with a value outside its domain, an unknown key (with the closest known one) or a missing one."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Fingerprints: one recipe for "is this still up to date?", used by every stage (the release is one).
-
-A stage's fingerprint hashes exactly what it reads (``tasks.pipeline.plan.stage_parts``): its input files and the
-templates it renders, the fingerprints of the stages it reads from, its settings (``settings_text``), and its own
-code with every project module it imports (``code_hash``), so a typo fixed in the evaluation re-runs no labelling.
-The code is hashed from the files on disk, not from loaded modules, so ``kobbq status`` in another process computes
-the same value as the build did.
-"""
+"""Fingerprints: one recipe for "is this still up to date?", used by every stage. A stage's fingerprint hashes exactly
+what it reads (``tasks.pipeline.plan.stage_parts``): inputs, rendered templates, earlier stages' fingerprints, its
+settings and its code with every project module it imports (``code_hash``), hashed from the files on disk so that
+``kobbq status`` in another process computes the value the build did."""
 
 from __future__ import annotations
 

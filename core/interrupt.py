@@ -1,13 +1,8 @@
-"""Ctrl-C and SIGTERM stop a command at once, and a killed one is cleaned up by the next.
+"""Ctrl-C and SIGTERM stop a command at once (exit 130 or 143), and a SIGKILLed one is cleaned up by the next.
 
-What a build leaves running or half-written is registered here while it exists: its child processes and its staging
-folder. On SIGINT or SIGTERM the handler ends the children, removes the staging folder, prints one line and exits
-(130 or 143) within seconds; during ``critical()`` (the two renames of a publication) a signal waits until the block
-is done, so a release is never half replaced. A SIGKILLed process cannot clean up, so every command records its
-children (pid and start time) in ``<build folder>/.kobbq-run-<pid>.json`` and the next command there ends those of a
-dead owner (``reap_orphans``): by pid *and* start time, never by name, so a recycled pid is never hit.
-``checkpoint(phase)`` lets the fault-injection tests stop a process at a phase (``KOBBQ_PAUSE_AT``).
-"""
+What a build leaves running or half-written (child processes, its staging folder) is registered here; ``critical()``
+defers a signal past a publication's two renames. Children are recorded in ``<build folder>/.kobbq-run-<pid>.json`` and
+ended by pid *and* start time (``reap_orphans``), never by name (docs/reliability.md)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The whole pipeline's configuration and the state of each stage, kept beside the release.
+"""The whole pipeline's configuration (a TOML pipeline file, paths relative to it) and each stage's recorded state.
 
-A pipeline file (TOML) names the inputs of every stage, relative to itself; a stage whose inputs are all there runs,
-and the first that waits for people stops the pipeline with what it waits for and what to send out. Each stage
-records its state (done, waiting or failed, with the fingerprint of everything it read) in
-``<out>/<name>.pipeline/<pipeline key>/<stage>.json``: a stage whose fingerprint is unchanged is not run again, and
-``kobbq status`` tells a done stage from a stale one. Real-data mode: ``labels.reference`` and
-``translation.reference`` take a released template file as the labels and the post-edit.
-"""
+A stage's state (done, waiting or failed, with the fingerprint of what it read) is kept in
+``<out>/<name>.pipeline/<pipeline key>/<stage>.json``: an unchanged fingerprint is not run again, and ``kobbq status``
+tells a done stage from a stale one (docs/reference/pipeline.md)."""
 
 from __future__ import annotations
 

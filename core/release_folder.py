@@ -1,17 +1,9 @@
-"""A release folder as this project writes it: its paths (``ReleaseFolder``), its files' names, its manifest (one
-reader, cached while the file is unchanged; one writer), the marker that says this project wrote it, and whether its
-files are still the ones the manifest records (``release_problem``; ``changed_files``).
+"""A release folder as this project writes it: its paths, its files' names, its manifest (one cached reader, one
+writer), the marker that this project wrote it, and whether its files are still the ones the manifest records.
 
-Hashing every file of a release on every ``kobbq status`` (95 MB for KoBBQ) is most of what it reads, so the files
-as last verified (size, modification and change times, sha256) are recorded beside the release, never inside it
-(``<out>/.<name>.verified.json``). With ``trust_record`` (``kobbq status``) a file whose size and times are as
-recorded is not read again: like make's and rsync's quick checks, this misses a change that keeps all three
-(``kobbq status --verify``, ``publish`` and the evaluation hash every file).
-
-A build replaces ``<out>/<name>`` only when it is a release this project wrote, of that name and profile
-(``check_replaceable``), so a mistyped ``--out`` or ``--name`` never deletes a user's folder; what a user adds
-inside a release (``user_entries``) is carried over. No pandas here: a command checks this before anything heavy.
-"""
+The files as last verified are recorded beside the release (``<out>/.<name>.verified.json``) so that ``kobbq status``
+need not hash 95 MB each time; a build replaces only a release this project wrote (``check_replaceable``). No pandas
+here: a command checks this before anything heavy. Design: docs/developing.md, "The release checks' child"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The contract every pipeline stage keeps, and the context the runner hands it.
-
-A stage (``Stage``) declares what it reads: input files by role, profile settings, the stages whose outputs it reads
-and the templates it renders. Its fingerprint covers exactly that and its own code, so one changed survey cut-off
-re-runs the survey stage and the stages after it, nothing before. ``run(ctx)`` returns a ``StageOutput`` or raises
-``Waiting``; ``prepare(ctx)`` checks its inputs before any flow run starts. The runner (``tasks.pipeline``), not the
-stage, wires stages together: it hands later stages the outputs of earlier ones by role (``Context.output``), never
-by a literal path into another stage's folder.
-"""
+"""The contract every pipeline stage keeps (``Stage``: what it reads and the module that does its work), and the
+``Context`` the runner hands it. A stage's fingerprint covers exactly what it declares and its own code; the runner
+(``tasks.pipeline``), not the stage, wires stages together by output role (``Context.output``), never by a literal path
+into another stage's folder."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Delimited text files, read one way and written atomically; Markdown tables.
-
-Every CSV/TSV input goes through ``read_rows``: UTF-8 with or without a byte-order mark, within the size limits, any
-problem a ``UserError`` naming the file and row. ``read_table`` reads a table people edit in a spreadsheet (survey
-results, questionnaires, overrides), which may arrive as a CSV or as an xlsx, with the location of every row.
-"""
+"""Delimited text files, read one way (``read_rows``: UTF-8 with or without a byte-order mark, within the size limits,
+a problem named at its file and row) and written atomically; tables people edit in a spreadsheet, as CSV or xlsx
+(``read_table``); Markdown tables."""
 
 from __future__ import annotations
 

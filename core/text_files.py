@@ -1,12 +1,6 @@
-"""Input files read one way: a file (not a folder or a device), within a size limit counted in the bytes
-actually read, and UTF-8 text whose bad bytes, JSON and TOML errors are reported at their line and column.
-
-The size a file reports is not trusted: ``/proc`` files report 0 bytes and a device such as ``/dev/zero``
-never ends, so the limit is enforced while reading. Anything but a regular file is refused before reading:
-a device, and a named pipe (FIFO) or socket, whose read would wait for a writer that may never come. A JSON Lines
-file (the evaluation's requests, recordings and answers: ~1.1 million lines for the real release) is read a line at a
-time (``text_lines``), each bad byte or line named where an editor shows it.
-"""
+"""Input files read one way: a regular file (a device, FIFO or socket is refused before reading), within a size limit
+counted in the bytes actually read (``/proc`` reports 0 bytes, ``/dev/zero`` never ends), and UTF-8 text whose bad
+bytes, JSON and TOML errors are reported at their line and column; a JSON Lines file is read a line at a time."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Workbooks: saved so that the same content gives the same bytes, atomically; read as text.
-
-Why: the pipeline fingerprints exported folders to tell whether a stage is stale, so an export that changes nothing
-must not change a byte. openpyxl stamps the save time in ``docProps/core.xml`` (created, and modified: "now" on each
-save) and on every zip entry; ``save_workbook`` fixes both and writes atomically.
-"""
+"""Workbooks saved atomically so that the same content gives the same bytes (openpyxl stamps the save time in
+``docProps/core.xml`` and on every zip entry: a stage's fingerprint of an unchanged export must not change); read as
+text."""
 
 from __future__ import annotations
 

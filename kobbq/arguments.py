@@ -1,11 +1,6 @@
-"""Arguments that argparse refuses when they are impossible (``--bootstrap -1``, ``--timeout 0``, an endpoint
-without ``http://``): told at once, in one line naming the option, before anything is read, started or sent, not
-later as a traceback from numpy or the HTTP client.
-
-Options several commands share are declared here once, so that one concept has one name everywhere
-(``--prompt-table FILE``, ``--prompt ID``, ``--profile``, the corrections file); a renamed option keeps its old
-spelling as a hidden alias (``add_hidden_alias``), and the profile a command was given is loaded once.
-"""
+"""Options several commands share, declared once so that one concept has one name everywhere (a renamed option keeps its
+old spelling as a hidden alias), and argument types that refuse an impossible value (``--bootstrap -1``, an endpoint
+without ``http://``) in one line naming the option, before anything is read, started or sent."""
 
 from __future__ import annotations
 

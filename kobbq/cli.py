@@ -1,11 +1,6 @@
-"""The ``kobbq`` command. Each subcommand lives in its own module under ``kobbq.commands``.
-
-A module there defines ``register(subparsers)``, which adds its parser and sets
-``handler=<function(args) -> int>``. Modules are discovered, so a stage adds its command
-without editing this file; a run imports only the module of the command it names (each module
-imports what its command needs at its top), ``kobbq --help`` all of them. User errors print one
-paragraph and exit 1; no traceback.
-"""
+"""The ``kobbq`` command. Each subcommand is a module of ``kobbq.commands`` defining ``register(subparsers)``, which
+adds its parser with ``handler=<function(args) -> int>``; modules are discovered, and a run imports only the one of the
+command it names (``--help`` all of them). A user error prints one paragraph and exits 1, without a traceback."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""``kobbq eval``: prepare prompts for a release, run models on them, score their answers, compare results.
-
-The steps' help says what each does (``run --deployment`` shares a run out over a work pool through
-``flows/model_runs.py``). The evaluation package (pandas, pyarrow, matplotlib, the openai client) is imported by
-``run_step`` when a step runs, not at the top: ``kobbq --help`` imports every command module to read its parser.
-"""
+"""``kobbq eval``: prepare prompts for a release, run models on them, score their answers, compare results. The
+evaluation package (pandas, pyarrow, matplotlib, openai) is imported by ``run_step`` when a step runs, not at the top:
+``kobbq --help`` imports every command module to read its parser."""
 
 from __future__ import annotations
 

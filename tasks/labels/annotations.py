@@ -1,12 +1,7 @@
-"""The annotators' files: the labelling workbook sent out (xlsx: one row per BBQ template, a drop-down, a rationale) and
-the labels read back, from filled workbooks or their CSV equivalent (``template,label,rationale``, named after the
-annotator: ``kim.csv``).
-
-Every workbook cell but the label and rationale is locked, the label only accepts ST / TM / SR, and a hidden sheet
-records the profile and the template set the workbook was made for (``template_set.fingerprint``), so that labels given
-for other templates or for another culture are refused (a CSV is checked by its template IDs). All files are read and
-checked before anything is used, each problem at its file, sheet, row and cell, and nothing is imported when one is
-found. The guide sheet is the profile's own (``labelling_guide.txt``), else a neutral English one."""
+"""The annotators' files: the labelling workbook sent out (one row per BBQ template, a drop-down, a rationale; every
+other cell locked) and the labels read back from filled workbooks or CSVs (``template,label,rationale``). A hidden sheet
+records the profile and template set (``template_set.fingerprint``) so that labels for other templates or another
+culture are refused; every file is checked before anything is imported, each problem at its cell."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The labels stage: every English BBQ template gets its final label (ST / TM / SR) and rationale, in ``labels.csv``,
-with the annotators' agreement (Fleiss' kappa) when their files are given.
-
-In real-data mode the labels are those a released template file implies (``reference_labels``): the release keeps only
-the survivors of the whole process. A released template carries its BBQ source's label through its
-``BBQ_category``/``BBQ_id`` link; rows without one are newly-created (NC). A BBQ template nobody links to was labelled
-SR or dropped later by the survey, and the public files do not say which, so it is ``unlinked``, never a guessed SR."""
+"""The labels stage: every English BBQ template gets its final label (ST / TM / SR) and rationale in ``labels.csv``,
+with the annotators' agreement when their files are given. In real-data mode the labels are those the release's BBQ
+links imply (``reference_labels``); a BBQ template nobody links to was labelled SR or dropped by the survey, and the
+public files do not say which, so it is ``unlinked``, never a guessed SR."""
 
 from __future__ import annotations
 

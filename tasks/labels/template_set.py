@@ -1,9 +1,6 @@
-"""The unit of labelling: one BBQ template (all its versions), and the identity of a template set.
-
-Annotators label a BBQ *template* (``bbq:<category>:<Q_id>``), not a row: the versions of a Q_id share one stereotype,
-so they share one label. A template set is the list of templates a workbook was exported for; its fingerprint travels
-inside every workbook, so labels given for one set of templates (or for a since-edited text) are never imported against
-another."""
+"""The unit of labelling: one BBQ template (``bbq:<category>:<Q_id>``, all its versions, which share one stereotype and
+so one label), and a template set's fingerprint, which travels inside every workbook so that labels given for one set
+of templates (or a since-edited text) are never imported against another."""
 
 from __future__ import annotations
 

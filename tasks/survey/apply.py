@@ -1,10 +1,7 @@
-"""Run the survey rules on candidate templates: ``apply_survey_rules``, the one entry point.
-
-Every question (unique stereotype) is matched with its result and judged by the rules of the rule table, in its order;
-then every template (all its versions) inherits its stereotypes' outcome (``stereotype-survey``), is compared with its
-type-1 questions' candidate groups (a report, not a filter) and meets the reading-comprehension rule. Curated overrides
-replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``). What the rules produce
-(``SurveyOutcome``) is data only: ``tasks.survey.funnel`` renders it."""
+"""Run the survey rules on candidate templates: ``apply_survey_rules``, the one entry point. Every question is judged by
+the rule table's rules in order; every template then inherits its stereotypes' outcome, is compared with its type-1
+questions' groups (a report, not a filter) and meets the reading rule. Overrides are recorded with ``override=True``.
+What it returns (``SurveyOutcome``) is data only: ``tasks.survey.funnel`` renders it."""
 
 from __future__ import annotations
 

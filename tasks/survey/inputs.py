@@ -1,10 +1,6 @@
 """The survey stage's inputs (``SurveyInputs``: which files) and their contents (``SurveyData``: read and checked), read
-one way for every entry point (the pipeline's survey stage, ``kobbq build --templates --survey-results`` and ``kobbq
-survey ingest``).
-
-Results come as the released aggregated JSON or as respondent rows (CSV/xlsx) checked against the exported questionnaire
-and counted into the same ``SurveyResult`` entries; each table is a CSV or the first sheet of an xlsx, and bad input
-raises ``UserError`` naming the file, (sheet,) row and column."""
+one way for every entry point. Results come as the released aggregated JSON or as respondent rows (CSV/xlsx) counted
+into the same ``SurveyResult`` entries; bad input raises ``UserError`` naming the file, (sheet,) row and column."""
 
 from __future__ import annotations
 

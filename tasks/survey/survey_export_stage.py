@@ -1,11 +1,7 @@
-"""The survey-export stage: the questionnaires to send to the survey company, for the templates stage's ``templates``.
-Output: ``questionnaire`` (and ``questions.csv`` beside it, which the survey stage reads respondent-level results with).
-
-One question per unique stereotype, rendered from the profile's jinja2 files, exported as an xlsx workbook and the same
-tables as CSV. Wording lives in the profile's survey folder (``core/profiles/<profile>/survey/``: ``type1.j2``,
-``type2.j2``, ``reading.j2``, ``options.toml``), not in code. Type 1 lists the category's full group list plus "no
-stereotype"; type 2 shows the two groups in a seeded random order (seeded per question, so a question's order does not
-change when other questions are added) plus "no stereotype"."""
+"""The survey-export stage: the questionnaires for the survey company (an xlsx workbook and the same tables as CSV, with
+``questions.csv``, which the survey stage reads respondent-level results with). Wording lives in the profile's survey
+folder (jinja2 files, ``options.toml``), not in code; type 2 shows its two groups in an order seeded per question, so
+that adding questions changes no other question's order."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The survey stage: the survey results through the paper's rules, once per build.
-
-``survey_stage(templates, inputs, profile)`` is the stage's one function, called by every entry point (``run`` below,
-and ``kobbq survey ingest``): the decisions (the release reads which templates survive from them), the reports
-(``funnel.md``, ``survey_agreement.md``, ``survey_votes.csv``), the results in the released aggregated format and the
-quota shortfalls."""
+"""The survey stage: the survey results through the paper's rules, once per build. ``survey_stage`` is its one
+function for every entry point (``run`` below and ``kobbq survey ingest``): the decisions the release reads survivors
+from, the reports, the results in the released aggregated format and the quota shortfalls."""
 
 from __future__ import annotations
 
