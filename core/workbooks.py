@@ -33,8 +33,7 @@ def set_text(cell, value: object) -> None:
 
 
 def new_workbook(title: str, header: list[str]) -> Workbook:
-    """A workbook whose one sheet, ``title``, starts with ``header`` in bold: how every exported workbook
-    (labelling, post-edit) begins."""
+    """A workbook whose one sheet, ``title``, starts with ``header`` in bold."""
     from openpyxl import Workbook
     from openpyxl.styles import Font
 
@@ -75,8 +74,7 @@ def text_cell(value: object) -> str:
 
 
 def read_sheets(path: Path, cell: Callable[[object], object] = text_cell) -> dict[str, list[list]]:
-    """Every sheet's cells as ``cell`` gives them (by default text, empty cells as ``""``), by sheet name in workbook
-    order (hidden sheets included); a file that is not a readable workbook is a UserError naming it."""
+    """Every sheet's cells as ``cell`` gives them (default: text) by sheet name; not a workbook: a UserError."""
     import openpyxl
     from openpyxl.utils.exceptions import InvalidFileException
 

@@ -61,10 +61,9 @@ def categories_of(items: list[LabelItem]) -> list[str]:
 
 def load_label_items(bbq_path: Path, profile: Profile, categories: list[str] | None = None,
                      not_taken: list[str] | None = None) -> tuple[list[BBQTemplate], list[LabelItem]]:
-    """The BBQ rows and templates to label: the files of ``bbq_path`` whose category the profile uses. ``categories``
-    narrows the set (e.g. a workbook for two categories); a category the profile does not use is an error rather than an
-    empty workbook. ``not_taken``: templates left out of this release (a subset of BBQ), which nobody labels; an ID the
-    files do not hold is an error (a mistyped one would leave a template in)."""
+    """The BBQ rows and templates to label, of the categories the profile uses (``categories`` narrows them; another is
+    an error, not an empty workbook), without ``not_taken`` (an ID the files do not hold is an error: a mistyped one
+    would leave a template in)."""
     usable = list(dict.fromkeys(name for category in profile.categories for name in category.bbq_categories))
     if categories:
         unknown = [c for c in categories if c not in usable]
