@@ -13,11 +13,9 @@ from core.errors import UserError, os_errno
 
 @contextmanager
 def replacing(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; when the block succeeds it replaces ``path``, else it is removed.
-
-    An error of the operating system (a full disk) that names the temporary file, or no file (pandas' and
-    pyarrow's writers name none), is raised naming ``path``: the temporary file is gone by then (a copy's error
-    keeps its source as the first file named, ``path`` as the second)."""
+    """Yield a temporary path beside ``path``; when the block succeeds it replaces ``path``, else it is removed. An OS
+    error (a full disk) naming the temporary file, or no file (pandas' and pyarrow's writers name none), is raised
+    naming ``path``, since the temporary file is gone by then."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -63,11 +61,9 @@ def check_not_a_file(folder: Path) -> Path:
 
 
 def check_writable(folder: Path, create: bool = True) -> None:
-    """A folder that will be written can be: created if missing, and a file can be made in it. Checked
-    before any work starts, so a read-only or foreign folder fails in a second with one clear line.
-
-    ``create=False`` leaves no folder behind (a command refused for its inputs must not leave one): the
-    nearest folder that exists must be writable, as the system says (a read-only file system too)."""
+    """Before any work starts, a folder that will be written can be (created if missing), so a read-only or foreign
+    folder fails in one line. ``create=False`` leaves no folder behind (a refused command must not leave one): the
+    nearest existing folder must then be writable."""
     folder = check_not_a_file(folder)
     probe = folder / f".kobbq-write-check-{os.getpid()}"
     try:

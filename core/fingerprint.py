@@ -106,8 +106,7 @@ def code_hash(roots: tuple[str, ...]) -> str:
 
 
 def files_fingerprint(files: dict[str, Path | None], extra: str = "") -> str:
-    """Hash of the contents of every input file (a folder: every file in it; a missing one counts as
-    missing) and of ``extra``."""
+    """Hash of every input file's contents (a folder: its files; a missing one counts as missing) and ``extra``."""
     digest = hashlib.sha256(extra.encode())
     for role, path in sorted(files.items()):
         digest.update(f"|{role}=".encode())

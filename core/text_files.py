@@ -19,8 +19,7 @@ READ_BLOCK = 1 << 20
 
 
 def check_input_file(path: Path, what: str = "file") -> Path:
-    """An input that exists and is a regular file within ``MAX_FILE_BYTES`` as reported; else a UserError naming
-    it. ``read_bytes`` checks the bytes actually read as well."""
+    """An input that exists and is a regular file within ``MAX_FILE_BYTES`` as reported; else a UserError naming it."""
     path = Path(path)
     try:
         mode = path.stat().st_mode
@@ -105,8 +104,7 @@ def read_toml(path: Path, what: str = "file") -> dict[str, object]:
 
 
 def text_lines(path: Path, limit: int = MAX_FILE_BYTES) -> Iterator[tuple[int, str]]:
-    """Every line of a UTF-8 input file with its number (from 1), without its line break, streamed; checked as
-    ``read_bytes`` and ``decode`` check a whole file."""
+    """Every line of a UTF-8 input file with its number (from 1), without its line break, streamed and checked."""
     path = check_input_file(Path(path))
     number, total = 0, 0
     with path.open("rb") as handle:
@@ -118,8 +116,7 @@ def text_lines(path: Path, limit: int = MAX_FILE_BYTES) -> Iterator[tuple[int, s
 
 
 def json_records(path: Path) -> Iterator[tuple[Location, object]]:
-    """Every non-blank line of a JSON Lines file parsed, with its location; a line that is not JSON is named by its
-    line and the column the parser stopped at."""
+    """Every non-blank line of a JSON Lines file parsed, with its location (a line that is not JSON: an error)."""
     for number, line in text_lines(path):
         if not line.strip():
             continue

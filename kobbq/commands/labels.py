@@ -79,9 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_step(args: argparse.Namespace) -> int:
-    """The step named (``kobbq labels STEP``), once the labels package's modules (pandas, openpyxl)
-    are imported: here, not at the top, because ``kobbq --help`` imports every command module.
-    They become this module's names (``annotations.write_workbook``): one import for every step."""
+    """The step named, once the labels modules (pandas, openpyxl) are imported as this module's names: here, not at the
+    top, because ``kobbq --help`` imports every command module."""
     global agreement, annotations, consensus, labels_stage, template_set, validate
     from tasks.labels import agreement, annotations, consensus, labels_stage, template_set
     from tasks.templates import validate

@@ -49,8 +49,7 @@ def row_values(item: LabelItem) -> list[str]:
 
 
 def guide_rows(profile: Profile, annotator: str) -> list[list[str]]:
-    """The guide sheet, one row a line: the culture's own (its folder's labelling_guide.txt, a tab between the cells of
-    a line), else a neutral English text with the labels' meanings and the annotator's name."""
+    """The guide sheet's rows: the profile's labelling_guide.txt (tab-separated cells), else a neutral English text."""
     if path := profile.existing_file("labelling_guide"):
         return [line.split("\t") for line in read_text(path, "labelling guide file").splitlines()]
     return [["Label each BBQ template on the 'labels' sheet: choose a label and write why."], [],
@@ -212,8 +211,8 @@ def categories_in(files: list[AnnotatorFile]) -> list[str]:
 
 def check_annotator_files(files: list[AnnotatorFile], items: list[LabelItem], require_rationale: bool,
                           profile_name: str | None = None) -> tuple[list[AnnotatorLabels], list[Finding]]:
-    """Every file's labels for the template set ``items``, and every problem found on the way; with ``profile_name``, a
-    workbook exported for another profile is refused (its labels belong to another culture)."""
+    """Every file's labels for the template set ``items``, and every problem found; with ``profile_name``, a workbook
+    exported for another profile is refused."""
     findings: list[Finding] = []
 
     def problem(where: Location, code: str, message: str) -> None:

@@ -53,11 +53,9 @@ def read_consensus_rows(path: Path, require_rationale: bool) -> list[tuple[int, 
 
 def load_consensus(path: Path, bbq_templates: list[BBQTemplate], require_rationale: bool = True,
                    annotations: dict[str, dict[str, str]] | None = None, allowed: str = "") -> Consensus:
-    """Read and check a consensus file against the BBQ templates it is about, its labels and rationales (which the
-    release's decisions carry) by the text check (``core.text``, the profile's ``allowed`` characters). ``annotations``
-    (subject -> annotator -> label), when given, puts the votes into each decision; a final label that is not among the
-    most-voted labels is marked as an override, so a reviewer sees where the discussion changed the majority's answer.
-    An empty label means "not decided yet": allowed here, refused by ``require_final_labels``."""
+    """A consensus file checked against its BBQ templates, its texts by ``core.text``. With ``annotations`` (subject ->
+    annotator -> label) each decision records the votes, and a final label not among the most-voted is an override, so
+    a reviewer sees where the discussion changed the majority's answer. An empty label (not decided yet) is allowed."""
     path = Path(path)
     known = {item.subject for item in group_templates(bbq_templates)}
     findings: list[Finding] = []

@@ -65,8 +65,8 @@ RULE_EFFECT_COLUMNS = ["Rule", "Stereotypes dropped", "Templates dropped", "Pape
 
 
 def rule_effects(outcome: SurveyOutcome) -> list[list[object]]:
-    """Each rule's own effect (``RULE_EFFECT_COLUMNS``), beside the paper's: the stereotypes it drops among those it
-    could judge, and the templates whose first failing rule it is."""
+    """Each rule's own effect beside the paper's: the stereotypes it drops of those it could judge, and the templates
+    whose first failing rule it is."""
     paper = outcome.profile.survey.paper_effects
     first_failures = Counter()
     template_counts = Counter()

@@ -161,10 +161,8 @@ def _other_group(template: TemplateRow) -> str:
 
 
 def collect_stereotypes(templates: list[TemplateRow], profile: Profile) -> tuple[list[Stereotype], list[Finding]]:
-    """Group template rows into unique questions (input order of first appearance).
-
-    Returns the questions and the warnings; an error (a ``Reference_names_non_target`` value that is not yes/no, a
-    type-2 template without its two groups) raises ``UserError``."""
+    """Template rows grouped into unique questions (in order of first appearance), and the warnings; an error (a marker
+    that is not yes/no, a type-2 template without its two groups) raises."""
     findings: list[Finding] = []
     data: dict[tuple, dict] = {}  # question key -> what the question is made of, in order of first appearance
     for template in templates:

@@ -104,13 +104,9 @@ def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], 
 
 
 def build_reading(templates: list[TemplateRow], profile: Profile, wording: Wording) -> list[dict[str, str]]:
-    """One reading question per template ID: the release's counter-biased disambiguated sample of the template's first
-    counter-biased version, first fill (fill 001).
-
-    Context, question, options and key are taken from that sample as the expansion engine makes it, so respondents see
-    exactly the release's text and choices: options = the sample's ``choices`` (the biased question's answer, the
-    counter-biased question's answer, the unknown expression), key = its ``answer`` (the filled counter-biased answer).
-    """
+    """One reading question per template ID: the counter-biased disambiguated sample of its first counter-biased
+    version, fill 001, as the expansion engine makes it (options: its ``choices``, key: its ``answer``), so that
+    respondents see exactly the release's text and choices."""
     chosen: dict[tuple[str, int], TemplateRow] = {}
     for template in templates:
         if template.version in profile.templates.counter_biased_versions:
@@ -178,8 +174,8 @@ def write_export(out: Path, question_rows: list[dict[str, str]], reading: list[d
 
 
 def prepare(ctx: Context) -> None:
-    """Before the flow run: the stereotypes of the template file collected (a template without the groups its survey
-    question needs stops in one line before Prefect starts), unless the templates stage is about to write it."""
+    """Collect the stereotypes before the flow run (a template without its question's groups stops before Prefect
+    starts), unless the templates stage is about to write the file."""
     path = ctx.templates_file()
     if ctx.profile.survey.enabled and "templates" not in ctx.pending and path is not None and path.exists():
         collect_stereotypes(checked_templates(ctx, path)[0].templates, ctx.profile)
