@@ -94,7 +94,6 @@ def bbq_of(args: argparse.Namespace) -> Path:
 
 
 def _items(args: argparse.Namespace, categories: list[str] | None = None, recorded: str | None = None):
-
     profile, bbq = profile_of(args, recorded), bbq_of(args)
     templates, items = template_set.load_label_items(bbq, profile, categories if categories is not None else args.categories,
                                         args.not_taken or [])
@@ -146,12 +145,12 @@ def run_reference(args: argparse.Namespace) -> int:
     profile = profile_of(args)
     result = labels_stage.labels_from_links(validate.load_templates(args.templates, profile).templates, bbq_of(args), profile)
     print(result.text)
-    if any(f.code == "unknown-bbq-link" for f in result.findings):
+    # What the links say, a released file's own inconsistencies included, is the answer (printed above); only links
+    # into BBQ templates that are not there (the wrong --bbq) make it fail.
+    if unresolved := any(f.code == "unknown-bbq-link" for f in result.findings):
         print(f"\nSome links do not resolve: pass --bbq with the BBQ templates {args.templates.name} was built from.")
     if args.decisions:
         write_with(args.decisions, lambda path: write_decisions_csv(result.decisions, path))
         outcomes = dict(sorted(Counter(d.outcome for d in result.decisions).items()))
         print(f"wrote {len(result.decisions)} decisions to {args.decisions} ({counts_text(outcomes)})")
-    # What the links say, a released file's own inconsistencies included, is the answer (printed above); only links
-    # into BBQ templates that are not there (the wrong --bbq) make it fail.
-    return 1 if any(f.code == "unknown-bbq-link" for f in result.findings) else 0
+    return 1 if unresolved else 0

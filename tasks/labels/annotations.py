@@ -84,11 +84,8 @@ def build_workbook(items: list[LabelItem], annotator: str, profile: Profile) -> 
     sheet.freeze_panes = "B2"
     sheet.auto_filter.ref = f"A1:{sheet.cell(1, len(HEADERS)).column_letter}{len(items) + 1}"
     sheet.protection.sheet = True
-    # Filtering, sorting and resizing stay possible; editing locked cells does not.
-    sheet.protection.autoFilter = False
-    sheet.protection.sort = False
-    sheet.protection.formatColumns = False
-    sheet.protection.formatRows = False
+    for allowed in ("autoFilter", "sort", "formatColumns", "formatRows"):  # editing locked cells is all it prevents
+        setattr(sheet.protection, allowed, False)
 
     guide = workbook.create_sheet(GUIDE_SHEET)
     for row in guide_rows(profile, annotator):

@@ -89,7 +89,6 @@ class SurveyOutcome:
     survivors_only: bool = False
 
 
-
 def _evaluate(stereotype: Stereotype, result: SurveyResult | None, near: tuple[SurveyResult, ...],
               lists: dict[str, GroupList], profile: Profile, overrides: dict[str, Override]) -> StereotypeEvaluation:
     """Every rule of the question's type in the table's order (one that needs a result only with one; a per-target rule

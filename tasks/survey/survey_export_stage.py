@@ -86,12 +86,10 @@ def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], 
     """One questionnaire row per question (``QUESTION_EXPORT_COLUMNS``), by category, type and stereotype."""
     rows, seen = [], {}
     for stereotype in stereotypes:
-        if stereotype.survey_type == 1:
-            options = type1_group_list(stereotype.category, stereotype.text, lists, profile).groups
-            text = wording.type1.render(stereotype=stereotype.text, groups=options)
-        else:
-            options = type2_order(stereotype, profile.survey.seed)
-            text = wording.type2.render(stereotype=stereotype.text, groups=options)
+        type1 = stereotype.survey_type == 1
+        options = (type1_group_list(stereotype.category, stereotype.text, lists, profile).groups if type1
+                   else type2_order(stereotype, profile.survey.seed))
+        text = (wording.type1 if type1 else wording.type2).render(stereotype=stereotype.text, groups=options)
         qid = stereotype.question_id
         if qid in seen:
             raise UserError(f"two questions share the ID {qid}: '{seen[qid]}' and '{stereotype.label}'")
