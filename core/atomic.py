@@ -33,23 +33,19 @@ def replacing(path: Path) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
-def write_text(path: Path, text: str) -> Path:
-    with replacing(path) as temporary:
-        temporary.write_text(text, encoding="utf-8")
-    return Path(path)
-
-
-def write_bytes(path: Path, data: bytes) -> Path:
-    with replacing(path) as temporary:
-        temporary.write_bytes(data)
-    return Path(path)
-
-
 def write_with(path: Path, write: Callable[[Path], object]) -> Path:
     """Let ``write`` fill a temporary file, then move it into place."""
     with replacing(path) as temporary:
         write(temporary)
     return Path(path)
+
+
+def write_text(path: Path, text: str) -> Path:
+    return write_with(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    return write_with(path, lambda temporary: temporary.write_bytes(data))
 
 
 def check_not_a_file(folder: Path) -> Path:

@@ -10,6 +10,7 @@ from core.atomic import write_with
 from core.console import counts_text
 from core.decisions import write_decisions_csv
 from core.errors import UserError
+from core.tables import write_csv_rows
 from core.pipeline_file import LabelsSection, PipelineConfig
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
 from kobbq.arguments import add_profile, add_quiet, default_said, profile_of, shown
@@ -81,8 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_step(args: argparse.Namespace) -> int:
     """The step named, once the labels modules (pandas, openpyxl) are imported as this module's names: here, not at the
     top, because ``kobbq --help`` imports every command module."""
-    global agreement, annotations, consensus, labels_stage, template_set, validate
-    from tasks.labels import agreement, annotations, consensus, labels_stage, template_set
+    global agreement, annotations, labels_stage, template_set, validate
+    from tasks.labels import agreement, annotations, labels_stage, template_set
     from tasks.templates import validate
 
     return args.step(args)
@@ -120,7 +121,8 @@ def run_import(args: argparse.Namespace) -> int:
     report = agreement.agreement(annotators, items)
     print(report.text)
     if args.draft:
-        consensus.write_consensus(agreement.draft_consensus_rows(annotators, items), agreement.DRAFT_COLUMNS, args.draft)
+        rows = agreement.draft_consensus_rows(annotators, items)
+        write_csv_rows(args.draft, agreement.DRAFT_COLUMNS, [[row[c] for c in agreement.DRAFT_COLUMNS] for row in rows])
         print(f"\nwrote the consensus draft {args.draft}: fill in the blank labels and rationales")
     return 0
 

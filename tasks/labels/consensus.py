@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import Location, UserError
-from core.tables import read_records, write_csv_rows
+from core.tables import read_records
 from tasks.templates.bbq import BBQTemplate
 from core.decisions import Decision
 from core.text import check_text, plain_spaces
@@ -122,8 +122,3 @@ def require_final_labels(templates: list[BBQTemplate], consensus: Consensus) -> 
         listed = ", ".join(item.subject for item in missing[:20]) + (" ..." if len(missing) > 20 else "")
         raise UserError(f"{len(missing)} BBQ template(s) have no final label in the consensus file: {listed}. "
                         "Decide them (label and rationale) before translation.", consensus.path)
-
-
-def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) -> Path:
-    """Write a consensus (or draft, or final labels) CSV atomically."""
-    return write_csv_rows(path, columns, [[row[c] for c in columns] for row in rows])

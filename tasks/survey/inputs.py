@@ -250,7 +250,7 @@ class SurveyInputs:
             check_input_file(path, f"{role.replace('_', ' ')} file")
 
     def read(self, profile: Profile) -> SurveyData:
-        """Read and check every survey input (see the module docstring for the defaults)."""
+        """Read and check every survey input."""
         survey = load_survey_results(self.results, profile, self.questions)
         reading = load_reading_results(self.reading) if self.reading else None
         overrides = self.resolve(profile).overrides
