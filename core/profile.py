@@ -7,7 +7,6 @@ when the profile loads, so that a typo fails with its key instead of silently ch
 from __future__ import annotations
 
 import re
-import typing
 import unicodedata
 from fractions import Fraction
 from pathlib import Path
@@ -116,7 +115,6 @@ class Flip(Strict):
 
 
 HookKind = Literal["capitalise", "occurs", "label"]  # registered functions: tasks/templates/hooks.py
-HOOK_KINDS = typing.get_args(HookKind)
 # Fields the label hook makes for every instance (tasks/templates/hooks.py:stereotyped_first).
 GENERATED_FIELDS = ("question_polarity", "context_condition", "context", "question", "ans0", "ans1", "ans2",
                     "answer_info.ans0", "answer_info.ans1", "answer_info.ans2", "question_type", "label")
