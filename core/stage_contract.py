@@ -1,7 +1,7 @@
 """The contract every pipeline stage keeps (``Stage``: what it reads and the module that does its work), and the
-``Context`` the runner hands it. A stage's fingerprint covers exactly what it declares and its own code; the runner
-(``tasks.pipeline``), not the stage, wires stages together by output role (``Context.output``), never by a literal path
-into another stage's folder."""
+``Context`` the runner hands it. A stage's fingerprint covers exactly what it declares and its own code, so one changed
+survey cut-off re-runs the survey stage and those after it, nothing before. The runner (``tasks.pipeline``), not the
+stage, wires stages together by output role (``Context.output``), never by a path into another stage's folder."""
 
 from __future__ import annotations
 
