@@ -13,11 +13,9 @@ from core.errors import UserError, os_errno
 
 @contextmanager
 def replacing(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; when the block succeeds it replaces ``path``, else it is removed.
-
-    An error of the operating system (a full disk) that names the temporary file, or no file (pandas' and
-    pyarrow's writers name none), is raised naming ``path``: the temporary file is gone by then (a copy's error
-    keeps its source as the first file named, ``path`` as the second)."""
+    """Yield a temporary path beside ``path``; when the block succeeds it replaces ``path``, else it is removed. An OS
+    error (a full disk) naming the temporary file, or no file (pandas' and pyarrow's writers name none), is raised
+    naming ``path``, since the temporary file is gone by then."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -35,23 +33,19 @@ def replacing(path: Path) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
-def write_text(path: Path, text: str) -> Path:
-    with replacing(path) as temporary:
-        temporary.write_text(text, encoding="utf-8")
-    return Path(path)
-
-
-def write_bytes(path: Path, data: bytes) -> Path:
-    with replacing(path) as temporary:
-        temporary.write_bytes(data)
-    return Path(path)
-
-
 def write_with(path: Path, write: Callable[[Path], object]) -> Path:
     """Let ``write`` fill a temporary file, then move it into place."""
     with replacing(path) as temporary:
         write(temporary)
     return Path(path)
+
+
+def write_text(path: Path, text: str) -> Path:
+    return write_with(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    return write_with(path, lambda temporary: temporary.write_bytes(data))
 
 
 def check_not_a_file(folder: Path) -> Path:
@@ -63,11 +57,9 @@ def check_not_a_file(folder: Path) -> Path:
 
 
 def check_writable(folder: Path, create: bool = True) -> None:
-    """A folder that will be written can be: created if missing, and a file can be made in it. Checked
-    before any work starts, so a read-only or foreign folder fails in a second with one clear line.
-
-    ``create=False`` leaves no folder behind (a command refused for its inputs must not leave one): the
-    nearest folder that exists must be writable, as the system says (a read-only file system too)."""
+    """Before any work starts, a folder that will be written can be (created if missing), so a read-only or foreign
+    folder fails in one line. ``create=False`` leaves no folder behind (a refused command must not leave one): the
+    nearest existing folder must then be writable."""
     folder = check_not_a_file(folder)
     probe = folder / f".kobbq-write-check-{os.getpid()}"
     try:

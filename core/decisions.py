@@ -1,16 +1,7 @@
-"""The decision log: one row per (subject, rule), with the numbers that decided it.
-
-Every stage that decides something (a label, a translation accepted, a stereotype kept or
-dropped, a target group chosen, a template filtered) appends ``Decision`` rows. The log is
-written to the release folder as CSV and Parquet, and ``kobbq why`` reads it back, so
-"why was this template dropped?" is answered from data the pipeline already has.
-
-Subject identifiers (``subject`` column), one convention for every stage:
-- BBQ template:        ``bbq:<BBQ category>:<Q_id>``            e.g. ``bbq:Religion:18``
-- adapted template:    ``<Category>|<ID>``                       e.g. ``Religion|18``
-- adapted template row ``<Category>|<ID>|<version>``             e.g. ``Religion|18|a``
-- stereotype:          ``stereotype:<Category>:<stereotype text>``
-"""
+"""The decision log: one ``Decision`` row per (subject, rule), with the numbers that decided it, appended by every stage
+that decides something, written to the release as CSV and Parquet, and read back by ``kobbq why``. Subject identifiers,
+one convention for every stage: ``bbq:<BBQ category>:<Q_id>``, ``<Category>|<ID>`` (a template),
+``<Category>|<ID>|<version>`` (a row), ``stereotype:<Category>:<text>``."""
 
 from __future__ import annotations
 

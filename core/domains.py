@@ -1,8 +1,6 @@
-"""The domains of the project's TOML settings (a profile, a pipeline file, a survey options file), each said once:
-checked types (``ExactNumber``, ``Regex``, ``ReleaseName``, ...) and pydantic constraints, whose JSON schema the
-generated reference shows and the fuzzing suite leaves; references between tables (``among``); and the one error
-line of a file with values outside their domains, an unknown key (named with the closest known one) or a missing one.
-"""
+"""The domains of the project's TOML settings (profile, pipeline file, survey options), each said once: checked types
+and pydantic constraints (shown by the generated reference), references between tables (``among``), and the one error
+line of a file with a value outside its domain, an unknown key (with the closest known one) or a missing one."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ from core.text_files import read_toml
 
 
 def _exact(value: object) -> object:
-    """A float cut-off (0.6667) is the fraction it rounds (6667/10000), not its binary value; true is no number.
-    Strings ("2/3") and integers are read exactly by pydantic's Fraction."""
+    """A float cut-off (0.6667) is the fraction it rounds (6667/10000), not its binary value; true is no number."""
     if isinstance(value, bool):
         raise ValueError("must be a number or a fraction such as '2/3', not true or false")
     return Fraction(value).limit_denominator(10_000) if isinstance(value, float) and math.isfinite(value) else value
@@ -101,8 +98,7 @@ ReleaseName = Annotated[str, AfterValidator(_release_name), _format("folder-name
 
 
 def among(path: str) -> dict[str, str]:
-    """A field whose value, each item or each key must be one of the profile's values at ``path``
-    (``templates.versions``, ``categories.name``): said in the schema, checked when a profile is loaded."""
+    """A field whose value, items or keys must be among the profile's values at ``path`` (``categories.name``)."""
     return {"among": path}
 
 
@@ -131,8 +127,7 @@ def _values_at(model: BaseModel, path: str) -> list[object]:
 
 
 def references_outside(model: BaseModel, root: BaseModel, at: tuple[str | int, ...] = ()) -> Iterator[tuple]:
-    """(key, value, what it must be) for every value of a key marked ``among`` that is not among its path's values,
-    in ``model`` and every table it holds."""
+    """(key, value, what it must be) of every ``among`` value not among its path's, in ``model`` and its tables."""
     for name, info in type(model).model_fields.items():
         value = getattr(model, name)
         path = info.json_schema_extra.get("among") if isinstance(info.json_schema_extra, dict) else None
@@ -163,15 +158,13 @@ def nfc_values(data: object, keep: frozenset[str] = frozenset()) -> object:
 
 
 def load_model(model: type[Model], path: Path, what: str, nfc_except: frozenset[str] | None = None) -> Model:
-    """A TOML file read into ``model``; with ``nfc_except``, every string in NFC but the tables it names (a culture's
-    words, which the release writes: ``nfc_values``)."""
+    """A TOML file read into ``model``; with ``nfc_except``, every string in NFC but the tables it names."""
     data = read_toml(path, what)
     return validated(model, data if nfc_except is None else nfc_values(data, nfc_except), path)
 
 
 def validated(model: type[Model], data: dict[str, object], path: Path) -> Model:
-    """``data`` of the file ``path`` as ``model``: a value outside its domain, an unknown or a missing key is one
-    error line naming the file and each key."""
+    """``data`` of the file ``path`` as ``model``, else one error line naming the file and each key."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -181,8 +174,7 @@ def validated(model: type[Model], data: dict[str, object], path: Path) -> Model:
 
 
 def _problem(model: type[BaseModel], error: ErrorDetails) -> str:
-    """``key = value: must be ...`` (pydantic's own words for its constraints); an unknown key with the closest known
-    one (a typo), or all of them."""
+    """``key = value: must be ...`` (pydantic's words); an unknown key with the closest known one, or all of them."""
     key = ".".join(map(str, error["loc"]))
     if error["type"] == "extra_forbidden":
         known = list(_table_at(model, error["loc"][:-1]).model_fields)

@@ -68,8 +68,7 @@ def os_errno(exc: OSError) -> int | None:
 
 
 def describe_os_error(exc: OSError) -> str:
-    """One line for an error of the operating system (a full disk, a folder where a file was expected): the
-    file it names and what to do about it."""
+    """One line for an OS error (a full disk): the file it names and what to do about it."""
     code = os_errno(exc)
     # A copy or a rename that fills the disk names its source first (shutil.copyfile, os.replace): the file being
     # written is the second one.

@@ -30,11 +30,8 @@ def warnings(findings: list[Finding]) -> list[Finding]:
 
 
 class FindingsError(UserError):
-    """Bad input with one or more problems: one paragraph listing them (file, sheet, row, column each), so
-    the person fixes them in one pass. ``findings`` holds every one; the message lists the first ``limit``.
-
-    The one way findings become an error: template files, labelling files, returned workbooks and the
-    templates the survey asks about all raise this."""
+    """Bad input with one or more problems, the one way findings become an error: one paragraph listing the first
+    ``limit`` (file, sheet, row, column each), so the person fixes them in one pass."""
 
     def __init__(self, what: str, findings: list[Finding], consequence: str, limit: int = 30, hint: str = "") -> None:
         self.findings = findings

@@ -1,11 +1,7 @@
-"""Fingerprints: one recipe for "is this still up to date?", used by every stage (the release is one).
-
-A stage's fingerprint hashes exactly what it reads (``tasks.pipeline.plan.stage_parts``): its input files and the
-templates it renders, the fingerprints of the stages it reads from, its settings (``settings_text``), and its own
-code with every project module it imports (``code_hash``), so a typo fixed in the evaluation re-runs no labelling.
-The code is hashed from the files on disk, not from loaded modules, so ``kobbq status`` in another process computes
-the same value as the build did.
-"""
+"""Fingerprints: one recipe for "is this still up to date?", used by every stage. A stage's fingerprint hashes exactly
+what it reads (``tasks.pipeline.plan.stage_parts``): inputs, rendered templates, earlier stages' fingerprints, its
+settings and its code with every project module it imports (``code_hash``), hashed from the files on disk so that
+``kobbq status`` in another process computes the value the build did."""
 
 from __future__ import annotations
 
@@ -110,8 +106,7 @@ def code_hash(roots: tuple[str, ...]) -> str:
 
 
 def files_fingerprint(files: dict[str, Path | None], extra: str = "") -> str:
-    """Hash of the contents of every input file (a folder: every file in it; a missing one counts as
-    missing) and of ``extra``."""
+    """Hash of every input file's contents (a folder: its files; a missing one counts as missing) and ``extra``."""
     digest = hashlib.sha256(extra.encode())
     for role, path in sorted(files.items()):
         digest.update(f"|{role}=".encode())

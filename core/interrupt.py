@@ -1,13 +1,8 @@
-"""Ctrl-C and SIGTERM stop a command at once, and a killed one is cleaned up by the next.
+"""Ctrl-C and SIGTERM stop a command at once (exit 130 or 143), and a SIGKILLed one is cleaned up by the next.
 
-What a build leaves running or half-written is registered here while it exists: its child processes and its staging
-folder. On SIGINT or SIGTERM the handler ends the children, removes the staging folder, prints one line and exits
-(130 or 143) within seconds; during ``critical()`` (the two renames of a publication) a signal waits until the block
-is done, so a release is never half replaced. A SIGKILLed process cannot clean up, so every command records its
-children (pid and start time) in ``<build folder>/.kobbq-run-<pid>.json`` and the next command there ends those of a
-dead owner (``reap_orphans``): by pid *and* start time, never by name, so a recycled pid is never hit.
-``checkpoint(phase)`` lets the fault-injection tests stop a process at a phase (``KOBBQ_PAUSE_AT``).
-"""
+What a build leaves running or half-written (child processes, its staging folder) is registered here; ``critical()``
+defers a signal past a publication's two renames. Children are recorded in ``<build folder>/.kobbq-run-<pid>.json`` and
+ended by pid *and* start time (``reap_orphans``), never by name (docs/reliability.md)."""
 
 from __future__ import annotations
 
@@ -44,8 +39,7 @@ _pending: int | None = None
 # --- processes ----------------------------------------------------------------------------------
 
 def start_time(pid: int) -> float | None:
-    """When the process started (psutil's create time: a recycled pid has another); None when it is gone or a
-    zombie (ended, waiting to be reaped)."""
+    """When the process started (a recycled pid has another); None when it is gone or a zombie."""
     try:
         process = psutil.Process(pid)
         return None if process.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) else process.create_time()
@@ -66,9 +60,8 @@ def children_of(pid: int) -> list[int]:
 
 
 def end_processes(pids: list[int], grace: float = GRACE_SECONDS) -> None:
-    """SIGTERM, then SIGKILL whatever still runs after ``grace`` seconds (``grace=0``: SIGKILL at once); then
-    wait until they are gone (our own children reaped: no zombies left). psutil checks before each signal that
-    a pid still names the process it found, so a recycled pid is never signalled."""
+    """SIGTERM, then SIGKILL whatever still runs after ``grace`` seconds (0: SIGKILL at once), then wait until they are
+    gone (no zombies left). psutil checks that a pid still names the process it found: a recycled pid is never hit."""
     processes = []
     for pid in pids:
         with suppress(psutil.Error):
@@ -107,16 +100,14 @@ def mark_published(release: Path) -> None:
 
 
 def leaves(outcome: str, running: bool = False) -> None:
-    """What a signal would leave, said by the command running (``kobbq eval run``: the answers are kept);
-    a build says what was published. ``running``: the outcome says that work keeps running elsewhere (an
-    evaluation's units on their workers), so the line must not end in "nothing is left running"."""
+    """What a signal would leave, said by the command running (``kobbq eval run``: the answers are kept); ``running``:
+    its work keeps running elsewhere (units on workers), so the line must not say "nothing is left running"."""
     global _left_as, _left_running
     _left_as, _left_running = outcome, running
 
 
 def stop_message(signal_name: str, published: list[Path]) -> str:
-    """The line a signal prints: what was published before it came, else what the command said it leaves
-    (``leaves``), and that nothing is left running unless the command said its work runs on elsewhere."""
+    """The line a signal prints: what was published before it came, else what the command said it leaves."""
     if _left_as is not None and not published:
         return f"interrupted ({signal_name}): stopped; {_left_as}" + ("" if _left_running else
                                                                        "; nothing is left running")
@@ -232,10 +223,8 @@ def _handle(signum: int, _frame: object) -> None:
 
 
 def stop(signum: int) -> None:
-    """End the children, remove the staging folders, say so in one line and exit.
-
-    The children are killed outright: they are this command's own helpers (the validation, Prefect's
-    temporary API server, whose graceful shutdown prints tracebacks into the same terminal)."""
+    """End the children, remove the staging folders, say so in one line and exit. The children are killed outright: they
+    are this command's own helpers (Prefect's temporary server's graceful shutdown prints tracebacks)."""
     message = stop_message(signal.Signals(signum).name, _published)
     end_processes(sorted(set(_children) | set(children_of(os.getpid()))), grace=0)
     for folder in sorted(_staging):

@@ -1,12 +1,8 @@
-"""The whole pipeline's configuration and the state of each stage, kept beside the release.
+"""The whole pipeline's configuration (a TOML pipeline file, paths relative to it) and each stage's recorded state.
 
-A pipeline file (TOML) names the inputs of every stage, relative to itself; a stage whose inputs are all there runs,
-and the first that waits for people stops the pipeline with what it waits for and what to send out. Each stage
-records its state (done, waiting or failed, with the fingerprint of everything it read) in
-``<out>/<name>.pipeline/<pipeline key>/<stage>.json``: a stage whose fingerprint is unchanged is not run again, and
-``kobbq status`` tells a done stage from a stale one. Real-data mode: ``labels.reference`` and
-``translation.reference`` take a released template file as the labels and the post-edit.
-"""
+A stage's state (done, waiting or failed, with the fingerprint of what it read) is kept in
+``<out>/<name>.pipeline/<pipeline key>/<stage>.json``: an unchanged fingerprint is not run again, and ``kobbq status``
+tells a done stage from a stale one (docs/reference/pipeline.md)."""
 
 from __future__ import annotations
 
@@ -97,14 +93,12 @@ class Pipeline:
 
     @property
     def profile(self) -> str:
-        """The profile as the pipeline file names it: a shipped profile's name as written, a profile path resolved
-        against the pipeline file's folder like every other path in it."""
+        """A shipped profile's name as written, or a profile path resolved like every other path of the file."""
         value = self.config.profile
         return str(self.file(value)) if is_profile_path(value) else value
 
     def release_profile(self, profile: Profile) -> Profile:
-        """The profile as this pipeline's release is written with it: the pipeline's name and description for the
-        profile's release name and description (a card titled by a name other than the profile's takes that name)."""
+        """The profile with the pipeline's release name and description (a card titled by another name takes it)."""
         name = self.config.name or profile.release.name
         if name == profile.release.name and not self.config.description:
             return profile
@@ -118,8 +112,7 @@ class Pipeline:
 
 
 def pipeline_key(kind: str, identity: str) -> str:
-    """``<kind>-<8 hex digits>``: one pipeline's stage states and work files, apart from another pipeline's that
-    writes the same release (a pipeline file and `kobbq build --templates` both writing build/KoBBQ)."""
+    """``<kind>-<8 hex digits>``: a pipeline's states and work files, apart from another's writing its release."""
     return f"{kind}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
 
 
@@ -147,8 +140,7 @@ def missing_start_inputs(pipeline: Pipeline) -> list[str]:
 
 
 def check_start_inputs(pipeline: Pipeline) -> None:
-    """Before anything runs: every start input the pipeline file names exists, and no input that is one file is a
-    folder (else one error naming each)."""
+    """Before anything runs: every start input named exists, and no one-file input is a folder (else one error)."""
     if missing := missing_start_inputs(pipeline):
         raise UserError(f"{'; '.join(missing)}: does not exist (paths are relative to the pipeline file); "
                         "correct the path", pipeline.path)
@@ -182,8 +174,7 @@ REWRITE_HINT = "`kobbq build --force` runs the stage again and rewrites it"
 
 
 def read_state(folder: Path, stage: str) -> StageState | None:
-    """A stage's recorded state; None before it ran. A file that is not one (truncated, edited) is a UserError
-    naming it, with what rewrites it."""
+    """A stage's recorded state; None before it ran; a damaged file is a UserError saying what rewrites it."""
     path = folder / f"{stage}.json"
     if not path.exists():
         return None
@@ -201,8 +192,8 @@ def read_state(folder: Path, stage: str) -> StageState | None:
 
 
 def check_states(folder: Path, stages: list[str], rewrite: bool = False) -> list[Path]:
-    """Before a run: the state file of every stage of ``stages`` can be read. A corrupt one is an error, or with ``rewrite``
-    (``--force``) removed so that its stage runs again and records its state anew; the files removed."""
+    """Before a run: a corrupt state file of ``stages`` is an error, or with ``rewrite`` (``--force``) removed so that
+    its stage runs again; the files removed."""
     removed = []
     for stage in stages:
         try:
@@ -225,9 +216,8 @@ def write_state(folder: Path, state: StageState) -> None:
 
 def describe(state: StageState | None, fingerprint: str, parts: dict[str, str], problem: str | None = None
              ) -> tuple[str, str]:
-    """(status, detail) of a stage for ``kobbq status``: ``fingerprint`` and ``parts`` its fingerprint now and
-    what it is made of; ``problem``: what is wrong with what a done stage made (the release stage: its folder
-    deleted or changed, ``core.release_folder.release_problem``)."""
+    """(status, detail) of a stage for ``kobbq status``, from its fingerprint and ``parts`` now; ``problem``: what is
+    wrong with what a done stage made (``core.release_folder.release_problem``)."""
     if state is None:
         return NOT_RUN, ""
     if state.status == DONE and problem is not None:

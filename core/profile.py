@@ -1,16 +1,12 @@
-"""Culture profiles: everything culture-specific, loaded from a TOML file into typed models.
+"""Culture profiles: everything culture-specific, loaded from ``core/profiles/<name>/<name>.toml`` into typed models.
 
-A new culture is a new folder, not new code: ``core/profiles/<name>/`` holds the profile
-``<name>.toml`` and the files it names in ``[files]`` (survey wording and group lists, glossary,
-corrections), found relative to that folder. Every value is checked against its domain (``core.domains``) when the
-profile loads, and an unknown key is refused, so that a typo or a value out of range fails with its key at load time
-instead of silently changing the release.
-"""
+A new culture is a new folder, not new code (docs/new-culture.md); its files in ``[files]`` are found
+relative to that folder. Every value is checked against its domain (``core.domains``) and an unknown key is refused
+when the profile loads, so that a typo fails with its key instead of silently changing the release."""
 
 from __future__ import annotations
 
 import re
-import typing
 import unicodedata
 from fractions import Fraction
 from pathlib import Path
@@ -119,7 +115,6 @@ class Flip(Strict):
 
 
 HookKind = Literal["capitalise", "occurs", "label"]  # registered functions: tasks/templates/hooks.py
-HOOK_KINDS = typing.get_args(HookKind)
 # Fields the label hook makes for every instance (tasks/templates/hooks.py:stereotyped_first).
 GENERATED_FIELDS = ("question_polarity", "context_condition", "context", "question", "ans0", "ans1", "ans2",
                     "answer_info.ans0", "answer_info.ans1", "answer_info.ans2", "question_type", "label")

@@ -1,17 +1,9 @@
-"""A release folder as this project writes it: its paths (``ReleaseFolder``), its files' names, its manifest (one
-reader, cached while the file is unchanged; one writer), the marker that says this project wrote it, and whether its
-files are still the ones the manifest records (``release_problem``; ``changed_files``).
+"""A release folder as this project writes it: its paths, its files' names, its manifest (one cached reader, one
+writer), the marker that this project wrote it, and whether its files are still the ones the manifest records.
 
-Hashing every file of a release on every ``kobbq status`` (95 MB for KoBBQ) is most of what it reads, so the files
-as last verified (size, modification and change times, sha256) are recorded beside the release, never inside it
-(``<out>/.<name>.verified.json``). With ``trust_record`` (``kobbq status``) a file whose size and times are as
-recorded is not read again: like make's and rsync's quick checks, this misses a change that keeps all three
-(``kobbq status --verify``, ``publish`` and the evaluation hash every file).
-
-A build replaces ``<out>/<name>`` only when it is a release this project wrote, of that name and profile
-(``check_replaceable``), so a mistyped ``--out`` or ``--name`` never deletes a user's folder; what a user adds
-inside a release (``user_entries``) is carried over. No pandas here: a command checks this before anything heavy.
-"""
+The files as last verified are recorded beside the release (``<out>/.<name>.verified.json``) so that ``kobbq status``
+need not hash 95 MB each time; a build replaces only a release this project wrote (``check_replaceable``). No pandas
+here: a command checks this before anything heavy. Design: docs/developing.md, "The release checks' child"."""
 
 from __future__ import annotations
 
@@ -53,8 +45,7 @@ _read: dict[Path, tuple[tuple[int, int], dict[str, object]]] = {}  # manifest pa
 
 
 def read_manifest(folder: Path) -> dict[str, object] | None:
-    """The folder's manifest; None when it has none. A manifest that is not a JSON object (truncated, edited)
-    is a UserError at its line and column. Read once per process while the file is unchanged."""
+    """The folder's manifest (None when it has none; not a JSON object: a UserError), read once while unchanged."""
     path = Path(folder) / MANIFEST
     try:
         stat = path.stat()
@@ -97,8 +88,8 @@ def is_own_release(manifest: dict[str, object]) -> bool:
 
 
 def check_replaceable(target: Path, profile: str | None = None) -> None:
-    """``target`` may be (re)written by a build: absent, an empty folder, or a release this project wrote of the
-    same name and (when given) ``profile``. Anything else is refused in one line, before any work starts."""
+    """Refuse, before any work starts, a ``target`` that is not absent, an empty folder, or a release this project wrote
+    of the same name and (when given) ``profile``: a mistyped --out or --name never deletes a user's folder."""
     target = Path(target)
     if not target.exists() and not target.is_symlink():
         return
@@ -144,10 +135,9 @@ Entry = list[object]  # a verified file: [size, mtime_ns, ctime_ns, sha256]
 
 def _check_files(folder: Path, manifest: dict[str, object], trusted: dict[str, Entry]
                  ) -> tuple[list[str], dict[str, Entry]]:
-    """The files that are missing or differ, and the entry of each that is as the manifest records it. A file
-    whose entry in ``trusted`` still matches its size, times and manifest digest is not read. Its size and times
-    are taken before it is read: a change while it is hashed leaves other times than the ones recorded, so the
-    next check reads it again."""
+    """The files that are missing or differ, and the entry of each that is as the manifest records it; one whose
+    ``trusted`` entry still matches is not read. Its stamp is taken before it is read: a change while it is hashed
+    leaves other times than the ones recorded, so the next check reads it again."""
     outputs = manifest.get("outputs", {})
     if not isinstance(outputs, dict):
         return [MANIFEST], {}
@@ -180,8 +170,7 @@ def verified_path(target: Path) -> Path:
 
 
 def read_verified(target: Path, manifest: dict[str, object]) -> dict[str, Entry]:
-    """The recorded entries, when the record was made for this manifest; nothing when it is missing, unreadable,
-    garbled or another release's (a replaced release never trusts its predecessor's record)."""
+    """The recorded entries, when the record was made for this manifest (never a predecessor's); else nothing."""
     try:
         record = json.loads(verified_path(target).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -193,17 +182,15 @@ def read_verified(target: Path, manifest: dict[str, object]) -> dict[str, Entry]
 
 
 def write_verified(target: Path, manifest: dict[str, object], verified: dict[str, Entry]) -> None:
-    """Record ``verified`` (entries of files found as ``manifest`` records them) beside the release. Only a
-    shortcut: a folder that cannot be written (a read-only copy) goes without it."""
+    """Record ``verified`` beside the release; only a shortcut, so a read-only folder goes without it."""
     record = {"manifest_sha256": manifest_sha256(manifest), "files": verified}
     with suppress(OSError):
         write_text(verified_path(target), json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 def record_published(target: Path, manifest: dict[str, object]) -> None:
-    """Record the files of a release just published as verified, with the digests its ``manifest`` (as the build
-    wrote it, held in memory) has just taken of them: nothing is read again. A file changed after the manifest was
-    written (a later time) is left out."""
+    """Record a release just published as verified with the digests its in-memory ``manifest`` has just taken, reading
+    nothing again; a file changed after the manifest was written is left out."""
     outputs = manifest.get("outputs")
     if not isinstance(outputs, dict):
         return
@@ -223,9 +210,8 @@ def verify_files(target: Path, manifest: dict[str, object], trust_record: bool) 
 
 
 def user_entries(folder: Path, manifest: dict[str, object]) -> list[str]:
-    """What a user added inside a release folder (a ``.git``, notes): every file or folder the release does not
-    list, as paths relative to it, a folder whole when nothing of the release is in it. A rebuild carries them
-    over to the new release (``tasks.release.publish``); they never count as a change to the release."""
+    """What a user added inside a release folder (a ``.git``, notes), relative to it, a folder whole when nothing of the
+    release is in it: a rebuild carries them over, and they never count as a change to the release."""
     listed = listed_files(manifest)
     holding = {parent.as_posix() for name in listed for parent in Path(name).parents}  # folders with release files
 
@@ -269,8 +255,8 @@ class ReleaseFolder:
 
 
 def release_problem(target: Path, fingerprint: str | None = None, trust_record: bool = False) -> str | None:
-    """What is wrong with a published release, in one line; None when every file is as its manifest records. With
-    ``fingerprint`` (what the caller built it from), a release built from something else since is a problem too."""
+    """What is wrong with a published release, in one line (None: nothing); with ``fingerprint``, a release built from
+    something else since is a problem too."""
     target = Path(target)
     if not target.is_dir():
         if retired := sorted(target.parent.glob(f"{RETIRED_PREFIX}{target.name}-*")):

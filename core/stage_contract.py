@@ -1,12 +1,7 @@
-"""The contract every pipeline stage keeps, and the context the runner hands it.
-
-A stage (``Stage``) declares what it reads: input files by role, profile settings, the stages whose outputs it reads
-and the templates it renders. Its fingerprint covers exactly that and its own code, so one changed survey cut-off
-re-runs the survey stage and the stages after it, nothing before. ``run(ctx)`` returns a ``StageOutput`` or raises
-``Waiting``; ``prepare(ctx)`` checks its inputs before any flow run starts. The runner (``tasks.pipeline``), not the
-stage, wires stages together: it hands later stages the outputs of earlier ones by role (``Context.output``), never
-by a literal path into another stage's folder.
-"""
+"""The contract every pipeline stage keeps (``Stage``: what it reads and the module that does its work), and the
+``Context`` the runner hands it. A stage's fingerprint covers exactly what it declares and its own code, so one changed
+survey cut-off re-runs the survey stage and those after it, nothing before. The runner (``tasks.pipeline``), not the
+stage, wires stages together by output role (``Context.output``), never by a path into another stage's folder."""
 
 from __future__ import annotations
 
@@ -25,8 +20,7 @@ T = TypeVar("T")
 
 
 class Waiting(Exception):
-    """A stage cannot run until people deliver something: what it waits for, and what to send out so that
-    they can (the message says both; the Prefect artifacts of the run show them apart)."""
+    """A stage cannot run until people deliver something: what it waits for, and what to send out so that they can."""
 
     def __init__(self, waits_for: str, send_out: str = "", what: str = "") -> None:
         super().__init__(f"{waits_for}. {send_out}")
@@ -48,17 +42,14 @@ class StageOutput:
 
 @dataclass
 class Context:
-    """What a stage may look at: the pipeline, the profile, and earlier stages' recorded outputs.
-
-    ``pending``: the stages this run will run and has not run yet (a stage's ``prepare`` does not read an
-    output one of them is about to rewrite). ``memo``: what was read and computed once in this process
-    (``once``), shared by ``prepare``, ``run`` and the stages after."""
+    """What a stage may look at: the pipeline, the profile, and earlier stages' recorded outputs."""
 
     pipeline: Pipeline
     profile: Profile
     folder: ReleaseFolder
+    # Stages this run has still to run: a stage's ``prepare`` does not read an output one of them is about to rewrite.
     pending: set[str] = field(default_factory=set)
-    memo: dict[object, object] = field(default_factory=dict)
+    memo: dict[object, object] = field(default_factory=dict)  # read or computed once (``once``), shared by all stages
     fingerprints: dict[str, str] = field(default_factory=dict)  # stage -> its fingerprint in the current walk
     # A one-off command's run (``kobbq translate``, ``kobbq survey ingest``): everything its stage writes goes to
     # this folder, and nothing is recorded or skipped.
@@ -93,8 +84,7 @@ class Context:
         return self.pipeline.file(value)
 
     def decisions_file(self, stage: str, log: str = "") -> Path:
-        """Where the runner keeps a stage's decisions (the release merges them into its log); a one-off command's
-        are ``decisions_<log>.csv`` in its folder."""
+        """Where the runner keeps a stage's decisions (the release merges them into its log)."""
         if self.one_off is not None:
             return one_off_decisions(self.one_off, stage, log)
         return self.work / stage / DECISIONS
@@ -103,8 +93,7 @@ class Context:
         return None if self.one_off is not None else read_state(self.states, stage)
 
     def output(self, stage: str, role: str) -> Path | None:
-        """The file an earlier stage recorded under ``role`` (paths are recorded relative to the build folder), or
-        the command gave for it; None before it has run (a fingerprint then records the input as missing)."""
+        """The file an earlier stage recorded under ``role``, or the command gave for it; None before it has run."""
         if (stage, role) in self.given:
             return self.given[(stage, role)]
         state = self.state(stage)
@@ -126,13 +115,11 @@ class Context:
 
     @property
     def glossary(self) -> Path:
-        """The glossary the translation stages read: the one the pipeline names (``[translation] glossary``), else
-        the profile's."""
+        """The glossary the pipeline names (``[translation] glossary``), else the profile's."""
         return self.file(self.pipeline.config.translation.glossary) or self.profile.file("glossary")
 
     def templates_file(self) -> Path | None:
-        """The template file the release is built from: the one the pipeline names (a build from one file), else
-        the templates stage's output."""
+        """The template file the pipeline names (a build from one file), else the templates stage's output."""
         return self.file(self.pipeline.config.templates.file) or self.output("templates", "templates")
 
 
@@ -152,13 +139,9 @@ def one_off_decisions(folder: Path, stage: str, log: str = "") -> Path:
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage's contract: what it reads (``inputs``, ``settings``, ``after``, ``renders``) and the module that does
-    its work (``module``), imported only when the stage runs: planning and the up-to-date check read the contract
-    alone (``tasks.pipeline.stages`` lists every stage's).
-
-    The module defines ``run(ctx)`` and, when ``prepares``, ``prepare(ctx)``: it reads and checks the inputs ahead of
-    the flow run (into ``Context.once``). ``made``: what is wrong with what the stage made (None when intact), beyond
-    its recorded output files: the release checks its folder against its manifest."""
+    """One stage's contract: what it reads and the module that does its work, imported only when the stage runs, so that
+    planning and the up-to-date check read the contract alone. The module defines ``run(ctx)`` and, when ``prepares``,
+    ``prepare(ctx)``, which checks the inputs ahead of the flow run (into ``Context.once``)."""
 
     name: str
     inputs: Callable[[Context], dict[str, Path | None]]
@@ -166,14 +149,13 @@ class Stage:
     settings: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
     prepares: bool = False
-    made: Callable[[Context, str], str | None] | None = None
+    made: Callable[[Context, str], str | None] | None = None  # what is wrong with what it made (the release's folder)
     log: str = ""  # a one-off command's decisions file is decisions_<log>.csv (default: the stage's name)
     renders: tuple[Path, ...] = ()  # the project's templates (Jinja) it renders: part of its fingerprint
 
     @property
     def code(self) -> tuple[str, ...]:
-        """The module that does its work: its code and the code it imports make part of its fingerprint (hashed from
-        the files, without importing them)."""
+        """Its module, whose code and imports make part of its fingerprint (hashed from the files, not imported)."""
         return (self.module,)
 
     def run(self, ctx: Context) -> StageOutput:

@@ -1,9 +1,6 @@
-"""Delimited text files, read one way and written atomically; Markdown tables.
-
-Every CSV/TSV input goes through ``read_rows``: UTF-8 with or without a byte-order mark, within the size limits, any
-problem a ``UserError`` naming the file and row. ``read_table`` reads a table people edit in a spreadsheet (survey
-results, questionnaires, overrides), which may arrive as a CSV or as an xlsx, with the location of every row.
-"""
+"""Delimited text files, read one way (``read_rows``: UTF-8 with or without a byte-order mark, within the size limits,
+a problem named at its file and row) and written atomically; tables people edit in a spreadsheet, as CSV or xlsx
+(``read_table``); Markdown tables."""
 
 from __future__ import annotations
 
@@ -37,8 +34,7 @@ def read_rows(path: Path, delimiter: str = ",", quoting: int = csv.QUOTE_MINIMAL
 
 
 def read_records(path: Path, delimiter: str = ",") -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """The header (stripped) and (row number, row) pairs, the header being row 1; blank rows are skipped,
-    a short row reads as empty strings and cells past the header are ignored."""
+    """The header (stripped) and (row number, row) pairs: blank rows skipped, a short row padded with empty strings."""
     rows = read_rows(path, delimiter)
     if not rows:
         return [], []
@@ -58,11 +54,8 @@ def read_csv_table(path: Path, columns: list[str] | tuple[str, ...], what: str) 
 
 
 def read_table(path: Path, required: list[str]) -> tuple[list[dict[str, str]], list[Location]]:
-    """Rows of a CSV or the first sheet of an xlsx, as text, with the location of every row.
-
-    Cells are stripped and read back from the formula-safe form (``restore``); blank rows are skipped.
-    An empty file, a header naming a column twice, or a missing ``required`` column is a UserError.
-    """
+    """Rows of a CSV or the first sheet of an xlsx, stripped and read back from the formula-safe form (``restore``),
+    with the location of every row; an empty file, a repeated or missing ``required`` column is a UserError."""
     path = Path(path)
     if not path.exists():
         raise UserError("file does not exist", path)
@@ -137,8 +130,7 @@ def delimited_text(header: list[str], rows: Iterable[Sequence[object]], delimite
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]], numbers_from: int | None = None
                    ) -> list[str]:
-    """A Markdown table's lines, every report's one way: columns from ``numbers_from`` on right-aligned, a ``|`` in
-    a cell escaped so that it stays in its cell."""
+    """A Markdown table's lines: columns from ``numbers_from`` on right-aligned, a ``|`` in a cell escaped."""
     align = ["---:" if numbers_from is not None and i >= numbers_from else "---" for i in range(len(headers))]
     return ["| " + " | ".join(headers) + " |", "|" + "|".join(align) + "|",
             *("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows)]
@@ -149,10 +141,8 @@ def write_csv_rows(path: Path, header: list[str], rows: list[list[str]]) -> Path
 
 
 def write_tsv_rows(path: Path, header: list[str], rows: list[dict[str, str]]) -> Path:
-    """A template-style TSV (tab, ``\\n`` line ends), written atomically; extra keys are ignored, missing ones empty.
-
-    No quoting: template text has quotes, and the loader reads with QUOTE_NONE; so a tab or line break in a cell
-    (which would split it) is refused."""
+    """A template-style TSV, written atomically, unquoted (template text has quotes; the loader reads with QUOTE_NONE),
+    so a tab or line break in a cell, which would split it, is refused."""
     for row in rows:
         if bad := next((row[c] for c in header if any(ch in row.get(c, "") for ch in "\t\n\r")), None):
             raise UserError(f"cannot write a tab or line break into a TSV cell: {bad[:60]!r}", path)

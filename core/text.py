@@ -1,12 +1,7 @@
-"""Text hygiene by Unicode properties: what every cell that enters a release is checked for, and normalised to.
-
-``check_text`` reports, with its cell and code point, each character nobody sees: format characters (Cf: zero-width
-spaces and joiners, bidirectional controls) and unpaired surrogates (Cs) are errors, since a choice holding one
-differs from what a model writes; control characters (Cc) and spaces other than the plain one (Zs, Zl, Zp: a
-NO-BREAK SPACE) are warnings, and ``normalise_text`` writes a plain space in their place (U+0008 sits where a space
-belongs in ten rows of KoBBQ's file). Every reader of such cells calls it; what a script needs (the ZERO WIDTH
-NON-JOINER of Persian) its profile allows (``[writing] allowed_characters``).
-"""
+"""Text hygiene by Unicode properties: what every cell that enters a release is checked for (``check_text``: invisible
+format characters and surrogates are errors, controls and unusual spaces warnings, each named with its cell and code
+point) and normalised to (``normalise_text``). The rules and a profile's ``[writing] allowed_characters``:
+docs/new-culture.md."""
 
 from __future__ import annotations
 

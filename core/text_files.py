@@ -1,12 +1,6 @@
-"""Input files read one way: a file (not a folder or a device), within a size limit counted in the bytes
-actually read, and UTF-8 text whose bad bytes, JSON and TOML errors are reported at their line and column.
-
-The size a file reports is not trusted: ``/proc`` files report 0 bytes and a device such as ``/dev/zero``
-never ends, so the limit is enforced while reading. Anything but a regular file is refused before reading:
-a device, and a named pipe (FIFO) or socket, whose read would wait for a writer that may never come. A JSON Lines
-file (the evaluation's requests, recordings and answers: ~1.1 million lines for the real release) is read a line at a
-time (``text_lines``), each bad byte or line named where an editor shows it.
-"""
+"""Input files read one way: a regular file (a device, FIFO or socket is refused before reading), within a size limit
+counted in the bytes actually read (``/proc`` reports 0 bytes, ``/dev/zero`` never ends), and UTF-8 text whose bad
+bytes, JSON and TOML errors are reported at their line and column; a JSON Lines file is read a line at a time."""
 
 from __future__ import annotations
 
@@ -25,8 +19,7 @@ READ_BLOCK = 1 << 20
 
 
 def check_input_file(path: Path, what: str = "file") -> Path:
-    """An input that exists and is a regular file within ``MAX_FILE_BYTES`` as reported; else a UserError naming
-    it. ``read_bytes`` checks the bytes actually read as well."""
+    """An input that exists and is a regular file within ``MAX_FILE_BYTES`` as reported; else a UserError naming it."""
     path = Path(path)
     try:
         mode = path.stat().st_mode
@@ -111,8 +104,7 @@ def read_toml(path: Path, what: str = "file") -> dict[str, object]:
 
 
 def text_lines(path: Path, limit: int = MAX_FILE_BYTES) -> Iterator[tuple[int, str]]:
-    """Every line of a UTF-8 input file with its number (from 1), without its line break, streamed; checked as
-    ``read_bytes`` and ``decode`` check a whole file."""
+    """Every line of a UTF-8 input file with its number (from 1), without its line break, streamed and checked."""
     path = check_input_file(Path(path))
     number, total = 0, 0
     with path.open("rb") as handle:
@@ -124,8 +116,7 @@ def text_lines(path: Path, limit: int = MAX_FILE_BYTES) -> Iterator[tuple[int, s
 
 
 def json_records(path: Path) -> Iterator[tuple[Location, object]]:
-    """Every non-blank line of a JSON Lines file parsed, with its location; a line that is not JSON is named by its
-    line and the column the parser stopped at."""
+    """Every non-blank line of a JSON Lines file parsed, with its location (a line that is not JSON: an error)."""
     for number, line in text_lines(path):
         if not line.strip():
             continue

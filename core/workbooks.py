@@ -1,9 +1,6 @@
-"""Workbooks: saved so that the same content gives the same bytes, atomically; read as text.
-
-Why: the pipeline fingerprints exported folders to tell whether a stage is stale, so an export that changes nothing
-must not change a byte. openpyxl stamps the save time in ``docProps/core.xml`` (created, and modified: "now" on each
-save) and on every zip entry; ``save_workbook`` fixes both and writes atomically.
-"""
+"""Workbooks saved atomically so that the same content gives the same bytes (openpyxl stamps the save time in
+``docProps/core.xml`` and on every zip entry: a stage's fingerprint of an unchanged export must not change); read as
+text."""
 
 from __future__ import annotations
 
@@ -93,8 +90,7 @@ def text_cell(value: object) -> str:
 
 
 def read_sheets(path: Path, cell: Callable[[object], object] = text_cell) -> dict[str, list[list]]:
-    """Every sheet's cells as ``cell`` gives them (by default text, empty cells as ``""``), by sheet name in workbook
-    order (hidden sheets included); a file that is not a readable workbook is a UserError naming it."""
+    """Every sheet's cells as ``cell`` gives them (default: text) by sheet name; not a workbook: a UserError."""
     import openpyxl
     from openpyxl.utils.exceptions import InvalidFileException
 

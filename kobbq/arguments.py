@@ -1,11 +1,6 @@
-"""Arguments that argparse refuses when they are impossible (``--bootstrap -1``, ``--timeout 0``, an endpoint
-without ``http://``): told at once, in one line naming the option, before anything is read, started or sent, not
-later as a traceback from numpy or the HTTP client.
-
-Options several commands share are declared here once, so that one concept has one name everywhere
-(``--prompt-table FILE``, ``--prompt ID``, ``--profile``, the corrections file); a renamed option keeps its old
-spelling as a hidden alias (``add_hidden_alias``), and the profile a command was given is loaded once.
-"""
+"""Options several commands share, declared once so that one concept has one name everywhere (a renamed option keeps its
+old spelling as a hidden alias), and argument types that refuse an impossible value (``--bootstrap -1``, an endpoint
+without ``http://``) in one line naming the option, before anything is read, started or sent."""
 
 from __future__ import annotations
 
@@ -93,8 +88,7 @@ def prompt_ids(text: str) -> list[int]:
 
 
 class PromptIds(argparse.Action):
-    """Collects ``--prompt 1 --prompt 3`` and ``--prompt 1,3`` (and the old ``--prompt-ids 1 3``) into
-    one sorted list without repeats: the prompts are asked in the table's order whatever the order given."""
+    """``--prompt 1 --prompt 3`` and ``--prompt 1,3`` as one sorted list: the prompts are asked in the table's order."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
         given = values if self.nargs is None else [number for part in values for number in part]
@@ -103,8 +97,7 @@ class PromptIds(argparse.Action):
 
 def add_hidden_alias(parser: argparse.ArgumentParser | argparse._ArgumentGroup, old: str,
                      action: argparse.Action, **changes) -> None:
-    """``old``, an option's spelling before it was renamed: still parsed into the same place, not shown
-    in ``--help`` (scripts written before the rename keep working; new ones see one name per concept)."""
+    """``old``, an option's spelling before it was renamed, still parsed but not shown: old scripts keep working."""
     kwargs = {"dest": action.dest, "type": action.type, "nargs": action.nargs, "metavar": action.metavar,
               "action": type(action), "choices": action.choices, **changes}
     parser.add_argument(old, default=argparse.SUPPRESS, help=argparse.SUPPRESS,
@@ -120,8 +113,7 @@ def add_prompt_table(parser: argparse.ArgumentParser) -> None:
 
 
 def add_prompt_selection(parser: argparse.ArgumentParser, old: str, dest: str, **old_changes) -> None:
-    """``--prompt ID``, repeatable or comma-separated (``eval prepare``, ``eval run``), into ``args.<dest>``;
-    ``old``: the command's former spelling (``--prompt-ids 1 2`` in prepare, ``--prompts 1,2`` in run)."""
+    """``--prompt ID``, repeatable or comma-separated, into ``args.<dest>``; ``old``: the command's former spelling."""
     chosen = parser.add_argument("--prompt", dest=dest, type=prompt_ids, action=PromptIds, default=None,
                                  metavar="ID[,ID...]",
                                  help="only these prompts of the table (repeat it, or 1,2,3; default: all of them)")
@@ -184,8 +176,7 @@ def add_corrections(parser: argparse.ArgumentParser, without: str, applied_to: s
 
 
 def corrections_file(args: argparse.Namespace, profile: Profile) -> Path | None:
-    """--corrections, else the profile folder's corrections file when it has one (ko does); none with
-    --no-corrections."""
+    """--corrections, else the profile's corrections file when it has one; none with --no-corrections."""
     if getattr(args, "no_corrections", False):
         return None
     if args.corrections is not None:

@@ -1,11 +1,6 @@
-"""The ``kobbq`` command. Each subcommand lives in its own module under ``kobbq.commands``.
-
-A module there defines ``register(subparsers)``, which adds its parser and sets
-``handler=<function(args) -> int>``. Modules are discovered, so a stage adds its command
-without editing this file; a run imports only the module of the command it names (each module
-imports what its command needs at its top), ``kobbq --help`` all of them. User errors print one
-paragraph and exit 1; no traceback.
-"""
+"""The ``kobbq`` command. Each subcommand is a module of ``kobbq.commands`` defining ``register(subparsers)``, which
+adds its parser with ``handler=<function(args) -> int>``; modules are discovered, and a run imports only the one of the
+command it names (``--help`` all of them). A user error prints one paragraph and exits 1, without a traceback."""
 
 from __future__ import annotations
 
@@ -24,8 +19,7 @@ from kobbq import __version__, commands
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a wrong argument told in one line (the usage is what ``--help`` is for); exit status 2. It
-    keeps its subcommands' parsers (``subcommands.choices``) for the site's command reference to walk."""
+    """argparse with a wrong argument told in one line (exit status 2); its subcommands kept for the site to walk."""
 
     subcommands: argparse.Action | None = None  # what add_subparsers returned
 
@@ -86,8 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def complete(parser: argparse.ArgumentParser) -> NoReturn:
-    """Answer the shell's completion hook (``eval "$(register-python-argcomplete kobbq)"``, see the commands
-    page) with argcomplete, then exit. Imported only then: 15 ms that no other run of the command pays."""
+    """Answer the shell's completion hook with argcomplete, imported only then (15 ms no other run pays), and exit."""
     import argcomplete
 
     argcomplete.autocomplete(parser, exit_method=sys.exit)
@@ -98,8 +91,7 @@ CLOSED_PIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for cat, grep or g
 
 
 def reader_gone(stream) -> bool:
-    """Whether ``stream`` is a pipe whose reader has closed it (``kobbq diff ... | head -1``): the command
-    then ends quietly, as a shell tool does, instead of reporting a broken pipe as a fault of a folder."""
+    """Whether ``stream`` is a pipe whose reader has closed it (``| head -1``): the command then ends quietly."""
     try:
         poller = select.poll()
         poller.register(stream.fileno(), select.POLLOUT)

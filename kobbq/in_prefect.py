@@ -1,10 +1,6 @@
-"""A command's plan run in Prefect: the one place a command starts it, after the runner (``tasks.pipeline.run``)
-has found work to do and checked the inputs.
-
-The flow run goes to the Prefect server the environment names (``PREFECT_API_URL``, checked first: one that does
-not answer is one line), else to the background server this project keeps for the working session
-(``flows.server``). Its name is the release and the command as typed, its parameters the command's arguments.
-"""
+"""A command's plan run in Prefect: the one place a command starts it, after the runner has found work to do and checked
+the inputs. The flow run goes to the server ``PREFECT_API_URL`` names (checked first), else to the background server of
+the working session (``flows.server``); it is named after the release and the command as typed."""
 
 from __future__ import annotations
 

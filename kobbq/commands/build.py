@@ -99,8 +99,8 @@ def survey_inputs(args: argparse.Namespace, profile) -> tuple[Path | None, ...] 
 
 
 def report(plan, result, args: argparse.Namespace) -> int:  # (Plan, PipelineResult | None, ...)
-    """What the build came to. A pipeline that waits says for what and what to do in three lines: for what, what to
-    send out or set, and that the same command resumes (the stage's progress line said only what it waits for)."""
+    """What the build came to; a pipeline that waits says for what, what to send out or set, and that the same command
+    resumes."""
     if result is not None and result.failed:
         raise UserError(f"stage {result.stage} failed; nothing after it ran:\n{result.message}")
     if args.templates is not None:

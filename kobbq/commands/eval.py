@@ -1,9 +1,6 @@
-"""``kobbq eval``: prepare prompts for a release, run models on them, score their answers, compare results.
-
-The steps' help says what each does (``run --deployment`` shares a run out over a work pool through
-``flows/model_runs.py``). The evaluation package (pandas, pyarrow, matplotlib, the openai client) is imported by
-``run_step`` when a step runs, not at the top: ``kobbq --help`` imports every command module to read its parser.
-"""
+"""``kobbq eval``: prepare prompts for a release, run models on them, score their answers, compare results. The
+evaluation package (pandas, pyarrow, matplotlib, openai) is imported by ``run_step`` when a step runs, not at the top:
+``kobbq --help`` imports every command module to read its parser."""
 
 from __future__ import annotations
 
@@ -40,9 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_step(args: argparse.Namespace) -> int:
-    """The step named (``kobbq eval STEP``), once the evaluation package's modules are imported. They become this
-    module's names (``prompts.prepare_release``): one import for every step, and a test may replace a function in
-    its module."""
+    """The step named, once the evaluation modules are imported as this module's names (one import for every step; a
+    test may replace a function in its module)."""
     global answer_cache, client, compare, lm_eval_task, prepared_folder, prompts, report, runs
     from tasks.evaluation import answer_cache, client, compare, lm_eval_task, prepared_folder, prompts, report, runs
 
@@ -307,9 +303,8 @@ def direct_run(args: argparse.Namespace, requests: list, settings: object, cache
 
 
 def pool_command(args: argparse.Namespace, endpoint: str, cache_path: Path) -> int:
-    """Every (model x prompt) unit on the deployment's pool; this process only orchestrates, so losing a worker or
-    this process costs only requests in flight (``flows/model_runs.py``). Prefect is imported here, with
-    --deployment only: the other steps never import it."""
+    """Every (model x prompt) unit on the deployment's pool (``flows/model_runs.py``); this process only orchestrates,
+    so losing a worker or this process costs only requests in flight. Prefect is imported with --deployment only."""
     from flows import model_runs, server
 
     url = server.api_setting("url")

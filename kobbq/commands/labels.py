@@ -10,6 +10,7 @@ from core.atomic import write_with
 from core.console import counts_text
 from core.decisions import write_decisions_csv
 from core.errors import UserError
+from core.tables import write_csv_rows
 from core.pipeline_file import LabelsSection, PipelineConfig
 from core.paths import DEFAULT_BUILD_DIR, EXAMPLE_DIR
 from kobbq.arguments import add_profile, add_quiet, default_said, profile_of, shown
@@ -79,11 +80,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_step(args: argparse.Namespace) -> int:
-    """The step named (``kobbq labels STEP``), once the labels package's modules (pandas, openpyxl)
-    are imported: here, not at the top, because ``kobbq --help`` imports every command module.
-    They become this module's names (``annotations.write_workbook``): one import for every step."""
-    global agreement, annotations, consensus, labels_stage, template_set, validate
-    from tasks.labels import agreement, annotations, consensus, labels_stage, template_set
+    """The step named, once the labels modules (pandas, openpyxl) are imported as this module's names: here, not at the
+    top, because ``kobbq --help`` imports every command module."""
+    global agreement, annotations, labels_stage, template_set, validate
+    from tasks.labels import agreement, annotations, labels_stage, template_set
     from tasks.templates import validate
 
     return args.step(args)
@@ -95,7 +95,6 @@ def bbq_of(args: argparse.Namespace) -> Path:
 
 
 def _items(args: argparse.Namespace, categories: list[str] | None = None, recorded: str | None = None):
-
     profile, bbq = profile_of(args, recorded), bbq_of(args)
     templates, items = template_set.load_label_items(bbq, profile, categories if categories is not None else args.categories,
                                         args.not_taken or [])
@@ -122,7 +121,8 @@ def run_import(args: argparse.Namespace) -> int:
     report = agreement.agreement(annotators, items)
     print(report.text)
     if args.draft:
-        consensus.write_consensus(agreement.draft_consensus_rows(annotators, items), agreement.DRAFT_COLUMNS, args.draft)
+        rows = agreement.draft_consensus_rows(annotators, items)
+        write_csv_rows(args.draft, agreement.DRAFT_COLUMNS, [[row[c] for c in agreement.DRAFT_COLUMNS] for row in rows])
         print(f"\nwrote the consensus draft {args.draft}: fill in the blank labels and rationales")
     return 0
 
@@ -147,12 +147,12 @@ def run_reference(args: argparse.Namespace) -> int:
     profile = profile_of(args)
     result = labels_stage.labels_from_links(validate.load_templates(args.templates, profile).templates, bbq_of(args), profile)
     print(result.text)
-    if any(f.code == "unknown-bbq-link" for f in result.findings):
+    # What the links say, a released file's own inconsistencies included, is the answer (printed above); only links
+    # into BBQ templates that are not there (the wrong --bbq) make it fail.
+    if unresolved := any(f.code == "unknown-bbq-link" for f in result.findings):
         print(f"\nSome links do not resolve: pass --bbq with the BBQ templates {args.templates.name} was built from.")
     if args.decisions:
         write_with(args.decisions, lambda path: write_decisions_csv(result.decisions, path))
         outcomes = dict(sorted(Counter(d.outcome for d in result.decisions).items()))
         print(f"wrote {len(result.decisions)} decisions to {args.decisions} ({counts_text(outcomes)})")
-    # What the links say, a released file's own inconsistencies included, is the answer (printed above); only links
-    # into BBQ templates that are not there (the wrong --bbq) make it fail.
-    return 1 if any(f.code == "unknown-bbq-link" for f in result.findings) else 0
+    return 1 if unresolved else 0

@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_stage(args: argparse.Namespace, profile, replay: bool) -> int:
-    """The pretranslate stage alone, on the command's files: drafts, workbooks and the machine-translated twin
-    in ``--out``."""
+    """The pretranslate stage alone: drafts, workbooks and the machine-translated twin in ``--out``."""
     config = PipelineConfig(profile=profile.argument, labels=LabelsSection(bbq=str(args.bbq)),
                             translation=TranslationSection(cache=blank(args.cache), glossary=blank(args.glossary)))
     output = run_alone("pretranslate", config, profile, args.out, args,

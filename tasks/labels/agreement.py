@@ -1,9 +1,6 @@
-"""Inter-annotator agreement: Fleiss' kappa and raw agreement, overall and per category.
-
-Fleiss' kappa corrects the observed agreement for the agreement expected by chance from the label shares; raw agreement
-(the share of templates on which every annotator gave the same label) is what the consensus meeting has to work through.
-Both are reported because kappa is undefined (and printed as "n/a") when every annotator gave every template the same
-label, and can be low on a small, unbalanced category even when raw agreement is high."""
+"""Inter-annotator agreement: Fleiss' kappa and raw agreement, overall and per category. Both are reported because kappa
+is undefined ("n/a") when every annotator gave every template the same label and can be low on a small, unbalanced
+category even when raw agreement (what the consensus meeting works through) is high."""
 
 from __future__ import annotations
 

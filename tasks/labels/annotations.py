@@ -1,12 +1,7 @@
-"""The annotators' files: the labelling workbook sent out (xlsx: one row per BBQ template, a drop-down, a rationale) and
-the labels read back, from filled workbooks or their CSV equivalent (``template,label,rationale``, named after the
-annotator: ``kim.csv``).
-
-Every workbook cell but the label and rationale is locked, the label only accepts ST / TM / SR, and a hidden sheet
-records the profile and the template set the workbook was made for (``template_set.fingerprint``), so that labels given
-for other templates or for another culture are refused (a CSV is checked by its template IDs). All files are read and
-checked before anything is used, each problem at its file, sheet, row and cell, and nothing is imported when one is
-found. The guide sheet is the profile's own (``labelling_guide.txt``), else a neutral English one."""
+"""The annotators' files: the labelling workbook sent out (one row per BBQ template, a drop-down, a rationale; every
+other cell locked) and the labels read back from filled workbooks or CSVs (``template,label,rationale``). A hidden sheet
+records the profile and template set (``template_set.fingerprint``) so that labels for other templates or another
+culture are refused; every file is checked before anything is imported, each problem at its cell."""
 
 from __future__ import annotations
 
@@ -54,8 +49,7 @@ def row_values(item: LabelItem) -> list[str]:
 
 
 def guide_rows(profile: Profile, annotator: str) -> list[list[str]]:
-    """The guide sheet, one row a line: the culture's own (its folder's labelling_guide.txt, a tab between the cells of
-    a line), else a neutral English text with the labels' meanings and the annotator's name."""
+    """The guide sheet's rows: the profile's labelling_guide.txt (tab-separated cells), else a neutral English text."""
     if path := profile.existing_file("labelling_guide"):
         return [line.split("\t") for line in read_text(path, "labelling guide file").splitlines()]
     return [["Label each BBQ template on the 'labels' sheet: choose a label and write why."], [],
@@ -90,11 +84,8 @@ def build_workbook(items: list[LabelItem], annotator: str, profile: Profile) -> 
     sheet.freeze_panes = "B2"
     sheet.auto_filter.ref = f"A1:{sheet.cell(1, len(HEADERS)).column_letter}{len(items) + 1}"
     sheet.protection.sheet = True
-    # Filtering, sorting and resizing stay possible; editing locked cells does not.
-    sheet.protection.autoFilter = False
-    sheet.protection.sort = False
-    sheet.protection.formatColumns = False
-    sheet.protection.formatRows = False
+    for allowed in ("autoFilter", "sort", "formatColumns", "formatRows"):  # editing locked cells is all it prevents
+        setattr(sheet.protection, allowed, False)
 
     guide = workbook.create_sheet(GUIDE_SHEET)
     for row in guide_rows(profile, annotator):
@@ -217,8 +208,8 @@ def categories_in(files: list[AnnotatorFile]) -> list[str]:
 
 def check_annotator_files(files: list[AnnotatorFile], items: list[LabelItem], require_rationale: bool,
                           profile_name: str | None = None) -> tuple[list[AnnotatorLabels], list[Finding]]:
-    """Every file's labels for the template set ``items``, and every problem found on the way; with ``profile_name``, a
-    workbook exported for another profile is refused (its labels belong to another culture)."""
+    """Every file's labels for the template set ``items``, and every problem found; with ``profile_name``, a workbook
+    exported for another profile is refused."""
     findings: list[Finding] = []
 
     def problem(where: Location, code: str, message: str) -> None:

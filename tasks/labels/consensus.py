@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import Location, UserError
-from core.tables import read_records, write_csv_rows
+from core.tables import read_records
 from tasks.templates.bbq import BBQTemplate
 from core.decisions import Decision
 from core.text import check_text, plain_spaces
@@ -53,11 +53,9 @@ def read_consensus_rows(path: Path, require_rationale: bool) -> list[tuple[int, 
 
 def load_consensus(path: Path, bbq_templates: list[BBQTemplate], require_rationale: bool = True,
                    annotations: dict[str, dict[str, str]] | None = None, allowed: str = "") -> Consensus:
-    """Read and check a consensus file against the BBQ templates it is about, its labels and rationales (which the
-    release's decisions carry) by the text check (``core.text``, the profile's ``allowed`` characters). ``annotations``
-    (subject -> annotator -> label), when given, puts the votes into each decision; a final label that is not among the
-    most-voted labels is marked as an override, so a reviewer sees where the discussion changed the majority's answer.
-    An empty label means "not decided yet": allowed here, refused by ``require_final_labels``."""
+    """A consensus file checked against its BBQ templates, its texts by ``core.text``. With ``annotations`` (subject ->
+    annotator -> label) each decision records the votes, and a final label not among the most-voted is an override, so
+    a reviewer sees where the discussion changed the majority's answer. An empty label (not decided yet) is allowed."""
     path = Path(path)
     known = {item.subject for item in group_templates(bbq_templates)}
     findings: list[Finding] = []
@@ -124,8 +122,3 @@ def require_final_labels(templates: list[BBQTemplate], consensus: Consensus) -> 
         listed = ", ".join(item.subject for item in missing[:20]) + (" ..." if len(missing) > 20 else "")
         raise UserError(f"{len(missing)} BBQ template(s) have no final label in the consensus file: {listed}. "
                         "Decide them (label and rationale) before translation.", consensus.path)
-
-
-def write_consensus(rows: list[dict[str, str]], columns: list[str], path: Path) -> Path:
-    """Write a consensus (or draft, or final labels) CSV atomically."""
-    return write_csv_rows(path, columns, [[row[c] for c in columns] for row in rows])

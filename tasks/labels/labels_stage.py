@@ -1,10 +1,7 @@
-"""The labels stage: every English BBQ template gets its final label (ST / TM / SR) and rationale, in ``labels.csv``,
-with the annotators' agreement (Fleiss' kappa) when their files are given.
-
-In real-data mode the labels are those a released template file implies (``reference_labels``): the release keeps only
-the survivors of the whole process. A released template carries its BBQ source's label through its
-``BBQ_category``/``BBQ_id`` link; rows without one are newly-created (NC). A BBQ template nobody links to was labelled
-SR or dropped later by the survey, and the public files do not say which, so it is ``unlinked``, never a guessed SR."""
+"""The labels stage: every English BBQ template gets its final label (ST / TM / SR) and rationale in ``labels.csv``,
+with the annotators' agreement when their files are given. In real-data mode the labels are those the release's BBQ
+links imply (``reference_labels``); a BBQ template nobody links to was labelled SR or dropped by the survey, and the
+public files do not say which, so it is ``unlinked``, never a guessed SR."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ LABELS_COLUMNS = ["subject", "label", "rationale"]
 
 @dataclass(frozen=True)
 class FinalLabels:
-    """What the labels stage decided: the items labelled, the consensus (labels and decisions) and, with annotators'
-    files, their agreement."""
+    """What the labels stage decided: the items, the consensus and, with annotators' files, their agreement."""
 
     items: list[LabelItem]
     consensus: Consensus
@@ -102,8 +98,7 @@ class ReferenceLabels:
 
 
 def released_templates(templates: list[TemplateRow], profile: Profile) -> tuple[list[KoTemplate], list[Finding]]:
-    """Collapse released rows into templates (labels in KoBBQ's terms, ``TemplateFormat.meaning``); rows of one template
-    that disagree are findings."""
+    """Released rows collapsed into templates (labels in KoBBQ's terms); rows that disagree: findings."""
     result, findings = [], []
     for (category, template_id), rows in rows_by_template(templates).items():
         labels = tuple(dict.fromkeys(profile.templates.meaning(r.label) for r in rows))
@@ -252,9 +247,8 @@ def format_reference_table(result: ReferenceLabels) -> str:
 
 def final_labels(bbq: Path, consensus: Path, annotations: list[Path], profile: Profile,
                  categories: list[str] | None = None, not_taken: list[str] | None = None) -> FinalLabels:
-    """Every BBQ template's final label from the consensus file, the annotators' votes recorded beside it; a template
-    without a final label is an error (nothing is translated on a guess), one not taken into this release has none.
-    Nothing is written."""
+    """Every BBQ template's final label from the consensus file, with the annotators' votes; one without a final label
+    is an error (nothing is translated on a guess)."""
     bbq_rows, items = load_label_items(bbq, profile, categories, not_taken)
     report, votes = None, None
     if annotations:
@@ -267,8 +261,7 @@ def final_labels(bbq: Path, consensus: Path, annotations: list[Path], profile: P
 
 
 def write_labels(labels: FinalLabels, folder: Path) -> dict[str, Path]:
-    """``labels.csv`` (by subject) and, with annotators' files, ``agreement.txt``, by the role later stages and the
-    release ask for them."""
+    """``labels.csv`` and, with annotators' files, ``agreement.txt``, by their roles."""
     rows = [[s, f.label, f.rationale] for s, f in sorted(labels.consensus.labels.items())]
     outputs = {"labels": write_csv_rows(folder / "labels.csv", LABELS_COLUMNS, rows)}
     if labels.agreement is not None:

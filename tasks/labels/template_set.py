@@ -1,9 +1,6 @@
-"""The unit of labelling: one BBQ template (all its versions), and the identity of a template set.
-
-Annotators label a BBQ *template* (``bbq:<category>:<Q_id>``), not a row: the versions of a Q_id share one stereotype,
-so they share one label. A template set is the list of templates a workbook was exported for; its fingerprint travels
-inside every workbook, so labels given for one set of templates (or for a since-edited text) are never imported against
-another."""
+"""The unit of labelling: one BBQ template (``bbq:<category>:<Q_id>``, all its versions, which share one stereotype and
+so one label), and a template set's fingerprint, which travels inside every workbook so that labels given for one set
+of templates (or a since-edited text) are never imported against another."""
 
 from __future__ import annotations
 
@@ -64,10 +61,9 @@ def categories_of(items: list[LabelItem]) -> list[str]:
 
 def load_label_items(bbq_path: Path, profile: Profile, categories: list[str] | None = None,
                      not_taken: list[str] | None = None) -> tuple[list[BBQTemplate], list[LabelItem]]:
-    """The BBQ rows and templates to label: the files of ``bbq_path`` whose category the profile uses. ``categories``
-    narrows the set (e.g. a workbook for two categories); a category the profile does not use is an error rather than an
-    empty workbook. ``not_taken``: templates left out of this release (a subset of BBQ), which nobody labels; an ID the
-    files do not hold is an error (a mistyped one would leave a template in)."""
+    """The BBQ rows and templates to label, of the categories the profile uses (``categories`` narrows them; another is
+    an error, not an empty workbook), without ``not_taken`` (an ID the files do not hold is an error: a mistyped one
+    would leave a template in)."""
     usable = list(dict.fromkeys(name for category in profile.categories for name in category.bbq_categories))
     if categories:
         unknown = [c for c in categories if c not in usable]

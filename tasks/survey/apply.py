@@ -1,10 +1,7 @@
-"""Run the survey rules on candidate templates: ``apply_survey_rules``, the one entry point.
-
-Every question (unique stereotype) is matched with its result and judged by the rules of the rule table, in its order;
-then every template (all its versions) inherits its stereotypes' outcome (``stereotype-survey``), is compared with its
-type-1 questions' candidate groups (a report, not a filter) and meets the reading-comprehension rule. Curated overrides
-replace a rule's outcome and are recorded with ``override=True`` (``rule_decision``). What the rules produce
-(``SurveyOutcome``) is data only: ``tasks.survey.funnel`` renders it."""
+"""Run the survey rules on candidate templates: ``apply_survey_rules``, the one entry point. Every question is judged by
+the rule table's rules in order; every template then inherits its stereotypes' outcome, is compared with its type-1
+questions' groups (a report, not a filter) and meets the reading rule. Overrides are recorded with ``override=True``.
+What it returns (``SurveyOutcome``) is data only: ``tasks.survey.funnel`` renders it."""
 
 from __future__ import annotations
 
@@ -92,11 +89,10 @@ class SurveyOutcome:
     survivors_only: bool = False
 
 
-
 def _evaluate(stereotype: Stereotype, result: SurveyResult | None, near: tuple[SurveyResult, ...],
               lists: dict[str, GroupList], profile: Profile, overrides: dict[str, Override]) -> StereotypeEvaluation:
-    """Every rule of the question's type, in the table's order (``tasks.survey.rule_table``); a rule that needs a result
-    does not run without one. A per-target rule runs once per intended target its templates name."""
+    """Every rule of the question's type in the table's order (one that needs a result only with one; a per-target rule
+    once per intended target its templates name)."""
     question = Question(stereotype, result, near, lists, profile)
     rules: dict[str, RuleResult] = {}
     by_target: dict[str, dict[str, RuleResult]] = {}
@@ -129,9 +125,8 @@ def passes(rule: RuleResult, override: Override | None) -> bool:
 
 
 def _stereotype_decisions(evaluation: StereotypeEvaluation) -> list[Decision]:
-    """The decision rows of one question: its type and why, every rule that ran (even after an earlier rule dropped it,
-    so the funnel shows each rule's own effect), and every override of a rule that could not run (e.g. a keep where no
-    result exists), so that override is visible too."""
+    """The decision rows of one question: its type, every rule that ran (even after an earlier rule dropped it, so the
+    funnel shows each rule's own effect), and every override of a rule that could not run, so that it is visible too."""
     stereotype = evaluation.stereotype
     subject = stereotype_subject(stereotype.category, stereotype.text)
     source = str(evaluation.result.where) if evaluation.result is not None else ""
@@ -152,8 +147,8 @@ def _stereotype_decisions(evaluation: StereotypeEvaluation) -> list[Decision]:
 def evaluate_stereotypes(stereotypes: list[Stereotype], results: SurveyResults, lists: dict[str, GroupList],
                           profile: Profile, overrides: OverrideIndex
                           ) -> tuple[list[StereotypeEvaluation], list[Decision]]:
-    """Every question matched with its survey result and judged by its rules, with its decisions. A question without a
-    result lists the results of the same text asked as another question (``near``), to explain why."""
+    """Every question matched with its survey result and judged, with its decisions; one without a result lists the
+    results of the same text asked as another question (``near``), to explain why."""
     index = {entry.key: entry for entry in results.entries}
     by_text: dict[tuple[str, str], list[SurveyResult]] = {}
     for entry in results.entries:
@@ -201,9 +196,8 @@ def _links(key: tuple[str, int], evaluations: list[StereotypeEvaluation]) -> tup
 
 def _stereotype_survey_rule(links: tuple[tuple[int, str | None], ...],
                             evaluations: list[StereotypeEvaluation]) -> RuleResult:
-    """A template's fate from its stereotypes: it passes only if every question it was surveyed by passes every rule
-    (type 2: for the target its rows name). Otherwise the first failing question's first failing rule is named with its
-    reason. Every template has a question: ``collect_stereotypes`` raises for one that cannot have one."""
+    """A template passes only if every question it was surveyed by passes every rule (type 2: for the target its rows
+    name); else the first failing question's first failing rule is named with its reason."""
     for i, target in links:
         evaluation = evaluations[i]
         failure = evaluation.first_failure(target)
@@ -219,9 +213,8 @@ def _stereotype_survey_rule(links: tuple[tuple[int, str | None], ...],
 
 
 def _type1_groups_decision(subject: str, source: str, differences: list[str], override: Override | None) -> Decision:
-    """Whether a type-1 template's target / non-target groups are among the rule's candidates. A report, not a filter:
-    the release adds curated groups, so a difference is shown ('differs'), or accepted by a curated override ('accept')
-    that keeps the rule's check in its reason."""
+    """Whether a type-1 template's groups are among the rule's candidates: a report, not a filter (the release adds
+    curated groups), so a difference is shown ('differs') or accepted by a curated override ('accept')."""
     check = ("; ".join(differences) if differences else
              "the template's target and non-target groups are among the rule's candidates")
     if override is not None:
@@ -235,9 +228,8 @@ def _type1_groups_decision(subject: str, source: str, differences: list[str], ov
 
 def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | None, override: Override | None,
                   profile: Profile) -> tuple[RuleResult | None, bool, Decision]:
-    """The reading rule's part in a template's fate: (its result, whether it lets the template through, its decision).
-    Without reading results the rule is recorded as not applied and lets every template through, so a build without them
-    still says so in its log."""
+    """(The reading rule's result, whether it lets the template through, its decision); without reading results it is
+    recorded as not applied and lets every template through, so that the log says so."""
     if reading is None:
         if override is not None:  # it would silently do nothing: a curated decision must never be ignored
             raise UserError(f"override for the reading-comprehension rule of {subject}, but no reading-comprehension "
@@ -254,8 +246,8 @@ def _reading_step(key: tuple[str, int], subject: str, reading: ReadingResults | 
 def evaluate_template(key: tuple[str, int], rows: list[TemplateRow], evaluations: list[StereotypeEvaluation],
                        own: dict[str, Override], reading: ReadingResults | None,
                        profile: Profile) -> tuple[TemplateEvaluation, list[Decision]]:
-    """One template (all its versions): its stereotypes' survey outcome, the type-1 groups report, then the reading
-    rule. It is kept when both the survey and the reading rule let it through (after overrides)."""
+    """One template (all its versions): kept when both its stereotypes' survey outcome and the reading rule let it
+    through (after overrides); the type-1 groups report between them."""
     links = _links(key, evaluations)
     subject = template_subject(*key)
     source = f"{rows[0].source}, row {rows[0].row}"
@@ -283,9 +275,8 @@ def evaluate_template(key: tuple[str, int], rows: list[TemplateRow], evaluations
 
 def apply_survey_rules(templates: list[TemplateRow], data: SurveyData, profile: Profile,
                        allow_unmatched: bool = False) -> SurveyOutcome:
-    """The paper's rules and the overrides on the candidate templates: kept templates (input order), decisions (every
-    question's, then the results no template asks about, then every template's) and the report data. Results no template
-    asks about are refused unless ``allow_unmatched`` (a released template file holds only survivors)."""
+    """The paper's rules and the overrides on the candidate templates: kept templates, decisions and the report data.
+    Results no template asks about are refused unless ``allow_unmatched`` (a released file holds only survivors)."""
     results, reading, overrides = data.results, data.reading, data.overrides
     lists = profile_group_lists(profile)
     stereotypes, findings = collect_stereotypes(templates, profile)

@@ -1,10 +1,7 @@
-"""The survey's reports, views of the decisions already taken: ``funnel.md`` (stereotypes and templates before / after
-each rule, beside the paper's reported effects) and the group check, ``survey_agreement.md``.
-
-The group check reads two ways (``SurveyOutcome.survivors_only``). A released template file holds the survivors of the
-paper's process, so every template the rules drop and every group they would choose differently is a difference between
-our reading of the paper and the release: all are listed with their numbers, none is forced to agree, and the file's own
-``Survey_stats`` are judged by the same rule. A culture's own candidates are compared as candidates."""
+"""The survey's reports, views of the decisions already taken: ``funnel.md`` (each rule's effect beside the paper's) and
+the group check, ``survey_agreement.md``. Against a released template file (``SurveyOutcome.survivors_only``) every
+template the rules drop and every group they choose differently is a difference between our reading of the paper and
+the release: all are listed with their numbers, none is forced to agree."""
 
 from __future__ import annotations
 
@@ -68,8 +65,8 @@ RULE_EFFECT_COLUMNS = ["Rule", "Stereotypes dropped", "Templates dropped", "Pape
 
 
 def rule_effects(outcome: SurveyOutcome) -> list[list[object]]:
-    """Each rule's own effect (``RULE_EFFECT_COLUMNS``), beside the paper's: the stereotypes it drops among those it
-    could judge, and the templates whose first failing rule it is."""
+    """Each rule's own effect beside the paper's: the stereotypes it drops of those it could judge, and the templates
+    whose first failing rule it is."""
     paper = outcome.profile.survey.paper_effects
     first_failures = Counter()
     template_counts = Counter()

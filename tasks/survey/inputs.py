@@ -1,10 +1,6 @@
 """The survey stage's inputs (``SurveyInputs``: which files) and their contents (``SurveyData``: read and checked), read
-one way for every entry point (the pipeline's survey stage, ``kobbq build --templates --survey-results`` and ``kobbq
-survey ingest``).
-
-Results come as the released aggregated JSON or as respondent rows (CSV/xlsx) checked against the exported questionnaire
-and counted into the same ``SurveyResult`` entries; each table is a CSV or the first sheet of an xlsx, and bad input
-raises ``UserError`` naming the file, (sheet,) row and column."""
+one way for every entry point. Results come as the released aggregated JSON or as respondent rows (CSV/xlsx) counted
+into the same ``SurveyResult`` entries; bad input raises ``UserError`` naming the file, (sheet,) row and column."""
 
 from __future__ import annotations
 
@@ -71,8 +67,8 @@ Answers = dict[str, dict[str, tuple[tuple[str, str], tuple[str, ...]]]]  # quest
 
 def _read_answers(path: Path, questions: dict[str, Question], questions_path: Path, profile: Profile
                   ) -> tuple[Answers, dict[str, Location]]:
-    """Every respondent row checked (known question, respondent, gender, age band, answer; once per question), grouped
-    by question: each respondent's (gender, age band) and choices; and each question's first row."""
+    """Every respondent row checked, grouped by question: each respondent's (gender, age band) and choices; and each
+    question's first row."""
     rows, where = read_table(path, RESPONDENT_COLUMNS)
     genders, bands = profile.survey.quota_genders, profile.survey.quota_age_bands
     answers: Answers = {}
@@ -113,8 +109,7 @@ def _quota(question_id: str, cells: list[tuple[str, str]], profile: Profile) -> 
 
 
 def load_respondent_results(path: Path, questions_path: Path, profile: Profile) -> SurveyResults:
-    """The respondent rows counted per question into votes (in the questionnaire's option order), each question's votes
-    checked like a released result's, and the quota shortfalls listed."""
+    """Respondent rows counted into votes per question, checked like a released result's, with quota shortfalls."""
     questions = load_questions(questions_path)
     lists = profile_group_lists(profile)
     answers, first_row = _read_answers(path, questions, questions_path, profile)
@@ -154,8 +149,8 @@ class ReadingQuestion:
 
 
 def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
-    """The reading questionnaire (``reading_questions.csv`` as exported): its answer key and options. A key that is not
-    among its options could never be answered correctly, so it is rejected rather than scored."""
+    """The reading questionnaire as exported; a key that is not among its options could never be answered correctly,
+    so it is rejected rather than scored."""
     rows, where = read_table(path, READING_QUESTION_COLUMNS)
     questions: dict[str, ReadingQuestion] = {}
     for row, at in zip(rows, where):
@@ -173,8 +168,7 @@ def load_reading_questions(path: Path) -> dict[str, ReadingQuestion]:
 
 
 def load_reading_results(path: Path, questions: Path | None = None) -> ReadingResults:
-    """Aggregated ``category, template_id, correct, total`` or respondent answers scored against the reading
-    questionnaire's ``correct_answer`` (default: ``reading_questions.csv`` beside it)."""
+    """Aggregated rates, or respondent answers scored against the reading questionnaire (default: the one beside it)."""
     path = Path(path)
     rows, where = read_table(path, [])
     header = set(rows[0]) if rows else set()
@@ -246,8 +240,7 @@ class SurveyInputs:
         return {role: path for role, path in files.items() if path is not None}
 
     def resolve(self, profile: Profile) -> SurveyInputs:
-        """The same inputs with the overrides file that will be used: the given one, else the profile's curated
-        overrides, ``overrides.csv`` in its survey folder (``[files] survey``), when the file exists."""
+        """The same inputs with the overrides file used: the given one, else the profile's ``overrides.csv`` if any."""
         default = profile.file("survey") / "overrides.csv"
         return replace(self, overrides=self.overrides or (default if default.exists() else None))
 
@@ -257,7 +250,7 @@ class SurveyInputs:
             check_input_file(path, f"{role.replace('_', ' ')} file")
 
     def read(self, profile: Profile) -> SurveyData:
-        """Read and check every survey input (see the module docstring for the defaults)."""
+        """Read and check every survey input."""
         survey = load_survey_results(self.results, profile, self.questions)
         reading = load_reading_results(self.reading) if self.reading else None
         overrides = self.resolve(profile).overrides
@@ -275,8 +268,7 @@ def pipeline_inputs(ctx: Context) -> SurveyInputs:
 
 
 def load_survey_results(path: Path, profile: Profile, questions: Path | None = None) -> SurveyResults:
-    """The released JSON, or a respondent-level CSV/xlsx (which needs the exported ``questions.csv``; by default the one
-    in the same folder)."""
+    """The released JSON, or a respondent-level CSV/xlsx with the exported ``questions.csv`` (default: beside it)."""
     path = check_input_file(Path(path), "survey results file")  # a folder is not taken for respondent results
     if path.suffix.lower() == ".json":
         results = load_survey_json(path, profile)

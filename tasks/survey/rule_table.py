@@ -1,14 +1,7 @@
 """The survey rules in one table: a new rule is one entry here, its pure function (``tasks.survey.rules``) and its
-cut-off in the profile (``core.profile.SurveyProfile``). Which rules judge a question and in what order, the decision
-log's rows, what a curated override may give, which template rules decide survival, funnel.md and the audit report's
-table of judged questions all read the table. Stereotype rules judge one survey question through ``judge``; template
-rules are worked out in ``apply.evaluate_template``.
-
-Curated overrides (``overrides.csv``: ``category, stereotype, template_id, rule, outcome, reason``) are a maintainer's
-decision that differs from a rule, with its reason: a stereotype override names ``category`` + ``stereotype``, a
-template override ``category`` + ``template_id``, each with an outcome its rule's entry allows (``overrides``). It is
-recorded with ``override=True``, the rule's own outcome in its reason. One that matches nothing is an error: a stale
-override must not linger unnoticed."""
+cut-off in the profile. The rules' order, the decision log's rows, what a curated override may give, which template
+rules decide survival and the funnel's tables all read it. Curated overrides (``overrides.csv``) replace a rule's
+outcome with a reason, recorded with ``override=True``; one that matches nothing is an error, never a stale leftover."""
 
 from __future__ import annotations
 

@@ -45,12 +45,9 @@ def _pct(value: Fraction) -> str:
 
 def survey_type(label: str, category: str, reference_names_non_target: bool,
                 settings: SurveyProfile, culture: str = "local") -> tuple[int, str]:
-    """Which question a stereotype gets (paper section 3.5); ``culture`` is the profile's adjective ("Korean").
-
-    Type 1 (select all groups that apply) is needed where the survey must *find* the groups: TM templates (the US target
-    does not exist in the culture), and ST/NC templates of categories with many candidate groups (``type1_categories``:
-    religion, domestic area, race), unless the template's reference already names the non-target group. Everything else
-    asks only whether the intended target beats the named non-target (type 2)."""
+    """Which question a stereotype gets (paper section 3.5): type 1 (select all groups that apply) where the survey must
+    *find* the groups (TM templates; ``type1_categories`` unless the reference names the non-target group), else type 2,
+    whether the intended target beats the named non-target. ``culture``: the profile's adjective ("Korean")."""
     if label == "TM":
         return 1, f"TM template: the {culture} target groups must be found by the survey (type 1)"
     if category in settings.type1_categories:
@@ -68,18 +65,11 @@ def type1_rule(votes: Mapping[str, int], no_stereotype: int, respondents: int, c
                settings: SurveyProfile) -> tuple[RuleResult, tuple[str, ...], tuple[str, ...]]:
     """Type 1: find target and non-target groups; drop when either set is empty.
 
-    ``equal`` = basis / counting options, the basis chosen by ``settings.type1_equal_share``: ``"votes"`` = all votes
-    cast (group votes + "no stereotype", which is a counted option), the paper's wording "total votes / number of
-    options"; ``"respondents"`` = the people asked. A group is a target when its votes >= 2 x equal, a non-target when
-    its votes <= 0.5 x equal (both bounds inclusive). The counting options are the profile's (for race, world regions
-    stand for their countries, so 37 shown groups count as 19 + "no stereotype"), which keeps the threshold from
-    becoming so low that everything is a target.
-
-    Why the ko profile uses "respondents": on the released results (84 type-1 entries, 83 unique questions) it drops 7
-    stereotypes, the paper's reported 8.3% (7 of 84), while "votes" drops 22 (26.5%) and gives other candidate sets for
-    60 of the 83. Respondents answer "select all", so votes add up to more than the respondents and the votes basis
-    raises both cut-offs. Returns the rule result and the candidate target / non-target groups in questionnaire order.
-    """
+    ``equal`` = basis / counting options, the basis ``settings.type1_equal_share``: all votes cast (the paper's wording)
+    or the people asked (why ko uses these: its profile's ``type1_equal_share_reason``). A target has votes >= 2 x
+    equal, a non-target <= 0.5 x equal; the counting options are the profile's (world regions stand for their
+    countries), which keeps the threshold from becoming so low that everything is a target. Returns the rule result and
+    the candidate target / non-target groups in questionnaire order."""
     basis = settings.type1_equal_share
     total_votes = sum(votes.values()) + no_stereotype
     numerator = respondents if basis == "respondents" else total_votes
@@ -104,10 +94,8 @@ def type1_rule(votes: Mapping[str, int], no_stereotype: int, respondents: int, c
 
 def type2_rule(target: str, target_votes: int, other: str, other_votes: int,
                settings: SurveyProfile) -> RuleResult:
-    """Type 2: keep when the intended target gets more than two-thirds of the votes for a group.
-
-    "No stereotype" answers are left out of the denominator: they are judged by their own rule, and here the question is
-    only whether respondents who see a stereotype agree on its target."""
+    """Type 2: keep when the intended target gets more than two-thirds of the votes for a group ("no stereotype" answers
+    are judged by their own rule: here the question is whether those who see a stereotype agree on its target)."""
     decided = target_votes + other_votes
     share = _share(target_votes, decided)
     keep = decided > 0 and share > settings.type2_agreement
@@ -132,9 +120,8 @@ def no_stereotype_rule(no_stereotype: int, respondents: int, settings: SurveyPro
 
 
 def reading_rule(correct: int, total: int, settings: SurveyProfile) -> RuleResult:
-    """Drop a template whose counter-biased disambiguated context is misread by most readers.
-
-    If people cannot answer it, a model's wrong answer would not measure bias."""
+    """Drop a template whose counter-biased disambiguated context most readers misread: if people cannot answer it, a
+    model's wrong answer would not measure bias."""
     rate = _share(correct, total)
     keep = total > 0 and rate >= settings.reading_min_correct
     numbers = {"correct": correct, "total": total, "rate": str(rate), "min": str(settings.reading_min_correct)}

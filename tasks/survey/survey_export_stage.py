@@ -1,11 +1,7 @@
-"""The survey-export stage: the questionnaires to send to the survey company, for the templates stage's ``templates``.
-Output: ``questionnaire`` (and ``questions.csv`` beside it, which the survey stage reads respondent-level results with).
-
-One question per unique stereotype, rendered from the profile's jinja2 files, exported as an xlsx workbook and the same
-tables as CSV. Wording lives in the profile's survey folder (``core/profiles/<profile>/survey/``: ``type1.j2``,
-``type2.j2``, ``reading.j2``, ``options.toml``), not in code. Type 1 lists the category's full group list plus "no
-stereotype"; type 2 shows the two groups in a seeded random order (seeded per question, so a question's order does not
-change when other questions are added) plus "no stereotype"."""
+"""The survey-export stage: the questionnaires for the survey company (an xlsx workbook and the same tables as CSV, with
+``questions.csv``, which the survey stage reads respondent-level results with). Wording lives in the profile's survey
+folder (jinja2 files, ``options.toml``), not in code; type 2 shows its two groups in an order seeded per question, so
+that adding questions changes no other question's order."""
 
 from __future__ import annotations
 
@@ -90,12 +86,10 @@ def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], 
     """One questionnaire row per question (``QUESTION_EXPORT_COLUMNS``), by category, type and stereotype."""
     rows, seen = [], {}
     for stereotype in stereotypes:
-        if stereotype.survey_type == 1:
-            options = type1_group_list(stereotype.category, stereotype.text, lists, profile).groups
-            text = wording.type1.render(stereotype=stereotype.text, groups=options)
-        else:
-            options = type2_order(stereotype, profile.survey.seed)
-            text = wording.type2.render(stereotype=stereotype.text, groups=options)
+        type1 = stereotype.survey_type == 1
+        options = (type1_group_list(stereotype.category, stereotype.text, lists, profile).groups if type1
+                   else type2_order(stereotype, profile.survey.seed))
+        text = (wording.type1 if type1 else wording.type2).render(stereotype=stereotype.text, groups=options)
         qid = stereotype.question_id
         if qid in seen:
             raise UserError(f"two questions share the ID {qid}: '{seen[qid]}' and '{stereotype.label}'")
@@ -108,13 +102,9 @@ def build_questions(stereotypes: list[Stereotype], lists: dict[str, GroupList], 
 
 
 def build_reading(templates: list[TemplateRow], profile: Profile, wording: Wording) -> list[dict[str, str]]:
-    """One reading question per template ID: the release's counter-biased disambiguated sample of the template's first
-    counter-biased version, first fill (fill 001).
-
-    Context, question, options and key are taken from that sample as the expansion engine makes it, so respondents see
-    exactly the release's text and choices: options = the sample's ``choices`` (the biased question's answer, the
-    counter-biased question's answer, the unknown expression), key = its ``answer`` (the filled counter-biased answer).
-    """
+    """One reading question per template ID: the counter-biased disambiguated sample of its first counter-biased
+    version, fill 001, as the expansion engine makes it (options: its ``choices``, key: its ``answer``), so that
+    respondents see exactly the release's text and choices."""
     chosen: dict[tuple[str, int], TemplateRow] = {}
     for template in templates:
         if template.version in profile.templates.counter_biased_versions:
@@ -172,8 +162,8 @@ def write_export(out: Path, question_rows: list[dict[str, str]], reading: list[d
 
 
 def prepare(ctx: Context) -> None:
-    """Before the flow run: the stereotypes of the template file collected (a template without the groups its survey
-    question needs stops in one line before Prefect starts), unless the templates stage is about to write it."""
+    """Collect the stereotypes before the flow run (a template without its question's groups stops before Prefect
+    starts), unless the templates stage is about to write the file."""
     path = ctx.templates_file()
     if ctx.profile.survey.enabled and "templates" not in ctx.pending and path is not None and path.exists():
         collect_stereotypes(checked_templates(ctx, path)[0].templates, ctx.profile)

@@ -1,9 +1,6 @@
-"""The survey stage: the survey results through the paper's rules, once per build.
-
-``survey_stage(templates, inputs, profile)`` is the stage's one function, called by every entry point (``run`` below,
-and ``kobbq survey ingest``): the decisions (the release reads which templates survive from them), the reports
-(``funnel.md``, ``survey_agreement.md``, ``survey_votes.csv``), the results in the released aggregated format and the
-quota shortfalls."""
+"""The survey stage: the survey results through the paper's rules, once per build. ``survey_stage`` is its one
+function for every entry point (``run`` below and ``kobbq survey ingest``): the decisions the release reads survivors
+from, the reports, the results in the released aggregated format and the quota shortfalls."""
 
 from __future__ import annotations
 
@@ -50,19 +47,16 @@ class SurveyStage:
 
 
 def survey_stage(templates: list[TemplateRow], inputs: SurveyInputs, profile: Profile) -> SurveyStage:
-    """Read the survey inputs, run the rules on ``templates``, render the reports: nothing is written.
-
-    The reports name input files by their names only, as the decision log does: they are inputs of the release, whose
-    card hashes them, so a path in them (an override's file) would make two checkouts' releases differ."""
+    """Read the survey inputs, run the rules on ``templates``, render the reports (nothing is written). The reports name
+    input files by their names only: a path in them would make two checkouts' releases differ."""
     outcome = apply_survey_rules(templates, inputs.read(profile), profile, allow_unmatched=inputs.allow_unmatched)
     reports = {FUNNEL: render_funnel(outcome), GROUP_CHECK: render_group_check(outcome), VOTES: render_votes(outcome)}
     return SurveyStage(outcome, {name: portable_text(text) for name, text in reports.items()})
 
 
 def render_votes(outcome: SurveyOutcome) -> str:
-    """``survey_votes.csv``: one row per (question with a result, group), for the audit report's charts. The decision
-    log holds each rule's cut-offs and outcome, but a type-1 question's rule looks at every group's votes, which the log
-    does not list. Questions in the order the stage judged them, groups in questionnaire order."""
+    """``survey_votes.csv``: one row per (question with a result, group), for the audit report's charts: a type-1 rule
+    looks at every group's votes, which the decision log does not list."""
     rows: list[list[object]] = []
     for evaluation in outcome.stereotypes:
         result, stereotype = evaluation.result, evaluation.stereotype
@@ -74,9 +68,8 @@ def render_votes(outcome: SurveyOutcome) -> str:
 
 
 def survivors(templates: list[TemplateRow], decisions: list[Decision]) -> list[TemplateRow]:
-    """The templates the survey stage's decisions keep (input order): the release reads the decisions instead of running
-    the rules again. A template is dropped by a ``drop`` of its stereotype's survey outcome or of the
-    reading-comprehension rule (after overrides: the logged outcome is the one that counts)."""
+    """The templates the survey stage's decisions keep (a logged ``drop`` of the stereotype-survey or reading rule
+    drops one): the release reads the decisions instead of running the rules again."""
     deciding = {rule.name for rule in rules_of(TEMPLATE) if rule.decides}  # a template survives when none says drop
     dropped = {d.subject for d in decisions
                if d.subject_type == "template" and d.rule in deciding and d.outcome == OUTCOME_DROP}
@@ -92,8 +85,7 @@ def released_format(results: SurveyResults) -> bytes:
 
 
 def write_results(results: SurveyResults, folder: Path) -> dict[str, Path]:
-    """``survey_results.json`` (respondent-level input counted into the released format) and ``quota_shortfalls.csv``,
-    by the role the stage records them under; each written atomically."""
+    """``survey_results.json`` (in the released format) and ``quota_shortfalls.csv``, by their roles."""
     quota = [[q.question_id, q.what, str(q.expected), str(q.actual)] for q in results.quota]
     return {"results": write_bytes(folder / RESULTS, released_format(results)),
             "quota": write_csv_rows(folder / QUOTA, QUOTA_COLUMNS, quota)}
@@ -102,8 +94,7 @@ def write_results(results: SurveyResults, folder: Path) -> dict[str, Path]:
 # --- the stage in a pipeline -------------------------------------------------------------------
 
 def outcome(ctx: Context) -> SurveyStage:
-    """The survey stage's outcome on the pipeline's template file, computed once (before the flow run when its inputs
-    are there: a bad survey file stops in one line before Prefect starts)."""
+    """The survey stage's outcome on the pipeline's template file, computed once (by ``prepare`` when it can)."""
 
     def compute() -> SurveyStage:
         files = pipeline_inputs(ctx)
@@ -120,14 +111,13 @@ def outcome(ctx: Context) -> SurveyStage:
 
 
 def survey_decisions(ctx: Context) -> list[Decision]:
-    """The survey's decisions, which say which templates survive: its outcome when it is about to run in this process,
-    else its recorded decisions."""
+    """The survey's decisions: its outcome's when it is about to run in this process, else the recorded ones."""
     return outcome(ctx).decisions if NAME in ctx.pending else ctx.decisions(NAME)
 
 
 def prepare(ctx: Context) -> None:
-    """Read and check the survey's inputs and run its rules before the flow run, unless an earlier stage of this run is
-    about to write the templates or the questions it reads."""
+    """Run the rules before the flow run (a bad survey file stops in one line before Prefect starts), unless an earlier
+    stage of this run is about to write the templates or the questions it reads."""
     if ctx.profile.survey.enabled and not ctx.pending & {"templates", "survey-export"}:
         try:
             outcome(ctx)
