@@ -101,8 +101,8 @@ def expand_release(templates: list[TemplateRow], profile: Profile, seed: int, vo
     samples = [4 * count for count in fills]
     if split.method == LISTED:
         assert split.ids_file is not None
-        selection = listed_fills(templates, fills, profile, split.ids_file, partial)
-        return ExpandedRelease(templates, profile, fills, samples, selection.fills, split, test_order=selection.order)
+        test_fills, order = listed_fills(templates, fills, profile, split.ids_file, partial)
+        return ExpandedRelease(templates, profile, fills, samples, test_fills, split, test_order=order)
     return ExpandedRelease(templates, profile, fills, samples, evaluation_fills(templates, fills, profile, split.seed),
                            split)
 

@@ -97,18 +97,11 @@ def read_listed_ids(path: Path) -> list[ListedId]:
     return ids
 
 
-@dataclass(frozen=True)
-class ListedSelection:
-    """Per template row its listed fill, and each test sample's position in the list (in release order)."""
-
-    fills: list[int]
-    order: list[int]
-
-
 def listed_fills(templates: list[TemplateRow], fills: list[int], profile: Profile, path: Path,
-                 partial: bool = False) -> ListedSelection:
-    """The listed IDs as one fill per template row, all four samples; an ID the templates do not produce, or a row
-    with none listed, is an error naming the line or row (``partial``: a twin's subset, rows it lacks skipped)."""
+                 partial: bool = False) -> tuple[list[int], list[int]]:
+    """Per template row its listed fill (all four samples), and each test sample's position in the list (in release
+    order). An ID the templates do not produce, or a row with none listed, is an error naming the line or row
+    (``partial``: a twin's subset, listed rows it lacks skipped)."""
     listed = read_listed_ids(path)
     rows = {row_prefix(template, profile): index for index, template in enumerate(templates)}
     by_row: dict[int, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
@@ -133,7 +126,7 @@ def listed_fills(templates: list[TemplateRow], fills: list[int], profile: Profil
         raise UserError(f"{len(foreign):,} of the {len(listed):,} listed test-split IDs are not samples of the "
                         f"templates ({', '.join(names) or 'none'}; first: {first.sample_id!r}: {why}); {FIX}",
                         Location(str(path), first.line))
-    return ListedSelection(*_one_fill_per_row(templates, by_row, listed, path))
+    return _one_fill_per_row(templates, by_row, listed, path)
 
 
 def _one_fill_per_row(templates: list[TemplateRow], by_row: dict[int, dict[int, dict[str, int]]],
