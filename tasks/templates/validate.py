@@ -211,7 +211,7 @@ def check_workbook_row(template: TemplateRow, profile: Profile, fmt: WorkbookFor
     findings: list[Finding] = []
 
     def add(column: str, code: str, message: str) -> None:
-        findings.append(Finding("error", Location(template.source, template.row, column), code, message))
+        findings.append(Finding("error", template.where(column), code, message))
 
     findings += profile_value_findings(template, profile, fmt.category_column, fmt.label_column)
     names, lexical = forms_by_label(template.names), forms_by_label(template.lexical)
@@ -224,13 +224,11 @@ def check_workbook_row(template: TemplateRow, profile: Profile, fmt: WorkbookFor
             if column == fmt.names_column and label not in fmt.people:
                 add(column, "bad-person", f"{label} is not a person ({', '.join(fmt.people)})")
             for items in lists.values():  # list punctuation the profile does not accept: never one silent item
-                findings.extend(list_findings(Location(template.source, template.row, column), label,
-                                                   tuple(items), profile))
+                findings.extend(list_findings(template.where(column), label, tuple(items), profile))
     for field in fmt.text_fields:
         if profile.writing is not None:  # a context or question is a sentence; an answer may be a bare name
-            findings.extend(script_findings(Location(template.source, template.row, field),
-                                            PLACEHOLDER.sub(" ", template.texts.get(field, "")), profile.writing,
-                                            not field.startswith("answer"), profile.language))
+            findings.extend(script_findings(template.where(field), PLACEHOLDER.sub(" ", template.texts.get(field, "")),
+                                            profile.writing, not field.startswith("answer"), profile.language))
         for match in PLACEHOLDER.finditer(template.texts.get(field, "")):
             label, _, spec = match.group(1).partition("-")
             if spec not in SPECS:
