@@ -150,3 +150,4 @@ def test_sample_ids_of_template_ids_above_999_have_the_documented_form():
     assert re.fullmatch(SAMPLE_ID_PATTERN, "age-1001a-001-amb-bsd")  # ID 1001 written by {:03d}
     assert re.fullmatch(SAMPLE_ID_PATTERN, "age-001a-1200-dis-cnt")
     assert not re.fullmatch(SAMPLE_ID_PATTERN, "age-01a-001-amb-bsd")
+    assert not re.fullmatch(SAMPLE_ID_PATTERN, "age-001a-1-amb-bsd")  # the expansion pads every fill

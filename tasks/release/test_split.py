@@ -15,7 +15,7 @@ from core.errors import Location, UserError
 from core.profile import Profile
 from core.text_files import read_text
 from tasks.templates.validate import template_format
-from tasks.templates.sample_ids import QUESTION_SUFFIXES, SAMPLE_ID, fill_number, row_prefix
+from tasks.templates.sample_ids import ANY_FILL_SAMPLE_ID, QUESTION_SUFFIXES, fill_number, row_prefix
 from tasks.templates.load import TemplateRow
 
 PROFILE, SEEDED = "profile", "seeded"  # what a build may ask for
@@ -107,7 +107,7 @@ def listed_fills(templates: list[TemplateRow], fills: list[int], profile: Profil
     by_row: dict[int, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
     foreign: list[tuple[ListedId, str]] = []
     for position, entry in enumerate(listed):
-        match = re.match(SAMPLE_ID, entry.sample_id)
+        match = re.match(ANY_FILL_SAMPLE_ID, entry.sample_id)
         index = rows.get(match["row"]) if match else None
         if match is None:
             foreign.append((entry, "not <category>-<number><version>-<fill>-amb|dis-bsd|cnt"))

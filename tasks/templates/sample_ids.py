@@ -6,9 +6,12 @@ from __future__ import annotations
 from core.profile import Profile
 from tasks.templates.load import TemplateRow
 
-# Template numbers have at least three digits (``{:03d}``), more past 999; a fill's are checked by ``fill_number``.
-SAMPLE_ID = (r"^(?P<row>(?P<prefix>[a-z_]+)-(?P<number>[0-9]{3,})(?P<version>[a-z]+))-(?P<fill>[0-9]+)"
-             r"-(?P<context>amb|dis)-(?P<question>bsd|cnt)$")
+# Template numbers and fills have at least three digits (``{:03d}``), more past 999.
+_ROW = r"^(?P<row>(?P<prefix>[a-z_]+)-(?P<number>[0-9]{3,})(?P<version>[a-z]+))"
+_QUESTION = r"-(?P<context>amb|dis)-(?P<question>bsd|cnt)$"
+SAMPLE_ID = _ROW + r"-(?P<fill>[0-9]{3,})" + _QUESTION
+# A listed ID with an unpadded fill (``-1-``) is still parsed, so that its message names the row's fills.
+ANY_FILL_SAMPLE_ID = _ROW + r"-(?P<fill>[0-9]+)" + _QUESTION
 QUESTION_SUFFIXES = ("amb-bsd", "amb-cnt", "dis-bsd", "dis-cnt")  # a fill's four samples, in release order
 
 
