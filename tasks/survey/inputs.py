@@ -70,7 +70,8 @@ def _read_answers(path: Path, questions: dict[str, Question], questions_path: Pa
     """Every respondent row checked, grouped by question: each respondent's (gender, age band) and choices; and each
     question's first row."""
     rows, where = read_table(path, RESPONDENT_COLUMNS)
-    genders, bands = profile.survey.quota_genders, profile.survey.quota_age_bands
+    survey = profile.survey
+    quota = (("gender", "gender", survey.quota_genders), ("age_band", "age band", survey.quota_age_bands))
     answers: Answers = {}
     first_row: dict[str, Location] = {}
     for row, at in zip(rows, where):
@@ -80,11 +81,9 @@ def _read_answers(path: Path, questions: dict[str, Question], questions_path: Pa
             raise UserError(f"unknown question ID {qid!r} (not in {questions_path.name})", at_column(at, "question_id"))
         if not person:
             raise UserError("empty respondent_id", at_column(at, "respondent_id"))
-        if genders and row["gender"] not in genders:
-            raise UserError(f"gender {row['gender']!r} is not one of {', '.join(genders)}", at_column(at, "gender"))
-        if bands and row["age_band"] not in bands:
-            raise UserError(f"age band {row['age_band']!r} is not one of {', '.join(bands)}",
-                            at_column(at, "age_band"))
+        for column, name, allowed in quota:
+            if allowed and row[column] not in allowed:
+                raise UserError(f"{name} {row[column]!r} is not one of {', '.join(allowed)}", at_column(at, column))
         if person in answers.setdefault(qid, {}):
             raise UserError(f"respondent {person!r} answered question {qid!r} twice", at_column(at, "respondent_id"))
         answers[qid][person] = ((row["gender"], row["age_band"]), _choices(row, question, at))
