@@ -27,6 +27,7 @@ OPT_OUT = "KOBBQ_PREFECT_SERVER"  # "temporary": a temporary server per command,
 RECORD = "kobbq-server.json"
 PID_FILE = "server.pid"  # Prefect's record of its background server (``prefect server stop`` reads it)
 START_TIMEOUT = 90.0
+STARTUP_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"  # core.runtime gives it a default
 
 
 def prefect_home() -> Path:
@@ -113,7 +114,14 @@ def connect() -> Iterator[None]:
     url = api_setting("url")
     if not url and os.environ.get(OPT_OUT) == "temporary":
         console.step(f"Prefect: a temporary server for this command (5-20 s), as {OPT_OUT}=temporary asks")
-        yield
+        try:
+            yield
+        except RuntimeError as error:  # Prefect's own words when its temporary server does not answer in time
+            if not str(error).startswith("Timed out while attempting to connect to ephemeral Prefect API server"):
+                raise
+            raise UserError(f"Prefect's temporary server did not start within {os.environ.get(STARTUP_SETTING)} s "
+                            f"({STARTUP_SETTING}): on a busy machine set it higher, or leave {OPT_OUT} unset so "
+                            "that one server started in the background serves every command") from error
         return
     if url and (found := problem(url)):
         raise UserError(found)

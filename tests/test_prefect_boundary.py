@@ -1,7 +1,7 @@
 """The boundary to Prefect, through real servers on 127.0.0.1: a server that is not there, not Prefect, refuses
-the auth string or dies mid-build is one line naming the URL, what happened and what to do, with nothing
-half-published; ``kobbq status`` starts nothing and is not affected; with no server configured the first build
-starts a background server and the next one reuses it."""
+the auth string or dies mid-build, or a temporary server that does not start in time, is one line naming the URL,
+what happened and what to do, with nothing half-published; ``kobbq status`` starts nothing and is not affected; with
+no server configured the first build starts a background server and the next one reuses it."""
 
 from __future__ import annotations
 
@@ -74,6 +74,17 @@ def test_a_server_that_is_not_prefect_is_one_line(tmp_path):
         server.shutdown()
     assert_one_line(result, f"{url} answers, but not as a Prefect API (its /health: HTTP 200)",
                     "correct PREFECT_API_URL")
+    nothing_published(tmp_path / "out")
+
+
+@pytest.mark.flow
+def test_a_temporary_server_that_does_not_start_in_time_is_one_line(tmp_path):
+    env = {**os.environ, "KOBBQ_PREFECT_SERVER": "temporary", "PREFECT_HOME": str(tmp_path / "home"),
+           "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "1"}  # a first start makes its database: seconds
+    env.pop("PREFECT_API_URL", None)
+    result = kobbq(BUILD, env, tmp_path / "out")
+    assert_one_line(result, "Prefect's temporary server did not start within 1 s "
+                            "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)", "set it higher")
     nothing_published(tmp_path / "out")
 
 
