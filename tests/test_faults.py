@@ -62,9 +62,14 @@ def previous(tmp_path_factory) -> Path:
     return folder / "out"
 
 
+# Three temporary servers start side by side: at load 15 one took over the build's 90 s (core.runtime) and the build
+# failed before its phase. Prefect's setting, as a user on a busy machine would set it; the phase's deadline is 600 s.
+STARTUP = {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "600"}
+
+
 def start(case: Path, phase: str) -> subprocess.Popen:
     """Output to files, not pipes: after a SIGKILL the orphaned children would hold a pipe open."""
-    env = {**os.environ, "KOBBQ_PAUSE_AT": phase, "KOBBQ_PAUSE_FILE": str(case / "paused")}
+    env = {**os.environ, **STARTUP, "KOBBQ_PAUSE_AT": phase, "KOBBQ_PAUSE_FILE": str(case / "paused")}
     with (case / "stderr.txt").open("w") as stderr:
         return subprocess.Popen([*BUILD, "--force"], cwd=case, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
 

@@ -1,5 +1,9 @@
 """Scale path: the build runs unchanged against a real Prefect server on 127.0.0.1, and every stage's
-numbers are there as artifacts, read back through Prefect's client."""
+numbers are there as artifacts, read back through Prefect's client.
+
+The builds report to the session's Prefect API (``prefect_api_url``, a real server its worker started for the
+flow tests; a server of this test's own cost a start-up of 15-30 s): what a build made is read back by the flow
+runs started after it began (a worker runs one test at a time) and by the artifact keys of its output folder."""
 
 from __future__ import annotations
 
@@ -11,25 +15,19 @@ import re
 import subprocess
 import sys
 import urllib.request
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from core.paths import PROJECT_ROOT
-from prefect_cluster import Cluster, free_port, wait_healthy
-
-
-@pytest.fixture
-def prefect_server(tmp_path):
-    with Cluster(tmp_path / "cluster") as cluster:
-        cluster.root.mkdir()
-        url = cluster.start_server()
-        yield url, cluster.client_env("cli")
+from prefect_cluster import PORT_ATTEMPTS, QUIET, free_port, wait_healthy
 
 
 @pytest.mark.flow
-def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
-    url, env = prefect_server
+def test_build_runs_through_a_prefect_server(prefect_api_url, tmp_path):
+    url, env = prefect_api_url, {**os.environ, **QUIET, "PREFECT_HOME": str(tmp_path / "home")}
+    began = now()
     result = subprocess.run([sys.executable, "-m", "kobbq", "build", "--out", str(tmp_path / "out"), "--quiet"],
                             cwd=PROJECT_ROOT, env={**env, "PREFECT_API_URL": url}, capture_output=True, text=True,
                             timeout=600)
@@ -38,20 +36,23 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
     assert (tmp_path / "out" / "KoBBQ-example" / "manifest.json").exists()
     # One flow run for the command, named after the release and the command, its parameters the command's
     # arguments, its log the progress lines; its stages are its task runs.
-    (run,) = read(url, lambda client: client.read_flow_runs())
+    (run,) = runs_since(url, began)
     assert (run.name, run.state.type.value, run.state.name) == (
         f"KoBBQ-example build --out {tmp_path / 'out'} --quiet", "COMPLETED", "Completed")
     assert run.parameters["command"] == f"build --out {tmp_path / 'out'} --quiet"
     assert run.parameters["arguments"]["out"] == str(tmp_path / "out") and run.parameters["arguments"]["quiet"]
-    logs = [log.message for log in read(url, lambda client: client.read_logs())]
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    logs = [log.message for log in read(url, lambda client: client.read_logs(log_filter=LogFilter(
+        flow_run_id=LogFilterFlowRunId(any_=[run.id]))))]
     assert "flow started (Prefect API ready)" in logs and any(m.startswith("release: done: 112 samples") for m in logs)
     stages = ["labels", "pretranslate", "postedit", "templates", "survey-export", "survey", "release"]
-    assert sorted((task.name, task.state.name) for task in read(url, lambda client: client.read_task_runs())) == \
+    assert sorted((task.name, task.state.name) for task in task_runs(url, run)) == \
         sorted((stage, "Completed") for stage in stages)
     release = tmp_path / "out" / "KoBBQ-example"
     # Keyed by the release and its folder: another build of a release named KoBBQ elsewhere keeps its own.
     key = f"kobbq-example-{hashlib.sha256(str(release.resolve()).encode()).hexdigest()[:8]}-"
-    artifacts = {name.removeprefix(key): artifact for name, artifact in latest_artifacts(url).items()
+    artifacts = {name.removeprefix(key): artifact for name, artifact in latest_artifacts(url, key).items()
                  if name.startswith(key)}
     assert {f"{stage}-summary" for stage in stages} <= set(artifacts)
     assert {"labels-agreement", "labels-rules", "survey-funnel", "survey-rules", "release-funnel", "release-table1",
@@ -85,15 +86,16 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
     waiting = re.sub(r'^results = "[^"]+"', f'results = "{(tmp_path / "results_not_back_yet.csv").as_posix()}"',
                      waiting, flags=re.MULTILINE)
     (tmp_path / "waiting.toml").write_text(waiting, encoding="utf-8")
+    began = now()
     result = subprocess.run([sys.executable, "-m", "kobbq", "build", "--pipeline", str(tmp_path / "waiting.toml"),
                              "--out", str(tmp_path / "waiting"), "--quiet"], cwd=PROJECT_ROOT,
                             env={**env, "PREFECT_API_URL": url}, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and "waiting at stage survey" in result.stdout, result.stderr
-    waited = newest_run(url)
+    (waited,) = runs_since(url, began)
     assert (waited.state.type.value, waited.state.name) == ("COMPLETED", "Waiting for survey results")
     assert "results_not_back_yet.csv does not exist yet" in waited.state.message
     key = f"kobbq-example-{hashlib.sha256(str((tmp_path / 'waiting' / 'KoBBQ-example').resolve()).encode()).hexdigest()[:8]}-"
-    summary = str(latest_artifacts(url)[f"{key}survey-summary"].data)
+    summary = str(latest_artifacts(url, key)[f"{key}survey-summary"].data)
     assert "survey: waiting" in summary and "**Waiting for:** survey results:" in summary
     assert "results_not_back_yet.csv does not exist yet" in summary
     assert "**To send out:** Send " in summary and "questionnaire.xlsx" in summary
@@ -105,16 +107,16 @@ def test_build_runs_through_a_prefect_server(prefect_server, tmp_path):
                          encoding="utf-8")
     bad = re.sub(r'^consensus = "[^"]+"', f'consensus = "{consensus.as_posix()}"', waiting, flags=re.MULTILINE)
     (tmp_path / "bad.toml").write_text(bad, encoding="utf-8")
+    began = now()
     result = subprocess.run([sys.executable, "-m", "kobbq", "build", "--pipeline", str(tmp_path / "bad.toml"),
                              "--out", str(tmp_path / "failed")], cwd=PROJECT_ROOT,
                             env={**env, "PREFECT_API_URL": url}, capture_output=True, text=True, timeout=600)
     assert result.returncode == 1 and result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
-    failed = newest_run(url)
+    (failed,) = runs_since(url, began)
     assert (failed.state.type.value, failed.state.name) == ("FAILED", "Failed")
     assert failed.state.message.startswith("labels: ") and "XX" in failed.state.message
     assert "\n" not in failed.state.message
-    labels = [t for t in read(url, lambda client: client.read_task_runs()) if t.flow_run_id == failed.id]
-    assert [(t.name, t.state.type.value) for t in labels] == [("labels", "FAILED")]
+    assert [(t.name, t.state.type.value) for t in task_runs(url, failed)] == [("labels", "FAILED")]
 
 
 def read(url: str, what):  # noqa: ANN001, ANN201
@@ -126,13 +128,34 @@ def read(url: str, what):  # noqa: ANN001, ANN201
         return what(client)
 
 
-def newest_run(url: str):  # noqa: ANN201
-    return max(read(url, lambda client: client.read_flow_runs()), key=lambda run: run.created)
+def now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
-def latest_artifacts(url: str) -> dict:
-    """Every artifact on the server through Prefect's own client, the newest of each key."""
-    artifacts = read(url, lambda client: client.read_artifacts())
+def runs_since(url: str, began: datetime) -> list:
+    """The flow runs that started after ``began``: those of the command run since (the server's other runs are the
+    earlier tests' of this worker)."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterStartTime
+
+    started = FlowRunFilter(start_time=FlowRunFilterStartTime(after_=began))
+    return read(url, lambda client: client.read_flow_runs(flow_run_filter=started))
+
+
+def task_runs(url: str, run) -> list:  # noqa: ANN001
+    """The task runs of the flow run ``run``."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    of_run = FlowRunFilter(id=FlowRunFilterId(any_=[run.id]))
+    return read(url, lambda client: client.read_task_runs(flow_run_filter=of_run))
+
+
+def latest_artifacts(url: str, key: str) -> dict:
+    """The artifacts whose key holds ``key`` (a release folder's) through Prefect's own client, the newest of each
+    key."""
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    artifacts = read(url, lambda client: client.read_artifacts(artifact_filter=ArtifactFilter(
+        key=ArtifactFilterKey(like_=key))))
     latest = {}
     for artifact in sorted(artifacts, key=lambda a: a.created):
         latest[artifact.key] = artifact
@@ -149,12 +172,16 @@ def test_the_quick_start_server_runs_the_example_pipeline(tmp_path):
     """As the README starts it: `prefect server start --background`, then PREFECT_API_URL for the commands. Every
     command that builds uses that server (no temporary one: nothing said of one); a second command that finds
     everything current starts no flow run at all."""
-    home, port = tmp_path / "home", free_port()
+    home = tmp_path / "home"
     env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
     prefect = [str(Path(sys.executable).with_name("prefect"))]
-    started = subprocess.run([*prefect, "server", "start", "--background", "--host", "127.0.0.1", "--port", str(port)],
-                             env=env, capture_output=True, text=True, timeout=300)
+    for _ in range(PORT_ATTEMPTS):  # a port found free may be taken before the server checks it: another is tried
+        port = free_port()
+        started = subprocess.run([*prefect, "server", "start", "--background", "--host", "127.0.0.1", "--port",
+                                  str(port)], env=env, capture_output=True, text=True, timeout=300)
+        if started.returncode == 0 or f"Port {port} is already in use" not in started.stdout + started.stderr:
+            break
     assert started.returncode == 0, started.stdout + started.stderr
     url = f"http://127.0.0.1:{port}/api"
     try:

@@ -50,8 +50,9 @@ def test_a_users_folder_at_the_release_path_survives_the_issues_command(tmp_path
     assert tree(tmp_path / "W") == before and [p.name for p in (tmp_path / "W").iterdir()] == ["KoBBQ"]
 
 
-def test_a_full_disk_is_one_error_line_and_the_previous_release_stays(tmp_path, example_release):
-    """A real full disk: a tmpfs just larger than the previous release, in a mount namespace of its own."""
+def test_a_full_disk_is_one_error_line_and_the_previous_release_stays(tmp_path, example_release, prefect_api_url):
+    """A real full disk: a tmpfs just larger than the previous release, in a mount namespace of its own. The build
+    reports to the session's Prefect API: what is tested is the release's writing, not Prefect's start-up."""
     if shutil.which("unshare") is None:
         pytest.skip("no unshare")
     release_kb = sum(-(-p.stat().st_size // 4096) * 4 for p in example_release.rglob("*") if p.is_file())
@@ -64,7 +65,8 @@ def test_a_full_disk_is_one_error_line_and_the_previous_release_stays(tmp_path, 
               f'echo $? > "{tmp_path}/rc"\n'
               f'cp -a "{disk}" "{kept}"\n')
     done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *BUILD],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, "PREFECT_API_URL": prefect_api_url})
     if done.returncode == 77 or not (tmp_path / "rc").exists():
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     stderr = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
@@ -74,8 +76,11 @@ def test_a_full_disk_is_one_error_line_and_the_previous_release_stays(tmp_path, 
     assert not [p.name for p in kept.iterdir() if p.name.startswith((".staging-", ".retired-"))]
 
 
-def test_a_signal_after_publication_says_the_release_was_published(tmp_path):
-    env = {**os.environ, "KOBBQ_PAUSE_AT": "published", "KOBBQ_PAUSE_FILE": str(tmp_path / "paused")}
+def test_a_signal_after_publication_says_the_release_was_published(tmp_path, prefect_api_url):
+    """On the session's Prefect API: the signal's line after publication is tested, not Prefect's start-up (the
+    children a signal ends are tests/test_faults.py's)."""
+    env = {**os.environ, "KOBBQ_PAUSE_AT": "published", "KOBBQ_PAUSE_FILE": str(tmp_path / "paused"),
+           "PREFECT_API_URL": prefect_api_url}
     with (tmp_path / "stderr.txt").open("w") as stderr:
         process = subprocess.Popen([*BUILD, "--out", "out"], cwd=tmp_path, env=env, stderr=stderr)
     deadline = time.monotonic() + 400
