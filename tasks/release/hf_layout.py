@@ -9,6 +9,7 @@ loading the other categories' rows as if they were all. ``all`` cannot name a sp
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,6 @@ import pyarrow.parquet as pq
 
 from core.profile import Profile
 from tasks.release.write import all_samples_name, release_arrow_memory, test_samples_name
-from tasks.templates.sample_ids import SAMPLE_ID
 
 DATA_DIR = "data"
 ALL_CONFIG = "all"
@@ -55,30 +55,73 @@ def data_file(category: str, split: str) -> str:
     return f"{DATA_DIR}/{category}/{split}.parquet"
 
 
-def row_categories(batch: pa.RecordBatch, profile: Profile) -> np.ndarray:
-    """Each row's category: a generated release's category column, else its sample ID's prefix."""
+def row_categories(batch: pa.RecordBatch, profile: Profile) -> tuple[np.ndarray, list[str]]:
+    """Each row's category as a code, and the categories in the order they first appear: a generated release's
+    category column, else its sample ID's prefix. Computed in Arrow, a distinct value at a time: a row's text as
+    a Python string cost time and memory that grew with the release."""
     fmt = profile.templates.workbook
     if fmt is not None:
-        return batch.column(fmt.output_of(fmt.category_column)).to_numpy(zero_copy_only=False).astype(object)
-    by_prefix = {c.sample_prefix: c.name for c in profile.categories}
-    prefixes = pc.replace_substring_regex(batch.column("sample_id"), pattern="(?s)-.*", replacement="",
-                                          max_replacements=1).to_numpy(zero_copy_only=False)
-    return np.array([by_prefix.get(prefix, prefix) for prefix in prefixes], dtype=object)
+        values, rename = batch.column(fmt.output_of(fmt.category_column)), {}
+    else:
+        values = pc.list_element(pc.split_pattern(batch.column("sample_id"), "-", max_splits=1), 0)
+        rename = {c.sample_prefix: c.name for c in profile.categories}
+    encoded = pc.dictionary_encode(values)  # its dictionary in the order of first appearance
+    names = [rename.get(value, value) for value in encoded.dictionary.to_pylist()]
+    distinct = list(dict.fromkeys(names))  # two prefixes may name one category
+    codes = np.array([distinct.index(name) for name in names], dtype=np.int64)
+    return codes[encoded.indices.to_numpy(zero_copy_only=False)], distinct
 
 
-def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profile) -> pa.RecordBatch:
-    """A batch of the release's Parquet as the dataset's files hold it (BBQ's analysis columns, no ``prediction``)."""
+def answer_positions(choices: pa.Array, answers: pa.Array) -> pa.Array:
+    """Each row's answer's index in its choices (the first equal one, as ``list.index``); null where the answer is
+    not among them, which the release checks then report (nothing is published)."""
+    flat = pc.list_flatten(choices)
+    parents = pc.list_parent_indices(choices).to_numpy()
+    equal = pc.fill_null(pc.equal(flat, pc.take(answers, parents)), False).to_numpy(zero_copy_only=False)
+    lengths = pc.fill_null(pc.list_value_length(choices), 0).to_numpy()
+    starts = np.cumsum(lengths) - lengths
+    found = np.flatnonzero(equal)
+    rows, first = np.unique(parents[found], return_index=True)  # ``found`` ascends: a row's first match
+    positions = np.zeros(len(answers), dtype=np.int64)
+    positions[rows] = found[first] - starts[rows]
+    mask = np.ones(len(answers), dtype=bool)
+    mask[rows] = False
+    return pa.array(positions, pa.int64(), mask=mask)
+
+
+def dataset_batch(batch: pa.RecordBatch, categories: list[str], codes: np.ndarray, profile: Profile) \
+        -> pa.RecordBatch:
+    """A batch of the release's Parquet as the dataset's files hold it (BBQ's analysis columns, no ``prediction``);
+    ``categories`` and ``codes``: ``row_categories``'."""
     if profile.templates.workbook is not None:
         return batch
-    parts = pc.extract_regex(batch.column("sample_id"), SAMPLE_ID)
-    choices, answers = batch.column("choices").to_pylist(), batch.column("answer").to_pylist()
+    # A sample ID ends in its context and question, ``-amb|dis-bsd|cnt`` (``tasks.templates.sample_ids``): fixed
+    # places, read without a regular expression (two took most of the layout's time). An ID that does not fails the
+    # checks.
+    ids = batch.column("sample_id")
     columns = {name: batch.column(name) for name in batch.schema.names if name != "prediction"}
     columns.update({
-        "category": pa.array(categories, pa.string()),
-        "context_condition": pc.if_else(pc.equal(pc.struct_field(parts, "context"), "amb"), "ambig", "disambig"),
-        "question_polarity": pc.if_else(pc.equal(pc.struct_field(parts, "question"), "bsd"), "neg", "nonneg"),
-        "label": pa.array([options.index(answer) for options, answer in zip(choices, answers)], pa.int64())})
+        "category": pc.take(pa.array(categories, pa.string()), pa.array(codes)),
+        "context_condition": pc.if_else(pc.equal(pc.utf8_slice_codeunits(ids, -7, -4), "amb"), "ambig", "disambig"),
+        "question_polarity": pc.if_else(pc.equal(pc.utf8_slice_codeunits(ids, -3), "bsd"), "neg", "nonneg"),
+        "label": answer_positions(batch.column("choices"), batch.column("answer"))})
     return pa.RecordBatch.from_pydict(columns)
+
+
+def batches(parquet: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
+    """The file's rows, ``BATCH_ROWS`` at a time within each row group, read on this thread: a batch across two row
+    groups held both, and Arrow's reading threads kept memory of their own (at five times the real templates the
+    layout's peak was ~60 MB above the real release's, ~10 MB with neither)."""
+    for group in range(parquet.num_row_groups):
+        yield from parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], use_threads=False)
+
+
+def category_rows(batch: pa.RecordBatch, codes: np.ndarray, code: int) -> pa.RecordBatch:
+    """The rows of ``batch`` whose code is ``code``, in order: a slice when they are together, else a copy."""
+    rows = np.flatnonzero(codes == code)
+    if rows[-1] - rows[0] + 1 == len(rows):
+        return batch.slice(rows[0], len(rows))
+    return batch.take(pa.array(rows))
 
 
 def write_layout(folder: Path, profile: Profile, name: str | None = None) -> list[Config]:
@@ -90,26 +133,23 @@ def write_layout(folder: Path, profile: Profile, name: str | None = None) -> lis
     for split, source in split_sources(profile, name).items():
         parquet = pq.ParquetFile(folder / source)
         empty = pa.RecordBatch.from_pylist([], schema=parquet.schema_arrow)
-        schemas[split] = dataset_batch(empty, np.array([], dtype=object), profile).schema
+        schemas[split] = dataset_batch(empty, [], np.array([], dtype=np.int64), profile).schema
         writers: dict[str, pq.ParquetWriter] = {}
         try:
-            for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-                # One copy of the batch with its rows grouped by category (file order kept within a category),
-                # then a slice per category, which copies nothing.
-                categories = row_categories(batch, profile)
-                names, codes = np.unique(categories, return_inverse=True)
-                order = np.argsort(codes, kind="stable")
-                grouped = dataset_batch(batch, categories, profile).take(pa.array(order))
-                starts = np.searchsorted(codes[order], np.arange(len(names) + 1))
-                for index in sorted(range(len(names)), key=lambda i: order[starts[i]]):  # first appearance
-                    category, chosen = names[index], grouped.slice(starts[index], starts[index + 1] - starts[index])
+            for batch in batches(parquet):
+                # A category's rows of the batch (in file order) are a slice when they are together, which copies
+                # nothing (a release's rows come category by category), else taken one category at a time.
+                codes, names = row_categories(batch, profile)  # codes in the order of first appearance
+                laid_out = dataset_batch(batch, names, codes, profile)
+                for index, category in enumerate(names):
+                    chosen = category_rows(laid_out, codes, index)
                     if category not in writers:
                         path = folder / data_file(category, split)
                         path.parent.mkdir(parents=True, exist_ok=True)
                         writers[category] = pq.ParquetWriter(path, schemas[split], compression="zstd")
                     writers[category].write_batch(chosen)
                     rows.setdefault(category, {})[split] = rows.get(category, {}).get(split, 0) + chosen.num_rows
-                del grouped, chosen
+                del laid_out, chosen
                 release_arrow_memory()
         finally:
             for writer in writers.values():
