@@ -56,48 +56,36 @@ def data_file(category: str, split: str) -> str:
 
 
 def row_categories(batch: pa.RecordBatch, profile: Profile) -> tuple[np.ndarray, list[str]]:
-    """Each row's category as a code, and the categories in the order they first appear: a generated release's
-    category column, else its sample ID's prefix. Computed in Arrow, a distinct value at a time: a row's text as
-    a Python string cost time and memory that grew with the release."""
+    """Each row's category as a code into the categories in the order they first appear: a generated release's
+    category column, else its sample ID's prefix (computed in Arrow: Python strings per row cost time and memory)."""
     fmt = profile.templates.workbook
-    if fmt is not None:
-        values, rename = batch.column(fmt.output_of(fmt.category_column)), {}
-    else:
-        values = pc.list_element(pc.split_pattern(batch.column("sample_id"), "-", max_splits=1), 0)
-        rename = {c.sample_prefix: c.name for c in profile.categories}
+    values = batch.column(fmt.output_of(fmt.category_column)) if fmt is not None else \
+        pc.list_element(pc.split_pattern(batch.column("sample_id"), "-", max_splits=1), 0)
     encoded = pc.dictionary_encode(values)  # its dictionary in the order of first appearance
-    names = [rename.get(value, value) for value in encoded.dictionary.to_pylist()]
+    prefixes = {} if fmt is not None else {c.sample_prefix: c.name for c in profile.categories}
+    names = [prefixes.get(value, value) for value in encoded.dictionary.to_pylist()]
     distinct = list(dict.fromkeys(names))  # two prefixes may name one category
-    codes = np.array([distinct.index(name) for name in names], dtype=np.int64)
-    return codes[encoded.indices.to_numpy(zero_copy_only=False)], distinct
+    return np.array([distinct.index(name) for name in names])[encoded.indices.to_numpy()], distinct
 
 
 def answer_positions(choices: pa.Array, answers: pa.Array) -> pa.Array:
-    """Each row's answer's index in its choices (the first equal one, as ``list.index``); null where the answer is
-    not among them, which the release checks then report (nothing is published)."""
-    flat = pc.list_flatten(choices)
+    """Each row's answer's index in its choices (the first equal one, as ``list.index``); null where it is not among
+    them, which the release checks then report (nothing is published)."""
     parents = pc.list_parent_indices(choices).to_numpy()
-    equal = pc.fill_null(pc.equal(flat, pc.take(answers, parents)), False).to_numpy(zero_copy_only=False)
-    lengths = pc.fill_null(pc.list_value_length(choices), 0).to_numpy()
-    starts = np.cumsum(lengths) - lengths
-    found = np.flatnonzero(equal)
-    rows, first = np.unique(parents[found], return_index=True)  # ``found`` ascends: a row's first match
-    positions = np.zeros(len(answers), dtype=np.int64)
-    positions[rows] = found[first] - starts[rows]
-    mask = np.ones(len(answers), dtype=bool)
-    mask[rows] = False
-    return pa.array(positions, pa.int64(), mask=mask)
+    equal = pc.fill_null(pc.equal(pc.list_flatten(choices), pc.take(answers, parents)), False)
+    found = np.flatnonzero(equal.to_numpy(zero_copy_only=False))
+    rows, first = np.unique(parents[found], return_index=True)  # ``found`` ascends: each row's first match
+    positions = np.full(len(answers), -1)
+    positions[rows] = found[first] - np.searchsorted(parents, rows)  # minus where the row's choices begin
+    return pa.array(positions, pa.int64(), mask=positions < 0)
 
 
 def dataset_batch(batch: pa.RecordBatch, categories: list[str], codes: np.ndarray, profile: Profile) \
         -> pa.RecordBatch:
-    """A batch of the release's Parquet as the dataset's files hold it (BBQ's analysis columns, no ``prediction``);
-    ``categories`` and ``codes``: ``row_categories``'."""
+    """A batch of the release's Parquet as the dataset's files hold it (BBQ's analysis columns, no ``prediction``).
+    A sample ID ends in ``-amb|dis-bsd|cnt`` (``tasks.templates.sample_ids``; one that does not fails the checks)."""
     if profile.templates.workbook is not None:
         return batch
-    # A sample ID ends in its context and question, ``-amb|dis-bsd|cnt`` (``tasks.templates.sample_ids``): fixed
-    # places, read without a regular expression (two took most of the layout's time). An ID that does not fails the
-    # checks.
     ids = batch.column("sample_id")
     columns = {name: batch.column(name) for name in batch.schema.names if name != "prediction"}
     columns.update({
@@ -109,19 +97,16 @@ def dataset_batch(batch: pa.RecordBatch, categories: list[str], codes: np.ndarra
 
 
 def batches(parquet: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
-    """The file's rows, ``BATCH_ROWS`` at a time within each row group, read on this thread: a batch across two row
-    groups held both, and Arrow's reading threads kept memory of their own (at five times the real templates the
-    layout's peak was ~60 MB above the real release's, ~10 MB with neither)."""
+    """The file's rows a row group at a time, on this thread: a batch across two row groups held both, and Arrow's
+    reading threads kept memory of their own (at 5x the real templates, ~60 MB more than at 1x; ~10 MB without)."""
     for group in range(parquet.num_row_groups):
         yield from parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], use_threads=False)
 
 
 def category_rows(batch: pa.RecordBatch, codes: np.ndarray, code: int) -> pa.RecordBatch:
-    """The rows of ``batch`` whose code is ``code``, in order: a slice when they are together, else a copy."""
+    """The rows whose code is ``code``, in order: a slice when they are together (no copy), else a copy."""
     rows = np.flatnonzero(codes == code)
-    if rows[-1] - rows[0] + 1 == len(rows):
-        return batch.slice(rows[0], len(rows))
-    return batch.take(pa.array(rows))
+    return batch.slice(rows[0], len(rows)) if rows[-1] - rows[0] + 1 == len(rows) else batch.take(rows)
 
 
 def write_layout(folder: Path, profile: Profile, name: str | None = None) -> list[Config]:
@@ -137,9 +122,7 @@ def write_layout(folder: Path, profile: Profile, name: str | None = None) -> lis
         writers: dict[str, pq.ParquetWriter] = {}
         try:
             for batch in batches(parquet):
-                # A category's rows of the batch (in file order) are a slice when they are together, which copies
-                # nothing (a release's rows come category by category), else taken one category at a time.
-                codes, names = row_categories(batch, profile)  # codes in the order of first appearance
+                codes, names = row_categories(batch, profile)
                 laid_out = dataset_batch(batch, names, codes, profile)
                 for index, category in enumerate(names):
                     chosen = category_rows(laid_out, codes, index)
