@@ -19,6 +19,7 @@ from kobbq.cli import main
 from tasks.release.assemble import expand_release
 from tasks.audit.report import write_release_folder
 from tasks.release.dataset_card import rule_counts, size_category
+from tasks.release.hf_layout import write_layout
 from tasks.release.inputs import BuildInputs
 from tasks.templates.validate import load_checked
 from test_release import built_example
@@ -56,14 +57,16 @@ CONTEXTS, POLARITIES = {"amb": "ambig", "dis": "disambig"}, {"bsd": "neg", "cnt"
 
 def category_rows(folder: Path, whole: str, prefix: str, category: str) -> list[dict]:
     """A category's rows of the release's Parquet as the dataset holds them: what the sample ID packs, in columns
-    as BBQ's copies on the Hub have them, the answer's index as ``label``, and no empty ``prediction``."""
+    as BBQ's copies on the Hub have them, the answer's index as ``label`` (None: not among the choices), and no
+    empty ``prediction``."""
     rows = []
     for row in pq.read_table(folder / whole).to_pylist():
         if row["sample_id"].startswith(prefix + "-"):
             context, question = row["sample_id"].split("-")[-2:]
             assert row.pop("prediction") == ""
             rows.append({**row, "category": category, "context_condition": CONTEXTS[context],
-                         "question_polarity": POLARITIES[question], "label": row["choices"].index(row["answer"])})
+                         "question_polarity": POLARITIES[question],
+                         "label": row["choices"].index(row["answer"]) if row["answer"] in row["choices"] else None})
     return rows
 
 
@@ -108,6 +111,33 @@ def test_the_example_loads_per_category_and_split_with_datasets(example, offline
             rows = offline_datasets(example, category, split).to_list()
             assert rows == category_rows(example, whole, prefixes[category], category)  # same rows, same order
             assert len(rows) == counts["samples" if split == "all_samples" else "test_samples"]
+
+
+def test_rows_of_categories_apart_are_laid_out_in_file_order_with_the_answers_index(example, tmp_path):
+    """The release's rows come category by category; a file whose categories alternate (here the example's rows
+    dealt out from both ends) gets the same per-category files, in file order, and ``label`` is the index of the
+    answer's first equal choice (``list.index``), null where the answer is not among them."""
+    whole = "KoBBQ_all_samples.parquet"
+    table = pq.read_table(example / whole)
+    order = [i for pair in zip(range(len(table)), reversed(range(len(table)))) for i in pair][:len(table)]
+    choices = table.column("choices").to_pylist()
+    choices[order[0]] = [table.column("answer")[order[0]].as_py()] * 2  # the first of two equal choices
+    choices[order[1]] = ["none of", "these"]
+    table = table.set_column(table.schema.get_field_index("choices"), "choices", [choices]).take(order)
+    folder = tmp_path / "KoBBQ"
+    folder.mkdir()
+    pq.write_table(table, folder / whole)
+    pq.write_table(table.slice(0, 8), folder / "KoBBQ_test_samples.parquet")
+    profile = load_profile("ko")
+    write_layout(folder, profile)
+    prefixes = {c.name: c.sample_prefix for c in profile.categories}
+    first, unmatched = table.column("sample_id")[0].as_py(), table.column("sample_id")[1].as_py()
+    labels = {}
+    for category in json.loads((example / "manifest.json").read_text(encoding="utf-8"))["categories"]:
+        rows = pq.read_table(folder / "data" / category / "all_samples.parquet").to_pylist()
+        assert rows == category_rows(folder, whole, prefixes[category], category)
+        labels.update({row["sample_id"]: row["label"] for row in rows if row["sample_id"] in (first, unmatched)})
+    assert labels == {first: 0, unmatched: None}
 
 
 def test_a_folder_that_lost_a_categorys_parquet_fails_to_load_and_is_refused(example, offline_datasets, tmp_path,

@@ -6,6 +6,7 @@ the rest as if it were all. ``all`` cannot name a split: ``datasets`` reserves i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,6 @@ import pyarrow.parquet as pq
 
 from core.profile import Profile
 from tasks.release.write import all_samples_name, release_arrow_memory, test_samples_name
-from tasks.templates.sample_ids import SAMPLE_ID
 
 DATA_DIR = "data"
 ALL_CONFIG = "all"
@@ -51,30 +51,58 @@ def data_file(category: str, split: str) -> str:
     return f"{DATA_DIR}/{category}/{split}.parquet"
 
 
-def row_categories(batch: pa.RecordBatch, profile: Profile) -> np.ndarray:
-    """Each row's category: a generated release's category column, else its sample ID's prefix."""
+def row_categories(batch: pa.RecordBatch, profile: Profile) -> tuple[np.ndarray, list[str]]:
+    """Each row's category as a code into the categories in the order they first appear: a generated release's
+    category column, else its sample ID's prefix (computed in Arrow: Python strings per row cost time and memory)."""
     fmt = profile.templates.workbook
-    if fmt is not None:
-        return batch.column(fmt.output_of(fmt.category_column)).to_numpy(zero_copy_only=False).astype(object)
-    by_prefix = {c.sample_prefix: c.name for c in profile.categories}
-    prefixes = pc.replace_substring_regex(batch.column("sample_id"), pattern="(?s)-.*", replacement="",
-                                          max_replacements=1).to_numpy(zero_copy_only=False)
-    return np.array([by_prefix.get(prefix, prefix) for prefix in prefixes], dtype=object)
+    values = batch.column(fmt.output_of(fmt.category_column)) if fmt is not None else \
+        pc.list_element(pc.split_pattern(batch.column("sample_id"), "-", max_splits=1), 0)
+    encoded = pc.dictionary_encode(values)  # its dictionary in the order of first appearance
+    prefixes = {} if fmt is not None else {c.sample_prefix: c.name for c in profile.categories}
+    names = [prefixes.get(value, value) for value in encoded.dictionary.to_pylist()]
+    distinct = list(dict.fromkeys(names))  # two prefixes may name one category
+    return np.array([distinct.index(name) for name in names])[encoded.indices.to_numpy()], distinct
 
 
-def dataset_batch(batch: pa.RecordBatch, categories: np.ndarray, profile: Profile) -> pa.RecordBatch:
-    """A batch of the release's Parquet as the dataset's files hold it (BBQ's analysis columns, no ``prediction``)."""
+def answer_positions(choices: pa.Array, answers: pa.Array) -> pa.Array:
+    """Each row's answer's index in its choices (the first equal one, as ``list.index``); null where it is not among
+    them, which the release checks then report (nothing is published)."""
+    parents = pc.list_parent_indices(choices).to_numpy()
+    equal = pc.fill_null(pc.equal(pc.list_flatten(choices), pc.take(answers, parents)), False)
+    found = np.flatnonzero(equal.to_numpy(zero_copy_only=False))
+    rows, first = np.unique(parents[found], return_index=True)  # ``found`` ascends: each row's first match
+    positions = np.full(len(answers), -1)
+    positions[rows] = found[first] - np.searchsorted(parents, rows)  # minus where the row's choices begin
+    return pa.array(positions, pa.int64(), mask=positions < 0)
+
+
+def dataset_batch(batch: pa.RecordBatch, categories: list[str], codes: np.ndarray, profile: Profile) \
+        -> pa.RecordBatch:
+    """A batch of the release's Parquet as the dataset's files hold it (BBQ's analysis columns, no ``prediction``).
+    A sample ID ends in ``-amb|dis-bsd|cnt`` (``tasks.templates.sample_ids``; one that does not fails the checks)."""
     if profile.templates.workbook is not None:
         return batch
-    parts = pc.extract_regex(batch.column("sample_id"), SAMPLE_ID)
-    choices, answers = batch.column("choices").to_pylist(), batch.column("answer").to_pylist()
+    ids = batch.column("sample_id")
     columns = {name: batch.column(name) for name in batch.schema.names if name != "prediction"}
     columns.update({
-        "category": pa.array(categories, pa.string()),
-        "context_condition": pc.if_else(pc.equal(pc.struct_field(parts, "context"), "amb"), "ambig", "disambig"),
-        "question_polarity": pc.if_else(pc.equal(pc.struct_field(parts, "question"), "bsd"), "neg", "nonneg"),
-        "label": pa.array([options.index(answer) for options, answer in zip(choices, answers)], pa.int64())})
+        "category": pc.take(pa.array(categories, pa.string()), pa.array(codes)),
+        "context_condition": pc.if_else(pc.equal(pc.utf8_slice_codeunits(ids, -7, -4), "amb"), "ambig", "disambig"),
+        "question_polarity": pc.if_else(pc.equal(pc.utf8_slice_codeunits(ids, -3), "bsd"), "neg", "nonneg"),
+        "label": answer_positions(batch.column("choices"), batch.column("answer"))})
     return pa.RecordBatch.from_pydict(columns)
+
+
+def batches(parquet: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
+    """The file's rows a row group at a time, on this thread: a batch across two row groups held both, and Arrow's
+    reading threads kept memory of their own (at 5x the real templates, ~60 MB more than at 1x; ~10 MB without)."""
+    for group in range(parquet.num_row_groups):
+        yield from parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], use_threads=False)
+
+
+def category_rows(batch: pa.RecordBatch, codes: np.ndarray, code: int) -> pa.RecordBatch:
+    """The rows whose code is ``code``, in order: a slice when they are together (no copy), else a copy."""
+    rows = np.flatnonzero(codes == code)
+    return batch.slice(rows[0], len(rows)) if rows[-1] - rows[0] + 1 == len(rows) else batch.take(rows)
 
 
 def write_layout(folder: Path, profile: Profile, name: str | None = None) -> list[Config]:
@@ -85,26 +113,21 @@ def write_layout(folder: Path, profile: Profile, name: str | None = None) -> lis
     for split, source in split_sources(profile, name).items():
         parquet = pq.ParquetFile(folder / source)
         empty = pa.RecordBatch.from_pylist([], schema=parquet.schema_arrow)
-        schemas[split] = dataset_batch(empty, np.array([], dtype=object), profile).schema
+        schemas[split] = dataset_batch(empty, [], np.array([], dtype=np.int64), profile).schema
         writers: dict[str, pq.ParquetWriter] = {}
         try:
-            for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-                # One copy of the batch with its rows grouped by category (file order kept within a category),
-                # then a slice per category, which copies nothing.
-                categories = row_categories(batch, profile)
-                names, codes = np.unique(categories, return_inverse=True)
-                order = np.argsort(codes, kind="stable")
-                grouped = dataset_batch(batch, categories, profile).take(pa.array(order))
-                starts = np.searchsorted(codes[order], np.arange(len(names) + 1))
-                for index in sorted(range(len(names)), key=lambda i: order[starts[i]]):  # first appearance
-                    category, chosen = names[index], grouped.slice(starts[index], starts[index + 1] - starts[index])
+            for batch in batches(parquet):
+                codes, names = row_categories(batch, profile)
+                laid_out = dataset_batch(batch, names, codes, profile)
+                for index, category in enumerate(names):
+                    chosen = category_rows(laid_out, codes, index)
                     if category not in writers:
                         path = folder / data_file(category, split)
                         path.parent.mkdir(parents=True, exist_ok=True)
                         writers[category] = pq.ParquetWriter(path, schemas[split], compression="zstd")
                     writers[category].write_batch(chosen)
                     rows.setdefault(category, {})[split] = rows.get(category, {}).get(split, 0) + chosen.num_rows
-                del grouped, chosen
+                del laid_out, chosen
                 release_arrow_memory()
         finally:
             for writer in writers.values():
