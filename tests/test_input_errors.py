@@ -18,7 +18,7 @@ from tasks.pipeline.stages import STAGES
 from core.text_files import line_and_column, read_bytes, read_json, read_text
 from kobbq.cli import main
 from tasks.release.check_child import os_error_from, os_error_line
-from test_release import build_into
+from test_release import built_example
 
 
 def one_error_line(capsys) -> str:
@@ -94,14 +94,14 @@ def test_the_size_limit_counts_the_bytes_read_not_the_size_reported():
 
 
 @pytest.mark.parametrize("command", [["build", "--pipeline", "{dir}"], ["status", "--pipeline", "{dir}"],
-                                     ["eval", "prepare", "--release", "{tmp}/KoBBQ", "--prompt-table", "{dir}",
+                                     ["eval", "prepare", "--release", "{release}", "--prompt-table", "{dir}",
                                       "--out", "{tmp}/prepared"]])
-def test_a_folder_given_as_an_input_file_is_named_as_a_folder(tmp_path, capsys, command, ko_profile):
+def test_a_folder_given_as_an_input_file_is_named_as_a_folder(tmp_path, tmp_path_factory, capsys, command,
+                                                              ko_profile):
     folder = tmp_path / "inputs"
     folder.mkdir()
-    if "prepare" in command:
-        build_into(tmp_path / "KoBBQ", EXAMPLE_TEMPLATES, ko_profile)
-    assert main([part.format(dir=folder, tmp=tmp_path) for part in command]) == 1
+    release = built_example(tmp_path_factory, ko_profile) if "prepare" in command else None
+    assert main([part.format(dir=folder, tmp=tmp_path, release=release) for part in command]) == 1
     err = one_error_line(capsys)
     assert f"{folder}: is a folder; expected a" in err and "free space" not in err
 

@@ -27,7 +27,10 @@ def modules() -> dict[str, ast.Module]:
             for path in product_modules()}
 
 
+@functools.cache
 def _imports(tree: ast.AST) -> list[tuple[str, ast.AST]]:
+    """The names ``tree`` imports, each with its import statement; a module's walked once for the four tests that
+    read them (a tree is only read, and is its own cache key)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -37,7 +40,9 @@ def _imports(tree: ast.AST) -> list[tuple[str, ast.AST]]:
     return found
 
 
+@functools.cache
 def _project_edges() -> dict[str, set[str]]:
+    """Each product module's imports of other product modules, made once for the three tests that read them."""
     return {name: {target for target, _ in _imports(tree) if target in modules()} for name, tree in modules().items()}
 
 

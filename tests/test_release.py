@@ -129,11 +129,10 @@ def test_the_seed_changes_only_the_test_split(tmp_path, ko_profile):
     assert first["outputs"]["KoBBQ_test_samples.tsv"] != second["outputs"]["KoBBQ_test_samples.tsv"]
 
 
-def test_recovery_restores_a_release_retired_by_a_crash_between_the_renames(tmp_path, ko_profile):
+def test_recovery_restores_a_release_retired_by_a_crash_between_the_renames(tmp_path, tmp_path_factory, ko_profile):
     from tasks.release.publish import RETIRED_PREFIX, STAGING_PREFIX, recover
 
-    target = tmp_path / "KoBBQ"
-    build_into(target, EXAMPLE_TEMPLATES, ko_profile)
+    target = built_example(tmp_path_factory, ko_profile, "recovery").rename(tmp_path / "KoBBQ")
     before = {p.name: p.read_bytes() for p in target.iterdir() if p.is_file()}
     dead = 2**22 + 12345  # above Linux's default pid_max: no such process
     target.rename(tmp_path / f"{RETIRED_PREFIX}KoBBQ-{dead}")

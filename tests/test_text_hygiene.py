@@ -95,7 +95,7 @@ def test_what_the_profile_allows_passes_and_normalising_keeps_it(case, allowed):
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 13), st.sampled_from(["Stereotype", "Ambiguous_context", "Names", "Biased_question"]),
        odd_characters())
-def test_validate_names_the_cell_of_an_odd_character_in_a_template_file(row_index, column, char):
+def test_validate_names_the_cell_of_an_odd_character_in_a_template_file(ko_profile, row_index, column, char):
     """The loader of every TSV (templates, newly-created, the post-edit's check) reports it, and so `validate`."""
     header, rows, numbers = read_tsv(EXAMPLE_TEMPLATES)
     assert len(rows) == 14
@@ -105,7 +105,7 @@ def test_validate_names_the_cell_of_an_odd_character_in_a_template_file(row_inde
         path = Path(folder) / "templates.tsv"
         path.write_text("\t".join(header) + "\n" + "".join("\t".join(r[h] for h in header) + "\n" for r in rows),
                         encoding="utf-8")
-        findings = validate_loaded(load_kobbq_templates(path), load_profile("ko"))
+        findings = validate_loaded(load_kobbq_templates(path), ko_profile)
     found = [f for f in findings if f"U+{ord(char):04X}" in f.message]
     assert [(f.where.row, f.where.column, f.severity) for f in found] == [
         (numbers[row_index], column, ODD[unicodedata.category(char)])]
@@ -150,32 +150,31 @@ def test_a_no_break_space_becomes_a_plain_space_and_the_report_says_so(returned,
 
 # --- slot lists -------------------------------------------------------------------------------------------
 
-def no_space_profile():
+def no_space_profile(ko):
     """A profile of a language written without spaces between words (Thai's rule), from the ko profile."""
-    ko = load_profile("ko")
     return ko.model_copy(update={"writing": WritingProfile(scripts=["Thai"], spaces_between_words=False)})
 
 
 @SETTINGS
 @given(st.lists(st.lists(letters("Thai"), min_size=1, max_size=3), min_size=1, max_size=4))
-def test_an_item_with_a_space_is_a_warning_in_a_language_without_spaces(groups):
+def test_an_item_with_a_space_is_a_warning_in_a_language_without_spaces(ko_profile, groups):
     """Each inner list is one item's words: an item of several words was written with spaces between them (the Thai
     "[หลานชาย หลานสาว]"); the warnings name exactly those items, and the list is split at its commas only."""
     items = [" ".join(words) for words in groups]
     body = ", ".join(items)
     parsed = split_items(body, (",",))
     assert list(parsed) == items
-    warned = [f for f in list_findings(Location("t.tsv", 2, "Names"), "N1", parsed, no_space_profile())
+    warned = [f for f in list_findings(Location("t.tsv", 2, "Names"), "N1", parsed, no_space_profile(ko_profile))
               if f.code == "slot-item-space"]
     assert [f.message.split("'")[1] for f in warned] == [item for item in items if " " in item]
-    assert not list_findings(Location("t.tsv", 2, "Names"), "N1", parsed, load_profile("ko"))  # Korean has spaces
+    assert not list_findings(Location("t.tsv", 2, "Names"), "N1", parsed, ko_profile)  # Korean has spaces
 
 
 @SETTINGS
 @given(st.lists(letters("Han"), min_size=2, max_size=4), st.sampled_from(["、", "，", "،", "፣", ";", "；"]))
-def test_a_separator_the_profile_does_not_accept_is_an_error_in_any_script(items, separator):
+def test_a_separator_the_profile_does_not_accept_is_an_error_in_any_script(ko_profile, items, separator):
     """Unicode's list punctuation of any script, inside what the profile reads as one item (ko accepts ',')."""
-    findings = list_findings(Location("t.tsv", 2, "Names"), "N1", (separator.join(items),), load_profile("ko"))
+    findings = list_findings(Location("t.tsv", 2, "Names"), "N1", (separator.join(items),), ko_profile)
     assert [(f.severity, f.code) for f in findings] == [("error", "slot-separator")]
     assert repr(separator) in findings[0].message
 
