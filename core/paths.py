@@ -10,7 +10,6 @@ TEMPLATES_RAW = PROJECT_ROOT / "templates_raw"
 EXAMPLE_DIR = TEMPLATES_RAW / "example"
 EXAMPLE_TEMPLATES = EXAMPLE_DIR / "kobbq_example_templates.tsv"
 EXAMPLE_PIPELINE = EXAMPLE_DIR / "pipeline.toml"
-SURVEY_DIR = PROJECT_ROOT / "survey"  # the survey examples; each culture's wording is in its profile folder
 PROFILE_DIR = PROJECT_ROOT / "core" / "profiles"
 DEFAULT_CORRECTIONS = PROFILE_DIR / "ko" / "corrections.csv"  # the ko profile's; the embedded example uses it
 DEFAULT_BUILD_DIR = Path("build")

@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from core.paths import EXAMPLE_DIR
+
+EXAMPLE_PROMPTS = EXAMPLE_DIR / "evaluation_prompts.tsv"  # the embedded example's prompt table
 UNKNOWN = "알 수 없음"
 COLUMNS = ["sample_id", "label_annotation", "context", "question", "choices", "biased_answer", "answer", "bbq_id",
            "bbq_category", "prediction"]

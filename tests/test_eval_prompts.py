@@ -9,9 +9,9 @@ import pytest
 
 from kobbq.cli import main
 from core.errors import UserError
-from tasks.evaluation.prompts import (EXAMPLE_PROMPTS, ordered_requests, read_prompt_table, read_release,
+from tasks.evaluation.prompts import (ordered_requests, read_prompt_table, read_release,
                                       resolve_prompt_table)
-from test_eval_fixtures import UNKNOWN, small_release_rows, write_release
+from test_eval_fixtures import EXAMPLE_PROMPTS, UNKNOWN, small_release_rows, write_release
 
 
 @pytest.fixture()

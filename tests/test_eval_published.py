@@ -15,9 +15,9 @@ import pytest
 from core.errors import UserError
 from kobbq.cli import main
 from tasks.evaluation.predictions import read_predictions
-from tasks.evaluation.prompts import EXAMPLE_PROMPTS, read_release
+from tasks.evaluation.prompts import read_release
 from tasks.evaluation.report import ScoreRequest, score
-from test_eval_fixtures import small_release_rows, write_release
+from test_eval_fixtures import EXAMPLE_PROMPTS, small_release_rows, write_release
 
 
 @pytest.fixture()

@@ -12,9 +12,8 @@ import pytest
 
 from kobbq.cli import main
 from core.errors import UserError
-from tasks.evaluation.prompts import EXAMPLE_PROMPTS
 from tasks.evaluation.report import ScoreRequest, score
-from test_eval_fixtures import UNKNOWN, small_release_rows, write_release
+from test_eval_fixtures import EXAMPLE_PROMPTS, UNKNOWN, small_release_rows, write_release
 
 
 @pytest.fixture(scope="module")

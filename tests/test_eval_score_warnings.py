@@ -13,8 +13,7 @@ import pytest
 
 from kobbq.cli import main
 from tasks.evaluation import report
-from tasks.evaluation.prompts import EXAMPLE_PROMPTS
-from test_eval_fixtures import UNKNOWN, small_release_rows, write_release
+from test_eval_fixtures import EXAMPLE_PROMPTS, UNKNOWN, small_release_rows, write_release
 from test_eval_score import write_csv
 
 

@@ -104,10 +104,10 @@ def test_no_help_states_a_count_that_a_profile_contradicts() -> None:
 @pytest.mark.flow
 def test_survey_ingest_writes_every_file_its_help_names(tmp_path: Path) -> None:
     """The help listed survey_votes.csv, which only a release had: every output file it names is written."""
-    from core.paths import SURVEY_DIR
+    from core.paths import PROJECT_ROOT
     from kobbq.cli import main
 
-    example = SURVEY_DIR / "ko" / "example"
+    example = PROJECT_ROOT / "survey" / "ko" / "example"
     assert main(["survey", "ingest", "--profile", "ko", "--results", str(example / "responses.csv"),
                  "--questions", str(example / "questions.csv"), "--reading", str(example / "reading_results.csv"),
                  "--out", str(tmp_path), "--quiet"]) == 0

@@ -11,7 +11,7 @@ from core.pipeline_file import DONE, read_state
 from tasks.pipeline.stages import STAGES
 from runs import run
 from tasks.pipeline.plan import pipeline_plan
-from tasks.templates.bbq import load_bbq_templates, template_ids
+from tasks.templates.bbq import load_bbq_templates
 
 ESBBQ_PIPELINE = PROJECT_ROOT / "templates_raw" / "real" / "esbbq_release.toml"
 
@@ -27,7 +27,7 @@ def test_esbbq_pipeline_reproduces_the_released_files(tmp_path, prefect_harness,
         assert (result.release_dir / "data_es" / path.name).read_bytes() == path.read_bytes(), path.name
     assert all(read_state(plan.ctx.states, stage).status == DONE for stage in STAGES)
     decisions = read_decisions(result.release_dir / "decisions.csv")
-    every_bbq_template = set(template_ids(load_bbq_templates(bbq_templates_dir)[0]))
+    every_bbq_template = {t.subject for t in load_bbq_templates(bbq_templates_dir)[0]}
     # Every BBQ template: its label (t/m read as ST/TM), or why it has none.
     assert {d.subject for d in decisions if d.stage == "labels" and d.subject_type == "bbq_template"} == \
         every_bbq_template

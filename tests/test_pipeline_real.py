@@ -8,7 +8,7 @@ import json
 import pytest
 
 from core.paths import DEFAULT_CORRECTIONS, PROJECT_ROOT
-from tasks.templates.bbq import load_bbq_templates, template_ids
+from tasks.templates.bbq import load_bbq_templates
 from core.text import normalise_text
 from core.profile import load_profile
 from runs import run
@@ -44,7 +44,7 @@ def test_real_pipeline_reproduces_the_direct_build(tmp_path, prefect_harness, sh
         decisions = list(csv.DictReader(handle))
     bbq, _ = load_bbq_templates(bbq_templates_dir)
     labelled = {d["subject"] for d in decisions if d["stage"] == "labels" and d["subject"].startswith("bbq:")}
-    assert labelled == set(template_ids(bbq))  # every BBQ template: its label, or why it has none
+    assert labelled == {t.subject for t in bbq}  # every BBQ template: its label, or why it has none
     # Survey texts are compared normalised (one carries a stray U+0008, like ten template rows).
     surveyed = {(e["category"], normalise_text(e["stereotype"])[0])
                 for e in json.loads(survey_result_json.read_text(encoding="utf-8"))}

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from core.errors import UserError
-from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
+from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.inputs import SurveyData, SurveyInputs, load_survey_results
 from tasks.survey.survey_stage import survey_stage
 from tasks.templates.load import load_kobbq_templates
 
-EXAMPLE = SURVEY_DIR / "ko" / "example"
+EXAMPLE = PROJECT_ROOT / "survey" / "ko" / "example"
 
 
 def _edited_templates(tmp_path, edit):

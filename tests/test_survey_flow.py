@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
+from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from core.pipeline_file import PipelineConfig, SurveySection, TemplatesSection
 from core.profile import load_profile
 from runs import run
 
-EXAMPLE = SURVEY_DIR / "ko" / "example"
+EXAMPLE = PROJECT_ROOT / "survey" / "ko" / "example"
 
 
 @pytest.mark.flow

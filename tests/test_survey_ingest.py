@@ -9,14 +9,14 @@ import openpyxl
 import pytest
 
 from core.errors import UserError
-from core.paths import EXAMPLE_TEMPLATES, SURVEY_DIR
+from core.paths import EXAMPLE_TEMPLATES, PROJECT_ROOT
 from tasks.survey.apply import apply_survey_rules
 from tasks.survey.inputs import SurveyData, load_reading_results, load_survey_results
 from tasks.survey.stereotypes import collect_stereotypes, profile_group_lists
 from tasks.survey.survey_export_stage import build_questions, build_reading, group_rows, load_wording, write_export
 from tasks.templates.load import load_kobbq_templates
 
-EXAMPLE = SURVEY_DIR / "ko" / "example"
+EXAMPLE = PROJECT_ROOT / "survey" / "ko" / "example"
 
 
 @pytest.fixture(scope="module")

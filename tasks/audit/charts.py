@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from core.decisions import Decision
 from core.profile import Profile
 from tasks.audit.fates import stereotype_text
-from tasks.release.dataset_card import fraction_text
 from tasks.survey.rules import RULE_NO_STEREOTYPE, RULE_TYPE1, RULE_TYPE2
 
 # matplotlib (seconds to import) is imported where a chart is drawn: never by an up-to-date build's check.
@@ -202,7 +201,7 @@ def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profi
     survey = profile.survey
     for ratio, what in ((survey.non_target_ratio, "non-target"), (survey.target_ratio, "target")):
         axes.axvline(float(ratio), color="#222222", linestyle="--", linewidth=0.8)
-        axes.annotate(f"{fraction_text(ratio)}x: {what}", (float(ratio), 1), xycoords=("data", "axes fraction"),
+        axes.annotate(f"{ratio}x: {what}", (float(ratio), 1), xycoords=("data", "axes fraction"),
                       ha="center", va="bottom")
     labels = [f"{'✗ ' if rule[q.question_id].outcome == 'drop' else ''}{short(q.stereotype)}" for q in judged]
     rows_axis(axes, labels, "Type-1 questions: every group's votes against the target and non-target cut-offs",
@@ -213,10 +212,10 @@ def type1_chart(questions: list[QuestionVotes], decisions: list[Decision], profi
     axes.set_xscale("log", base=2)
     axes.set_xlim(float(low), float(high))
     ticks = [Fraction(2) ** k for k in range(-4, 5)]
-    axes.set_xticks([float(t) for t in ticks], [fraction_text(t) for t in ticks])
+    axes.set_xticks([float(t) for t in ticks], [str(t) for t in ticks])
     legend(axes, [axes.scatter([], [], s=16, color=colour, label=label) for label, colour in (
-        (f"target (>= {fraction_text(survey.target_ratio)}x)", ROLES["target"]),
-        (f"non-target (<= {fraction_text(survey.non_target_ratio)}x)", ROLES["non-target"]),
+        (f"target (>= {survey.target_ratio}x)", ROLES["target"]),
+        (f"non-target (<= {survey.non_target_ratio}x)", ROLES["non-target"]),
         ("neither", ROLES["neither"]))])
     return drawing
 
@@ -244,9 +243,9 @@ def share_chart(decisions: list[Decision], profile: Profile, rule: str) -> Figur
             points.append((float(share), index + (position % 3 - 1) * 0.15, OUTCOMES[outcome]))
     dots(axes, points)
     axes.axvline(float(cut), color="#222222", linestyle="--", linewidth=0.8)
-    axes.annotate(f"{fraction_text(cut)}: {'kept above' if two_thirds else 'dropped above'}", (float(cut), 1),
+    axes.annotate(f"{cut}: {'kept above' if two_thirds else 'dropped above'}", (float(cut), 1),
                   xycoords=("data", "axes fraction"), ha="center", va="bottom")
-    title = (f"Type-2 questions: the intended target's share of the votes against {fraction_text(cut)}" if two_thirds
+    title = (f"Type-2 questions: the intended target's share of the votes against {cut}" if two_thirds
              else f"Every surveyed stereotype: the 'no stereotype' share against {float(cut):.0%}")
     rows_axis(axes, [display.get(c, c) for c in order], title,
               "target's share of the votes for a group" if two_thirds

@@ -18,7 +18,7 @@ import pandas as pd
 
 from core import interrupt
 from core.errors import Location, UserError
-from core.paths import EXAMPLE_DIR, relative_path
+from core.paths import relative_path
 from core.text_files import check_input_file
 from core.profile import Profile, load_profile
 from core.atomic import write_bytes, write_text, write_with
@@ -36,8 +36,6 @@ PROMPT_COLUMNS = ("prompt_id", "instruction", "context", "question", "a", "b", "
 LETTERS = ("A", "B", "C")
 # Row k of scipy.linalg.circulant([c0, c1, c2]) as indices into the choices: order k of a sample.
 ORDERS = np.array([[0, 2, 1], [1, 0, 2], [2, 1, 0]])
-# The embedded example's own prompt table, for a machine without the profile's released table.
-EXAMPLE_PROMPTS = EXAMPLE_DIR / "evaluation_prompts.tsv"
 REQUIRED_SAMPLE_COLUMNS = ("sample_id", "label_annotation", "context", "question", "choices", "biased_answer",
                            "answer")
 PREPARED_PROMPTS = "prompts.tsv"  # the prompt table, copied into the prepared folder

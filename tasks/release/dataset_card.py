@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 
 import jinja2
@@ -137,11 +136,6 @@ def twin_not_published(name: str, why: str, progress: Callable[[str], None]) -> 
     return {"published": False, "folder": None, "what": WHAT, "why": why}
 
 
-def fraction_text(value: Fraction) -> str:
-    """``2/3``; a whole number without ``/1``."""
-    return str(value) if value.denominator != 1 else str(value.numerator)
-
-
 def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], facts: dict[str, object], table1: str,
                        decisions: list[Decision], validation: ValidationReport | None,
                        twins: dict[str, dict[str, object]] | None = None,
@@ -155,7 +149,6 @@ def write_dataset_card(folder: Path, profile: Profile, configs: list[Config], fa
                                      undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                      keep_trailing_newline=True)
     environment.filters["thousands"] = lambda value: f"{int(value):,}"
-    environment.filters["fraction"] = fraction_text
     survey = profile.survey
     body = environment.get_template("dataset_card.md.j2").render(
         profile=profile, card=profile.card, name=profile.release.name, facts=facts, configs=configs,

@@ -130,8 +130,3 @@ def load_bbq_templates(path: Path, categories: list[str] | None = None) -> tuple
         templates.extend(file_templates)
         findings.extend(file_findings)
     return templates, findings
-
-
-def template_ids(templates: list[BBQTemplate]) -> list[str]:
-    """Distinct BBQ templates (``bbq:<category>:<Q_id>``) in file order: the unit that gets a label."""
-    return list(dict.fromkeys(t.subject for t in templates))
