@@ -435,7 +435,7 @@ def recorded_prompt_tables(release: Path) -> list[Path]:
 def record(release: Path, out: Path) -> int:
     """The example model's answers to every request ``kobbq eval prepare --split all`` writes for the release, with
     each prompt table it may use, as a replay file (matched by the sha256 of each prompt)."""
-    from tasks.evaluation.client import prompt_sha256
+    from tasks.evaluation.answer_cache import prompt_sha256
     from tasks.evaluation.prompts import prepare_release
 
     biased = {}

@@ -19,7 +19,7 @@ import pytest
 
 from fake_openai import FAKE_KEY, FakeOpenAIServer, FakeState
 from fuzzing import run_in_process
-from tasks.evaluation.client import prompt_sha256
+from tasks.evaluation.answer_cache import prompt_sha256
 
 pytestmark = pytest.mark.subprocess
 KOBBQ = [sys.executable, "-m", "kobbq"]

@@ -27,7 +27,7 @@ from core.errors import UserError
 from core.paths import EXAMPLE_TEMPLATES
 from core.profile import load_profile
 from fuzzing import Outcome, run_in_process
-from tasks.evaluation.client import prompt_sha256
+from tasks.evaluation.answer_cache import prompt_sha256
 from tasks.release.hub import check_repo_id
 from tasks.survey.inputs import load_survey_results
 

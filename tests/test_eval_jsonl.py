@@ -14,7 +14,7 @@ import pytest
 
 from core.errors import UserError
 from kobbq.cli import main
-from tasks.evaluation.client import prompt_sha256
+from tasks.evaluation.answer_cache import prompt_sha256
 from core.text_files import json_records, text_lines
 from tasks.evaluation.predictions import read_predictions
 from tasks.evaluation.runs import load_requests

@@ -16,7 +16,8 @@ import pytest
 from kobbq.cli import main
 from core.errors import UserError
 from tasks.evaluation.answer_cache import GenerationSettings
-from tasks.evaluation.client import ReplayModel, prompt_sha256
+from tasks.evaluation.answer_cache import prompt_sha256
+from tasks.evaluation.client import ReplayModel
 from tasks.evaluation.prompts import prepare_release
 from test_eval_run import read_jsonl
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import strategies as st
 
 from fuzzing import CELL, FUZZ_PROFILES, JSON_VALUE, Outcome, check_command, fuzz, workspace, write
-from tasks.evaluation.client import prompt_sha256
+from tasks.evaluation.answer_cache import prompt_sha256
 
 # Valid JSON that is not what the file holds: any value but an object, or an object without the expected keys.
 WRONG_SHAPE = st.one_of(JSON_VALUE.filter(lambda value: not isinstance(value, dict)),

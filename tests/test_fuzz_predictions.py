@@ -13,7 +13,7 @@ import pytest
 from hypothesis import strategies as st
 
 from fuzzing import FUZZ_PROFILES, check_command, fuzz, malformed_table, workspace, write
-from tasks.evaluation.client import prompt_sha256
+from tasks.evaluation.answer_cache import prompt_sha256
 
 
 def test_samples(release: Path) -> list[dict[str, str]]:

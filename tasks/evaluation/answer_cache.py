@@ -32,6 +32,11 @@ CREATE TABLE IF NOT EXISTS revoked (holder TEXT PRIMARY KEY, why TEXT NOT NULL)
 """
 
 
+def prompt_sha256(prompt: str) -> str:
+    """What a recorded answer is matched by: the full prompt text the model was sent (its only message)."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
 @dataclass(frozen=True)
 class GenerationSettings:
     """Everything besides the prompt that decides the answer (and so the cache key)."""

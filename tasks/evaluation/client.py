@@ -7,7 +7,6 @@ what concerns every request, rather than retrying each remaining request for its
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -22,7 +21,7 @@ import openai
 from core.errors import Location, UserError, redact
 from core.text_files import json_records
 from tasks.evaluation.limits import REQUEST_SECONDS, STALLED_AFTER_TIMEOUTS
-from tasks.evaluation.answer_cache import Answer, GenerationSettings
+from tasks.evaluation.answer_cache import Answer, GenerationSettings, prompt_sha256
 
 KEY_VARIABLE = "OPENAI_API_KEY"
 RECORDED_STATUSES = ("ok", "empty", "malformed")
@@ -270,11 +269,6 @@ def answer_from_response(response: object, chat: bool) -> Answer:
     if not text or not text.strip():
         return Answer("", "empty", *tokens)
     return Answer(text, "ok", *tokens)
-
-
-def prompt_sha256(prompt: str) -> str:
-    """What a recorded answer is matched by: the full prompt text the model was sent (its only message)."""
-    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
 
 
 @dataclass

@@ -16,6 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -24,10 +25,12 @@ from core.errors import Location, UserError
 from core.atomic import write_text
 from core.tables import delimited_text
 from core.text_files import json_records
-from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, UnitLease
-from tasks.evaluation.client import Model, prompt_sha256
+from tasks.evaluation.answer_cache import Answer, AnswerCache, GenerationSettings, UnitLease, prompt_sha256
 from tasks.evaluation.prepared_folder import move_in, staged
 from tasks.release.publish import build_lock
+
+if TYPE_CHECKING:  # the openai client (~1.4 s to import) is for a run, not for reading or scoring answers
+    from tasks.evaluation.client import Model
 
 BUSY = ("another `kobbq eval run` (pid {pid}) is answering into this folder; wait for it to finish (two runs at "
         "once would each pay for the same answers)")
