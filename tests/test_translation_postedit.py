@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from core.errors import UserError
+from core.errors import Location, UserError
 from core.profile import load_profile
 from core.paths import EXAMPLE_DIR
 from tasks.templates.bbq import load_bbq_templates
 from tasks.templates.load import load_kobbq_templates
 from tasks.translation.deepl_client import ReplayTranslator
 from tasks.translation.glossary import profile_glossary
-from tasks.translation.postedit import edit_distance, import_postedit, render_report
+from tasks.translation.postedit import edit_rates, import_postedit, render_report
 from tasks.translation.twin_templates import write_machine_translation
 from tasks.translation.pretranslate import pretranslate
-from tasks.translation.workbook import FOLLOWS, HEADER, export_postedit_workbooks
+from tasks.translation.workbook import FOLLOWS, HEADER, EditedCell, ExportRow, export_postedit_workbooks
 
 EXAMPLE = EXAMPLE_DIR / "translation"
 RETURNED = EXAMPLE / "returned"
@@ -46,9 +46,15 @@ def returned(tmp_path) -> list[Path]:
     return paths
 
 
-def test_edit_distance():
-    assert edit_distance("kitten", "sitting") == 3
-    assert edit_distance("", "abc") == 3 and edit_distance("같다", "같다") == 0
+def test_edit_rate_counts_characters_inserted_deleted_or_substituted():
+    def cell(template_id: int, draft: str, postedit: str) -> EditedCell:
+        row = ExportRow("Age", template_id, "a", "Age", "1", "ST", "ambiguous_context", "", draft)
+        return EditedCell("Age", row, postedit, "", Location("postedit_Age.xlsx", 2, "Post-edit"))
+
+    templates, categories = edit_rates([cell(1, "kitten", "sitting"), cell(2, "노인이 왔다", "노인은 왔다"),
+                                        cell(2, "", "abc")])
+    assert [(r.subject, r.changed, r.draft_characters) for r in templates] == [("Age|1", 3, 6), ("Age|2", 4, 6)]
+    assert [(r.subject, r.changed, r.draft_characters) for r in categories] == [("Age", 7, 12)]
 
 
 def test_export_locks_sources_and_keeps_formula_like_text_as_text(drafts, ko_profile, tmp_path):

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
+from rapidfuzz.distance import Levenshtein
+
 from core.decisions import Decision, template_subject
 from core.errors import Location, UserError
 from core.findings import Finding
@@ -32,19 +34,6 @@ STAGE = "postedit"
 OUTPUT_COLUMNS = ["Category", "ID", "version", "Label_annotation",
                   *[c for column in FIELD_ORDER for c in (column, f"{column}_translated")],
                   "N1_info", "N2_info", "Target_group", "BBQ_id", "BBQ_category", "Translator_notes"]
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance in characters (insert, delete, substitute each cost 1)."""
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        current = [i]
-        for j, cb in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
 
 
 @dataclass(frozen=True)
@@ -250,7 +239,7 @@ def edit_rates(cells: list[EditedCell]) -> tuple[list[EditRate], list[EditRate]]
     per_category: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for cell in cells:
         draft, edited = normalise_text(cell.row.draft)[0], normalise_text(cell.postedit)[0]
-        changed = edit_distance(draft, edited)
+        changed = Levenshtein.distance(draft, edited)  # characters inserted, deleted or substituted
         for bucket, key in ((per_template, template_subject(cell.category, cell.row.template_id)),
                             (per_category, cell.category)):
             bucket[key][0] += changed
