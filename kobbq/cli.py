@@ -112,7 +112,3 @@ def run() -> NoReturn:
     which wakes idle thread pools (``threading._shutdown``) and runs the exit handlers (Prefect's workers send their
     last logs to its API). A hand-made fast exit skipped the pools' wake-up, and such a process never ended."""
     sys.exit(main())
-
-
-if __name__ == "__main__":
-    run()

@@ -101,7 +101,8 @@ def prefect_harness():
     """
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    # A deadline, not a wait: at load ~15 the start took over 120 s and every test of that worker errored.
+    with prefect_test_harness(server_startup_timeout=600):
         yield
 
 
