@@ -27,7 +27,6 @@ OPT_OUT = "KOBBQ_PREFECT_SERVER"  # "temporary": a temporary server per command,
 RECORD = "kobbq-server.json"
 PID_FILE = "server.pid"  # Prefect's record of its background server (``prefect server stop`` reads it)
 START_TIMEOUT = 90.0
-STARTUP_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"  # core.runtime gives it a default
 
 
 def prefect_home() -> Path:
@@ -109,7 +108,8 @@ def lost_api(error: BaseException | None) -> bool:
 def connect() -> Iterator[None]:
     """The block's flow run goes to a server that answers; losing it during the block is one line. The caller has
     checked Prefect's home (``check_prefect_home``) before importing Prefect."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
+    from prefect.settings import (PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES,
+                                  PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings)
 
     url = api_setting("url")
     if not url and os.environ.get(OPT_OUT) == "temporary":
@@ -119,8 +119,9 @@ def connect() -> Iterator[None]:
         except RuntimeError as error:  # Prefect's own words when its temporary server does not answer in time
             if not str(error).startswith("Timed out while attempting to connect to ephemeral Prefect API server"):
                 raise
-            raise UserError(f"Prefect's temporary server did not start within {os.environ.get(STARTUP_SETTING)} s "
-                            f"({STARTUP_SETTING}): on a busy machine set it higher, or leave {OPT_OUT} unset so "
+            waited = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS  # what Prefect waited, from wherever it was set
+            raise UserError(f"Prefect's temporary server did not start within {waited.value()} s "
+                            f"({waited.name}): on a busy machine set it higher, or leave {OPT_OUT} unset so "
                             "that one server started in the background serves every command") from error
         return
     if url and (found := problem(url)):
