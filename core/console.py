@@ -6,7 +6,7 @@ import codecs
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 
 _START = time.perf_counter()
 _quiet = False
@@ -59,7 +59,7 @@ def escape_what_cannot_be_shown() -> None:
 PROGRESS_EVERY = 10.0  # seconds between the plain progress lines written where no terminal reads
 
 
-class LineProgress:
+class LineProgress(AbstractContextManager):
     """The progress of ``total`` steps as a plain line every ``every`` seconds and one at the end, for a stream
     that is not a terminal (a log file, CI): a bar there writes each of its hundreds of carriage-return updates
     into one long line."""
@@ -84,9 +84,6 @@ class LineProgress:
     def close(self) -> None:
         if self.done != self.said:
             self.say()
-
-    def __enter__(self) -> LineProgress:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from core.errors import UserError
 
 
-class SqliteStore:
+class SqliteStore(AbstractContextManager):
     """A small SQLite store with its ``schema``; use as a context manager so the connection is closed. SQLite's own
     errors (a full disk, a file that is not a database) are the one line (``error``) saying what is kept and what to do.
     """
@@ -53,9 +53,6 @@ class SqliteStore:
     def fetch_one(self, sql: str, parameters: tuple = ()) -> tuple | None:
         with self._storing():
             return self._db.execute(sql, parameters).fetchone()
-
-    def __enter__(self) -> "SqliteStore":
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

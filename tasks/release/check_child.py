@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -208,7 +208,7 @@ def os_error_from(stderr: str) -> OSError:
                    record.get("filename"))
 
 
-class ValidationChild:
+class ValidationChild(AbstractContextManager):
     """The suite in a child process (a spare, else a new one) beside the caller's writes, never outliving its
     ``with``: when the block ends, the child has ended; when it fails (an error, a signal), the child is ended."""
 
@@ -221,9 +221,6 @@ class ValidationChild:
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(job, sort_keys=True) + "\n")  # one line
         self.process.stdin.close()
-
-    def __enter__(self) -> ValidationChild:
-        return self
 
     def __exit__(self, kind, *_) -> None:
         """A child that has reported is waited for to end (one that does not is ended: its work is written)."""

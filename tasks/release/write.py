@@ -10,6 +10,7 @@ import ast
 import json
 import re
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cached_property
 from json.encoder import encode_basestring
@@ -238,7 +239,7 @@ def _arrow_column(values: list[object], kind: pa.DataType) -> pa.Array:
 FORMATS = ("tsv", "jsonl", "parquet")
 
 
-class SampleFiles:
+class SampleFiles(AbstractContextManager):
     """One sample set written chunk by chunk in ``formats``, byte for byte the files of the whole set written at once
     (a TSV or JSONL row does not depend on its neighbours; Parquet rows are buffered into full row groups)."""
 
@@ -258,9 +259,6 @@ class SampleFiles:
         if self.parquet is not None:
             self.parquet.append(frame, choices)
         self.header = False
-
-    def __enter__(self) -> SampleFiles:
-        return self
 
     def __exit__(self, kind, *_) -> None:
         for handle in self.text.values():
