@@ -14,8 +14,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from core.errors import UserError
-from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings, lease_state, revoke
-from tasks.evaluation.answer_cache import prompt_sha256
+from tasks.evaluation.answer_cache import AnswerCache, GenerationSettings, lease_state, prompt_sha256, revoke
 from tasks.evaluation.client import Model, ReplayModel, model_from_environment
 from tasks.evaluation.limits import LOST_AFTER_SECONDS
 from tasks.evaluation.runs import Request, cached_answers, load_requests

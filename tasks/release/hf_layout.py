@@ -61,7 +61,7 @@ def row_categories(batch: pa.RecordBatch, profile: Profile) -> tuple[np.ndarray,
     prefixes = {} if fmt is not None else {c.sample_prefix: c.name for c in profile.categories}
     names = [prefixes.get(value, value) for value in encoded.dictionary.to_pylist()]
     distinct = list(dict.fromkeys(names))  # two prefixes may name one category
-    return np.array([distinct.index(name) for name in names])[encoded.indices.to_numpy()], distinct
+    return np.array([distinct.index(name) for name in names], dtype=np.int64)[encoded.indices.to_numpy()], distinct
 
 
 def answer_positions(choices: pa.Array, answers: pa.Array) -> pa.Array:
