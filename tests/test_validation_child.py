@@ -29,9 +29,9 @@ def running(pid: int) -> bool:
 
 @pytest.fixture
 def no_spares():
-    checks._end_spares()
+    checks._end_children()
     yield
-    checks._end_spares()
+    checks._end_children()
 
 
 def test_a_warmed_child_takes_the_job(tmp_path_factory, ko_profile, no_spares):
@@ -48,12 +48,33 @@ def test_a_warmed_child_takes_the_job(tmp_path_factory, ko_profile, no_spares):
     assert (folder / "validation.json").exists() and (folder / all_samples_name("KoBBQ")).exists()
 
 
+def test_a_child_that_reported_is_not_waited_for_and_nothing_outlives_the_command(tmp_path_factory, ko_profile,
+                                                                                  no_spares):
+    """The build goes on once the child has reported: its interpreter's teardown is not on the release stage's
+    path. It stays registered (a signal ends it) until it has ended: the next build's ``warm_up`` forgets it, the
+    command's end waits for it, so nothing is left running."""
+    folder = built_example(tmp_path_factory, ko_profile)
+    loaded, _ = load_checked(EXAMPLE_TEMPLATES, DEFAULT_CORRECTIONS, ko_profile)
+    release = expand_release(loaded.templates, ko_profile, 42)
+    firsts = []
+    for _ in range(2):
+        with start_release_checks(folder, ko_profile, release) as child:
+            assert child.result().success
+        firsts.append(child.process)
+        assert checks._ending[-1] is child.process and child.process.pid in interrupt._children
+    firsts[0].wait(timeout=60)
+    checks.warm_up(0)  # a later build: the first child has ended, and is forgotten
+    assert checks._ending == firsts[1:] and firsts[0].pid not in interrupt._children
+    checks._end_children()
+    assert not checks._ending and not running(firsts[1].pid) and firsts[1].pid not in interrupt._children
+
+
 def test_a_spare_no_build_takes_ends_with_the_command(no_spares):
     checks.warm_up(2)
     pids = [spare.pid for spare in checks._spares]
     assert len(pids) == 2 and all(running(pid) for pid in pids)
     assert all(pid in interrupt._children for pid in pids)  # a signal ends them too
-    checks._end_spares()
+    checks._end_children()
     assert not any(running(pid) for pid in pids) and not checks._spares
     assert not any(pid in interrupt._children for pid in pids)
 

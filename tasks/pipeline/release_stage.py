@@ -12,6 +12,7 @@ from core import console, interrupt
 from core.errors import UserError
 from core.release_folder import AUDIT
 from core.stage_contract import Context, StageOutput, Waiting
+from tasks.audit.charts import import_library
 from tasks.audit.report import write_release_folder
 from tasks.release.assemble import ExpandedRelease, expand_release
 from tasks.pipeline.stages import RELEASE, build_inputs, earlier_stages, reports, twins
@@ -44,8 +45,9 @@ def expansion(ctx: Context) -> ExpandedRelease:
 
 
 def prepare(ctx: Context) -> None:
-    """Before the flow run: the template file checked and fitted to the test split, unless an earlier stage of this
-    run is about to write the template file (or the questions the survey reads), or the survey waits."""
+    """Before the flow run: the charts' library imported, and the template file checked and fitted to the test split
+    (unless an earlier stage of this run writes it or the survey's questions, or the survey waits)."""
+    import_library()
     if ctx.pending & {"templates", "survey-export"}:
         return
     with suppress(Waiting):  # the survey's results are not there yet: the run says so at the survey stage

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, suppress
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -209,8 +209,8 @@ def os_error_from(stderr: str) -> OSError:
 
 
 class ValidationChild(AbstractContextManager):
-    """The suite in a child process (a spare, else a new one) beside the caller's writes, never outliving its
-    ``with``: when the block ends, the child has ended; when it fails (an error, a signal), the child is ended."""
+    """The suite in a child process (a spare, else a new one) beside the caller's writes. When the block ends, the
+    child has reported and ends by itself, or it is ended (an error, a signal); none outlives the command."""
 
     def __init__(self, folder: Path, all_parquet: str, test_parquet: str, unknown: str,
                  expected_by_prefix: dict[str, int], generated: bool = False) -> None:
@@ -223,14 +223,14 @@ class ValidationChild(AbstractContextManager):
         self.process.stdin.close()
 
     def __exit__(self, kind, *_) -> None:
-        """A child that has reported is waited for to end (one that does not is ended: its work is written)."""
-        try:
-            if kind is None:
-                self.process.wait_for(REPORTED)
-                with suppress(subprocess.TimeoutExpired):
-                    self.process.wait(timeout=stall_seconds())
-        finally:
+        """A child that has reported is not waited for: its interpreter's teardown (~0.4 s for Great Expectations'
+        objects) goes on beside the build, and the command's end collects it (``_end_children``). One that has not
+        is ended (``wait_for`` ends one that dies or stalls first)."""
+        if kind is not None:
             self.process.end()
+            return
+        self.process.wait_for(REPORTED)
+        _ending.append(self.process)
 
     def result(self) -> ValidationReport:
         """Wait for the child's report: what it wrote to validation.json."""
@@ -248,12 +248,17 @@ class ValidationChild(AbstractContextManager):
         return report
 
 
-_spares: list[CheckChild] = []
+_spares: list[CheckChild] = []  # waiting for a job
+_ending: list[CheckChild] = []  # reported, ending by themselves
 
 
 def warm_up(count: int = 1) -> None:
-    """Have ``count`` children waiting for a job (a release's checks, and each twin's)."""
-    _spares[:] = [spare for spare in _spares if spare.poll() is None]
+    """Have ``count`` children waiting for a job (a release's checks, and each twin's), once those that have ended
+    (reported, or died waiting) are forgotten."""
+    for children in (_ending, _spares):
+        for ended in [child for child in children if child.poll() is not None]:
+            children.remove(ended)
+            ended.end()
     while len(_spares) < count:
         _spares.append(CheckChild())
 
@@ -266,20 +271,17 @@ def ready() -> None:
 
 def take_child() -> CheckChild:
     """A waiting spare, else a new child."""
-    while _spares:
-        spare = _spares.pop(0)
-        if spare.poll() is None:
-            return spare
-    return CheckChild()
+    warm_up(0)
+    return _spares.pop(0) if _spares else CheckChild()
 
 
-def _end_spares() -> None:
-    """The spares no build took: ended with the command, so nothing is left running."""
-    interrupt.end_processes([spare.pid for spare in _spares if spare.poll() is None])
-    for spare in _spares:
-        spare.wait()
-        interrupt.unregister_child(spare.pid)
+def _end_children() -> None:
+    """The command's end: its children (the spares no build took, those that reported and may still be ending) are
+    ended, so that nothing is left running."""
+    for child in [*_ending, *_spares]:
+        child.end()
+    _ending.clear()
     _spares.clear()
 
 
-atexit.register(_end_spares)
+atexit.register(_end_children)
