@@ -41,9 +41,9 @@ def test_a_warmed_child_takes_the_job(tmp_path_factory, ko_profile, no_spares):
     release = expand_release(loaded.templates, ko_profile, 42)
     checks.warm_up()
     spare = checks._spares[0].pid
-    child = start_release_checks(folder, ko_profile, release)
-    assert child.process.pid == spare and not checks._spares
-    report = child.result()
+    with start_release_checks(folder, ko_profile, release) as child:
+        assert child.process.pid == spare and not checks._spares
+        report = child.result()
     assert report.success and len(report.outcomes) == 46
     assert (folder / "validation.json").exists() and (folder / all_samples_name("KoBBQ")).exists()
 
