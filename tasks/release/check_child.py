@@ -253,12 +253,12 @@ _ending: list[CheckChild] = []  # reported, ending by themselves
 
 
 def warm_up(count: int = 1) -> None:
-    """Have ``count`` children waiting for a job (a release's checks, and each twin's), once those that have ended
-    (reported, or died waiting) are forgotten."""
-    for children in (_ending, _spares):
-        for ended in [child for child in children if child.poll() is not None]:
-            children.remove(ended)
-            ended.end()
+    """Have ``count`` children waiting for a job (a release's checks, and each twin's). Those that reported are
+    ended if still running (their work is written; a hung teardown holds nothing) and forgotten, as are dead spares."""
+    for child in [*_ending, *(spare for spare in _spares if spare.poll() is not None)]:
+        child.end()
+    _ending.clear()
+    _spares[:] = [spare for spare in _spares if spare.poll() is None]
     while len(_spares) < count:
         _spares.append(CheckChild())
 
