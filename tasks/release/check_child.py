@@ -224,8 +224,8 @@ class ValidationChild(AbstractContextManager):
 
     def __exit__(self, kind, *_) -> None:
         """A child that has reported is not waited for: its interpreter's teardown (~0.4 s for Great Expectations'
-        objects) goes on beside the build, and the command's end collects it (``_end_children``). One that has not
-        is ended (``wait_for`` ends one that dies or stalls first)."""
+        objects) goes on beside the build; the next ``warm_up`` or the command's end (``_end_children``) ends it if it
+        still runs. One that has not reported is ended (``wait_for`` ends one that dies or stalls first)."""
         if kind is not None:
             self.process.end()
             return
@@ -255,10 +255,11 @@ _ending: list[CheckChild] = []  # reported, ending by themselves
 def warm_up(count: int = 1) -> None:
     """Have ``count`` children waiting for a job (a release's checks, and each twin's). Those that reported are
     ended if still running (their work is written; a hung teardown holds nothing) and forgotten, as are dead spares."""
-    for child in [*_ending, *(spare for spare in _spares if spare.poll() is not None)]:
+    dead = [spare for spare in _spares if spare.poll() is not None]  # polled once, so each dead one is ended
+    for child in [*_ending, *dead]:
         child.end()
     _ending.clear()
-    _spares[:] = [spare for spare in _spares if spare.poll() is None]
+    _spares[:] = [spare for spare in _spares if spare not in dead]
     while len(_spares) < count:
         _spares.append(CheckChild())
 
